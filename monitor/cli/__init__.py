@@ -1,0 +1,1 @@
+"""The `modelwatch` command line: the composition root for one-shot commands."""

@@ -1,0 +1,65 @@
+"""Entry point: a lazily-loaded click group, and the one place user errors become exit 2."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import click
+
+from monitor._version import __version__
+from monitor.errors import ModelwatchError
+
+# name -> ("module:attribute", short help). Commands load on first use so `--help` stays fast
+# and heavy libraries (pandas, onnxruntime, evidently) load only where needed.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "db": ("monitor.cli.db:db", "Create or inspect the database schema."),
+    "config": ("monitor.cli.config_cmd:config", "Validate configuration files."),
+}
+
+
+class LazyGroup(click.Group):
+    """A click group whose subcommands are imported when invoked."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module_name, attr = target[0].split(":")
+        command = getattr(importlib.import_module(module_name), attr)
+        assert isinstance(command, click.Command)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="modelwatch")
+def cli() -> None:
+    """modelwatch: monitor deployed ML models and guard optimized builds."""
+
+
+def main(argv: list[str] | None = None) -> Any:
+    """Run the CLI; a ModelwatchError is one line on stderr and exit status 2."""
+    try:
+        return cli.main(args=argv, prog_name="modelwatch", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        click.echo("modelwatch: aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except ModelwatchError as exc:
+        click.echo(f"modelwatch: error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        sys.exit(130)

@@ -1,0 +1,27 @@
+"""Typed configuration, validated once at startup with unknown keys rejected."""
+
+from __future__ import annotations
+
+from monitor.config.base import StrictModel
+from monitor.config.root import (
+    DEFAULT_DATABASE_URL,
+    ENV_OVERRIDES,
+    Config,
+    ModelConfig,
+    load_config,
+    parse_config,
+)
+from monitor.config.sources import JsonlSourceConfig, KafkaSourceConfig, SourceConfig
+
+__all__ = [
+    "DEFAULT_DATABASE_URL",
+    "ENV_OVERRIDES",
+    "Config",
+    "JsonlSourceConfig",
+    "KafkaSourceConfig",
+    "ModelConfig",
+    "SourceConfig",
+    "StrictModel",
+    "load_config",
+    "parse_config",
+]

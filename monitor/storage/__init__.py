@@ -1,0 +1,48 @@
+"""Storage: typed ORM models, engines and schema migrations.
+
+Every table's model is imported here so that `Base.metadata` is complete for Alembic.
+"""
+
+from __future__ import annotations
+
+from monitor.storage.base import NAMING_CONVENTION, Base, UTCDateTime, utcnow
+from monitor.storage.core import (
+    ALIASES,
+    Baseline,
+    BaselineProfile,
+    Model,
+    ModelAlias,
+    ModelVersion,
+)
+from monitor.storage.engine import make_engine, normalize_url, session_factory, transaction
+from monitor.storage.schema import (
+    SchemaState,
+    downgrade,
+    head_revision,
+    require_head,
+    schema_state,
+    upgrade,
+)
+
+__all__ = [
+    "ALIASES",
+    "NAMING_CONVENTION",
+    "Base",
+    "Baseline",
+    "BaselineProfile",
+    "Model",
+    "ModelAlias",
+    "ModelVersion",
+    "SchemaState",
+    "UTCDateTime",
+    "downgrade",
+    "head_revision",
+    "make_engine",
+    "normalize_url",
+    "require_head",
+    "schema_state",
+    "session_factory",
+    "transaction",
+    "upgrade",
+    "utcnow",
+]

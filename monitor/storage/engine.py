@@ -1,0 +1,64 @@
+"""Engine creation: URL normalisation, SQLite pragmas, session factory."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import create_engine, event
+from sqlalchemy.engine import URL, Engine, make_url
+from sqlalchemy.exc import ArgumentError
+from sqlalchemy.orm import Session, sessionmaker
+
+from monitor.errors import ConfigError
+
+
+def normalize_url(url: str | URL) -> URL:
+    """Parse a database URL; plain `postgresql://` uses psycopg 3."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise ConfigError(f"database_url: cannot parse {str(url)!r} as a database URL") from None
+    if parsed.drivername in ("postgresql", "postgres"):
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    if parsed.get_backend_name() not in ("sqlite", "postgresql"):
+        raise ConfigError(
+            f"database_url: unsupported backend {parsed.get_backend_name()!r}; "
+            "use sqlite:///FILE or postgresql://..."
+        )
+    return parsed
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.close()
+
+
+def make_engine(url: str | URL, **kwargs: Any) -> Engine:
+    """Create an engine for SQLite or PostgreSQL with safe defaults."""
+    parsed = normalize_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        engine = create_engine(parsed, **kwargs)
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    kwargs.setdefault("pool_pre_ping", True)
+    connect_args = kwargs.pop("connect_args", {})
+    connect_args.setdefault("connect_timeout", 10)
+    return create_engine(parsed, connect_args=connect_args, **kwargs)
+
+
+def session_factory(engine: Engine) -> sessionmaker[Session]:
+    """Sessions that keep loaded attributes usable after commit."""
+    return sessionmaker(engine, expire_on_commit=False)
+
+
+@contextmanager
+def transaction(engine: Engine) -> Iterator[Session]:
+    """A session in one transaction: committed on success, rolled back on error."""
+    with session_factory(engine)() as session, session.begin():
+        yield session

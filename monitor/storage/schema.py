@@ -1,0 +1,99 @@
+"""Schema migrations driven through Alembic, and the startup check that the schema is at head."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config as AlembicConfig
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
+
+import migrations
+from monitor.errors import SchemaVersionError, StorageError
+
+
+@dataclass(frozen=True)
+class SchemaState:
+    """Where a database stands relative to the code's migrations."""
+
+    current: str | None
+    head: str
+
+    @property
+    def at_head(self) -> bool:
+        return self.current == self.head
+
+
+def alembic_config(engine: Engine) -> AlembicConfig:
+    """An Alembic config bound to an engine, with the packaged migrations."""
+    cfg = AlembicConfig()
+    cfg.set_main_option("script_location", str(Path(migrations.__file__).parent))
+    cfg.attributes["engine"] = engine
+    return cfg
+
+
+def head_revision(engine: Engine) -> str:
+    """The newest revision the code knows."""
+    head = ScriptDirectory.from_config(alembic_config(engine)).get_current_head()
+    assert head is not None, "migrations have no head"
+    return head
+
+
+def schema_state(engine: Engine) -> SchemaState:
+    """Read the database's revision; StorageError if it is unreachable."""
+    try:
+        with engine.connect() as conn:
+            current = MigrationContext.configure(conn).get_current_revision()
+    except OperationalError as exc:
+        raise _unreachable(engine, exc) from None
+    return SchemaState(current=current, head=head_revision(engine))
+
+
+def upgrade(engine: Engine, revision: str = "head") -> SchemaState:
+    """Apply migrations up to `revision`."""
+    _run(lambda cfg: command.upgrade(cfg, revision), engine)
+    return schema_state(engine)
+
+
+def downgrade(engine: Engine, revision: str = "base") -> SchemaState:
+    """Revert migrations down to `revision`."""
+    _run(lambda cfg: command.downgrade(cfg, revision), engine)
+    return schema_state(engine)
+
+
+def require_head(engine: Engine) -> None:
+    """Refuse to run against a schema that is not at head."""
+    state = schema_state(engine)
+    if not state.at_head:
+        raise SchemaVersionError(
+            f"database {_safe_url(engine)} is at revision {state.current or 'none (empty)'}, "
+            f"not head {state.head}; run `modelwatch db upgrade`"
+        )
+
+
+def _run(action: Callable[[AlembicConfig], None], engine: Engine) -> None:
+    cfg = alembic_config(engine)
+    try:
+        action(cfg)
+    except OperationalError as exc:
+        raise _unreachable(engine, exc) from None
+    except SQLAlchemyError as exc:
+        raise StorageError(f"migration failed on {_safe_url(engine)}: {_first_line(exc)}") from None
+
+
+def _unreachable(engine: Engine, exc: BaseException) -> StorageError:
+    return StorageError(f"cannot reach database {_safe_url(engine)}: {_first_line(exc)}")
+
+
+def _safe_url(engine: Engine) -> str:
+    return engine.url.render_as_string(hide_password=True)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(getattr(exc, "orig", None) or exc)
+    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__

@@ -1,0 +1,1 @@
+"""Real services started by the tests on free loopback ports."""
