@@ -2,4 +2,16 @@
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from dashboards.exposition import MetricsServer, metrics_asgi_app, metrics_wsgi_app, serve_metrics
+from dashboards.labels import LabelLimiter, SliceLabels
+from dashboards.metrics import ModelwatchMetrics
+
+__all__ = [
+    "LabelLimiter",
+    "MetricsServer",
+    "ModelwatchMetrics",
+    "SliceLabels",
+    "metrics_asgi_app",
+    "metrics_wsgi_app",
+    "serve_metrics",
+]
