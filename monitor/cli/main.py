@@ -16,6 +16,7 @@ from monitor.errors import ModelwatchError
 COMMANDS: dict[str, tuple[str, str]] = {
     "db": ("monitor.cli.db:db", "Create or inspect the database schema."),
     "config": ("monitor.cli.config_cmd:config", "Validate configuration files."),
+    "dashboards": ("monitor.cli.dashboards:dashboards", "Export or provision Grafana dashboards."),
 }
 
 
