@@ -136,15 +136,9 @@ class ModelwatchMetrics:
         threshold: float,
     ) -> None:
         """Publish the latest drift statistic and its threshold for one column and slice."""
-        labels = {
-            "model": model,
-            "version": version,
-            "slice": self.slices.label(model, slice_key),
-            "column": column,
-            "method": method,
-        }
-        self.drift_score.labels(**labels).set(value)
-        self.drift_threshold.labels(**labels).set(threshold)
+        labels = (model, version, self.slices.label(model, slice_key), column, method)
+        self.drift_score.labels(*labels).set(value)
+        self.drift_threshold.labels(*labels).set(threshold)
 
     def set_drifted_columns(
         self, model: str, version: str, slice_key: str | None, count: int
