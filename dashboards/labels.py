@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterable
 
@@ -38,13 +39,34 @@ class LabelLimiter:
             return value
 
 
+def slice_pairs(slice_key: str) -> list[tuple[str, str]] | None:
+    """(column, value) pairs of a slice key, or None when it is malformed.
+
+    Accepts the collectors' canonical JSON (``{"region": "eu"}``) and the display form
+    (``region=eu`` or ``region=eu,channel=web``).
+    """
+    if slice_key.startswith("{"):
+        try:
+            parsed = json.loads(slice_key)
+        except ValueError:
+            return None
+        if not isinstance(parsed, dict) or not parsed:
+            return None
+        return sorted((str(k), str(v)) for k, v in parsed.items())
+    pairs = [part.partition("=") for part in slice_key.split(",")]
+    if any(not col or not sep or not value for col, sep, value in pairs):
+        return None
+    return sorted((col, value) for col, _, value in pairs)
+
+
 class SliceLabels:
     """Turns a result's slice key into a bounded `slice` label value.
 
-    Slice keys look like ``region=eu`` (one configured slice column and its value) or are empty
-    for the whole window (label ``all``). A key whose column is not among the model's configured
-    `slices`, a key for an unconfigured model, or a malformed key maps to ``other``; past the
-    model's `max_slice_values` distinct values per column, new values map to ``column=other``.
+    A slice key names configured slice columns and their values (``{"region": "eu"}`` or
+    ``region=eu``); an empty key is the whole window (label ``all``). A key naming a column
+    that is not among the model's configured `slices`, a key for an unconfigured model, or a
+    malformed key maps to ``other``. Past the model's `max_slice_values` distinct values per
+    column combination, new values map to ``region=other``.
     """
 
     def __init__(self, models: Iterable[ModelConfig]) -> None:
@@ -57,8 +79,12 @@ class SliceLabels:
         if not slice_key or slice_key == ALL_SLICES:
             return ALL_SLICES
         config = self._models.get(model)
-        column, sep, value = slice_key.partition("=")
-        if config is None or not sep or not value or column not in config.slices:
+        pairs = slice_pairs(slice_key)
+        if config is None or pairs is None or any(c not in config.slices for c, _ in pairs):
             return OTHER
-        admitted = self._limiter.limit(f"{model}\x00{column}", value, config.max_slice_values)
-        return f"{column}={admitted}"
+        columns = ",".join(c for c, _ in pairs)
+        values = "\x00".join(v for _, v in pairs)
+        admitted = self._limiter.limit(f"{model}\x00{columns}", values, config.max_slice_values)
+        if admitted == OTHER:
+            return ",".join(f"{c}={OTHER}" for c, _ in pairs)
+        return ",".join(f"{c}={v}" for c, v in pairs)

@@ -52,6 +52,10 @@ def test_limiter_is_bounded_under_concurrent_use() -> None:
         ("fraud", "", "all"),
         ("fraud", None, "all"),
         ("fraud", "region=eu", "region=eu"),
+        ("fraud", '{"region": "eu"}', "region=eu"),  # the collectors' canonical JSON
+        ("fraud", '{"region": "eu", "channel": "web"}', "channel=web,region=eu"),
+        ("fraud", '{"region": "eu", "user": "u1"}', "other"),
+        ("fraud", "{not json", "other"),
         ("fraud", "user_id=123", "other"),  # not a configured slice column
         ("fraud", "region", "other"),  # malformed
         ("fraud", "region=", "other"),
