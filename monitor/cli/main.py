@@ -16,6 +16,7 @@ from monitor.errors import ModelwatchError
 COMMANDS: dict[str, tuple[str, str]] = {
     "db": ("monitor.cli.db:db", "Create or inspect the database schema."),
     "config": ("monitor.cli.config_cmd:config", "Validate configuration files."),
+    "serve": ("monitor.cli.serve:serve", "Run the daemon: collectors, jobs, HTTP API."),
 }
 
 

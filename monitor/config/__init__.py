@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from monitor.config.api import ApiConfig, SchedulerConfig, TokenConfig
 from monitor.config.base import StrictModel
 from monitor.config.root import (
     DEFAULT_DATABASE_URL,
@@ -14,6 +15,9 @@ from monitor.config.root import (
 from monitor.config.sources import JsonlSourceConfig, KafkaSourceConfig, SourceConfig
 
 __all__ = [
+    "ApiConfig",
+    "SchedulerConfig",
+    "TokenConfig",
     "DEFAULT_DATABASE_URL",
     "ENV_OVERRIDES",
     "Config",

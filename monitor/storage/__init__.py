@@ -14,6 +14,7 @@ from monitor.storage.core import (
     ModelAlias,
     ModelVersion,
 )
+from monitor.storage.daemon import JobRun
 from monitor.storage.engine import make_engine, normalize_url, session_factory, transaction
 from monitor.storage.schema import (
     SchemaState,
@@ -30,6 +31,7 @@ __all__ = [
     "Base",
     "Baseline",
     "BaselineProfile",
+    "JobRun",
     "Model",
     "ModelAlias",
     "ModelVersion",
