@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 from pydantic import Field, ValidationError, field_validator
 
+from monitor.config.alerts import AlertsConfig
 from monitor.config.base import StrictModel
 from monitor.config.sources import SourceConfig
 from monitor.errors import ConfigError
@@ -46,6 +47,7 @@ class Config(StrictModel):
     database_url: str = DEFAULT_DATABASE_URL
     models: list[ModelConfig] = Field(default_factory=list)
     sources: list[SourceConfig] = Field(default_factory=list)
+    alerts: AlertsConfig = Field(default_factory=AlertsConfig)
 
     @field_validator("models")
     @classmethod
