@@ -11,7 +11,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any, Literal, Protocol, get_args
 
@@ -153,7 +153,10 @@ class Receiver(Protocol):
     its own idempotency key suffix.
     """
 
-    name: str
+    @property
+    def name(self) -> str:
+        """The receiver's configured name."""
+        ...
 
     def render(self, notification: Notification) -> list[OutboundRequest]:
         """The requests that deliver `notification`."""
@@ -166,3 +169,18 @@ def common_items(dicts: list[dict[str, str]]) -> dict[str, str]:
         return {}
     first = dicts[0]
     return {k: v for k, v in first.items() if all(d.get(k) == v for d in dicts[1:])}
+
+
+ZERO_TIME = "0001-01-01T00:00:00Z"
+
+
+def rfc3339(value: datetime | None) -> str:
+    """UTC RFC 3339 with a `Z` (Alertmanager's zero time for None)."""
+    if value is None:
+        return ZERO_TIME
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def json_bytes(data: Any) -> bytes:
+    """Compact UTF-8 JSON, the body every receiver sends."""
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
