@@ -52,6 +52,14 @@ class DeliveryReport:
     retried: int = 0
     dead: int = 0
 
+    def __add__(self, other: DeliveryReport) -> DeliveryReport:
+        return DeliveryReport(
+            self.claimed + other.claimed,
+            self.sent + other.sent,
+            self.retried + other.retried,
+            self.dead + other.dead,
+        )
+
 
 class _Failure(Exception):
     def __init__(self, message: str, permanent: bool) -> None:
@@ -121,7 +129,7 @@ class DeliveryWorker:
         total = DeliveryReport()
         while not stop.is_set():
             report = self.run_once()
-            total = DeliveryReport(*(a + b for a, b in zip(_fields(total), _fields(report))))
+            total = total + report
             if report.claimed:
                 continue
             if once:
@@ -192,7 +200,3 @@ class DeliveryWorker:
             return
         retryable = response.status_code in (408, 429) or response.status_code >= 500
         raise _Failure(f"HTTP {response.status_code}: {response.text[:200]}", not retryable)
-
-
-def _fields(report: DeliveryReport) -> tuple[int, int, int, int]:
-    return report.claimed, report.sent, report.retried, report.dead
