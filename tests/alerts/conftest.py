@@ -12,7 +12,7 @@ from alerts.base import Signal
 from alerts.evaluator import Evaluator
 from monitor.config.alerts import AlertsConfig
 
-T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+T0 = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 
 
 def at(seconds: float) -> datetime:

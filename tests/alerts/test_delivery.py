@@ -124,7 +124,7 @@ def test_webhook_payload_is_alertmanager_v4(
         "generatorURL",
         "fingerprint",
     }
-    assert alert["startsAt"] == "2026-11-30T12:00:00Z" and alert["endsAt"] == "0001-01-01T00:00:00Z"
+    assert alert["startsAt"] == "2026-06-01T12:00:00Z" and alert["endsAt"] == "0001-01-01T00:00:00Z"
     assert alert["labels"]["column"] == "amount"
 
 
