@@ -53,11 +53,12 @@ def render_annotations(
 
 
 def alert_labels(rule: RuleConfig, signal: Signal) -> dict[str, str]:
-    """The signal's labels plus the rule's, `alertname`, `severity` and `kind` (rule wins)."""
+    """The signal's labels plus the rule's, `alertname`, `severity` and `kind` (rule wins).
+    An empty value means "no such label", as in Prometheus and Alertmanager."""
     labels = dict(signal.labels)
     labels.update(rule.labels)
     labels.update({"alertname": rule.name, "severity": rule.severity, "kind": signal.kind})
-    return dict(sorted(labels.items()))
+    return {k: v for k, v in sorted(labels.items()) if v != ""}
 
 
 def is_active(rule: RuleConfig, signal: Signal) -> bool:

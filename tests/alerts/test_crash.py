@@ -46,7 +46,10 @@ def _worker(config: Path, *extra: str) -> subprocess.Popen[str]:
     env.update({"HOOK_SECRET": SECRET, "PYTHONPATH": str(REPO)})
     return subprocess.Popen(
         [sys.executable, "-m", "monitor", "alerts", "deliver", "--config", str(config), *extra],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
