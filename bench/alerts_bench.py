@@ -68,8 +68,8 @@ def main() -> None:
             plain_s = time.perf_counter() - start
     receiver.stop()
     print(
-        f"outbox delivery: {sent / outbox_s:.0f}/s; plain POST floor: {len(bodies) / plain_s:.0f}/s;"
-        f" ratio {plain_s / outbox_s:.2f}"
+        f"outbox delivery: {sent / outbox_s:.0f}/s; "
+        f"plain POST floor: {len(bodies) / plain_s:.0f}/s; ratio {plain_s / outbox_s:.2f}"
     )
 
 
