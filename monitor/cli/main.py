@@ -17,6 +17,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "db": ("monitor.cli.db:db", "Create or inspect the database schema."),
     "config": ("monitor.cli.config_cmd:config", "Validate configuration files."),
     "serve": ("monitor.cli.serve:serve", "Run the daemon: collectors, jobs, HTTP API."),
+    "alerts": ("monitor.cli.alerts:alerts", "Show alert states; run the delivery worker."),
+    "silences": ("monitor.cli.alerts:silences", "Add, list and expire alert silences."),
 }
 
 

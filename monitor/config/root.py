@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 from pydantic import Field, ValidationError, field_validator
 
+from monitor.config.alerts import AlertsConfig
 from monitor.config.api import ApiConfig, SchedulerConfig
 from monitor.config.base import StrictModel
 from monitor.config.sources import SourceConfig
@@ -49,6 +50,7 @@ class Config(StrictModel):
     sources: list[SourceConfig] = Field(default_factory=list)
     api: ApiConfig = Field(default_factory=ApiConfig)
     scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
+    alerts: AlertsConfig = Field(default_factory=AlertsConfig)
 
     @field_validator("models")
     @classmethod

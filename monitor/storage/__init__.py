@@ -5,6 +5,7 @@ Every table's model is imported here so that `Base.metadata` is complete for Ale
 
 from __future__ import annotations
 
+from monitor.storage.alerts import AlertGroup, AlertNotification, AlertSilence, AlertState
 from monitor.storage.base import NAMING_CONVENTION, Base, UTCDateTime, utcnow
 from monitor.storage.core import (
     ALIASES,
@@ -27,6 +28,10 @@ from monitor.storage.schema import (
 
 __all__ = [
     "ALIASES",
+    "AlertGroup",
+    "AlertNotification",
+    "AlertSilence",
+    "AlertState",
     "NAMING_CONVENTION",
     "Base",
     "Baseline",
