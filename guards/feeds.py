@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -43,7 +44,8 @@ def _dtype(golden: GoldenSet, spec: TensorSpec) -> np.dtype[np.generic]:
         raise SchemaMismatchError(
             f"{golden.path}: model input {spec.describe()} has a type the gate cannot feed"
         )
-    return np.dtype(DTYPES[spec.type])
+    dtype: np.dtype[np.generic] = np.dtype(DTYPES[spec.type])
+    return dtype
 
 
 def _matrix(golden: GoldenSet, spec: TensorSpec) -> np.ndarray:
@@ -83,7 +85,7 @@ def _cast(golden: GoldenSet, cols: list[str], spec: TensorSpec) -> np.ndarray:
     return np.ascontiguousarray(block.to_numpy(dtype=dtype))
 
 
-def _numeric(dtype: object) -> bool:
+def _numeric(dtype: Any) -> bool:
     from pandas.api.types import is_numeric_dtype
 
     return bool(is_numeric_dtype(dtype))

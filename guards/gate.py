@@ -16,7 +16,14 @@ from guards.criteria import Evidence, Slice, evaluate
 from guards.feeds import build_feeds, check_comparable
 from guards.golden import GoldenSet
 from guards.policy import GatePolicy
-from guards.results import Criterion, GuardVerdict, LatencyStats, WorstRow, overall_status
+from guards.results import (
+    Criterion,
+    GuardVerdict,
+    LatencyStats,
+    Status,
+    WorstRow,
+    overall_status,
+)
 from guards.runtime import open_session, run_batched, select_providers, session_options, signature
 from guards.tasks import Task, detect_task
 from monitor.errors import InputError, SchemaMismatchError
@@ -207,7 +214,7 @@ def _latency_criteria(
     out: list[Criterion] = []
     if policy.latency_budget_ms is not None:
         limit = policy.latency_budget_ms
-        status = "pass" if cand.p95_ms <= limit else "fail"
+        status: Status = "pass" if cand.p95_ms <= limit else "fail"
         name = f"latency_p95_ms[batch={cand.batch_size}]"
         out.append(Criterion(name, cand.p95_ms, limit, status))
     if policy.max_latency_ratio is not None:

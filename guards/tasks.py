@@ -48,10 +48,10 @@ class Task:
     def predicted(self, which: np.ndarray) -> np.ndarray | None:
         """Predicted class per row (None for regression and tensors)."""
         if self.kind == "scores":
-            return np.argmax(which, axis=1)
+            return np.asarray(np.argmax(which, axis=1))
         if self.kind == "binary":
             return (which.reshape(-1) >= self.decision_threshold).astype(np.int64)
-        return which.reshape(-1) if self.kind == "labels" else None
+        return np.asarray(which.reshape(-1)) if self.kind == "labels" else None
 
     def flips(self) -> np.ndarray | None:
         """Per row: did the candidate's decision differ from the reference's."""

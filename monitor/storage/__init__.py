@@ -15,6 +15,7 @@ from monitor.storage.core import (
     ModelVersion,
 )
 from monitor.storage.engine import make_engine, normalize_url, session_factory, transaction
+from monitor.storage.guards import GateRun, RollbackEvent
 from monitor.storage.schema import (
     SchemaState,
     downgrade,
@@ -33,6 +34,8 @@ __all__ = [
     "Model",
     "ModelAlias",
     "ModelVersion",
+    "GateRun",
+    "RollbackEvent",
     "SchemaState",
     "UTCDateTime",
     "downgrade",
