@@ -16,6 +16,9 @@ from monitor.errors import ModelwatchError
 COMMANDS: dict[str, tuple[str, str]] = {
     "db": ("monitor.cli.db:db", "Create or inspect the database schema."),
     "config": ("monitor.cli.config_cmd:config", "Validate configuration files."),
+    "gate": ("monitor.cli.gate:gate", "Gate an optimized ONNX build against its reference."),
+    "models": ("monitor.cli.models:models", "Register model versions and list the registry."),
+    "rollback": ("monitor.cli.models:rollback", "Move a model's active version back."),
 }
 
 

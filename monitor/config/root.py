@@ -11,6 +11,7 @@ import yaml
 from pydantic import Field, ValidationError, field_validator
 
 from monitor.config.base import StrictModel
+from monitor.config.guards import GuardsConfig
 from monitor.config.sources import SourceConfig
 from monitor.errors import ConfigError
 
@@ -46,6 +47,7 @@ class Config(StrictModel):
     database_url: str = DEFAULT_DATABASE_URL
     models: list[ModelConfig] = Field(default_factory=list)
     sources: list[SourceConfig] = Field(default_factory=list)
+    guards: GuardsConfig = Field(default_factory=GuardsConfig)
 
     @field_validator("models")
     @classmethod
