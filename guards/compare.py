@@ -31,6 +31,12 @@ def compare_output(
     r = _rows(reference)
     c = _rows(candidate)
     finite = np.isfinite(r) & np.isfinite(c)
+    if finite.all():  # the common case, without the masking passes
+        diff = np.abs(c - r)
+        allowed = atol + rtol * np.abs(r)
+        mismatch = float(np.count_nonzero(diff > allowed)) / max(diff.size, 1)
+        row_max = diff.max(axis=1) if diff.shape[1] else np.zeros(len(diff))
+        return Elementwise(_stats(r.ravel(), c.ravel(), rtol, 0), mismatch, row_max)
     same_inf = ~finite & (r == c)
     diff = np.where(finite, np.abs(c - r), np.inf)
     diff[same_inf] = 0.0

@@ -20,6 +20,7 @@ from guards.results import (
     Criterion,
     GuardVerdict,
     LatencyStats,
+    OutputStats,
     Status,
     WorstRow,
     overall_status,
@@ -67,12 +68,10 @@ def run_gate(request: GateRequest) -> GuardVerdict:
         ref_out = run_batched(sessions.reference, sessions.feeds, request.batch_size)
         cand_out = run_batched(sessions.candidate, sessions.feeds, request.batch_size)
     with _timed(clock, "compare_s"):
-        evidence = _evidence(request, ref_out, cand_out)
-        criteria = evaluate(request.policy, evidence)
-        worst = _worst_rows(request, evidence)
+        judged = judge(request, ref_out, cand_out)
     with _timed(clock, "latency_s"):
         lat = _latency(request, sessions)
-    criteria = (*criteria, *_latency_criteria(request.policy, lat))
+    criteria = (*judged.criteria, *_latency_criteria(request.policy, lat))
     return GuardVerdict(
         verdict=overall_status(criteria),
         preset=request.policy.name,
@@ -82,10 +81,31 @@ def run_gate(request: GateRequest) -> GuardVerdict:
             "candidate": tuple(sessions.candidate.get_providers()),
         },
         criteria=criteria,
-        outputs={name: cmp.stats for name, cmp in evidence.elementwise.items()},
+        outputs=judged.outputs,
         latency=lat,
-        worst_rows=worst,
+        worst_rows=judged.worst_rows,
         timing=clock,
+    )
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """Criteria, output statistics and worst rows from the two models' outputs."""
+
+    criteria: tuple[Criterion, ...]
+    outputs: Mapping[str, OutputStats]
+    worst_rows: tuple[WorstRow, ...]
+
+
+def judge(
+    request: GateRequest, ref: Mapping[str, np.ndarray], cand: Mapping[str, np.ndarray]
+) -> Judgement:
+    """The gate's own work after inference: comparison, task criteria, worst rows."""
+    evidence = _evidence(request, ref, cand)
+    return Judgement(
+        criteria=evaluate(request.policy, evidence),
+        outputs={name: cmp.stats for name, cmp in evidence.elementwise.items()},
+        worst_rows=_worst_rows(request, evidence),
     )
 
 
@@ -158,16 +178,20 @@ def _labels(golden: GoldenSet, task: Task) -> np.ndarray | None:
 
 
 def _slices(golden: GoldenSet) -> Iterator[Slice]:
+    import pandas as pd
+
     yield Slice(None, np.arange(golden.rows))
     for col in golden.slice_columns:
-        groups = golden.frame.groupby(col, sort=True, dropna=False).indices
-        if len(groups) > MAX_SLICE_VALUES:
+        codes, values = pd.factorize(golden.frame[col], sort=True, use_na_sentinel=False)
+        if len(values) > MAX_SLICE_VALUES:
             raise InputError(
-                f"{golden.path}: slice column {col!r} has {len(groups)} values; "
+                f"{golden.path}: slice column {col!r} has {len(values)} values; "
                 f"at most {MAX_SLICE_VALUES} (slice by a bounded category)"
             )
-        for value, rows in groups.items():
-            yield Slice({col: str(value)}, np.asarray(rows))
+        order = np.argsort(codes, kind="stable")
+        bounds = np.cumsum(np.bincount(codes, minlength=len(values)))[:-1]
+        for value, rows in zip(values, np.split(order, bounds), strict=True):
+            yield Slice({col: str(value)}, rows)
 
 
 def _worst_rows(request: GateRequest, evidence: Evidence) -> tuple[WorstRow, ...]:

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
 
 from guards.stats import wilson_interval
 
+Side = Literal["reference", "candidate"]
 Kind = Literal["scores", "binary", "labels", "regression", "tensor"]
 HIGHER_IS_BETTER = {"accuracy": True, "roc_auc": True, "mae": False, "rmse": False}
 
@@ -36,6 +37,8 @@ class Task:
     reference: np.ndarray
     candidate: np.ndarray
     decision_threshold: float = 0.5
+    # Whole-set predictions and sort orders, reused by every slice.
+    _cache: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def metrics(self) -> tuple[str, ...]:
@@ -70,6 +73,23 @@ class Task:
 
     def positive_score(self, which: np.ndarray) -> np.ndarray:
         return which[:, 1] if self.kind == "scores" else which.reshape(-1)
+
+    def correct(self, side: Side, labels: np.ndarray) -> np.ndarray:
+        """Per row: is this model's prediction the label (computed once per side)."""
+        key = f"correct_{side}"
+        if key not in self._cache:
+            pred = self.predicted(getattr(self, side))
+            assert pred is not None
+            self._cache[key] = pred == labels
+        return self._cache[key]
+
+    def score_order(self, side: Side) -> np.ndarray:
+        """Row indices sorted by this model's positive score (computed once per side)."""
+        key = f"order_{side}"
+        if key not in self._cache:
+            score = self.positive_score(getattr(self, side))
+            self._cache[key] = np.argsort(score, kind="stable")
+        return self._cache[key]
 
 
 def detect_task(
@@ -109,50 +129,53 @@ def metric_drop(
     task: Task, metric: str, labels: np.ndarray, rows: np.ndarray, confidence: float
 ) -> MetricDrop:
     """The drop of `metric` from reference to candidate on `rows` (indices)."""
-    y = labels[rows]
-    ref = _METRICS[metric](task, task.reference[rows], y)
-    cand = _METRICS[metric](task, task.candidate[rows], y)
+    ref = _METRICS[metric](task, "reference", rows, labels)
+    cand = _METRICS[metric](task, "candidate", rows, labels)
     if HIGHER_IS_BETTER[metric]:
         drop = (ref - cand) * 100.0
     else:
         drop = (cand - ref) / ref * 100.0 if ref > 0 else (math.inf if cand > ref else 0.0)
-    bound = _accuracy_drop_bound(task, rows, y, confidence) if metric == "accuracy" else None
+    bound = _accuracy_drop_bound(task, rows, labels, confidence) if metric == "accuracy" else None
     return MetricDrop(metric, ref, cand, drop, bound)
 
 
-def _accuracy(task: Task, out: np.ndarray, y: np.ndarray) -> float:
-    pred = task.predicted(out)
-    assert pred is not None
-    return float(np.mean(pred == y)) if len(y) else math.nan
+def _accuracy(task: Task, side: Side, rows: np.ndarray, labels: np.ndarray) -> float:
+    return float(np.mean(task.correct(side, labels)[rows])) if len(rows) else math.nan
 
 
-def _roc_auc(task: Task, out: np.ndarray, y: np.ndarray) -> float:
-    pos = y == 1
-    n1, n0 = int(pos.sum()), int((~pos).sum())
+def _roc_auc(task: Task, side: Side, rows: np.ndarray, labels: np.ndarray) -> float:
+    """Mann-Whitney AUC; the slice's rows are taken in the globally sorted order (no re-sort)."""
+    member = np.zeros(len(labels), dtype=bool)
+    member[rows] = True
+    order = task.score_order(side)
+    order = order[member[order]]
+    pos = labels[order] == 1
+    n1, n0 = int(pos.sum()), int(len(order) - pos.sum())
     if n1 == 0 or n0 == 0:
         return math.nan
-    ranks = _average_ranks(task.positive_score(out))
+    ranks = _average_ranks_sorted(task.positive_score(getattr(task, side))[order])
     return float((ranks[pos].sum() - n1 * (n1 + 1) / 2.0) / (n1 * n0))
 
 
-def _average_ranks(values: np.ndarray) -> np.ndarray:
-    """1-based ranks with ties sharing their average rank (as in the Mann-Whitney U)."""
-    order = np.argsort(values, kind="mergesort")
-    _, first, counts = np.unique(values[order], return_index=True, return_counts=True)
-    ranks = np.empty(len(values), dtype=np.float64)
-    ranks[order] = np.repeat(first + (counts + 1) / 2.0, counts)
-    return ranks
+def _average_ranks_sorted(values: np.ndarray) -> np.ndarray:
+    """1-based ranks of ascending `values`, ties sharing their average rank."""
+    n = len(values)
+    starts = np.flatnonzero(np.r_[True, values[1:] != values[:-1]])
+    counts = np.diff(np.r_[starts, n])
+    return np.repeat(starts + (counts + 1) / 2.0, counts)
 
 
-def _mae(task: Task, out: np.ndarray, y: np.ndarray) -> float:
-    return float(np.mean(np.abs(out.reshape(-1) - y))) if len(y) else math.nan
+def _mae(task: Task, side: Side, rows: np.ndarray, labels: np.ndarray) -> float:
+    out = getattr(task, side).reshape(-1)[rows]
+    return float(np.mean(np.abs(out - labels[rows]))) if len(rows) else math.nan
 
 
-def _rmse(task: Task, out: np.ndarray, y: np.ndarray) -> float:
-    return float(np.sqrt(np.mean((out.reshape(-1) - y) ** 2))) if len(y) else math.nan
+def _rmse(task: Task, side: Side, rows: np.ndarray, labels: np.ndarray) -> float:
+    out = getattr(task, side).reshape(-1)[rows]
+    return float(np.sqrt(np.mean((out - labels[rows]) ** 2))) if len(rows) else math.nan
 
 
-_METRICS: dict[str, Callable[[Task, np.ndarray, np.ndarray], float]] = {
+_METRICS: dict[str, Callable[[Task, Side, np.ndarray, np.ndarray], float]] = {
     "accuracy": _accuracy,
     "roc_auc": _roc_auc,
     "mae": _mae,
@@ -160,16 +183,17 @@ _METRICS: dict[str, Callable[[Task, np.ndarray, np.ndarray], float]] = {
 }
 
 
-def _accuracy_drop_bound(task: Task, rows: np.ndarray, y: np.ndarray, confidence: float) -> float:
+def _accuracy_drop_bound(
+    task: Task, rows: np.ndarray, labels: np.ndarray, confidence: float
+) -> float:
     """Paired lower bound of the accuracy drop, in points (Bonferroni over two Wilson bounds).
 
     Only rows where exactly one model is right move accuracy: `lost` (reference right,
     candidate wrong) and `won`; drop = (lost - won) / n.
     """
-    ref_pred, cand_pred = task.predicted(task.reference[rows]), task.predicted(task.candidate[rows])
-    assert ref_pred is not None and cand_pred is not None
-    ref_ok, cand_ok = ref_pred == y, cand_pred == y
-    n = len(y)
+    ref_ok = task.correct("reference", labels)[rows]
+    cand_ok = task.correct("candidate", labels)[rows]
+    n = len(rows)
     each = 1.0 - (1.0 - confidence) / 2.0
     lost_lo, _ = wilson_interval(int(np.sum(ref_ok & ~cand_ok)), n, each)
     _, won_hi = wilson_interval(int(np.sum(~ref_ok & cand_ok)), n, each)
