@@ -182,7 +182,10 @@ def _slices(golden: GoldenSet) -> Iterator[Slice]:
 
     yield Slice(None, np.arange(golden.rows))
     for col in golden.slice_columns:
-        codes, values = pd.factorize(golden.frame[col], sort=True, use_na_sentinel=False)
+        codes, values = pd.factorize(golden.frame[col], sort=True)
+        if (codes < 0).any():  # missing values form their own slice, after the others
+            codes = np.where(codes < 0, len(values), codes)
+            values = [*values, "null"]
         if len(values) > MAX_SLICE_VALUES:
             raise InputError(
                 f"{golden.path}: slice column {col!r} has {len(values)} values; "

@@ -83,6 +83,15 @@ class Task:
             self._cache[key] = pred == labels
         return self._cache[key]
 
+    def membership(self, rows: np.ndarray) -> np.ndarray:
+        """A boolean mask of `rows`; the last one is kept, as both models ask for the same."""
+        last = self._cache.get("member_rows")
+        if last is not rows:
+            mask = np.zeros(len(self.reference), dtype=bool)
+            mask[rows] = True
+            self._cache["member_rows"], self._cache["member"] = rows, mask
+        return self._cache["member"]
+
     def score_order(self, side: Side) -> np.ndarray:
         """Row indices sorted by this model's positive score (computed once per side)."""
         key = f"order_{side}"
@@ -145,10 +154,8 @@ def _accuracy(task: Task, side: Side, rows: np.ndarray, labels: np.ndarray) -> f
 
 def _roc_auc(task: Task, side: Side, rows: np.ndarray, labels: np.ndarray) -> float:
     """Mann-Whitney AUC; the slice's rows are taken in the globally sorted order (no re-sort)."""
-    member = np.zeros(len(labels), dtype=bool)
-    member[rows] = True
     order = task.score_order(side)
-    order = order[member[order]]
+    order = order[task.membership(rows)[order]]
     pos = labels[order] == 1
     n1, n0 = int(pos.sum()), int(len(order) - pos.sum())
     if n1 == 0 or n0 == 0:
