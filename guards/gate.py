@@ -169,12 +169,19 @@ def _labels(golden: GoldenSet, task: Task) -> np.ndarray | None:
     values = column.to_numpy()
     if task.kind == "regression":
         return np.asarray(values, dtype=np.float64)
-    if not np.all(np.mod(values, 1) == 0):
+    classes = 2 if task.kind == "binary" else _classes(task)
+    if not np.all(np.mod(values, 1) == 0) or values.min() < 0 or values.max() >= classes:
         raise InputError(
             f"{golden.path}: label column {golden.label_column!r} must hold class indices "
-            f"for output {task.output!r}"
+            f"0..{classes - 1} for output {task.output!r}"
         )
     return np.asarray(values, dtype=np.int64)
+
+
+def _classes(task: Task) -> int:
+    if task.kind == "scores":
+        return int(task.reference.shape[1])
+    return int(max(task.reference.max(), task.candidate.max())) + 1  # labels output
 
 
 def _slices(golden: GoldenSet) -> Iterator[Slice]:
@@ -200,12 +207,14 @@ def _slices(golden: GoldenSet) -> Iterator[Slice]:
 def _worst_rows(request: GateRequest, evidence: Evidence) -> tuple[WorstRow, ...]:
     golden = request.golden
     score = np.max(np.vstack([e.row_max_abs for e in evidence.elementwise.values()]), axis=0)
-    k = min(request.worst_rows, len(score))
+    flips = evidence.task.flips() if evidence.task is not None else None
+    # Rows where the models agree exactly are not "worst"; a flip always is.
+    differing = int(np.count_nonzero((score > 0) | (flips if flips is not None else False)))
+    k = min(request.worst_rows, differing)
     if k == 0:
         return ()
     top = np.argpartition(-score, k - 1)[:k]
     top = top[np.argsort(-score[top], kind="stable")]
-    flips = evidence.task.flips() if evidence.task is not None else None
     ids = golden.ids()
     return tuple(
         WorstRow(

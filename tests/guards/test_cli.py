@@ -100,3 +100,20 @@ def test_registry_commands_and_auto_rollback(suite: Suite, tmp_path: Path) -> No
     assert forward.returncode == 0 and "rolled back 1 -> 2" in forward.stdout
     missing = run_cli("rollback", "ghost", *db)
     assert missing.returncode == 2 and "no model 'ghost'" in missing.stderr
+
+
+def test_config_overrides_the_preset_and_rejects_typos(suite: Suite, tmp_path: Path) -> None:
+    cfg = tmp_path / "mw.yaml"
+    cfg.write_text(
+        "guards:\n"
+        "  latency_batch_sizes: [4]\n"
+        "  presets:\n"
+        "    int8: {max_slice_flip_rate: 0.5, max_slice_metric_drop: 50, max_metric_drop: 5}\n"
+    )
+    out = run_cli(*gate_args(suite, "int8_bad", "int8"), "--config", str(cfg), "--json",
+                  str(tmp_path / "v.json"))  # fmt: skip
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert set(json.loads((tmp_path / "v.json").read_text())["latency"]["candidate"]) == {"4"}
+    cfg.write_text("guards:\n  presets:\n    int8: {max_flip: 0.5}\n")
+    bad = run_cli(*gate_args(suite, "int8_bad", "int8"), "--config", str(cfg))
+    assert bad.returncode == 2 and "guards.presets.int8.max_flip" in bad.stderr

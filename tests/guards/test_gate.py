@@ -126,14 +126,15 @@ def test_json_document_has_exactly_the_documented_shape(suite: Suite) -> None:
     assert isinstance(doc["worst_rows"][0]["id"], int)
 
 
-def test_multi_input_model_is_fed_by_named_columns(suite: Suite) -> None:
+def test_multi_input_model_is_fed_by_named_columns(suite: Suite, tmp_path: Path) -> None:
+    from guards.builders import to_float16
+
     golden = load_golden(
         suite.regressor_golden, id_column="id", label_column="target", slice_by=["segment"]
     )
+    fp16 = to_float16(suite.regressor, tmp_path / "regressor_fp16.onnx")
     policy = preset("int8").with_overrides({"max_metric_drop": 0.5})
-    verdict = run_gate(
-        GateRequest(suite.regressor, suite.regressor, golden, policy, latency_batch_sizes=())
-    )
+    verdict = run_gate(GateRequest(suite.regressor, fp16, golden, policy, latency_batch_sizes=()))
     assert verdict.verdict == "pass"
     names = {c.name for c in verdict.criteria}
     assert names == {"metric_drop:mae[prediction]", "metric_drop:rmse[prediction]"}
@@ -166,3 +167,58 @@ def test_feature_count_mismatch_names_the_input(suite: Suite) -> None:
 def test_unknown_golden_column_is_an_input_error(suite: Suite) -> None:
     with pytest.raises(InputError, match="column\\(s\\) not found: regoin"):
         load_golden(suite.golden, slice_by=["regoin"])
+
+
+def test_identical_models_list_no_worst_rows(suite: Suite) -> None:
+    assert gate(suite, "reexport", "fp32").worst_rows == ()
+
+
+def test_latency_criteria_use_the_largest_batch(suite: Suite) -> None:
+    policy = preset("fp32").with_overrides({"latency_budget_ms": 1e-6, "max_latency_ratio": 1e6})
+    request = GateRequest(
+        suite.models["reference"], suite.models["reexport"], fraud_golden(suite), policy,
+        latency_batch_sizes=(1, 32),
+    )  # fmt: skip
+    verdict = run_gate(request)
+    budget = [c for c in verdict.criteria if c.name == "latency_p95_ms[batch=32]"]
+    ratio = [c for c in verdict.criteria if c.name == "latency_ratio_p95[batch=32]"]
+    assert budget[0].status == "fail" and budget[0].value > budget[0].threshold
+    assert ratio[0].status == "pass"
+    assert verdict.verdict == "fail"
+    assert [s.batch_size for s in verdict.latency["candidate"]] == [1, 32]
+
+
+def test_models_with_different_outputs_cannot_be_compared(suite: Suite, tmp_path: Path) -> None:
+    import onnx
+
+    model = onnx.load(str(suite.models["reference"]))
+    model.graph.output[0].name = "scores"
+    model.graph.node[-1].output[0] = "scores"
+    renamed = tmp_path / "renamed.onnx"
+    onnx.save_model(model, str(renamed))
+    request = GateRequest(suite.models["reference"], renamed, fraud_golden(suite), preset("fp32"))
+    with pytest.raises(SchemaMismatchError, match="different outputs"):
+        run_gate(request)
+
+
+def test_text_column_feeding_a_float_input_is_named(suite: Suite) -> None:
+    golden = load_golden(suite.golden, features=[*FEATURES[:7], "region"])
+    with pytest.raises(SchemaMismatchError, match="region"):
+        gate(suite, "reexport", "fp32", golden)
+
+
+def test_labels_outside_the_classes_are_rejected(suite: Suite, tmp_path: Path) -> None:
+    frame = pd.read_parquet(suite.golden)
+    frame["label"] = frame["label"] + 5
+    path = tmp_path / "bad_labels.parquet"
+    frame.to_parquet(path)
+    golden = load_golden(path, id_column="id", label_column="label", slice_by=["region", "segment"])
+    with pytest.raises(InputError, match="class indices 0..1"):
+        gate(suite, "reexport", "int8", golden)
+
+
+def test_dynamic_int8_differs_elementwise_but_keeps_decisions(suite: Suite) -> None:
+    verdict = gate(suite, "int8_dynamic", "fp32")
+    assert find(verdict, "allclose[probabilities]") == "fail"
+    stats = verdict.outputs["probabilities"]
+    assert stats.min_passing_atol > 1e-5 and 0.99 < stats.cosine <= 1.0
