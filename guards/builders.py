@@ -8,7 +8,9 @@ segment. Everything is seeded, so the same call gives the same bytes.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -134,7 +136,8 @@ def to_int8_dynamic(source: Path, target: Path) -> Path:
     """Dynamic int8 quantization: int8 weights, activations quantized at run time."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8)
+    with _quiet_quantizer():
+        quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8)
     return target
 
 
@@ -142,16 +145,28 @@ def to_int8_static(source: Path, target: Path, calibration: np.ndarray) -> Path:
     """Static QDQ int8 quantization with MinMax ranges from `calibration` rows."""
     from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
 
-    quantize_static(
-        str(source),
-        str(target),
-        _reader(calibration),
-        quant_format=QuantFormat.QDQ,
-        activation_type=QuantType.QInt8,
-        weight_type=QuantType.QInt8,
-        per_channel=True,
-    )
+    with _quiet_quantizer():
+        quantize_static(
+            str(source),
+            str(target),
+            _reader(calibration),
+            quant_format=QuantFormat.QDQ,
+            activation_type=QuantType.QInt8,
+            weight_type=QuantType.QInt8,
+            per_channel=True,
+        )
     return target
+
+
+@contextmanager
+def _quiet_quantizer() -> Iterator[None]:
+    """The quantizer logs pre-processing advice on the root logger; these graphs need none."""
+    previous = logging.root.manager.disable
+    logging.disable(logging.WARNING)
+    try:
+        yield
+    finally:
+        logging.disable(previous)
 
 
 def _reader(rows: np.ndarray) -> Any:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,7 +50,6 @@ def _regressor_golden(path: Path, n: int = 600) -> Path:
 
 @pytest.fixture(scope="session")
 def suite(tmp_path_factory: pytest.TempPathFactory) -> Suite:
-    logging.getLogger().setLevel(logging.ERROR)  # the quantizer's pre-processing advice
     directory = tmp_path_factory.mktemp("models")
     models = builders.fraud_suite(directory)
     models["reexport"] = _reexport(models["reference"], directory / "fraud_reexport.onnx")
