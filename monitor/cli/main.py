@@ -19,6 +19,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("monitor.cli.serve:serve", "Run the daemon: collectors, jobs, HTTP API."),
     "alerts": ("monitor.cli.alerts:alerts", "Show alert states; run the delivery worker."),
     "silences": ("monitor.cli.alerts:silences", "Add, list and expire alert silences."),
+    "gate": ("monitor.cli.gate:gate", "Gate an optimized ONNX build against its reference."),
+    "models": ("monitor.cli.models:models", "Register model versions and list the registry."),
+    "rollback": ("monitor.cli.models:rollback", "Move a model's active version back."),
 }
 
 

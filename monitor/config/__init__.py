@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from monitor.config.api import ApiConfig, SchedulerConfig, TokenConfig
 from monitor.config.base import StrictModel
+from monitor.config.guards import GatePolicyConfig, GuardsConfig
 from monitor.config.root import (
     DEFAULT_DATABASE_URL,
     ENV_OVERRIDES,
@@ -21,6 +22,8 @@ __all__ = [
     "DEFAULT_DATABASE_URL",
     "ENV_OVERRIDES",
     "Config",
+    "GatePolicyConfig",
+    "GuardsConfig",
     "JsonlSourceConfig",
     "KafkaSourceConfig",
     "ModelConfig",

@@ -13,6 +13,7 @@ from pydantic import Field, ValidationError, field_validator
 from monitor.config.alerts import AlertsConfig
 from monitor.config.api import ApiConfig, SchedulerConfig
 from monitor.config.base import StrictModel
+from monitor.config.guards import GuardsConfig
 from monitor.config.sources import SourceConfig
 from monitor.errors import ConfigError
 
@@ -51,6 +52,7 @@ class Config(StrictModel):
     api: ApiConfig = Field(default_factory=ApiConfig)
     scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
     alerts: AlertsConfig = Field(default_factory=AlertsConfig)
+    guards: GuardsConfig = Field(default_factory=GuardsConfig)
 
     @field_validator("models")
     @classmethod

@@ -17,6 +17,7 @@ from monitor.storage.core import (
 )
 from monitor.storage.daemon import JobRun
 from monitor.storage.engine import make_engine, normalize_url, session_factory, transaction
+from monitor.storage.guards import GateRun, RollbackEvent
 from monitor.storage.schema import (
     SchemaState,
     downgrade,
@@ -40,6 +41,8 @@ __all__ = [
     "Model",
     "ModelAlias",
     "ModelVersion",
+    "GateRun",
+    "RollbackEvent",
     "SchemaState",
     "UTCDateTime",
     "downgrade",
