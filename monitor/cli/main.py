@@ -16,6 +16,7 @@ from monitor.errors import ModelwatchError
 COMMANDS: dict[str, tuple[str, str]] = {
     "db": ("monitor.cli.db:db", "Create or inspect the database schema."),
     "config": ("monitor.cli.config_cmd:config", "Validate configuration files."),
+    "baseline": ("monitor.cli.baseline:baseline", "Profile reference data once and store it."),
 }
 
 
