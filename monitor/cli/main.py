@@ -17,6 +17,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "db": ("monitor.cli.db:db", "Create or inspect the database schema."),
     "config": ("monitor.cli.config_cmd:config", "Validate configuration files."),
     "baseline": ("monitor.cli.baseline:baseline", "Profile reference data once and store it."),
+    "drift": (
+        "monitor.cli.drift:drift",
+        "Compare two data files for drift, overall and per slice.",
+    ),
 }
 
 
