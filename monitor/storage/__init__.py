@@ -15,6 +15,7 @@ from monitor.storage.core import (
     ModelVersion,
 )
 from monitor.storage.engine import make_engine, normalize_url, session_factory, transaction
+from monitor.storage.results import DriftResultRow, OutcomeResultRow
 from monitor.storage.schema import (
     SchemaState,
     downgrade,
@@ -30,9 +31,11 @@ __all__ = [
     "Base",
     "Baseline",
     "BaselineProfile",
+    "DriftResultRow",
     "Model",
     "ModelAlias",
     "ModelVersion",
+    "OutcomeResultRow",
     "SchemaState",
     "UTCDateTime",
     "downgrade",

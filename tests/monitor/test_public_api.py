@@ -7,6 +7,39 @@ import importlib
 import pytest
 
 PINNED: dict[str, set[str]] = {
+    "monitor.detectors": {
+        "DEFAULT_ALPHA",
+        "DEFAULT_METHODS",
+        "EPSILON",
+        "MIN_N",
+        "STATUSES",
+        "ConstantThresholds",
+        "Detector",
+        "DriftResult",
+        "Pair",
+        "Status",
+        "ThresholdStrategy",
+        "benjamini_hochberg",
+        "compare",
+        "detector_names",
+        "detectors",
+        "evaluate",
+        "get_detector",
+        "register",
+    },
+    "monitor.outcomes": {
+        "DEFAULT_METRICS",
+        "METRICS",
+        "MIN_SUPPORT",
+        "Metric",
+        "OutcomeResult",
+        "OutcomeStatus",
+        "bootstrap",
+        "evaluate_outcomes",
+        "get_metric",
+        "wilson",
+    },
+    "monitor.reports": {"drift_report", "render_html", "write_json"},
     "monitor.profiles": {
         "DEFAULT_BINS",
         "DEFAULT_TOP_K",
@@ -42,7 +75,7 @@ def test_importing_statistical_core_loads_no_heavy_library() -> None:
     from tests.conftest import REPO
 
     code = (
-        "import sys, monitor.profiles\n"
+        "import sys, monitor.profiles, monitor.detectors, monitor.outcomes, monitor.reports\n"
         "print(','.join(m for m in ('evidently', 'pandas', 'scipy') if m in sys.modules))\n"
     )
     out = subprocess.run(
