@@ -38,19 +38,16 @@ def store_drift_results(
     computed_at: datetime | None = None,
 ) -> int:
     """Upsert one window's drift results; returns the number of rows written."""
-    start, end = _check_window(window)
-    stamp = computed_at or utcnow()
     rows = [
         {
-            "model": model, "version": version, "window_start": start, "window_end": end,
             "slice_key": slice_key_of(r.slice), "column": r.column, "method": r.method,
             "value": r.value, "threshold": r.threshold, "p_value": r.p_value,
             "n_reference": r.n_reference, "n_current": r.n_current, "status": r.status,
-            "computed_at": stamp,
         }
         for r in results
     ]  # fmt: skip
-    return _upsert(engine, DriftResultRow.__table__, _DRIFT_KEY, rows)  # type: ignore[arg-type]
+    table = DriftResultRow.__table__
+    return _store(engine, table, _DRIFT_KEY, (model, version, window), rows, computed_at)  # type: ignore[arg-type]
 
 
 def store_outcome_results(
@@ -62,18 +59,33 @@ def store_outcome_results(
     computed_at: datetime | None = None,
 ) -> int:
     """Upsert one window's outcome metrics; returns the number of rows written."""
-    start, end = _check_window(window)
-    stamp = computed_at or utcnow()
     rows = [
         {
-            "model": model, "version": version, "window_start": start, "window_end": end,
             "slice_key": slice_key_of(r.slice), "metric": r.metric, "value": r.value,
             "ci_low": r.ci_low, "ci_high": r.ci_high, "baseline_value": r.baseline_value,
-            "tolerance": r.tolerance, "n": r.n, "status": r.status, "computed_at": stamp,
+            "tolerance": r.tolerance, "n": r.n, "status": r.status,
         }
         for r in results
     ]  # fmt: skip
-    return _upsert(engine, OutcomeResultRow.__table__, _OUTCOME_KEY, rows)  # type: ignore[arg-type]
+    table = OutcomeResultRow.__table__
+    return _store(engine, table, _OUTCOME_KEY, (model, version, window), rows, computed_at)  # type: ignore[arg-type]
+
+
+def _store(
+    engine: Engine,
+    table: Table,
+    key: list[str],
+    ident: tuple[str, str, tuple[datetime, datetime]],
+    rows: list[dict[str, Any]],
+    computed_at: datetime | None,
+) -> int:
+    model, version, window = ident
+    start, end = _check_window(window)
+    common = {
+        "model": model, "version": version, "window_start": start, "window_end": end,
+        "computed_at": computed_at or utcnow(),
+    }  # fmt: skip
+    return _upsert(engine, table, key, [{**common, **row} for row in rows])
 
 
 def _check_window(window: tuple[datetime, datetime]) -> tuple[datetime, datetime]:

@@ -14,7 +14,20 @@ from sqlalchemy.orm import Mapped, mapped_column
 from monitor.storage.base import Base, UTCDateTime, utcnow
 
 
-class DriftResultRow(Base):
+class _WindowResult:
+    """Columns every result row has: who, which window, which slice, when computed."""
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    model: Mapped[str] = mapped_column(String(200))
+    version: Mapped[str] = mapped_column(String(100))
+    window_start: Mapped[datetime] = mapped_column(UTCDateTime)
+    window_end: Mapped[datetime] = mapped_column(UTCDateTime)
+    # "" is the whole window; otherwise canonical JSON such as {"region":"eu"}.
+    slice_key: Mapped[str] = mapped_column(String(500), default="")
+    computed_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class DriftResultRow(_WindowResult, Base):
     """A drift result of one column (overall or one slice) in one window."""
 
     __tablename__ = "drift_results"
@@ -26,13 +39,6 @@ class DriftResultRow(Base):
         CheckConstraint("status IN ('ok', 'drift', 'insufficient_data')", name="status_known"),
     )  # fmt: skip
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    model: Mapped[str] = mapped_column(String(200))
-    version: Mapped[str] = mapped_column(String(100))
-    window_start: Mapped[datetime] = mapped_column(UTCDateTime)
-    window_end: Mapped[datetime] = mapped_column(UTCDateTime)
-    # "" is the whole window; otherwise canonical JSON such as {"region":"eu"}.
-    slice_key: Mapped[str] = mapped_column(String(500), default="")
     column: Mapped[str] = mapped_column(String(200))
     method: Mapped[str] = mapped_column(String(50))
     value: Mapped[float | None] = mapped_column(Float)
@@ -41,10 +47,9 @@ class DriftResultRow(Base):
     n_reference: Mapped[int] = mapped_column(Integer)
     n_current: Mapped[int] = mapped_column(Integer)
     status: Mapped[str] = mapped_column(String(20))
-    computed_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
-class OutcomeResultRow(Base):
+class OutcomeResultRow(_WindowResult, Base):
     """An outcome metric (accuracy, AUC, MAE...) of one slice in one window, with its interval."""
 
     __tablename__ = "outcome_results"
@@ -58,12 +63,6 @@ class OutcomeResultRow(Base):
         ),
     )  # fmt: skip
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    model: Mapped[str] = mapped_column(String(200))
-    version: Mapped[str] = mapped_column(String(100))
-    window_start: Mapped[datetime] = mapped_column(UTCDateTime)
-    window_end: Mapped[datetime] = mapped_column(UTCDateTime)
-    slice_key: Mapped[str] = mapped_column(String(500), default="")
     metric: Mapped[str] = mapped_column(String(50))
     value: Mapped[float | None] = mapped_column(Float)
     ci_low: Mapped[float | None] = mapped_column(Float)
@@ -72,4 +71,3 @@ class OutcomeResultRow(Base):
     tolerance: Mapped[float | None] = mapped_column(Float)
     n: Mapped[int] = mapped_column(Integer)
     status: Mapped[str] = mapped_column(String(20))
-    computed_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
