@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "monitor.cli.drift:drift",
         "Compare two data files for drift, overall and per slice.",
     ),
+    "skew": ("monitor.cli.skew:skew", "Compare serving and offline values joined by a key."),
 }
 
 
