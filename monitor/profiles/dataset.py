@@ -14,6 +14,7 @@ from monitor.errors import ConflictError, InputError
 from monitor.profiles.categorical import category_label, encode_categorical, profile_buckets
 from monitor.profiles.kinds import Profile
 from monitor.profiles.numeric import as_float_array, encode_numeric, profile_encoded
+from monitor.profiles.parallel import map_columns
 from monitor.profiles.spec import ColumnSpec
 
 OVERALL = ""
@@ -106,11 +107,15 @@ def profile_frame(
     missing = [c for c in [*specs, *slice_by] if c not in frame.columns]
     if missing:
         raise InputError(f"column '{missing[0]}' not found in data")
-    encoded = {col: _encode(spec, frame[col]) for col, spec in specs.items()}
-    profiles: dict[Key, Profile] = {}
+
+    def job(col: str) -> tuple[Encoded, Profile]:
+        enc = _encode(specs[col], frame[col])
+        return enc, _profile(specs[col], enc, None)
+
+    done = dict(zip(specs, map_columns(job, list(specs)), strict=True))
+    encoded = {col: enc for col, (enc, _) in done.items()}
+    profiles: dict[Key, Profile] = {(OVERALL, col): prof for col, (_, prof) in done.items()}
     rows = {OVERALL: len(frame)}
-    for col, spec in specs.items():
-        profiles[(OVERALL, col)] = _profile(spec, encoded[col], None)
     for scol in slice_by:
         for key, positions in _slice_positions(frame[scol], scol, max_slice_values):
             rows[key] = int(positions.size)

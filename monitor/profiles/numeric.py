@@ -34,7 +34,7 @@ def encode_numeric(spec: ColumnSpec, x: NDArray[np.float64]) -> NDArray[np.intp]
     return idx
 
 
-_CELLS = 2048
+_CELLS = 8192
 
 
 def _bucket_lookup(edges: NDArray[np.float64], x: NDArray[np.float64]) -> NDArray[np.intp]:
@@ -147,10 +147,12 @@ def profile_encoded(
     all_counts = np.bincount(idx, minlength=nb + 1)
     null_count = int(all_counts[nb])
     valid = x if null_count == 0 else x[idx < nb]
-    sums = np.bincount(idx, weights=np.where(idx < nb, x, 0.0), minlength=nb + 1)[:nb]
+    weights = x if null_count == 0 else np.where(idx < nb, x, 0.0)
+    sums = np.bincount(idx, weights=weights, minlength=nb + 1)[:nb]
     n = valid.size
-    mean = float(valid.mean()) if n else 0.0
-    m2 = float(np.square(valid - mean).sum()) if n else 0.0
+    mean = float(sums.sum() / n) if n else 0.0
+    centred = valid - mean
+    m2 = float(np.dot(centred, centred)) if n else 0.0
     return NumericProfile(
         spec=spec,
         counts=all_counts[:nb].astype(np.int64),

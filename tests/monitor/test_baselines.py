@@ -101,3 +101,17 @@ def test_cli_bad_input_exit_2(tmp_path: Path, args: list[str], message: str) -> 
     )
     assert out.returncode == 2 and message in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_window_against_stored_baseline_finds_drift(sqlite_engine: Engine) -> None:
+    ref = _frame(5, 20_000)
+    save_baseline(sqlite_engine, "fraud", "1", profile_frame(ref, specs_for(["amount"], ref)))
+    baseline = load_baseline(sqlite_engine, "fraud", "1")
+    window = _frame(6, 3000)
+    window["amount"] *= 1.3
+    from monitor.detectors import evaluate
+
+    [result] = evaluate(baseline, profile_frame(window, baseline.specs))
+    assert (result.column, result.method, result.status) == ("amount", "wasserstein", "drift")
+    [same] = evaluate(baseline, profile_frame(_frame(7, 3000), baseline.specs))
+    assert same.status == "ok"
