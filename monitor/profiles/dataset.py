@@ -108,19 +108,21 @@ def profile_frame(
     if missing:
         raise InputError(f"column '{missing[0]}' not found in data")
 
-    def job(col: str) -> tuple[Encoded, Profile]:
+    def job(col: str) -> tuple[Encoded | None, Profile]:
         enc = _encode(specs[col], frame[col])
-        return enc, _profile(specs[col], enc, None)
+        # Encodings are kept only when slices reuse them (they cost 16 bytes a value).
+        return (enc if slice_by else None), _profile(specs[col], enc, None)
 
     done = dict(zip(specs, map_columns(job, list(specs)), strict=True))
-    encoded = {col: enc for col, (enc, _) in done.items()}
     profiles: dict[Key, Profile] = {(OVERALL, col): prof for col, (_, prof) in done.items()}
     rows = {OVERALL: len(frame)}
     for scol in slice_by:
         for key, positions in _slice_positions(frame[scol], scol, max_slice_values):
             rows[key] = int(positions.size)
             for col, spec in specs.items():
-                profiles[(key, col)] = _profile(spec, encoded[col], positions)
+                enc = done[col][0]
+                assert enc is not None
+                profiles[(key, col)] = _profile(spec, enc, positions)
     return ProfileSet(profiles, rows, tuple(slice_by), dict(specs))
 
 
