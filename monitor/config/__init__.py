@@ -11,11 +11,18 @@ from monitor.config.root import (
     load_config,
     parse_config,
 )
-from monitor.config.sources import JsonlSourceConfig, KafkaSourceConfig, SourceConfig
+from monitor.config.sources import (
+    CollectConfig,
+    JsonlSourceConfig,
+    KafkaSourceConfig,
+    SourceConfig,
+    parse_duration,
+)
 
 __all__ = [
     "DEFAULT_DATABASE_URL",
     "ENV_OVERRIDES",
+    "CollectConfig",
     "Config",
     "JsonlSourceConfig",
     "KafkaSourceConfig",
@@ -24,4 +31,5 @@ __all__ = [
     "StrictModel",
     "load_config",
     "parse_config",
+    "parse_duration",
 ]

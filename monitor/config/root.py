@@ -11,7 +11,7 @@ import yaml
 from pydantic import Field, ValidationError, field_validator
 
 from monitor.config.base import StrictModel
-from monitor.config.sources import SourceConfig
+from monitor.config.sources import CollectConfig, SourceConfig
 from monitor.errors import ConfigError
 
 DEFAULT_DATABASE_URL = "sqlite:///modelwatch.db"
@@ -46,6 +46,7 @@ class Config(StrictModel):
     database_url: str = DEFAULT_DATABASE_URL
     models: list[ModelConfig] = Field(default_factory=list)
     sources: list[SourceConfig] = Field(default_factory=list)
+    collect: CollectConfig = Field(default_factory=CollectConfig)
 
     @field_validator("models")
     @classmethod

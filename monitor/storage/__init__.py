@@ -6,6 +6,16 @@ Every table's model is imported here so that `Base.metadata` is complete for Ale
 from __future__ import annotations
 
 from monitor.storage.base import NAMING_CONVENTION, Base, UTCDateTime, utcnow
+from monitor.storage.collectors import (
+    DeadLetter,
+    IngestCounter,
+    LabeledPrediction,
+    PendingLabel,
+    PendingPrediction,
+    SourcePosition,
+    WindowCount,
+    WindowProfile,
+)
 from monitor.storage.core import (
     ALIASES,
     Baseline,
@@ -30,11 +40,19 @@ __all__ = [
     "Base",
     "Baseline",
     "BaselineProfile",
+    "DeadLetter",
+    "IngestCounter",
+    "LabeledPrediction",
     "Model",
     "ModelAlias",
     "ModelVersion",
+    "PendingLabel",
+    "PendingPrediction",
     "SchemaState",
+    "SourcePosition",
     "UTCDateTime",
+    "WindowCount",
+    "WindowProfile",
     "downgrade",
     "head_revision",
     "make_engine",
