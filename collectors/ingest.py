@@ -115,7 +115,7 @@ class Ingestor:
             return BatchResult(plan.events, labels, len(plan.dead), plan.late, plan.skipped)
 
     def _commit(self, plan: Plan, batch: Batch) -> int:
-        built = build_profiles(plan.groups, self.specs)
+        built = build_profiles(plan.windows, plan.groups, self.specs)
         dead = dead_letter_rows(self.source, plan.dead, self.settings.dead_letter_bytes)
         window_s = self.settings.window.total_seconds()
         try:

@@ -114,7 +114,7 @@ def _replace(session: Session, table: Any, model: str, rows: list[dict[str, Any]
     """Insert rows, replacing any with the same (model, request_id)."""
     if rows:
         _delete_ids(session, table, model, [r["request_id"] for r in rows])
-        session.execute(insert(table), rows)
+        session.execute(insert(table.__table__), rows)
 
 
 def _expire(session: Session, model: str, before: float) -> None:

@@ -26,10 +26,12 @@ from collectors.base import (
 from collectors.validate import validate
 from monitor.config import ModelConfig
 
-__all__ = ["GroupKey", "KeyState", "Plan", "Planner", "slice_keys"]
+__all__ = ["GroupKey", "KeyState", "Plan", "Planner", "WindowKey", "slice_keys"]
 
 OTHER = "__other__"
 
+# (model, version, window_start epoch seconds)
+WindowKey = tuple[str, str, float]
 # (model, version, window_start epoch seconds, slice_key)
 GroupKey = tuple[str, str, float, str]
 
@@ -48,7 +50,9 @@ class Plan:
 
     start: dict[str, KeyState]  # the stored states this plan was made from
     end: dict[str, KeyState] = field(default_factory=dict)
-    groups: dict[GroupKey, list[PredictionEvent]] = field(default_factory=dict)
+    windows: dict[WindowKey, list[PredictionEvent]] = field(default_factory=dict)
+    # Indices into `windows[group[:3]]` of each group's events.
+    groups: dict[GroupKey, list[int]] = field(default_factory=dict)
     predictions: list[PredictionEvent] = field(default_factory=list)
     labels: list[LabelEvent] = field(default_factory=list)
     dead: list[tuple[RawRecord, Rejection]] = field(default_factory=list)
@@ -156,13 +160,16 @@ class Planner:
 
     def _group(self, event: PredictionEvent, plan: Plan) -> None:
         start = math.floor(event.ts / self.window_s) * self.window_s
+        window = plan.windows.setdefault((event.model, event.version, start), [])
+        index = len(window)
+        window.append(event)
         for slice_key in slice_keys(event, self.models[event.model], self.slices):
             group = (event.model, event.version, start, slice_key)
             members = plan.groups.get(group)
             if members is None:
-                plan.groups[group] = [event]
+                plan.groups[group] = [index]
             else:
-                members.append(event)
+                members.append(index)
         plan.predictions.append(event)
         plan.events += 1
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import select
@@ -19,7 +20,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from collectors.base import PredictionEvent
-from collectors.plan import GroupKey, prediction_columns
+from collectors.plan import GroupKey, WindowKey, prediction_columns
 from collectors.profiling import Profile, ProfileBackend
 from monitor.storage import Baseline, BaselineProfile, Model, ModelVersion, WindowProfile
 
@@ -93,21 +94,32 @@ def _window_payload(session: Session, key: SpecKey) -> bytes | None:
     return session.execute(stmt).scalar_one_or_none()
 
 
+def _gather(values: list[Any], indices: list[int], total: int) -> list[Any]:
+    if len(indices) == total:
+        return values
+    if len(indices) == 1:
+        return [values[indices[0]]]
+    return list(itemgetter(*indices)(values))
+
+
 def build_profiles(
-    groups: dict[GroupKey, list[PredictionEvent]], resolver: SpecResolver
+    windows: dict[WindowKey, list[PredictionEvent]],
+    groups: dict[GroupKey, list[int]],
+    resolver: SpecResolver,
 ) -> dict[tuple[GroupKey, str], BuiltProfile]:
     """Profile every column of every group of a batch, on its resolved spec."""
     backend = resolver.backend
-    values = {group: column_values(events) for group, events in groups.items()}
+    columns = {window: column_values(events) for window, events in windows.items()}
     samples: dict[SpecKey, list[Any]] = {}
-    for (model, version, _, slice_key), columns in values.items():
-        if slice_key == "":
-            for column, vals in columns.items():
-                samples.setdefault((model, version, column), []).extend(vals)
+    for (model, version, _), cols in columns.items():
+        for column, vals in cols.items():
+            samples.setdefault((model, version, column), []).extend(vals)
     built: dict[tuple[GroupKey, str], BuiltProfile] = {}
-    for group, columns in values.items():
-        for column, vals in columns.items():
+    for group, indices in groups.items():
+        total = len(windows[group[:3]])
+        for column, vals in columns[group[:3]].items():
             spec_key = (group[0], group[1], column)
-            spec = resolver.resolve(spec_key, samples.get(spec_key, vals))
-            built[(group, column)] = BuiltProfile(backend.kind(spec), backend.build(spec, vals))
+            spec = resolver.resolve(spec_key, samples[spec_key])
+            profile = backend.build(spec, _gather(vals, indices, total))
+            built[(group, column)] = BuiltProfile(backend.kind(spec), profile)
     return built

@@ -154,16 +154,16 @@ def merge_profiles(
 def merge_counts(session: Session, plan: Plan, window_s: float) -> None:
     """Add the batch's event counts per (model, version, window, slice)."""
     now = utcnow()
-    for (model, version, start, slice_key), events in plan.groups.items():
+    for (model, version, start, slice_key), members in plan.groups.items():
         pk = (model, version, utc(start), slice_key)
         row = session.get(WindowCount, pk)
         if row is None:
             session.add(WindowCount(
                 model=model, version=version, window_start=pk[2], slice_key=slice_key,
-                window_end=utc(start + window_s), events=len(events), updated_at=now,
+                window_end=utc(start + window_s), events=len(members), updated_at=now,
             ))
         else:
-            row.events += len(events)
+            row.events += len(members)
             row.updated_at = now
 
 

@@ -14,6 +14,8 @@ from typing import Any
 from collectors.base import DecodeError, Event, LabelEvent, PredictionEvent
 
 _SCALARS = (int, float, str)
+# Exact types (bool is an int subclass but not a feature value): the fast path of validation.
+_SCALAR_TYPES = frozenset({int, float, str, type(None)})
 
 
 def _type_name(value: object) -> str:
@@ -57,6 +59,8 @@ def _scalar_map(obj: dict[str, Any], name: str) -> dict[str, Any]:
     value = obj.get(name)
     if not isinstance(value, dict):
         raise DecodeError("wrong_type", f"{name}: expected object, got {_type_name(value)}")
+    if all(type(item) in _SCALAR_TYPES for item in value.values()):
+        return value
     for key, item in value.items():
         if item is not None and (isinstance(item, bool) or not isinstance(item, _SCALARS)):
             raise DecodeError(

@@ -16,6 +16,8 @@ from monitor.errors import ModelwatchError
 COMMANDS: dict[str, tuple[str, str]] = {
     "db": ("monitor.cli.db:db", "Create or inspect the database schema."),
     "config": ("monitor.cli.config_cmd:config", "Validate configuration files."),
+    "collect": ("monitor.cli.collect:collect", "Run the configured sources into window profiles."),
+    "status": ("monitor.cli.collect:status", "Show ingest counters per source and model."),
 }
 
 
