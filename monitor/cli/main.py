@@ -18,6 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "config": ("monitor.cli.config_cmd:config", "Validate configuration files."),
     "collect": ("monitor.cli.collect:collect", "Run the configured sources into window profiles."),
     "status": ("monitor.cli.collect:status", "Show ingest counters per source and model."),
+    "baseline": ("monitor.cli.baseline:baseline", "Profile reference data once and store it."),
 }
 
 
