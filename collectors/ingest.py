@@ -70,14 +70,15 @@ class Ingestor:
         self.settings = settings or CollectConfig()
         self.models = {m.name: m for m in models}
         self.backend = backend or default_backend()
+        self.specs = SpecResolver(engine, self.backend)
         self.planner = Planner(
             make_adapter(format, format_options),
             self.models,
             self.settings.window.total_seconds(),
             self.settings.allowed_lateness.total_seconds(),
             self.settings.max_payload_bytes,
+            self.specs.kind_of,
         )
-        self.specs = SpecResolver(engine, self.backend)
         self.states: dict[str, KeyState] = {}
         self.sleep = sleep
         self._with_retries(lambda: self._setup(source_type))

@@ -1,45 +1,40 @@
-"""Profile backend on `monitor.profiles` (placeholder counting backend until it lands)."""
+"""The profile backend on `monitor.profiles` (numpy-based; imported only when ingesting)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
-import orjson
+from monitor.profiles import ColumnSpec, Profile, profile_from_bytes, spec_from_reference
 
 
-@dataclass(frozen=True)
-class CountProfile:
-    """Counts only: n values, of which `nulls` are null."""
-
-    kind: str
-    n: int
-    nulls: int
-
-    def merge(self, other: CountProfile) -> CountProfile:
-        return CountProfile(self.kind, self.n + other.n, self.nulls + other.nulls)
-
-    def to_bytes(self) -> bytes:
-        return orjson.dumps({"kind": self.kind, "n": self.n, "nulls": self.nulls})
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 class MonitorProfileBackend:
-    """Counting placeholder with the ProfileBackend surface."""
+    """Histograms on quantile edges (numeric) and top-K counts (categorical) from the monitor.
 
-    def learn(self, column: str, values: Sequence[Any]) -> Any:
-        numeric = any(isinstance(v, int | float) for v in values)
-        return "numeric" if numeric else "categorical"
+    A learned column is numeric only when every non-null value of the sample is a number; a
+    column with no non-null value yet gets an empty categorical spec (everything later counts
+    as "unseen") — a baseline avoids both.
+    """
 
-    def spec_of(self, payload: bytes) -> Any:
-        return orjson.loads(payload)["kind"]
+    def learn(self, column: str, values: Sequence[Any]) -> ColumnSpec:
+        present = [v for v in values if v is not None]
+        if not present:
+            return ColumnSpec(column, "categorical")
+        kind = "numeric" if all(_is_number(v) for v in present) else "categorical"
+        return spec_from_reference(column, present, kind=kind)
 
-    def build(self, spec: Any, values: Sequence[Any]) -> CountProfile:
-        return CountProfile(str(spec), len(values), sum(v is None for v in values))
+    def spec_of(self, payload: bytes) -> ColumnSpec:
+        return profile_from_bytes(payload).spec
 
-    def load(self, payload: bytes) -> CountProfile:
-        d = orjson.loads(payload)
-        return CountProfile(d["kind"], d["n"], d["nulls"])
+    def build(self, spec: ColumnSpec, values: Sequence[Any]) -> Profile:
+        return spec.profile(values)
 
-    def kind(self, spec: Any) -> str:
-        return str(spec)
+    def load(self, payload: bytes) -> Profile:
+        return profile_from_bytes(payload)
+
+    def kind(self, spec: ColumnSpec) -> str:
+        return spec.kind

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -103,8 +103,10 @@ class Planner:
         window_s: float,
         lateness_s: float,
         max_payload_bytes: int,
+        kind_of: Callable[[str, str, str], str | None] = lambda model, version, column: None,
     ) -> None:
         self.adapter = adapter
+        self.kind_of = kind_of
         self.models = models
         self.model_names: Collection[str] = frozenset(models)
         self.window_s = window_s
@@ -152,7 +154,20 @@ class Planner:
         if not objs:
             raise DecodeError("empty", "payload: no events")
         # All-or-nothing per payload: a record is either applied or dead-lettered as a whole.
-        return [validate(obj, self.model_names) for obj in objs]
+        events = [validate(obj, self.model_names) for obj in objs]
+        for event in events:
+            if isinstance(event, PredictionEvent):
+                self._check_kinds(event)
+        return events
+
+    def _check_kinds(self, event: PredictionEvent) -> None:
+        """A string where the column's spec is numeric cannot be profiled: reject the event."""
+        for column, value in (*event.features.items(), *prediction_columns(event.prediction).items()):
+            if type(value) is str and self.kind_of(event.model, event.version, column) == "numeric":
+                where = column if column.startswith("prediction") else f"features.{column}"
+                raise DecodeError(
+                    "wrong_type", f"{where}: expected number (the column is numeric), got string"
+                )
 
     def _is_late(self, ts: float, watermark: float) -> bool:
         window_end = (math.floor(ts / self.window_s) + 1) * self.window_s

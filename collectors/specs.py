@@ -57,14 +57,31 @@ class SpecResolver:
         self.engine = engine
         self.backend = backend
         self.cache: dict[SpecKey, Any] = {}
+        self.missing: set[SpecKey] = set()
+
+    def kind_of(self, model: str, version: str, column: str) -> str | None:
+        """The kind of an already known spec (baseline or stored window); None if not known yet."""
+        key = (model, version, column)
+        if key not in self.cache and key not in self.missing:
+            payload = self._stored(key)
+            if payload is None:
+                self.missing.add(key)
+            else:
+                self.cache[key] = self.backend.spec_of(payload)
+        spec = self.cache.get(key)
+        return None if spec is None else self.backend.kind(spec)
+
+    def _stored(self, key: SpecKey) -> bytes | None:
+        with Session(self.engine) as session:
+            return _baseline_payload(session, key) or _window_payload(session, key)
 
     def resolve(self, key: SpecKey, sample: Sequence[Any]) -> Any:
         spec = self.cache.get(key)
         if spec is None:
-            with Session(self.engine) as session:
-                payload = _baseline_payload(session, key) or _window_payload(session, key)
+            payload = None if key in self.missing else self._stored(key)
             spec = self.backend.spec_of(payload) if payload else self.backend.learn(key[2], sample)
             self.cache[key] = spec
+            self.missing.discard(key)
         return spec
 
 

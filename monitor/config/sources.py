@@ -39,7 +39,7 @@ class KafkaSourceConfig(StrictModel):
     group_id: str = "modelwatch"
     # "auto" probes the broker; old brokers (0.9) need an explicit "0.9".
     api_version: str = Field(default="auto", pattern=r"^(auto|\d+(\.\d+){1,2})$")
-    # Payload adapter (collectors.adapters): modelwatch, sagemaker, cloudevents.
+    # Payload adapter (collectors.adapters): modelwatch or sagemaker.
     format: str = "modelwatch"
     format_options: dict[str, Any] = Field(default_factory=dict)
     # Where a partition with no stored position starts.
