@@ -61,7 +61,8 @@ class KafkaSource:
             "auto_offset_reset": config.start,
             "max_poll_records": batch_size,
             "request_timeout_ms": config.request_timeout_ms,
-            "session_timeout_ms": 30_000,
+            "session_timeout_ms": config.session_timeout_ms,
+            "heartbeat_interval_ms": max(config.session_timeout_ms // 3, 300),
             "client_id": f"modelwatch-{config.name}",
         }
         version = parse_api_version(config.api_version)

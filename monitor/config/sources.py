@@ -46,6 +46,8 @@ class KafkaSourceConfig(StrictModel):
     start: Literal["earliest", "latest"] = "earliest"
     poll_timeout_ms: int = Field(default=500, ge=1, le=60_000)
     request_timeout_ms: int = Field(default=40_000, ge=1000)
+    # A member that dies (kill -9) keeps its partitions this long before the group rebalances.
+    session_timeout_ms: int = Field(default=10_000, ge=1000, le=300_000)
 
 
 class JsonlSourceConfig(StrictModel):
