@@ -38,12 +38,19 @@ def make_events(n: int, seed: int = 1) -> list[bytes]:
     for i in range(n):
         features: dict[str, object] = {f"num{j}": round(rng.gauss(j, 1 + j), 4) for j in range(16)}
         features.update({f"cat{j}": rng.choice(["a", "b", "c", "d", "e"]) for j in range(4)})
-        out.append(orjson.dumps({
-            "request_id": f"req-{i}", "model": "fraud", "model_version": "3",
-            "timestamp": t0 + i * 0.05, "features": features,
-            "prediction": round(rng.random(), 4),
-            "metadata": {"region": rng.choice(["eu", "us", "apac"])},
-        }))
+        out.append(
+            orjson.dumps(
+                {
+                    "request_id": f"req-{i}",
+                    "model": "fraud",
+                    "model_version": "3",
+                    "timestamp": t0 + i * 0.05,
+                    "features": features,
+                    "prediction": round(rng.random(), 4),
+                    "metadata": {"region": rng.choice(["eu", "us", "apac"])},
+                }
+            )
+        )
     return out
 
 
@@ -52,8 +59,12 @@ def bare(broker: KafkaBroker, topic: str, n: int) -> float:
     from kafka import KafkaConsumer
 
     consumer = KafkaConsumer(
-        bootstrap_servers=broker.bootstrap, api_version=API_VERSION, group_id=f"bare-{time.time()}",
-        enable_auto_commit=False, auto_offset_reset="earliest", max_poll_records=5000,
+        bootstrap_servers=broker.bootstrap,
+        api_version=API_VERSION,
+        group_id=f"bare-{time.time()}",
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        max_poll_records=5000,
     )
     consumer.subscribe([topic])
     start, seen = time.perf_counter(), 0
@@ -74,13 +85,24 @@ def collector(broker: KafkaBroker, topic: str, n: int, database_url: str, join: 
     from monitor.config import parse_config
     from monitor.storage import make_engine, upgrade
 
-    config = parse_config({
-        "database_url": database_url,
-        "models": [{"name": "fraud", "slices": ["region"]}],
-        "sources": [{"name": "bench", "type": "kafka", "bootstrap_servers": broker.bootstrap,
-                     "topic": topic, "group_id": f"mw-{time.time()}", "api_version": "0.9"}],
-        "collect": {"batch_size": 5000, "join_labels": join},
-    }, env={})
+    config = parse_config(
+        {
+            "database_url": database_url,
+            "models": [{"name": "fraud", "slices": ["region"]}],
+            "sources": [
+                {
+                    "name": "bench",
+                    "type": "kafka",
+                    "bootstrap_servers": broker.bootstrap,
+                    "topic": topic,
+                    "group_id": f"mw-{time.time()}",
+                    "api_version": "0.9",
+                }
+            ],
+            "collect": {"batch_size": 5000, "join_labels": join},
+        },
+        env={},
+    )
     engine = make_engine(database_url)
     upgrade(engine)
     start = time.perf_counter()
@@ -110,8 +132,10 @@ def main() -> None:
     try:
         broker.create_topic("bench", 4)
         broker.produce("bench", make_events(args.events))
-        print(f"machine: {os.cpu_count()} cores, {cpu_model()}; {args.events} events x "
-              f"{FEATURES} features, 4 partitions, Kafka 0.9, database {args.db}")
+        print(
+            f"machine: {os.cpu_count()} cores, {cpu_model()}; {args.events} events x "
+            f"{FEATURES} features, 4 partitions, Kafka 0.9, database {args.db}"
+        )
         if args.db == "postgresql":
             from tests.services.postgres import PostgresServer
 
@@ -123,9 +147,11 @@ def main() -> None:
                 with tempfile.TemporaryDirectory() as tmp:
                     url = pg.create_database() if pg else f"sqlite:///{tmp}/bench.db"
                     c = collector(broker, "bench", args.events, url, join)
-                print(f"round {r + 1}: bare {args.events / b:,.0f} msg/s; collector "
-                      f"(label join {'on' if join else 'off'}) {args.events / c:,.0f} ev/s "
-                      f"= {b / c:.0%} of bare")
+                print(
+                    f"round {r + 1}: bare {args.events / b:,.0f} msg/s; collector "
+                    f"(label join {'on' if join else 'off'}) {args.events / c:,.0f} ev/s "
+                    f"= {b / c:.0%} of bare"
+                )
     finally:
         if pg is not None:
             pg.stop()

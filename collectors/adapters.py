@@ -50,7 +50,9 @@ def loads(payload: bytes) -> Any:
         try:
             payload.decode("utf-8")
         except UnicodeDecodeError as uerr:
-            raise DecodeError("invalid_utf8", f"payload: {uerr.reason} at byte {uerr.start}") from None
+            raise DecodeError(
+                "invalid_utf8", f"payload: {uerr.reason} at byte {uerr.start}"
+            ) from None
         raise DecodeError("invalid_json", f"payload: {exc}") from None
 
 
@@ -61,7 +63,9 @@ class NativeAdapter:
 
     def __init__(self, options: Mapping[str, Any]) -> None:
         if options:
-            raise DecodeError("bad_options", f"format 'modelwatch' takes no options: {sorted(options)}")
+            raise DecodeError(
+                "bad_options", f"format 'modelwatch' takes no options: {sorted(options)}"
+            )
 
     def decode(self, payload: bytes) -> Sequence[Any]:
         obj = loads(payload)

@@ -111,9 +111,9 @@ class BatchResult:
 class Source(Protocol):
     """A running input: yields batches of records and knows when it has caught up.
 
-    `batches()` yields :class:`Batch` es; after the ingestor commits one, the source is told the
-    stored positions through `committed()`. `caught_up()` is true once everything that existed when the source
-    started has been committed.
+    `batches()` yields :class:`Batch` es (an empty one when idle); after the ingestor commits
+    one, the source is told the stored positions through `committed()`. `caught_up()` is true
+    once everything that existed when the source started has been committed.
     """
 
     name: str

@@ -99,7 +99,9 @@ class JsonlSource:
             except OSError:
                 continue
             seen.add((st.st_dev, st.st_ino))
-            if any((f.dev, f.ino) == (st.st_dev, st.st_ino) and f.handle for f in self.files.values()):
+            if any(
+                (f.dev, f.ino) == (st.st_dev, st.st_ino) and f.handle for f in self.files.values()
+            ):
                 continue
             key = fingerprint(path)
             if key is None or (key in self.files and self.files[key].handle is not None):
@@ -114,12 +116,13 @@ class JsonlSource:
         offset = known.offset if known else self.stored([key]).get(key, 0)
         if not gz and st.st_size < offset:
             offset = 0  # truncated in place (copytruncate): the same file starts over
-        handle: IO[bytes] = gzip.open(path, "rb") if gz else open(path, "rb")  # noqa: SIM115
+        handle: IO[bytes] = gzip.open(path, "rb") if gz else open(path, "rb")  # type: ignore[assignment]
         if offset:
             handle.seek(offset)
         detail = {"path": path, "device": st.st_dev, "inode": st.st_ino, "gzip": gz}
-        self.files[key] = _File(path, st.st_dev, st.st_ino, key, gz, offset, handle,
-                                size=st.st_size, detail=detail)
+        self.files[key] = _File(
+            path, st.st_dev, st.st_ino, key, gz, offset, handle, size=st.st_size, detail=detail
+        )
         self.committed_offsets.setdefault(key, offset)
 
     def _snapshot_targets(self) -> None:
@@ -165,8 +168,7 @@ class JsonlSource:
             data = f.pending + chunk
             lines = data.split(b"\n")
             f.pending = lines.pop()
-            for line in lines:
-                records.append(self._record(f, line + b"\n"))
+            records.extend(self._record(f, line + b"\n") for line in lines)
         return records
 
     def _record(self, f: _File, line: bytes) -> RawRecord:

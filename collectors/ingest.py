@@ -8,6 +8,7 @@ outages with bounded backoff.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -89,6 +90,7 @@ class Ingestor:
 
     def positions(self, keys: Sequence[str]) -> dict[str, int]:
         """Stored next offsets of `keys` (0 when never seen), refreshed from the database."""
+
         def load() -> dict[str, KeyState]:
             with Session(self.engine) as session:
                 return read_states(session, self.source, keys, lock=False)
@@ -106,7 +108,7 @@ class Ingestor:
         plan = self.planner.plan(batch.records, self.states)
         while True:
             try:
-                labels = self._with_retries(lambda: self._commit(plan, batch))
+                labels = self._with_retries(functools.partial(self._commit, plan, batch))
             except StalePlan as stale:
                 log.info("%s: stored positions moved; planning the batch again", self.source)
                 self.states.update(stale.stored)
@@ -127,8 +129,13 @@ class Ingestor:
                 merge_counts(session, plan, window_s)
                 store_dead_letters(session, dead)
                 if self.settings.join_labels and (plan.predictions or plan.labels):
-                    join_labels(session, plan.predictions, plan.labels, self.models,
-                                self.settings.label_horizon.total_seconds())
+                    join_labels(
+                        session,
+                        plan.predictions,
+                        plan.labels,
+                        self.models,
+                        self.settings.label_horizon.total_seconds(),
+                    )
                 write_positions(session, self.source, plan, batch.ends, batch.details)
         except IntegrityError:
             # A concurrent consumer inserted the same rows first: replan from what it stored.
@@ -152,7 +159,11 @@ class Ingestor:
                         f"source {self.source!r}: database unavailable for "
                         f"{self.settings.db_retry_timeout}: {str(exc.orig or exc).splitlines()[0]}"
                     ) from None
-                log.warning("%s: database error, retrying in %.1fs: %s", self.source, delay,
-                            str(exc.orig or exc).splitlines()[0])
+                log.warning(
+                    "%s: database error, retrying in %.1fs: %s",
+                    self.source,
+                    delay,
+                    str(exc.orig or exc).splitlines()[0],
+                )
                 self.sleep(delay)
                 delay = min(delay * 2, cap)

@@ -72,8 +72,14 @@ def _join_model(
     pairs: list[dict[str, Any]] = []
     new_preds: list[dict[str, Any]] = []
     for rid, event in preds.items():
-        record = {"model": model, "request_id": rid, "version": event.version, "ts": utc(event.ts),
-                  "prediction": event.prediction, "slice_values": _slice_values(event, config)}
+        record = {
+            "model": model,
+            "request_id": rid,
+            "version": event.version,
+            "ts": utc(event.ts),
+            "prediction": event.prediction,
+            "slice_values": _slice_values(event, config),
+        }
         if rid in labs:
             pairs.append({**record, "label": labs[rid].label})
         elif rid in waiting_labels:
@@ -86,12 +92,21 @@ def _join_model(
         if rid in preds:
             continue
         if pending is None:
-            new_labels.append({"model": model, "request_id": rid, "label": lab.label,
-                               "ts": utc(lab.ts)})
+            new_labels.append(
+                {"model": model, "request_id": rid, "label": lab.label, "ts": utc(lab.ts)}
+            )
             continue
-        pairs.append({"model": model, "request_id": rid, "version": pending.version,
-                      "ts": pending.ts, "prediction": pending.prediction, "label": lab.label,
-                      "slice_values": pending.slice_values})
+        pairs.append(
+            {
+                "model": model,
+                "request_id": rid,
+                "version": pending.version,
+                "ts": pending.ts,
+                "prediction": pending.prediction,
+                "label": lab.label,
+                "slice_values": pending.slice_values,
+            }
+        )
     now = utcnow()
     _delete_ids(session, PendingLabel, model, list(waiting_labels))
     _delete_ids(session, PendingPrediction, model, list(waiting_preds))

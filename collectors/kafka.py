@@ -20,7 +20,7 @@ log = logging.getLogger(__name__)
 
 
 def parse_api_version(value: str) -> tuple[int, ...] | None:
-    """"auto" → None (probe the broker); "0.9" → (0, 9); "2.8.1" → (2, 8, 1)."""
+    """ "auto" → None (probe the broker); "0.9" → (0, 9); "2.8.1" → (2, 8, 1)."""
     if value == "auto":
         return None
     try:

@@ -24,8 +24,8 @@ class MonitorProfileBackend:
         present = [v for v in values if v is not None]
         if not present:
             return ColumnSpec(column, "categorical")
-        kind = "numeric" if all(_is_number(v) for v in present) else "categorical"
-        return spec_from_reference(column, present, kind=kind)
+        numeric = all(_is_number(v) for v in present)
+        return spec_from_reference(column, present, kind="numeric" if numeric else "categorical")
 
     def spec_of(self, payload: bytes) -> ColumnSpec:
         return profile_from_bytes(payload).spec

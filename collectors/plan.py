@@ -80,7 +80,7 @@ class SliceValues:
 
 
 def slice_keys(event: PredictionEvent, config: ModelConfig, values: SliceValues) -> list[str]:
-    """"" (all traffic) plus one canonical-JSON key per slice column the event has a value for."""
+    """ "" (all traffic) plus one canonical-JSON key per slice column the event has a value for."""
     keys = [""]
     for column in config.slices:
         value = event.metadata.get(column)
@@ -162,7 +162,10 @@ class Planner:
 
     def _check_kinds(self, event: PredictionEvent) -> None:
         """A string where the column's spec is numeric cannot be profiled: reject the event."""
-        for column, value in (*event.features.items(), *prediction_columns(event.prediction).items()):
+        for column, value in (
+            *event.features.items(),
+            *prediction_columns(event.prediction).items(),
+        ):
             if type(value) is str and self.kind_of(event.model, event.version, column) == "numeric":
                 where = column if column.startswith("prediction") else f"features.{column}"
                 raise DecodeError(

@@ -56,9 +56,7 @@ class RunState:
     errors: list[BaseException] = field(default_factory=list)
 
 
-def pump(
-    source: Source, ingestor: Ingestor, state: RunState, until_caught_up: bool
-) -> None:
+def pump(source: Source, ingestor: Ingestor, state: RunState, until_caught_up: bool) -> None:
     """Ingest batches from `source` until stopped (or caught up, when asked)."""
     for batch in source.batches():
         if batch.records:
@@ -83,8 +81,10 @@ def run(
         ingestor = make_ingestor(engine, config, source_config)
         source = make_source(config, source_config, ingestor)
         thread = threading.Thread(
-            target=_guarded, args=(source, ingestor, state, until_caught_up),
-            name=f"source-{source.name}", daemon=True,
+            target=_guarded,
+            args=(source, ingestor, state, until_caught_up),
+            name=f"source-{source.name}",
+            daemon=True,
         )
         threads.append(thread)
     for thread in threads:

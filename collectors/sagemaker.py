@@ -82,8 +82,10 @@ class SageMakerAdapter:
             return self._json_rows(loads(data.encode()), where)
         rows = [r for r in csv.reader(io.StringIO(data)) if r]
         if where == "endpointOutput":
-            return [_number_or_text(r[0]) if len(r) == 1 else {"output": [float(c) for c in r]}
-                    for r in rows]
+            return [
+                _number_or_text(r[0]) if len(r) == 1 else {"output": [float(c) for c in r]}
+                for r in rows
+            ]
         return [self._features([_number_or_text(c) for c in r]) for r in rows]
 
     def _text(self, part: Mapping[str, Any], where: str) -> str:

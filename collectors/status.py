@@ -45,36 +45,55 @@ class CollectStatus:
     models: list[ModelStatus]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"sources": [asdict(s) for s in self.sources],
-                "models": [asdict(m) for m in self.models]}
+        return {
+            "sources": [asdict(s) for s in self.sources],
+            "models": [asdict(m) for m in self.models],
+        }
 
 
 def collect_status(engine: Engine, configured: Sequence[SourceConfig] = ()) -> CollectStatus:
     """Counters per source (configured ones first, even if idle) and per model version."""
     with Session(engine) as session:
         counters = {c.source: c for c in session.execute(select(IngestCounter)).scalars()}
-        lag = dict(session.execute(
-            select(SourcePosition.source,
-                   func.sum(SourcePosition.end_offset - SourcePosition.offset))
-            .group_by(SourcePosition.source)
-        ).tuples().all())
-        models = session.execute(
-            select(WindowCount.model, WindowCount.version, func.sum(WindowCount.events),
-                   func.count(WindowCount.window_start))
-            .where(WindowCount.slice_key == "")
-            .group_by(WindowCount.model, WindowCount.version)
-            .order_by(WindowCount.model, WindowCount.version)
-        ).tuples().all()
+        lag = dict(
+            session.execute(
+                select(
+                    SourcePosition.source,
+                    func.sum(SourcePosition.end_offset - SourcePosition.offset),
+                ).group_by(SourcePosition.source)
+            )
+            .tuples()
+            .all()
+        )
+        models = (
+            session.execute(
+                select(
+                    WindowCount.model,
+                    WindowCount.version,
+                    func.sum(WindowCount.events),
+                    func.count(WindowCount.window_start),
+                )
+                .where(WindowCount.slice_key == "")
+                .group_by(WindowCount.model, WindowCount.version)
+                .order_by(WindowCount.model, WindowCount.version)
+            )
+            .tuples()
+            .all()
+        )
     names = [s.name for s in configured] + sorted(set(counters) - {s.name for s in configured})
     types = {s.name: s.type for s in configured}
     sources = []
     for name in names:
         c = counters.get(name)
-        sources.append(SourceStatus(
-            name, c.type if c else types.get(name, "?"), c.events if c else 0,
-            c.labels if c else 0, c.dead_letters if c else 0, c.late if c else 0,
-            int(lag.get(name) or 0),
-        ))
-    return CollectStatus(
-        sources, [ModelStatus(m, v, int(e or 0), int(w)) for m, v, e, w in models]
-    )
+        sources.append(
+            SourceStatus(
+                name,
+                c.type if c else types.get(name, "?"),
+                c.events if c else 0,
+                c.labels if c else 0,
+                c.dead_letters if c else 0,
+                c.late if c else 0,
+                int(lag.get(name) or 0),
+            )
+        )
+    return CollectStatus(sources, [ModelStatus(m, v, int(e or 0), int(w)) for m, v, e, w in models])

@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import insert, select, update
 from sqlalchemy.orm import Session
 
-from collectors.base import Rejection, RawRecord
+from collectors.base import RawRecord, Rejection
 from collectors.plan import GroupKey, KeyState, Plan
 from collectors.profiling import ProfileBackend
 from collectors.specs import BuiltProfile
@@ -54,7 +54,9 @@ def bump_counters(session: Session, source: str, plan: Plan, labels: int) -> Non
     )
 
 
-def read_states(session: Session, source: str, keys: Iterable[str], lock: bool) -> dict[str, KeyState]:
+def read_states(
+    session: Session, source: str, keys: Iterable[str], lock: bool
+) -> dict[str, KeyState]:
     """Stored states of `keys` (absent keys start at offset 0)."""
     wanted = list(keys)
     stmt = select(SourcePosition).where(
@@ -135,17 +137,27 @@ def merge_profiles(
             WindowProfile.version == version,
             WindowProfile.window_start == utc(start),
         )
-        rows = {(r.slice_key, r.column): r for r in session.execute(
-            stmt.with_for_update() if lock else stmt).scalars()}
+        rows = {
+            (r.slice_key, r.column): r
+            for r in session.execute(stmt.with_for_update() if lock else stmt).scalars()
+        }
         for ((_, _, _, slice_key), column), prof in items:
             row = rows.get((slice_key, column))
             if row is None:
-                session.add(WindowProfile(
-                    model=model, version=version, window_start=utc(start),
-                    window_end=utc(start + window_s), slice_key=slice_key, column=column,
-                    kind=prof.kind, n=prof.profile.n, payload=prof.profile.to_bytes(),
-                    updated_at=now,
-                ))
+                session.add(
+                    WindowProfile(
+                        model=model,
+                        version=version,
+                        window_start=utc(start),
+                        window_end=utc(start + window_s),
+                        slice_key=slice_key,
+                        column=column,
+                        kind=prof.kind,
+                        n=prof.profile.n,
+                        payload=prof.profile.to_bytes(),
+                        updated_at=now,
+                    )
+                )
                 continue
             merged = backend.load(row.payload).merge(prof.profile)
             row.payload, row.n, row.updated_at = merged.to_bytes(), merged.n, now
@@ -158,10 +170,17 @@ def merge_counts(session: Session, plan: Plan, window_s: float) -> None:
         pk = (model, version, utc(start), slice_key)
         row = session.get(WindowCount, pk)
         if row is None:
-            session.add(WindowCount(
-                model=model, version=version, window_start=pk[2], slice_key=slice_key,
-                window_end=utc(start + window_s), events=len(members), updated_at=now,
-            ))
+            session.add(
+                WindowCount(
+                    model=model,
+                    version=version,
+                    window_start=pk[2],
+                    slice_key=slice_key,
+                    window_end=utc(start + window_s),
+                    events=len(members),
+                    updated_at=now,
+                )
+            )
         else:
             row.events += len(members)
             row.updated_at = now

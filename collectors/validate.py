@@ -29,22 +29,28 @@ def _required_str(obj: dict[str, Any], name: str) -> str:
     if value is None:
         raise DecodeError("missing_field", f"{name}: required")
     if not isinstance(value, str) or not value:
-        raise DecodeError("wrong_type", f"{name}: expected non-empty string, got {_type_name(value)}")
+        raise DecodeError(
+            "wrong_type", f"{name}: expected non-empty string, got {_type_name(value)}"
+        )
     return value
 
 
 def parse_timestamp(value: object) -> float:
     """RFC 3339 string or epoch seconds as epoch seconds; naive strings are refused."""
     if isinstance(value, bool) or value is None:
-        raise DecodeError("invalid_timestamp", f"timestamp: expected RFC 3339 or epoch seconds, "
-                          f"got {_type_name(value)}")
+        raise DecodeError(
+            "invalid_timestamp",
+            f"timestamp: expected RFC 3339 or epoch seconds, got {_type_name(value)}",
+        )
     if isinstance(value, int | float):
         ts = float(value)
     elif isinstance(value, str):
         try:
             parsed = datetime.fromisoformat(value)
         except ValueError:
-            raise DecodeError("invalid_timestamp", f"timestamp: {value[:64]!r} is not RFC 3339") from None
+            raise DecodeError(
+                "invalid_timestamp", f"timestamp: {value[:64]!r} is not RFC 3339"
+            ) from None
         if parsed.tzinfo is None:
             raise DecodeError("invalid_timestamp", f"timestamp: {value[:64]!r} has no UTC offset")
         ts = parsed.timestamp()
@@ -64,15 +70,17 @@ def _scalar_map(obj: dict[str, Any], name: str) -> dict[str, Any]:
     for key, item in value.items():
         if item is not None and (isinstance(item, bool) or not isinstance(item, _SCALARS)):
             raise DecodeError(
-                "wrong_type", f"{name}.{key}: expected number, string or null, got {_type_name(item)}"
+                "wrong_type",
+                f"{name}.{key}: expected number, string or null, got {_type_name(item)}",
             )
     return value
 
 
 def _check_prediction(value: object) -> object:
     if isinstance(value, bool) or value is None:
-        raise DecodeError("wrong_type", f"prediction: expected number, string or object, got "
-                          f"{_type_name(value)}")
+        raise DecodeError(
+            "wrong_type", f"prediction: expected number, string or object, got {_type_name(value)}"
+        )
     if isinstance(value, _SCALARS):
         return value
     if isinstance(value, dict) and "output" in value:
@@ -82,8 +90,10 @@ def _check_prediction(value: object) -> object:
         if _is_number(out):
             return value
         raise DecodeError("wrong_type", "prediction.output: expected number or array of numbers")
-    raise DecodeError("wrong_type", f"prediction: expected number, string or {{output: ...}}, got "
-                      f"{_type_name(value)}")
+    raise DecodeError(
+        "wrong_type",
+        f"prediction: expected number, string or {{output: ...}}, got {_type_name(value)}",
+    )
 
 
 def _is_number(value: object) -> bool:
@@ -104,8 +114,9 @@ def validate(obj: object, models: Collection[str]) -> Event:
     if "features" not in obj and "label" in obj:
         label = obj["label"]
         if label is None or isinstance(label, dict | list):
-            raise DecodeError("wrong_type", f"label: expected number, string or boolean, got "
-                              f"{_type_name(label)}")
+            raise DecodeError(
+                "wrong_type", f"label: expected number, string or boolean, got {_type_name(label)}"
+            )
         return LabelEvent(request_id, model, label, ts)
     version = obj.get("model_version")
     if isinstance(version, int) and not isinstance(version, bool):

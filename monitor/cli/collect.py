@@ -15,17 +15,27 @@ from monitor.storage import make_engine, require_head
 
 
 @click.command()
-@click.option("--config", "config_path", required=True,
-              type=click.Path(dir_okay=False, path_type=Path), help="Config file.")
-@click.option("--until-caught-up", is_flag=True,
-              help="Exit 0 once every source consumed what was available at start.")
+@click.option(
+    "--config",
+    "config_path",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Config file.",
+)
+@click.option(
+    "--until-caught-up",
+    is_flag=True,
+    help="Exit 0 once every source consumed what was available at start.",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Log progress to stderr.")
 def collect(config_path: Path, until_caught_up: bool, verbose: bool) -> None:
     """Run the configured sources (Kafka, JSONL logs) into window profiles."""
     from collectors.runner import RunState, run
 
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     config = load_config(config_path)
     engine = make_engine(config.database_url)
     require_head(engine)
@@ -40,8 +50,13 @@ def collect(config_path: Path, until_caught_up: bool, verbose: bool) -> None:
 
 
 @click.command()
-@click.option("--config", "config_path", required=True,
-              type=click.Path(dir_okay=False, path_type=Path), help="Config file.")
+@click.option(
+    "--config",
+    "config_path",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Config file.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def status(config_path: Path, as_json: bool) -> None:
     """Per-source counters (events, dead letters, late, lag) and per-model windows."""
@@ -56,7 +71,8 @@ def status(config_path: Path, as_json: bool) -> None:
         return
     click.echo(f"{'source':20} {'type':6} {'events':>10} {'dead':>8} {'late':>8} {'lag':>10}")
     for s in result.sources:
-        click.echo(f"{s.name:20} {s.type:6} {s.events:>10} {s.dead_letters:>8} {s.late:>8} "
-                   f"{s.lag:>10}")
+        click.echo(
+            f"{s.name:20} {s.type:6} {s.events:>10} {s.dead_letters:>8} {s.late:>8} {s.lag:>10}"
+        )
     for m in result.models:
         click.echo(f"model {m.name} version {m.version}: {m.events} events in {m.windows} windows")

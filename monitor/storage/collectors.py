@@ -126,9 +126,7 @@ class LabeledPrediction(Base):
     """A prediction joined with its label: input of per-slice outcome metrics."""
 
     __tablename__ = "labeled_predictions"
-    __table_args__ = (
-        Index("ix_labeled_predictions_model_version_ts", "model", "version", "ts"),
-    )
+    __table_args__ = (Index("ix_labeled_predictions_model_version_ts", "model", "version", "ts"),)
 
     model: Mapped[str] = mapped_column(String(200), primary_key=True)
     request_id: Mapped[str] = mapped_column(String(200), primary_key=True)

@@ -59,7 +59,9 @@ def payloads(n: int, start: int = 0) -> list[bytes]:
     return [orjson.dumps(event(i)) for i in range(start, start + n)]
 
 
-def write_config(path: Path, database_url: str, sources: list[dict[str, Any]], **collect: Any) -> Path:
+def write_config(
+    path: Path, database_url: str, sources: list[dict[str, Any]], **collect: Any
+) -> Path:
     """A config file with model `fraud` sliced by region."""
     import yaml
 

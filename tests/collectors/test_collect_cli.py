@@ -26,8 +26,14 @@ def _source(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> dict[s
     broker: KafkaBroker = request.getfixturevalue("kafka")
     topic: str = request.getfixturevalue("topic")
     broker.produce(topic, data)
-    return {"name": "stream", "type": "kafka", "bootstrap_servers": broker.bootstrap,
-            "topic": topic, "group_id": f"g-{topic}", "api_version": "0.9"}
+    return {
+        "name": "stream",
+        "type": "kafka",
+        "bootstrap_servers": broker.bootstrap,
+        "topic": topic,
+        "group_id": f"g-{topic}",
+        "api_version": "0.9",
+    }
 
 
 @pytest.mark.parametrize("kind", ["jsonl", "kafka"])
@@ -45,7 +51,11 @@ def test_collect_until_caught_up_then_status(
     status = json.loads(out.stdout)
     src = status["sources"][0]
     assert (src["name"], src["type"], src["events"], src["dead_letters"], src["late"]) == (
-        source["name"], kind, 500, 3, 0,
+        source["name"],
+        kind,
+        500,
+        3,
+        0,
     )
     assert src["lag"] == 0
     assert status["models"] == [{"name": "fraud", "version": "1", "events": 500, "windows": 1}]
@@ -57,8 +67,10 @@ def test_collect_config_errors_are_one_line(tmp_path: Path) -> None:
     out = run_cli("collect", "--config", str(cfg))
     assert out.returncode == 2
     assert "unknown key 'sources[0].formatt'" in out.stderr and "Traceback" not in out.stderr
-    cfg.write_text(f"database_url: sqlite:///{tmp_path}/x.db\nmodels: [{{name: m}}]\n"
-                   "sources:\n  - {name: s, type: jsonl, path: x, format: avro}\n")
+    cfg.write_text(
+        f"database_url: sqlite:///{tmp_path}/x.db\nmodels: [{{name: m}}]\n"
+        "sources:\n  - {name: s, type: jsonl, path: x, format: avro}\n"
+    )
     assert run_cli("db", "upgrade", "--config", str(cfg)).returncode == 0
     out = run_cli("collect", "--config", str(cfg))
     assert out.returncode == 2 and "unknown format 'avro'" in out.stderr

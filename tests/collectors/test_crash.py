@@ -13,7 +13,6 @@ from pathlib import Path
 
 import orjson
 import pytest
-
 from sqlalchemy.orm import Session
 
 from monitor.storage import IngestCounter, make_engine
@@ -31,7 +30,9 @@ def start_collector(cfg: Path, log: Path) -> subprocess.Popen[bytes]:
     env.pop("MODELWATCH_DATABASE_URL", None)
     return subprocess.Popen(
         [sys.executable, "-m", "monitor", "collect", "--config", str(cfg)],
-        env=env, stdout=subprocess.DEVNULL, stderr=log.open("ab"),
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=log.open("ab"),
     )
 
 
@@ -62,11 +63,18 @@ def finish_and_status(cfg: Path) -> dict[str, object]:
 def test_kafka_kill9_neither_loses_nor_double_counts(
     kafka: KafkaBroker, topic: str, tmp_path: Path
 ) -> None:
-    source = {"name": "stream", "type": "kafka", "bootstrap_servers": kafka.bootstrap,
-              "topic": topic, "group_id": f"crash-{topic}", "api_version": "0.9",
-              "session_timeout_ms": 3000}
-    cfg = write_config(tmp_path / "mw.yaml", f"sqlite:///{tmp_path}/mw.db", [source],
-                       batch_size=500)
+    source = {
+        "name": "stream",
+        "type": "kafka",
+        "bootstrap_servers": kafka.bootstrap,
+        "topic": topic,
+        "group_id": f"crash-{topic}",
+        "api_version": "0.9",
+        "session_timeout_ms": 3000,
+    }
+    cfg = write_config(
+        tmp_path / "mw.yaml", f"sqlite:///{tmp_path}/mw.db", [source], batch_size=500
+    )
     assert run_cli("db", "upgrade", "--config", str(cfg)).returncode == 0
     rng = random.Random(int(os.environ.get("MODELWATCH_CRASH_SEED", "7")))
     seen: list[int] = []
@@ -85,10 +93,15 @@ def test_kafka_kill9_neither_loses_nor_double_counts(
 def test_rotating_logs_kill9_neither_loses_nor_double_counts(tmp_path: Path) -> None:
     logs = tmp_path / "logs"
     logs.mkdir()
-    source = {"name": "logs", "type": "jsonl", "path": str(logs / "app.jsonl*"),
-              "poll_interval": "50ms"}
-    cfg = write_config(tmp_path / "mw.yaml", f"sqlite:///{tmp_path}/mw.db", [source],
-                       batch_size=500)
+    source = {
+        "name": "logs",
+        "type": "jsonl",
+        "path": str(logs / "app.jsonl*"),
+        "poll_interval": "50ms",
+    }
+    cfg = write_config(
+        tmp_path / "mw.yaml", f"sqlite:///{tmp_path}/mw.db", [source], batch_size=500
+    )
     assert run_cli("db", "upgrade", "--config", str(cfg)).returncode == 0
     rng = random.Random(int(os.environ.get("MODELWATCH_CRASH_SEED", "7")))
     seen: list[int] = []

@@ -39,8 +39,9 @@ def batch(first: int, n: int) -> list[RawRecord]:
 def test_outage_is_retried_and_nothing_is_lost_or_doubled(own_postgres: PostgresServer) -> None:
     engine: Engine = make_engine(own_postgres.create_database())
     upgrade(engine)
-    settings = CollectConfig(db_retry_backoff_max=timedelta(seconds=0.5),
-                             db_retry_timeout=timedelta(minutes=2))
+    settings = CollectConfig(
+        db_retry_backoff_max=timedelta(seconds=0.5), db_retry_timeout=timedelta(minutes=2)
+    )
     ing = Ingestor(engine, "s", "kafka", MODELS, settings)
     ing.ingest(batch(0, 100))
     own_postgres.pause()
@@ -62,8 +63,9 @@ def test_outage_is_retried_and_nothing_is_lost_or_doubled(own_postgres: Postgres
 def test_gives_up_after_retry_timeout_with_one_line(own_postgres: PostgresServer) -> None:
     engine = make_engine(own_postgres.create_database())
     upgrade(engine)
-    settings = CollectConfig(db_retry_backoff_max=timedelta(seconds=0.2),
-                             db_retry_timeout=timedelta(seconds=1))
+    settings = CollectConfig(
+        db_retry_backoff_max=timedelta(seconds=0.2), db_retry_timeout=timedelta(seconds=1)
+    )
     ing = Ingestor(engine, "s", "kafka", MODELS, settings)
     own_postgres.pause()
     with pytest.raises(StorageError, match="database unavailable") as info:

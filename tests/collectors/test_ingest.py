@@ -82,7 +82,11 @@ def test_malformed_inputs_become_dead_letters_with_reasons(engine: Engine) -> No
     assert [r.reason for r in rows] == [reason for _, reason in MALFORMED]
     assert [r.offset for r in rows] == [2 * i + 1 for i in range(len(MALFORMED))]
     oversized = rows[-1]
-    assert (oversized.payload_size, len(oversized.payload), oversized.truncated) == (5000, 100, True)
+    assert (oversized.payload_size, len(oversized.payload), oversized.truncated) == (
+        5000,
+        100,
+        True,
+    )
     assert "features.amount" in rows[2].detail and "ghost" in rows[9].detail
     assert counters(engine, "src").dead_letters == len(MALFORMED)
     assert aggregated(engine) == len(good)
@@ -110,11 +114,19 @@ def test_windows_lateness_and_late_counter(engine: Engine) -> None:
     within = ing2.ingest(records([orjson.dumps(event(9, ts=T0 + hour + 1))], first=5))
     assert within.events == 1 and within.late == 0
     with Session(engine) as session:
-        rows = session.execute(
-            select(WindowCount).where(WindowCount.slice_key == "").order_by(WindowCount.window_start)
-        ).scalars().all()
+        rows = (
+            session.execute(
+                select(WindowCount)
+                .where(WindowCount.slice_key == "")
+                .order_by(WindowCount.window_start)
+            )
+            .scalars()
+            .all()
+        )
     assert [(r.window_start.timestamp() - T0, r.events) for r in rows] == [
-        (0.0, 1), (hour, 1), (2 * hour, 2),
+        (0.0, 1),
+        (hour, 1),
+        (2 * hour, 2),
     ]
     assert all(r.window_end - r.window_start == timedelta(hours=1) for r in rows)
     assert counters(engine, "src").late == 2
@@ -125,9 +137,12 @@ def test_profiles_merge_across_batches_like_one_batch(engine: Engine) -> None:
     make(engine).ingest(records(data[:150]))
     make(engine).ingest(records(data[150:], first=150))
     with Session(engine) as session:
-        rows = {(r.slice_key, r.column): r for r in session.execute(select(WindowProfile)).scalars()}
+        rows = {
+            (r.slice_key, r.column): r for r in session.execute(select(WindowProfile)).scalars()
+        }
     assert set(rows) == {
-        (k, c) for k in ("", '{"region":"eu"}', '{"region":"us"}')
+        (k, c)
+        for k in ("", '{"region":"eu"}', '{"region":"us"}')
         for c in ("amount", "country", "prediction")
     }
     amount = profile_from_bytes(rows[("", "amount")].payload)

@@ -35,12 +35,22 @@ def test_labels_join_in_either_order_and_expire_after_horizon(engine: Engine) ->
     # r0: prediction then label (separate batches); r1: label first; r2: both in one batch;
     # r3: a label whose prediction never comes.
     feed(ing, [orjson.dumps(event(0)), label(1, 1, T0 + 5)], 0)
-    feed(ing, [label(0, 0, T0 + 9), orjson.dumps(event(1)), orjson.dumps(event(2)),
-               label(2, "fraud", T0 + 9), label(3, 1, T0 + 9)], 2)
+    feed(
+        ing,
+        [
+            label(0, 0, T0 + 9),
+            orjson.dumps(event(1)),
+            orjson.dumps(event(2)),
+            label(2, "fraud", T0 + 9),
+            label(3, 1, T0 + 9),
+        ],
+        2,
+    )
     with Session(engine) as session:
         rows = session.execute(select(LabeledPrediction).order_by(LabeledPrediction.request_id))
-        pairs = [(r.request_id, r.version, r.prediction, r.label, r.slice_values)
-                 for r in rows.scalars()]
+        pairs = [
+            (r.request_id, r.version, r.prediction, r.label, r.slice_values) for r in rows.scalars()
+        ]
     assert pairs == [
         ("r0", "1", 0.0, 0, {"region": "eu"}),
         ("r1", "1", 0.1, 1, {"region": "us"}),
