@@ -23,7 +23,7 @@ from collectors.base import Batch, BatchResult, RawRecord
 from collectors.join import join_labels
 from collectors.plan import KeyState, Plan, Planner
 from collectors.profiling import ProfileBackend, default_backend
-from collectors.specs import SpecResolver, build_profiles
+from collectors.specs import SpecResolver, build_profiles, kind_mismatches
 from collectors.store import (
     StalePlan,
     bump_counters,
@@ -78,7 +78,6 @@ class Ingestor:
             self.settings.window.total_seconds(),
             self.settings.allowed_lateness.total_seconds(),
             self.settings.max_payload_bytes,
-            self.specs.kind_of,
         )
         self.states: dict[str, KeyState] = {}
         self.sleep = sleep
@@ -105,20 +104,27 @@ class Ingestor:
         missing = sorted({r.key for r in batch.records} - set(self.states))
         if missing:
             self.positions(missing)
-        plan = self.planner.plan(batch.records, self.states)
+        plan = self._plan(batch)
         while True:
             try:
                 labels = self._with_retries(functools.partial(self._commit, plan, batch))
             except StalePlan as stale:
                 log.info("%s: stored positions moved; planning the batch again", self.source)
                 self.states.update(stale.stored)
-                plan = self.planner.plan(batch.records, self.states)
+                plan = self._plan(batch)
                 continue
             self.states.update(plan.end)
             return BatchResult(plan.events, labels, len(plan.dead), plan.late, plan.skipped)
 
+    def _plan(self, batch: Batch) -> Plan:
+        plan = self.planner.plan(batch.records, self.states)
+        rejected = kind_mismatches(plan, self.specs)
+        if rejected:
+            plan = self.planner.plan(batch.records, self.states, rejected)
+        return plan
+
     def _commit(self, plan: Plan, batch: Batch) -> int:
-        built = build_profiles(plan.windows, plan.groups, self.specs)
+        built = build_profiles(plan.windows, plan.groups, self.specs, plan.columns)
         dead = dead_letter_rows(self.source, plan.dead, self.settings.dead_letter_bytes)
         window_s = self.settings.window.total_seconds()
         try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,8 +51,12 @@ class Plan:
     start: dict[str, KeyState]  # the stored states this plan was made from
     end: dict[str, KeyState] = field(default_factory=dict)
     windows: dict[WindowKey, list[PredictionEvent]] = field(default_factory=dict)
+    # Where each window event came from: (key, start) of its record, parallel to `windows`.
+    origins: dict[WindowKey, list[tuple[str, int]]] = field(default_factory=dict)
     # Indices into `windows[group[:3]]` of each group's events.
     groups: dict[GroupKey, list[int]] = field(default_factory=dict)
+    # Column values per window, computed once (see collectors.specs.column_values).
+    columns: dict[WindowKey, dict[str, list[Any]]] = field(default_factory=dict)
     predictions: list[PredictionEvent] = field(default_factory=list)
     labels: list[LabelEvent] = field(default_factory=list)
     dead: list[tuple[RawRecord, Rejection]] = field(default_factory=list)
@@ -67,6 +71,7 @@ class SliceValues:
     def __init__(self, models: Mapping[str, ModelConfig]) -> None:
         self.models = models
         self.known: dict[tuple[str, str], set[str]] = defaultdict(set)
+        self.keys: dict[tuple[str, str, object], str] = {}
 
     def bucket(self, model: str, column: str, value: object) -> str:
         text = value if isinstance(value, str) else orjson.dumps(value).decode()
@@ -88,8 +93,14 @@ def slice_keys(event: PredictionEvent, config: ModelConfig, values: SliceValues)
             value = event.features.get(column)
         if value is None:
             continue
-        bucket = values.bucket(event.model, column, value)
-        keys.append(orjson.dumps({column: bucket}).decode())
+        cached = values.keys.get((event.model, column, value))
+        if cached is None:
+            bucket = values.bucket(event.model, column, value)
+            cached = orjson.dumps({column: bucket}).decode()
+            if len(values.keys) > 100_000:  # bounded memory with high-cardinality values
+                values.keys.clear()
+            values.keys[(event.model, column, value)] = cached
+        keys.append(cached)
     return keys
 
 
@@ -103,10 +114,8 @@ class Planner:
         window_s: float,
         lateness_s: float,
         max_payload_bytes: int,
-        kind_of: Callable[[str, str, str], str | None] = lambda model, version, column: None,
     ) -> None:
         self.adapter = adapter
-        self.kind_of = kind_of
         self.models = models
         self.model_names: Collection[str] = frozenset(models)
         self.window_s = window_s
@@ -114,7 +123,14 @@ class Planner:
         self.max_payload = max_payload_bytes
         self.slices = SliceValues(models)
 
-    def plan(self, records: Sequence[RawRecord], stored: Mapping[str, KeyState]) -> Plan:
+    def plan(
+        self,
+        records: Sequence[RawRecord],
+        stored: Mapping[str, KeyState],
+        rejected: Mapping[tuple[str, int], Rejection] | None = None,
+    ) -> Plan:
+        """Plan `records` from the `stored` states; `rejected` records become dead letters."""
+        self.rejected = rejected or {}
         plan = Plan(start={k: KeyState(s.offset, s.watermark) for k, s in stored.items()})
         state = {k: KeyState(s.offset, s.watermark) for k, s in stored.items()}
         for record in records:
@@ -128,6 +144,10 @@ class Planner:
         return plan
 
     def _apply(self, record: RawRecord, key_state: KeyState, plan: Plan) -> None:
+        rejection = self.rejected.get((record.key, record.start))
+        if rejection is not None:
+            plan.dead.append((record, rejection))
+            return
         try:
             events = self._decode(record.payload)
         except DecodeError as err:
@@ -143,7 +163,7 @@ class Planner:
             elif self._is_late(event.ts, mark):
                 plan.late += 1
                 continue
-            self._group(event, plan)
+            self._group(event, plan, (record.key, record.start))
 
     def _decode(self, payload: bytes) -> list[PredictionEvent | LabelEvent]:
         if len(payload) > self.max_payload:
@@ -154,33 +174,22 @@ class Planner:
         if not objs:
             raise DecodeError("empty", "payload: no events")
         # All-or-nothing per payload: a record is either applied or dead-lettered as a whole.
-        events = [validate(obj, self.model_names) for obj in objs]
-        for event in events:
-            if isinstance(event, PredictionEvent):
-                self._check_kinds(event)
-        return events
-
-    def _check_kinds(self, event: PredictionEvent) -> None:
-        """A string where the column's spec is numeric cannot be profiled: reject the event."""
-        for column, value in (
-            *event.features.items(),
-            *prediction_columns(event.prediction).items(),
-        ):
-            if type(value) is str and self.kind_of(event.model, event.version, column) == "numeric":
-                where = column if column.startswith("prediction") else f"features.{column}"
-                raise DecodeError(
-                    "wrong_type", f"{where}: expected number (the column is numeric), got string"
-                )
+        return [validate(obj, self.model_names) for obj in objs]
 
     def _is_late(self, ts: float, watermark: float) -> bool:
         window_end = (math.floor(ts / self.window_s) + 1) * self.window_s
         return window_end + self.lateness_s <= watermark
 
-    def _group(self, event: PredictionEvent, plan: Plan) -> None:
+    def _group(self, event: PredictionEvent, plan: Plan, origin: tuple[str, int]) -> None:
         start = math.floor(event.ts / self.window_s) * self.window_s
-        window = plan.windows.setdefault((event.model, event.version, start), [])
+        wkey = (event.model, event.version, start)
+        window = plan.windows.get(wkey)
+        if window is None:
+            window = plan.windows[wkey] = []
+            plan.origins[wkey] = []
         index = len(window)
         window.append(event)
+        plan.origins[wkey].append(origin)
         for slice_key in slice_keys(event, self.models[event.model], self.slices):
             group = (event.model, event.version, start, slice_key)
             members = plan.groups.get(group)

@@ -19,8 +19,8 @@ from sqlalchemy import select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
-from collectors.base import PredictionEvent
-from collectors.plan import GroupKey, WindowKey, prediction_columns
+from collectors.base import PredictionEvent, Rejection
+from collectors.plan import GroupKey, Plan, WindowKey, prediction_columns
 from collectors.profiling import Profile, ProfileBackend
 from monitor.storage import Baseline, BaselineProfile, Model, ModelVersion, WindowProfile
 
@@ -37,17 +37,43 @@ class BuiltProfile:
 
 def column_values(events: Sequence[PredictionEvent]) -> dict[str, list[Any]]:
     """Values per column (features, then prediction columns); missing values are None."""
+    feats = [e.features for e in events]
+    names = list(feats[0])
+    try:
+        # Fast path (every event has the same features): C-level gather and transpose.
+        if len(names) > 1 and all(len(f) == len(names) for f in feats):
+            rows = list(map(itemgetter(*names), feats))
+            out = {c: list(col) for c, col in zip(names, zip(*rows, strict=True), strict=True)}
+        else:
+            raise KeyError
+    except KeyError:
+        names = list(dict.fromkeys(c for f in feats for c in f))
+        out = {c: [f.get(c) for f in feats] for c in names}
+    if all(type(e.prediction) in (int, float) for e in events):
+        out["prediction"] = [e.prediction for e in events]
+        return out
     preds = [prediction_columns(e.prediction) for e in events]
-    names: dict[str, None] = {}
-    for e in events:
-        names.update(dict.fromkeys(e.features))
-    for p in preds:
-        names.update(dict.fromkeys(p))
-    out = {c: [e.features.get(c) for e in events] for c in names if not c.startswith("prediction")}
-    for c in names:
-        if c.startswith("prediction"):
-            out[c] = [p.get(c) for p in preds]
+    for c in dict.fromkeys(c for p in preds for c in p):
+        out[c] = [p.get(c) for p in preds]
     return out
+
+
+def kind_mismatches(plan: Plan, resolver: SpecResolver) -> dict[tuple[str, int], Rejection]:
+    """Records holding a string in a column whose known spec is numeric (fills plan.columns)."""
+    bad: dict[tuple[str, int], Rejection] = {}
+    for wkey, events in plan.windows.items():
+        columns = plan.columns.setdefault(wkey, column_values(events))
+        for column, values in columns.items():
+            if str not in set(map(type, values)):
+                continue
+            if resolver.kind_of(wkey[0], wkey[1], column) != "numeric":
+                continue
+            where = column if column.startswith("prediction") else f"features.{column}"
+            reason = Rejection("wrong_type", f"{where}: expected number (column is numeric)")
+            for i, value in enumerate(values):
+                if type(value) is str:
+                    bad[plan.origins[wkey][i]] = reason
+    return bad
 
 
 class SpecResolver:
@@ -123,10 +149,11 @@ def build_profiles(
     windows: dict[WindowKey, list[PredictionEvent]],
     groups: dict[GroupKey, list[int]],
     resolver: SpecResolver,
+    cached: dict[WindowKey, dict[str, list[Any]]],
 ) -> dict[tuple[GroupKey, str], BuiltProfile]:
     """Profile every column of every group of a batch, on its resolved spec."""
     backend = resolver.backend
-    columns = {window: column_values(events) for window, events in windows.items()}
+    columns = {w: cached.get(w) or column_values(events) for w, events in windows.items()}
     samples: dict[SpecKey, list[Any]] = {}
     for (model, version, _), cols in columns.items():
         for column, vals in cols.items():

@@ -65,7 +65,7 @@ def _scalar_map(obj: dict[str, Any], name: str) -> dict[str, Any]:
     value = obj.get(name)
     if not isinstance(value, dict):
         raise DecodeError("wrong_type", f"{name}: expected object, got {_type_name(value)}")
-    if all(type(item) in _SCALAR_TYPES for item in value.values()):
+    if _SCALAR_TYPES.issuperset(map(type, value.values())):
         return value
     for key, item in value.items():
         if item is not None and (isinstance(item, bool) or not isinstance(item, _SCALARS)):
