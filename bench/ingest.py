@@ -78,7 +78,9 @@ def bare(broker: KafkaBroker, topic: str, n: int) -> float:
     return elapsed
 
 
-def collector(broker: KafkaBroker, topic: str, n: int, database_url: str, join: bool) -> float:
+def collector(
+    broker: KafkaBroker, topic: str, n: int, database_url: str, join: bool, pipeline: bool = True
+) -> float:
     """Seconds for the collector to ingest all n events (until caught up)."""
     from collectors.runner import run
     from collectors.status import collect_status
@@ -99,7 +101,7 @@ def collector(broker: KafkaBroker, topic: str, n: int, database_url: str, join: 
                     "api_version": "0.9",
                 }
             ],
-            "collect": {"batch_size": 5000, "join_labels": join},
+            "collect": {"batch_size": 5000, "join_labels": join, "pipeline": pipeline},
         },
         env={},
     )
@@ -125,7 +127,14 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--db", choices=["sqlite", "postgresql"], default="sqlite")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--no-pipeline", action="store_true", help="ingest in the polling process")
     args = parser.parse_args()
+    # Warm imports (a running daemon has them): the timings compare consuming, not importing.
+    import kafka  # noqa: F401
+
+    import collectors.monitor_profiles  # noqa: F401
+    import collectors.runner  # noqa: F401
+
     broker = KafkaBroker(partitions=4)
     broker.start()
     pg = None
@@ -146,7 +155,7 @@ def main() -> None:
             for join in (False, True):
                 with tempfile.TemporaryDirectory() as tmp:
                     url = pg.create_database() if pg else f"sqlite:///{tmp}/bench.db"
-                    c = collector(broker, "bench", args.events, url, join)
+                    c = collector(broker, "bench", args.events, url, join, not args.no_pipeline)
                 print(
                     f"round {r + 1}: bare {args.events / b:,.0f} msg/s; collector "
                     f"(label join {'on' if join else 'off'}) {args.events / c:,.0f} ev/s "

@@ -80,7 +80,9 @@ def _load_builtins() -> None:
     if _BUILTINS_LOADED:
         return
     _BUILTINS_LOADED = True
+    from collectors.cloudevents import CloudEventsAdapter
     from collectors.sagemaker import SageMakerAdapter
 
     register_adapter("modelwatch", NativeAdapter)
     register_adapter("sagemaker", SageMakerAdapter)
+    register_adapter("cloudevents", CloudEventsAdapter)

@@ -16,7 +16,9 @@ from typing import Any, Protocol
 Scalar = float | int | str | None
 
 
-@dataclass(frozen=True, slots=True)
+# Records and events are created per message: plain slotted dataclasses (frozen ones cost a
+# detour through object.__setattr__ on every construction). Treat them as immutable.
+@dataclass(slots=True)
 class RawRecord:
     """One payload and its position: it occupies [start, end) of partition/file `key`.
 
@@ -30,7 +32,7 @@ class RawRecord:
     payload: bytes
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PredictionEvent:
     """A validated prediction: features, prediction columns and slice attributes."""
 
@@ -43,7 +45,7 @@ class PredictionEvent:
     metadata: Mapping[str, Scalar] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class LabelEvent:
     """A ground-truth label for an earlier or later prediction with the same request id."""
 
@@ -75,6 +77,26 @@ class Adapter(Protocol):
     name: str
 
     def decode(self, payload: bytes) -> Sequence[Any]: ...
+
+
+@dataclass(slots=True)
+class Half:
+    """One half of a paired input (a request or a response), waiting for its other half."""
+
+    pair_id: str
+    kind: str  # "request" or "response"
+    ts: float
+    body: Any
+
+
+class PairingAdapter(Adapter, Protocol):
+    """An adapter whose payloads are halves (:class:`Half`) paired by id into events.
+
+    `decode` returns one Half per payload; once both halves of an id have arrived (in any order,
+    in any batch — the first waits in `pending_halves`), `combine` turns them into events.
+    """
+
+    def combine(self, request: Half, response: Half) -> Sequence[Any]: ...
 
 
 class DecodeError(ValueError):

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 from collectors.adapters import make_adapter
 from collectors.base import Batch, BatchResult, RawRecord
 from collectors.join import join_labels
+from collectors.pairing import store_halves, stored_half
 from collectors.plan import KeyState, Plan, Planner
 from collectors.profiling import ProfileBackend, default_backend
 from collectors.specs import SpecResolver, build_profiles, kind_mismatches
@@ -78,6 +79,7 @@ class Ingestor:
             self.settings.window.total_seconds(),
             self.settings.allowed_lateness.total_seconds(),
             self.settings.max_payload_bytes,
+            functools.partial(stored_half, engine, source),
         )
         self.states: dict[str, KeyState] = {}
         self.sleep = sleep
@@ -127,6 +129,7 @@ class Ingestor:
         built = build_profiles(plan.windows, plan.groups, self.specs, plan.columns)
         dead = dead_letter_rows(self.source, plan.dead, self.settings.dead_letter_bytes)
         window_s = self.settings.window.total_seconds()
+        horizon = self.settings.label_horizon.total_seconds()
         try:
             with transaction(self.engine) as session:
                 bump_counters(session, self.source, plan, len(plan.labels))
@@ -135,13 +138,9 @@ class Ingestor:
                 merge_counts(session, plan, window_s)
                 store_dead_letters(session, dead)
                 if self.settings.join_labels and (plan.predictions or plan.labels):
-                    join_labels(
-                        session,
-                        plan.predictions,
-                        plan.labels,
-                        self.models,
-                        self.settings.label_horizon.total_seconds(),
-                    )
+                    join_labels(session, plan.predictions, plan.labels, self.models, horizon)
+                if plan.open_halves or plan.used_halves:
+                    store_halves(session, self.source, plan, horizon)
                 write_positions(session, self.source, plan, batch.ends, batch.details)
         except IntegrityError:
             # A concurrent consumer inserted the same rows first: replan from what it stored.

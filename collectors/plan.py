@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +18,7 @@ import orjson
 from collectors.base import (
     Adapter,
     DecodeError,
+    Half,
     LabelEvent,
     PredictionEvent,
     RawRecord,
@@ -60,6 +61,9 @@ class Plan:
     predictions: list[PredictionEvent] = field(default_factory=list)
     labels: list[LabelEvent] = field(default_factory=list)
     dead: list[tuple[RawRecord, Rejection]] = field(default_factory=list)
+    # Halves still waiting for their other half, and stored halves this plan paired up.
+    open_halves: dict[tuple[str, str], Half] = field(default_factory=dict)
+    used_halves: set[tuple[str, str]] = field(default_factory=set)
     events: int = 0
     late: int = 0
     skipped: int = 0
@@ -114,8 +118,10 @@ class Planner:
         window_s: float,
         lateness_s: float,
         max_payload_bytes: int,
+        stored_half: Callable[[str, str], Half | None] = lambda pair_id, kind: None,
     ) -> None:
         self.adapter = adapter
+        self.stored_half = stored_half
         self.models = models
         self.model_names: Collection[str] = frozenset(models)
         self.window_s = window_s
@@ -149,7 +155,7 @@ class Planner:
             plan.dead.append((record, rejection))
             return
         try:
-            events = self._decode(record.payload)
+            events = self._decode(record.payload, plan)
         except DecodeError as err:
             plan.dead.append((record, Rejection(err.reason, err.detail)))
             return
@@ -165,16 +171,39 @@ class Planner:
                 continue
             self._group(event, plan, (record.key, record.start))
 
-    def _decode(self, payload: bytes) -> list[PredictionEvent | LabelEvent]:
+    def _decode(self, payload: bytes, plan: Plan) -> list[PredictionEvent | LabelEvent]:
         if len(payload) > self.max_payload:
             raise DecodeError(
                 "oversized", f"payload: {len(payload)} bytes > max_payload_bytes {self.max_payload}"
             )
         objs = self.adapter.decode(payload)
+        if len(objs) == 1 and isinstance(objs[0], Half):
+            return self._pair(objs[0], plan)
         if not objs:
             raise DecodeError("empty", "payload: no events")
         # All-or-nothing per payload: a record is either applied or dead-lettered as a whole.
         return [validate(obj, self.model_names) for obj in objs]
+
+    def _pair(self, half: Half, plan: Plan) -> list[PredictionEvent | LabelEvent]:
+        """Combine a half with its counterpart (in this batch or stored), or keep it waiting."""
+        other_kind = "response" if half.kind == "request" else "request"
+        key = (half.pair_id, other_kind)
+        other = plan.open_halves.get(key)
+        stored = False
+        if other is None and key not in plan.used_halves:
+            other = self.stored_half(*key)
+            stored = other is not None
+        if other is None:
+            plan.open_halves[(half.pair_id, half.kind)] = half
+            return []
+        request, response = (half, other) if half.kind == "request" else (other, half)
+        combine = getattr(self.adapter, "combine")  # noqa: B009 - a PairingAdapter
+        events = [validate(obj, self.model_names) for obj in combine(request, response)]
+        if stored:
+            plan.used_halves.add(key)
+        else:
+            del plan.open_halves[key]
+        return events
 
     def _is_late(self, ts: float, watermark: float) -> bool:
         window_end = (math.floor(ts / self.window_s) + 1) * self.window_s

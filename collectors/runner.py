@@ -13,6 +13,7 @@ from collectors.base import Source
 from collectors.files import JsonlSource
 from collectors.ingest import Ingestor
 from collectors.kafka import KafkaSource
+from collectors.pipeline import PipelinedIngest
 from monitor.config import Config, JsonlSourceConfig, KafkaSourceConfig, SourceConfig
 from monitor.errors import ModelwatchError
 
@@ -67,6 +68,22 @@ def pump(source: Source, ingestor: Ingestor, state: RunState, until_caught_up: b
             return
 
 
+def pump_pipelined(
+    source: Source, pipe: PipelinedIngest, state: RunState, until_caught_up: bool
+) -> None:
+    """Like `pump`, with ingest in a worker process overlapping the next poll."""
+    try:
+        for batch in source.batches():
+            done = pipe.submit(batch) if batch.records else pipe.drain()
+            for positions in done:
+                source.committed(positions)
+            if state.stop.is_set() or (until_caught_up and source.caught_up()):
+                return
+    finally:
+        for positions in pipe.drain():
+            source.committed(positions)
+
+
 def run(
     engine: Engine,
     config: Config,
@@ -80,9 +97,13 @@ def run(
     for source_config in config.sources:
         ingestor = make_ingestor(engine, config, source_config)
         source = make_source(config, source_config, ingestor)
+        pipe = None
+        if config.collect.pipeline:
+            url = engine.url.render_as_string(hide_password=False)
+            pipe = PipelinedIngest(url, config, source_config.name)
         thread = threading.Thread(
             target=_guarded,
-            args=(source, ingestor, state, until_caught_up),
+            args=(source, ingestor, state, until_caught_up, pipe),
             name=f"source-{source.name}",
             daemon=True,
         )
@@ -100,9 +121,18 @@ def run(
         raise state.errors[0]
 
 
-def _guarded(source: Source, ingestor: Ingestor, state: RunState, until_caught_up: bool) -> None:
+def _guarded(
+    source: Source,
+    ingestor: Ingestor,
+    state: RunState,
+    until_caught_up: bool,
+    pipe: PipelinedIngest | None,
+) -> None:
     try:
-        pump(source, ingestor, state, until_caught_up)
+        if pipe is None:
+            pump(source, ingestor, state, until_caught_up)
+        else:
+            pump_pipelined(source, pipe, state, until_caught_up)
     except ModelwatchError as exc:
         state.errors.append(exc)
     except Exception as exc:  # a crash of one source stops the collector, loudly
@@ -111,3 +141,5 @@ def _guarded(source: Source, ingestor: Ingestor, state: RunState, until_caught_u
     finally:
         state.stop.set() if state.errors else None
         source.close()
+        if pipe is not None:
+            pipe.close()

@@ -16,6 +16,7 @@ from collectors.base import DecodeError, Event, LabelEvent, PredictionEvent
 _SCALARS = (int, float, str)
 # Exact types (bool is an int subclass but not a feature value): the fast path of validation.
 _SCALAR_TYPES = frozenset({int, float, str, type(None)})
+_SCALAR_OUT = frozenset({int, float, str})
 
 
 def _type_name(value: object) -> str:
@@ -100,8 +101,54 @@ def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+_NUMBER = (int, float)
+
+
 def validate(obj: object, models: Collection[str]) -> Event:
     """One decoded object as a prediction or label event; DecodeError names what is wrong."""
+    fast = _fast_prediction(obj, models)
+    return fast if fast is not None else _validate(obj, models)
+
+
+def _fast_prediction(obj: Any, models: Collection[str]) -> PredictionEvent | None:
+    """The common case (well-typed prediction, epoch or RFC 3339 time) without detours."""
+    if type(obj) is not dict:
+        return None
+    get = obj.get
+    ts: Any
+    model, rid, version, ts = (
+        get("model"),
+        get("request_id"),
+        get("model_version"),
+        get("timestamp"),
+    )
+    features, prediction, metadata = get("features"), get("prediction"), get("metadata")
+    if (
+        type(model) is not str
+        or model not in models
+        or type(rid) is not str
+        or not rid
+        or type(version) is not str
+        or not version
+        or type(features) is not dict
+        or not _SCALAR_TYPES.issuperset(map(type, features.values()))
+        or type(prediction) not in _SCALAR_OUT
+    ):
+        return None
+    if metadata is None:
+        metadata = {}
+    elif type(metadata) is not dict or not _SCALAR_TYPES.issuperset(map(type, metadata.values())):
+        return None
+    if type(ts) in _NUMBER and 0 <= ts < 32503680000:
+        return PredictionEvent(rid, model, version, float(ts), features, prediction, metadata)
+    if type(ts) is str:
+        return PredictionEvent(
+            rid, model, version, parse_timestamp(ts), features, prediction, metadata
+        )
+    return None
+
+
+def _validate(obj: object, models: Collection[str]) -> Event:
     if not isinstance(obj, dict):
         raise DecodeError("wrong_type", f"event: expected a JSON object, got {_type_name(obj)}")
     model = _required_str(obj, "model")

@@ -131,9 +131,21 @@ def upgrade() -> None:
             name=op.f("pk_window_profiles"),
         ),
     )
+    op.create_table(
+        "pending_halves",
+        sa.Column("source", sa.String(200), nullable=False),
+        sa.Column("pair_id", sa.String(200), nullable=False),
+        sa.Column("kind", sa.String(20), nullable=False),
+        sa.Column("ts", TS, nullable=False),
+        sa.Column("body", JSON_DOC, nullable=False),
+        sa.PrimaryKeyConstraint("source", "pair_id", "kind", name=op.f("pk_pending_halves")),
+    )
+    op.create_index("ix_pending_halves_source_ts", "pending_halves", ["source", "ts"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_pending_halves_source_ts", table_name="pending_halves")
+    op.drop_table("pending_halves")
     op.drop_table("window_profiles")
     op.drop_table("window_counts")
     op.drop_table("source_positions")

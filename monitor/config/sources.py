@@ -39,7 +39,7 @@ class KafkaSourceConfig(StrictModel):
     group_id: str = "modelwatch"
     # "auto" probes the broker; old brokers (0.9) need an explicit "0.9".
     api_version: str = Field(default="auto", pattern=r"^(auto|\d+(\.\d+){1,2})$")
-    # Payload adapter (collectors.adapters): modelwatch or sagemaker.
+    # Payload adapter (collectors.adapters): modelwatch, sagemaker or cloudevents.
     format: str = "modelwatch"
     format_options: dict[str, Any] = Field(default_factory=dict)
     # Where a partition with no stored position starts.
@@ -76,6 +76,8 @@ class CollectConfig(StrictModel):
     label_horizon: Duration = timedelta(days=1)
     join_labels: bool = True
     batch_size: int = Field(default=5000, ge=1, le=1_000_000)
+    # Ingest each source's batches in a worker process while the next batch is polled.
+    pipeline: bool = True
     # Larger payloads are dead-lettered; dead letters keep at most dead_letter_bytes of them.
     max_payload_bytes: int = Field(default=1 << 20, ge=64)
     dead_letter_bytes: int = Field(default=64 << 10, ge=0)

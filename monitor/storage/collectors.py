@@ -137,3 +137,16 @@ class LabeledPrediction(Base):
     label: Mapped[Any] = mapped_column(JSONDoc)
     slice_values: Mapped[dict[str, Any]] = mapped_column(JSONDoc, default=dict)
     joined_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class PendingHalf(Base):
+    """One half (request or response) of a paired input, e.g. an inference-logger CloudEvent."""
+
+    __tablename__ = "pending_halves"
+    __table_args__ = (Index("ix_pending_halves_source_ts", "source", "ts"),)
+
+    source: Mapped[str] = mapped_column(String(200), primary_key=True)
+    pair_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(20), primary_key=True)
+    ts: Mapped[datetime] = mapped_column(UTCDateTime)
+    body: Mapped[Any] = mapped_column(JSONDoc)

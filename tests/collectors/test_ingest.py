@@ -173,5 +173,5 @@ def test_batch_positions_store_end_offsets_for_lag(engine: Engine) -> None:
 def test_configuration_mistakes_are_one_line_errors(engine: Engine) -> None:
     with pytest.raises(ConfigError, match="no models configured"):
         Ingestor(engine, "src", "kafka", [])
-    with pytest.raises(RegistryError, match="valid: modelwatch, sagemaker"):
+    with pytest.raises(RegistryError, match="valid: cloudevents, modelwatch, sagemaker"):
         Ingestor(engine, "src", "kafka", MODELS, format="protobuf")

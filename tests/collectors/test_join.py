@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from collectors import Ingestor, RawRecord
 from monitor.config import CollectConfig, ModelConfig
-from monitor.storage import LabeledPrediction, PendingLabel, PendingPrediction
+from monitor.storage import LabeledPrediction, PendingHalf, PendingLabel, PendingPrediction
 from tests.collectors.conftest import T0, event
 
 MODELS = [ModelConfig(name="fraud", slices=["region"])]
@@ -62,3 +62,52 @@ def test_labels_join_in_either_order_and_expire_after_horizon(engine: Engine) ->
     assert (count(engine, PendingPrediction), count(engine, PendingLabel)) == (1, 0)
     feed(ing, [label(3, 1, T0 + 7201)], 8)
     assert count(engine, LabeledPrediction) == 3  # r3's prediction never came
+
+
+def cloudevent(pair_id: str, kind: str, data: object) -> bytes:
+    return orjson.dumps(
+        {
+            "specversion": "1.0",
+            "id": pair_id,
+            "source": "kserve",
+            "type": f"org.kubeflow.serving.inference.{kind}",
+            "time": "2026-01-01T00:00:05Z",
+            "inferenceservicename": "fraud",
+            "data": data,
+        }
+    )
+
+
+def test_cloudevent_halves_pair_across_batches_and_restarts(engine: Engine) -> None:
+    options = {"feature_names": ["amount", "country"], "model_version": "7"}
+
+    def make() -> Ingestor:
+        return Ingestor(engine, "ce", "kafka", MODELS, format="cloudevents", format_options=options)
+
+    req_a = cloudevent("a", "request", {"instances": [[10.0, "de"]]})
+    resp_a = cloudevent("a", "response", {"predictions": [0.7]})
+    req_b = cloudevent(
+        "b",
+        "request",
+        {"inputs": [{"name": "x", "shape": [1, 2], "datatype": "FP32", "data": [[1.5, 2.5]]}]},
+    )
+    resp_b = cloudevent(
+        "b",
+        "response",
+        {"outputs": [{"name": "y", "shape": [1, 2], "datatype": "FP32", "data": [0.1, 0.9]}]},
+    )
+    first = make().ingest([RawRecord("p", 0, 1, req_a), RawRecord("p", 1, 2, resp_b)])
+    assert first.events == 0 and first.dead_letters == 0  # both wait for their other half
+    second = make().ingest(
+        [
+            RawRecord("p", 2, 3, resp_a),
+            RawRecord("p", 3, 4, req_b),
+            RawRecord("p", 4, 5, b'{"type": "x"}'),
+        ]
+    )
+    assert (second.events, second.dead_letters) == (2, 1)
+    with Session(engine) as session:
+        rows = session.execute(select(PendingPrediction).order_by(PendingPrediction.request_id))
+        got = [(r.request_id, r.version, r.prediction) for r in rows.scalars()]
+    assert got == [("a", "7", 0.7), ("b", "7", {"output": [0.1, 0.9]})]
+    assert count(engine, PendingHalf) == 0
