@@ -2,4 +2,44 @@
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from alerts.base import (
+    SIGNAL_KINDS,
+    AlertSnapshot,
+    Notification,
+    OutboundRequest,
+    Receiver,
+    Signal,
+    SignalKind,
+    fingerprint,
+)
+from alerts.delivery import DeliveryReport, DeliveryWorker, RollbackHandler
+from alerts.evaluator import EvaluationResult, Evaluator, Transition
+from alerts.outbox import status_counts
+from alerts.signing import IDEMPOTENCY_HEADER, SIGNATURE_HEADER, sign, verify_signature
+from alerts.silences import Silence, add_silence, expire_silence, list_silences
+
+__all__ = [
+    "IDEMPOTENCY_HEADER",
+    "SIGNAL_KINDS",
+    "SIGNATURE_HEADER",
+    "AlertSnapshot",
+    "DeliveryReport",
+    "DeliveryWorker",
+    "EvaluationResult",
+    "Evaluator",
+    "Notification",
+    "OutboundRequest",
+    "Receiver",
+    "RollbackHandler",
+    "Signal",
+    "SignalKind",
+    "Silence",
+    "Transition",
+    "add_silence",
+    "expire_silence",
+    "fingerprint",
+    "list_silences",
+    "sign",
+    "status_counts",
+    "verify_signature",
+]

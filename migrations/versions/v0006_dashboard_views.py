@@ -1,7 +1,7 @@
 """Dashboard views: the stable SQL contract Grafana's panels query (see dashboards/views.py).
 
 Revision ID: 0006_dashboard_views
-Revises: 0001_foundation
+Revises: 0004_collectors
 Create Date: 2026-11-30
 
 Each view is written per dialect where PostgreSQL and SQLite differ (JSON access). The SQL is
@@ -14,7 +14,7 @@ from __future__ import annotations
 from alembic import op
 
 revision = "0006_dashboard_views"
-down_revision = "0001_foundation"
+down_revision = "0004_collectors"
 branch_labels = None
 depends_on = None
 

@@ -16,6 +16,20 @@ from monitor.errors import ModelwatchError
 COMMANDS: dict[str, tuple[str, str]] = {
     "db": ("monitor.cli.db:db", "Create or inspect the database schema."),
     "config": ("monitor.cli.config_cmd:config", "Validate configuration files."),
+    "serve": ("monitor.cli.serve:serve", "Run the daemon: collectors, jobs, HTTP API."),
+    "alerts": ("monitor.cli.alerts:alerts", "Show alert states; run the delivery worker."),
+    "silences": ("monitor.cli.alerts:silences", "Add, list and expire alert silences."),
+    "gate": ("monitor.cli.gate:gate", "Gate an optimized ONNX build against its reference."),
+    "models": ("monitor.cli.models:models", "Register model versions and list the registry."),
+    "rollback": ("monitor.cli.models:rollback", "Move a model's active version back."),
+    "collect": ("monitor.cli.collect:collect", "Run the configured sources into window profiles."),
+    "status": ("monitor.cli.collect:status", "Show ingest counters per source and model."),
+    "baseline": ("monitor.cli.baseline:baseline", "Profile reference data once and store it."),
+    "drift": (
+        "monitor.cli.drift:drift",
+        "Compare two data files for drift, overall and per slice.",
+    ),
+    "skew": ("monitor.cli.skew:skew", "Compare serving and offline values joined by a key."),
     "dashboards": ("monitor.cli.dashboards:dashboards", "Export or provision Grafana dashboards."),
 }
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from monitor.config.api import ApiConfig, SchedulerConfig, TokenConfig
 from monitor.config.base import StrictModel
+from monitor.config.guards import GatePolicyConfig, GuardsConfig
 from monitor.config.root import (
     DEFAULT_DATABASE_URL,
     ENV_OVERRIDES,
@@ -11,12 +13,24 @@ from monitor.config.root import (
     load_config,
     parse_config,
 )
-from monitor.config.sources import JsonlSourceConfig, KafkaSourceConfig, SourceConfig
+from monitor.config.sources import (
+    CollectConfig,
+    JsonlSourceConfig,
+    KafkaSourceConfig,
+    SourceConfig,
+    parse_duration,
+)
 
 __all__ = [
+    "ApiConfig",
+    "SchedulerConfig",
+    "TokenConfig",
     "DEFAULT_DATABASE_URL",
     "ENV_OVERRIDES",
+    "CollectConfig",
     "Config",
+    "GatePolicyConfig",
+    "GuardsConfig",
     "JsonlSourceConfig",
     "KafkaSourceConfig",
     "ModelConfig",
@@ -24,4 +38,5 @@ __all__ = [
     "StrictModel",
     "load_config",
     "parse_config",
+    "parse_duration",
 ]

@@ -10,8 +10,11 @@ from typing import Any
 import yaml
 from pydantic import Field, ValidationError, field_validator
 
+from monitor.config.alerts import AlertsConfig
+from monitor.config.api import ApiConfig, SchedulerConfig
 from monitor.config.base import StrictModel
-from monitor.config.sources import SourceConfig
+from monitor.config.guards import GuardsConfig
+from monitor.config.sources import CollectConfig, SourceConfig
 from monitor.errors import ConfigError
 
 DEFAULT_DATABASE_URL = "sqlite:///modelwatch.db"
@@ -46,6 +49,11 @@ class Config(StrictModel):
     database_url: str = DEFAULT_DATABASE_URL
     models: list[ModelConfig] = Field(default_factory=list)
     sources: list[SourceConfig] = Field(default_factory=list)
+    api: ApiConfig = Field(default_factory=ApiConfig)
+    scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
+    alerts: AlertsConfig = Field(default_factory=AlertsConfig)
+    guards: GuardsConfig = Field(default_factory=GuardsConfig)
+    collect: CollectConfig = Field(default_factory=CollectConfig)
 
     @field_validator("models")
     @classmethod

@@ -5,7 +5,19 @@ Every table's model is imported here so that `Base.metadata` is complete for Ale
 
 from __future__ import annotations
 
+from monitor.storage.alerts import AlertGroup, AlertNotification, AlertSilence, AlertState
 from monitor.storage.base import NAMING_CONVENTION, Base, UTCDateTime, utcnow
+from monitor.storage.collectors import (
+    DeadLetter,
+    IngestCounter,
+    LabeledPrediction,
+    PendingHalf,
+    PendingLabel,
+    PendingPrediction,
+    SourcePosition,
+    WindowCount,
+    WindowProfile,
+)
 from monitor.storage.core import (
     ALIASES,
     Baseline,
@@ -14,7 +26,10 @@ from monitor.storage.core import (
     ModelAlias,
     ModelVersion,
 )
+from monitor.storage.daemon import JobRun
 from monitor.storage.engine import make_engine, normalize_url, session_factory, transaction
+from monitor.storage.guards import GateRun, RollbackEvent
+from monitor.storage.results import DriftResultRow, OutcomeResultRow
 from monitor.storage.schema import (
     SchemaState,
     downgrade,
@@ -27,14 +42,32 @@ from monitor.storage.schema import (
 __all__ = [
     "ALIASES",
     "NAMING_CONVENTION",
+    "AlertGroup",
+    "AlertNotification",
+    "AlertSilence",
+    "AlertState",
     "Base",
     "Baseline",
     "BaselineProfile",
+    "DeadLetter",
+    "DriftResultRow",
+    "GateRun",
+    "IngestCounter",
+    "JobRun",
+    "LabeledPrediction",
     "Model",
     "ModelAlias",
     "ModelVersion",
+    "OutcomeResultRow",
+    "PendingHalf",
+    "PendingLabel",
+    "PendingPrediction",
+    "RollbackEvent",
     "SchemaState",
+    "SourcePosition",
     "UTCDateTime",
+    "WindowCount",
+    "WindowProfile",
     "downgrade",
     "head_revision",
     "make_engine",

@@ -1,0 +1,186 @@
+"""Interfaces of the alerts package: the signals it evaluates and the receivers it delivers to.
+
+A :class:`Signal` is what the daemon makes of another package's result (a drift result, an
+outcome metric, a guard verdict, ingest health) so that this package depends on none of them.
+A :class:`Receiver` turns a stored notification (:class:`Notification`) into HTTP requests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from types import MappingProxyType
+from typing import Any, Literal, Protocol, get_args
+
+from monitor.errors import InputError
+
+SignalKind = Literal[
+    "drift", "drift_count", "outcome", "guard", "ingest_lag", "dead_letter_rate", "no_data"
+]
+SIGNAL_KINDS: tuple[str, ...] = get_args(SignalKind)
+
+
+def fingerprint(labels: Mapping[str, str]) -> str:
+    """A stable 16-hex-digit hash of a label set (order-independent)."""
+    canonical = json.dumps(sorted(labels.items()), separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Signal:
+    """One observation that rules are evaluated over.
+
+    kind: what produced it (``drift`` per column/slice, ``drift_count`` of drifted columns,
+    ``outcome`` for a degraded outcome metric, ``guard`` for a gate verdict, ``ingest_lag``,
+    ``dead_letter_rate``, ``no_data`` in minutes since the last event).
+    labels: identify the subject (model, version, column, slice, window, method, ...); they
+    become the alert's labels, so keep their values bounded.
+    value/threshold: the number that decided it and its bound (None when there is none).
+    firing: the producer's verdict (drift, degraded, fail, over threshold).
+    """
+
+    kind: SignalKind
+    labels: Mapping[str, str]
+    value: float | None
+    threshold: float | None
+    firing: bool
+    observed_at: datetime
+
+    def __post_init__(self) -> None:
+        if self.kind not in SIGNAL_KINDS:
+            raise InputError(f"unknown signal kind {self.kind!r}; valid: {', '.join(SIGNAL_KINDS)}")
+        if self.observed_at.tzinfo is None:
+            raise InputError(f"signal observed_at {self.observed_at.isoformat()} is naive; use UTC")
+        bad = [k for k, v in self.labels.items() if not isinstance(v, str) or not k]
+        if bad:
+            raise InputError(f"signal label(s) {', '.join(map(repr, bad))} must map to strings")
+        object.__setattr__(self, "labels", MappingProxyType(dict(sorted(self.labels.items()))))
+
+
+@dataclass(frozen=True)
+class AlertSnapshot:
+    """An alert as notified: status at the time of the notification."""
+
+    fingerprint: str
+    status: Literal["firing", "resolved"]
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    starts_at: datetime
+    ends_at: datetime | None
+    value: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "fingerprint": self.fingerprint,
+            "status": self.status,
+            "labels": self.labels,
+            "annotations": self.annotations,
+            "starts_at": self.starts_at.isoformat(),
+            "ends_at": self.ends_at.isoformat() if self.ends_at else None,
+            "value": self.value,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> AlertSnapshot:
+        ends = data.get("ends_at")
+        return cls(
+            fingerprint=data["fingerprint"],
+            status=data["status"],
+            labels=dict(data["labels"]),
+            annotations=dict(data["annotations"]),
+            starts_at=datetime.fromisoformat(data["starts_at"]),
+            ends_at=datetime.fromisoformat(ends) if ends else None,
+            value=data.get("value"),
+        )
+
+
+@dataclass(frozen=True)
+class Notification:
+    """A group's message, receiver-independent, as stored in the outbox payload."""
+
+    receiver: str
+    group_key: str
+    group_labels: dict[str, str]
+    alerts: tuple[AlertSnapshot, ...]
+    external_url: str
+    created_at: datetime
+
+    @property
+    def status(self) -> Literal["firing", "resolved"]:
+        """``firing`` while any alert in it fires (Alertmanager's rule)."""
+        return "firing" if any(a.status == "firing" for a in self.alerts) else "resolved"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "receiver": self.receiver,
+            "group_key": self.group_key,
+            "group_labels": self.group_labels,
+            "alerts": [a.to_json() for a in self.alerts],
+            "external_url": self.external_url,
+            "created_at": self.created_at.isoformat(),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Notification:
+        return cls(
+            receiver=data["receiver"],
+            group_key=data["group_key"],
+            group_labels=dict(data["group_labels"]),
+            alerts=tuple(AlertSnapshot.from_json(a) for a in data["alerts"]),
+            external_url=data["external_url"],
+            created_at=datetime.fromisoformat(data["created_at"]),
+        )
+
+
+@dataclass(frozen=True)
+class OutboundRequest:
+    """One HTTP POST a receiver wants sent; headers exclude signing and idempotency."""
+
+    url: str
+    body: bytes
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class Receiver(Protocol):
+    """Renders a notification for one destination.
+
+    Implementations are pure: no I/O. The delivery worker adds the `Idempotency-Key` and
+    `X-Modelwatch-Signature` headers, sends with timeouts, and retries. A receiver may split
+    one notification into several requests (PagerDuty takes one event per request); each gets
+    its own idempotency key suffix.
+    """
+
+    @property
+    def name(self) -> str:
+        """The receiver's configured name."""
+        ...
+
+    def render(self, notification: Notification) -> list[OutboundRequest]:
+        """The requests that deliver `notification`."""
+        ...
+
+
+def common_items(dicts: list[dict[str, str]]) -> dict[str, str]:
+    """Key/value pairs present with the same value in every dict."""
+    if not dicts:
+        return {}
+    first = dicts[0]
+    return {k: v for k, v in first.items() if all(d.get(k) == v for d in dicts[1:])}
+
+
+ZERO_TIME = "0001-01-01T00:00:00Z"
+
+
+def rfc3339(value: datetime | None) -> str:
+    """UTC RFC 3339 with a `Z` (Alertmanager's zero time for None)."""
+    if value is None:
+        return ZERO_TIME
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def json_bytes(data: Any) -> bytes:
+    """Compact UTF-8 JSON, the body every receiver sends."""
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()

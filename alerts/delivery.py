@@ -1,0 +1,202 @@
+"""The delivery worker: claims outbox rows, signs and sends them, retries with backoff.
+
+Policy: a 2xx answer is delivered. A transport error, timeout, 408, 429 or 5xx is retried after
+an exponential backoff with jitter; any other status is permanent. A row whose attempts reach
+`max_attempts`, whose age reaches `max_age`, or that failed permanently goes `dead` and stays
+visible (`modelwatch alerts list --outbox`, :func:`alerts.outbox.status_counts`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import httpx
+from sqlalchemy.engine import Engine
+
+from alerts.base import Notification, OutboundRequest, Receiver
+from alerts.outbox import Claimed, backoff, claim, mark_dead, mark_retry, mark_sent
+from alerts.receivers import build_receiver
+from alerts.receivers.registry import read_env
+from alerts.signing import IDEMPOTENCY_HEADER, SIGNATURE_HEADER, sign
+from monitor.config.alerts import AlertsConfig
+from monitor.storage import utcnow
+
+log = logging.getLogger(__name__)
+
+RollbackHandler = Callable[[dict[str, Any]], None]
+"""Called with a rollback row's payload (model, version, fingerprint, rule, labels, ...);
+raising makes the row retry. Wired by the composition root to the guards' rollback."""
+
+
+@dataclass(frozen=True)
+class _Secret:
+    value: str = field(repr=False)
+
+    def __repr__(self) -> str:
+        return "_Secret('***')"
+
+
+@dataclass(frozen=True)
+class DeliveryReport:
+    """What one pass did."""
+
+    claimed: int = 0
+    sent: int = 0
+    retried: int = 0
+    dead: int = 0
+
+    def __add__(self, other: DeliveryReport) -> DeliveryReport:
+        return DeliveryReport(
+            self.claimed + other.claimed,
+            self.sent + other.sent,
+            self.retried + other.retried,
+            self.dead + other.dead,
+        )
+
+
+class _Failure(Exception):
+    def __init__(self, message: str, permanent: bool) -> None:
+        super().__init__(message)
+        self.permanent = permanent
+
+
+class DeliveryWorker:
+    """Sends outbox rows; resources (engine, HTTP client, clock, randomness) are injected."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        config: AlertsConfig,
+        client: httpx.Client,
+        *,
+        env: Mapping[str, str] | None = None,
+        rng: random.Random | None = None,
+        rollback: RollbackHandler | None = None,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        environ = os.environ if env is None else env
+        self.engine, self.config, self.client = engine, config, client
+        self.policy = config.delivery
+        self.rng = rng or random.Random()
+        self.rollback = rollback
+        self.clock = clock
+        self.receivers: dict[str, Receiver] = {
+            r.name: build_receiver(r, environ) for r in config.receivers
+        }
+        self.timeouts = {r.name: r.timeout_s for r in config.receivers}
+        self._secrets = {
+            r.name: _Secret(read_env(environ, r.secret_env, r.name, "secret_env"))
+            for r in config.receivers
+            if r.secret_env
+        }
+
+    def __repr__(self) -> str:
+        return f"DeliveryWorker(receivers={sorted(self.receivers)})"
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """Row kinds this worker handles (rollback rows only with a handler)."""
+        return ("notify", "rollback") if self.rollback else ("notify",)
+
+    def run_once(self, now: datetime | None = None) -> DeliveryReport:
+        """Claim one batch of due rows and try each once."""
+        now = now or self.clock()
+        items = claim(
+            self.engine,
+            now,
+            lease=self.policy.lease,
+            limit=self.policy.batch_size,
+            kinds=self.kinds,
+        )
+        sent = retried = dead = 0
+        for item in items:
+            outcome = self._process(item, now)
+            sent += outcome == "sent"
+            retried += outcome == "retry"
+            dead += outcome == "dead"
+        return DeliveryReport(len(items), sent, retried, dead)
+
+    def run(self, stop: threading.Event | None = None, once: bool = False) -> DeliveryReport:
+        """Loop until `stop` is set; with `once`, until nothing is due (then return totals)."""
+        stop = stop or threading.Event()
+        total = DeliveryReport()
+        while not stop.is_set():
+            report = self.run_once()
+            total = total + report
+            if report.claimed:
+                continue
+            if once:
+                break
+            stop.wait(self.policy.poll_interval.total_seconds())
+        return total
+
+    def _process(self, item: Claimed, now: datetime) -> str:
+        try:
+            self._deliver(item)
+        except _Failure as exc:
+            return self._failed(item, now, str(exc), exc.permanent)
+        mark_sent(self.engine, item, now)
+        log.info("delivered notification %d to %s", item.id, item.receiver)
+        return "sent"
+
+    def _failed(self, item: Claimed, now: datetime, error: str, permanent: bool) -> str:
+        too_old = now - item.created_at >= self.policy.max_age
+        if permanent or too_old or item.attempts >= self.policy.max_attempts:
+            mark_dead(self.engine, item, error)
+            log.warning("notification %d to %s is dead: %s", item.id, item.receiver, error)
+            return "dead"
+        delay = backoff(
+            item.attempts, self.policy.backoff_initial, self.policy.backoff_max, self.rng
+        )
+        mark_retry(self.engine, item, now + delay, error)
+        log.info(
+            "notification %d to %s failed (%s); retry in %s", item.id, item.receiver, error, delay
+        )
+        return "retry"
+
+    def _deliver(self, item: Claimed) -> None:
+        if item.kind == "rollback":
+            self._rollback(item)
+            return
+        receiver = self.receivers.get(item.receiver)
+        if receiver is None:
+            raise _Failure(f"receiver {item.receiver!r} is not configured", permanent=True)
+        requests = receiver.render(Notification.from_json(item.payload))
+        for i, request in enumerate(requests):
+            key = item.idempotency_key if len(requests) == 1 else f"{item.idempotency_key}-{i}"
+            self._post(item.receiver, request, key)
+
+    def _rollback(self, item: Claimed) -> None:
+        assert self.rollback is not None
+        try:
+            self.rollback(item.payload)
+        except Exception as exc:  # the handler's failure is recorded and retried
+            raise _Failure(f"rollback failed: {type(exc).__name__}: {exc}", False) from None
+
+    def _post(self, receiver: str, request: OutboundRequest, key: str) -> None:
+        headers = {"Content-Type": "application/json", **request.headers, IDEMPOTENCY_HEADER: key}
+        secret = self._secrets.get(receiver)
+        if secret is not None:
+            # Signed with the wall clock: the receiver checks the timestamp against its own.
+            stamp = int(self.clock().timestamp())
+            headers[SIGNATURE_HEADER] = sign(request.body, secret.value, stamp)
+        try:
+            response = self.client.post(
+                request.url,
+                content=request.body,
+                headers=headers,
+                timeout=self.timeouts.get(receiver, 10.0),
+            )
+        except httpx.HTTPError as exc:
+            raise _Failure(f"{type(exc).__name__}: {exc}"[:500], permanent=False) from None
+        if 200 <= response.status_code < 300:
+            return
+        retryable = response.status_code in (408, 429) or response.status_code >= 500
+        raise _Failure(f"HTTP {response.status_code}: {response.text[:200]}", not retryable)

@@ -1,0 +1,50 @@
+"""The receiver registry: one module per receiver type, registered by name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from alerts.base import Receiver
+from monitor.config.alerts import ReceiverConfig
+from monitor.errors import ConfigError, RegistryError
+
+ReceiverFactory = Callable[[ReceiverConfig, Mapping[str, str]], Receiver]
+
+_REGISTRY: dict[str, ReceiverFactory] = {}
+
+
+def register(type_name: str) -> Callable[[ReceiverFactory], ReceiverFactory]:
+    """Register a receiver factory under `type_name`; registering a name twice raises."""
+
+    def decorator(factory: ReceiverFactory) -> ReceiverFactory:
+        if type_name in _REGISTRY:
+            raise RegistryError(f"receiver type {type_name!r} is already registered")
+        _REGISTRY[type_name] = factory
+        return factory
+
+    return decorator
+
+
+def receiver_types() -> list[str]:
+    """Registered receiver type names."""
+    return sorted(_REGISTRY)
+
+
+def build_receiver(config: ReceiverConfig, env: Mapping[str, str]) -> Receiver:
+    """Instantiate a configured receiver; RegistryError lists the valid types."""
+    factory = _REGISTRY.get(config.type)
+    if factory is None:
+        raise RegistryError(
+            f"unknown receiver type {config.type!r}; valid: {', '.join(receiver_types())}"
+        )
+    return factory(config, env)
+
+
+def read_env(env: Mapping[str, str], name: str, receiver: str, key: str) -> str:
+    """The value of a required environment variable named in a receiver's config."""
+    value = env.get(name)
+    if not value:
+        raise ConfigError(
+            f"alerts.receivers '{receiver}': environment variable {name} ({key}) is not set"
+        )
+    return value

@@ -1,0 +1,260 @@
+"""The gate: replay a golden set through reference and candidate, compare, and decide."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from guards import latency
+from guards.compare import Elementwise, compare_output
+from guards.criteria import Evidence, Slice, evaluate
+from guards.feeds import build_feeds, check_comparable
+from guards.golden import GoldenSet
+from guards.policy import GatePolicy
+from guards.results import (
+    Criterion,
+    GuardVerdict,
+    LatencyStats,
+    OutputStats,
+    Status,
+    WorstRow,
+    overall_status,
+)
+from guards.runtime import open_session, run_batched, select_providers, session_options, signature
+from guards.tasks import Task, detect_task
+from monitor.errors import InputError, SchemaMismatchError
+
+MAX_SLICE_VALUES = 100
+
+
+@dataclass(frozen=True)
+class GateRequest:
+    """What to compare, on which rows, under which policy and runtime settings."""
+
+    reference: Path
+    candidate: Path
+    golden: GoldenSet
+    policy: GatePolicy
+    output: str | None = None
+    providers: tuple[str, ...] | None = None
+    batch_size: int = 4096
+    latency_batch_sizes: tuple[int, ...] = (1, 64)
+    intra_op_threads: int = 0
+    worst_rows: int = 10
+
+    def __post_init__(self) -> None:
+        if self.batch_size < 1 or any(b < 1 for b in self.latency_batch_sizes):
+            raise InputError("batch sizes must be >= 1")
+
+
+@dataclass(frozen=True)
+class _Sessions:
+    reference: Any
+    candidate: Any
+    feeds: dict[str, np.ndarray]
+
+
+def run_gate(request: GateRequest) -> GuardVerdict:
+    """Run the gate and return its verdict (nothing is written anywhere)."""
+    clock: dict[str, float] = {}
+    with _timed(clock, "load_s"):
+        sessions = _open(request)
+    with _timed(clock, "inference_s"):
+        ref_out = run_batched(sessions.reference, sessions.feeds, request.batch_size)
+        cand_out = run_batched(sessions.candidate, sessions.feeds, request.batch_size)
+    with _timed(clock, "compare_s"):
+        judged = judge(request, ref_out, cand_out)
+    with _timed(clock, "latency_s"):
+        lat = _latency(request, sessions)
+    criteria = (*judged.criteria, *_latency_criteria(request.policy, lat))
+    return GuardVerdict(
+        verdict=overall_status(criteria),
+        preset=request.policy.name,
+        rows=request.golden.rows,
+        providers={
+            "reference": tuple(sessions.reference.get_providers()),
+            "candidate": tuple(sessions.candidate.get_providers()),
+        },
+        criteria=criteria,
+        outputs=judged.outputs,
+        latency=lat,
+        worst_rows=judged.worst_rows,
+        timing=clock,
+    )
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """Criteria, output statistics and worst rows from the two models' outputs."""
+
+    criteria: tuple[Criterion, ...]
+    outputs: Mapping[str, OutputStats]
+    worst_rows: tuple[WorstRow, ...]
+
+
+def judge(
+    request: GateRequest, ref: Mapping[str, np.ndarray], cand: Mapping[str, np.ndarray]
+) -> Judgement:
+    """The gate's own work after inference: comparison, task criteria, worst rows."""
+    evidence = _evidence(request, ref, cand)
+    return Judgement(
+        criteria=evaluate(request.policy, evidence),
+        outputs={name: cmp.stats for name, cmp in evidence.elementwise.items()},
+        worst_rows=_worst_rows(request, evidence),
+    )
+
+
+class _timed:
+    def __init__(self, clock: dict[str, float], key: str) -> None:
+        self.clock, self.key = clock, key
+
+    def __enter__(self) -> None:
+        self.start = time.perf_counter()
+
+    def __exit__(self, *exc: object) -> None:
+        self.clock[self.key] = time.perf_counter() - self.start
+
+
+def _open(request: GateRequest) -> _Sessions:
+    providers = select_providers(request.providers)
+    opts = session_options(request.intra_op_threads)
+    ref = open_session(request.reference, providers, opts)
+    cand = open_session(request.candidate, providers, opts)
+    ref_sig = signature(ref)
+    check_comparable(ref_sig, signature(cand))
+    return _Sessions(ref, cand, build_feeds(request.golden, ref_sig))
+
+
+def _evidence(
+    request: GateRequest, ref: Mapping[str, np.ndarray], cand: Mapping[str, np.ndarray]
+) -> Evidence:
+    policy = request.policy
+    elementwise: dict[str, Elementwise] = {}
+    for name in ref:
+        if ref[name].shape != cand[name].shape:
+            raise SchemaMismatchError(
+                f"output {name!r}: reference shape {ref[name].shape} "
+                f"but candidate shape {cand[name].shape}"
+            )
+        elementwise[name] = compare_output(ref[name], cand[name], policy.atol or 0.0, policy.rtol)
+    out = _task_output(request, list(ref))
+    task = detect_task(out, ref[out], cand[out], policy.decision_threshold)
+    labels = _labels(request.golden, task)
+    return Evidence(elementwise, task, labels, tuple(_slices(request.golden)))
+
+
+def _task_output(request: GateRequest, names: Sequence[str]) -> str:
+    if request.output is None:
+        return names[0]
+    if request.output not in names:
+        raise InputError(
+            f"--output {request.output!r} is not a model output; outputs: {', '.join(names)}"
+        )
+    return request.output
+
+
+def _labels(golden: GoldenSet, task: Task) -> np.ndarray | None:
+    from pandas.api.types import is_numeric_dtype
+
+    if golden.label_column is None or not task.metrics:
+        return None
+    column = golden.frame[golden.label_column]
+    if not is_numeric_dtype(column):
+        raise InputError(f"{golden.path}: label column {golden.label_column!r} is not numeric")
+    values = column.to_numpy()
+    if task.kind == "regression":
+        return np.asarray(values, dtype=np.float64)
+    classes = 2 if task.kind == "binary" else _classes(task)
+    if not np.all(np.mod(values, 1) == 0) or values.min() < 0 or values.max() >= classes:
+        raise InputError(
+            f"{golden.path}: label column {golden.label_column!r} must hold class indices "
+            f"0..{classes - 1} for output {task.output!r}"
+        )
+    return np.asarray(values, dtype=np.int64)
+
+
+def _classes(task: Task) -> int:
+    if task.kind == "scores":
+        return int(task.reference.shape[1])
+    return int(max(task.reference.max(), task.candidate.max())) + 1  # labels output
+
+
+def _slices(golden: GoldenSet) -> Iterator[Slice]:
+    import pandas as pd
+
+    yield Slice(None, np.arange(golden.rows))
+    for col in golden.slice_columns:
+        codes, values = pd.factorize(golden.frame[col], sort=True)
+        if (codes < 0).any():  # missing values form their own slice, after the others
+            codes = np.where(codes < 0, len(values), codes)
+            values = [*values, "null"]
+        if len(values) > MAX_SLICE_VALUES:
+            raise InputError(
+                f"{golden.path}: slice column {col!r} has {len(values)} values; "
+                f"at most {MAX_SLICE_VALUES} (slice by a bounded category)"
+            )
+        order = np.argsort(codes, kind="stable")
+        bounds = np.cumsum(np.bincount(codes, minlength=len(values)))[:-1]
+        for value, rows in zip(values, np.split(order, bounds), strict=True):
+            yield Slice({col: str(value)}, rows)
+
+
+def _worst_rows(request: GateRequest, evidence: Evidence) -> tuple[WorstRow, ...]:
+    golden = request.golden
+    score = np.max(np.vstack([e.row_max_abs for e in evidence.elementwise.values()]), axis=0)
+    flips = evidence.task.flips() if evidence.task is not None else None
+    # Rows where the models agree exactly are not "worst"; a flip always is.
+    differing = int(np.count_nonzero((score > 0) | (flips if flips is not None else False)))
+    k = min(request.worst_rows, differing)
+    if k == 0:
+        return ()
+    top = np.argpartition(-score, k - 1)[:k]
+    top = top[np.argsort(-score[top], kind="stable")]
+    ids = golden.ids()
+    return tuple(
+        WorstRow(
+            id=_plain_id(ids[i]),
+            slice={c: str(golden.frame[c].iat[i]) for c in golden.slice_columns},
+            max_abs=float(score[i]),
+            flip=bool(flips[i]) if flips is not None else False,
+        )
+        for i in top
+    )
+
+
+def _plain_id(value: Any) -> Any:
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _latency(request: GateRequest, sessions: _Sessions) -> dict[str, tuple[LatencyStats, ...]]:
+    sizes = request.latency_batch_sizes
+    if not sizes:
+        return {}
+    return {
+        "reference": latency.measure(sessions.reference, sessions.feeds, sizes),
+        "candidate": latency.measure(sessions.candidate, sessions.feeds, sizes),
+    }
+
+
+def _latency_criteria(
+    policy: GatePolicy, lat: Mapping[str, tuple[LatencyStats, ...]]
+) -> tuple[Criterion, ...]:
+    if not lat:
+        return ()
+    ref, cand = lat["reference"][-1], lat["candidate"][-1]
+    out: list[Criterion] = []
+    if policy.latency_budget_ms is not None:
+        limit = policy.latency_budget_ms
+        status: Status = "pass" if cand.p95_ms <= limit else "fail"
+        name = f"latency_p95_ms[batch={cand.batch_size}]"
+        out.append(Criterion(name, cand.p95_ms, limit, status))
+    if policy.max_latency_ratio is not None:
+        ratio, limit = cand.p95_ms / ref.p95_ms, policy.max_latency_ratio
+        status = "pass" if ratio <= limit else "fail"
+        out.append(Criterion(f"latency_ratio_p95[batch={cand.batch_size}]", ratio, limit, status))
+    return tuple(out)

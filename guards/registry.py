@@ -1,0 +1,225 @@
+"""The model registry: versions, the `active` and `last_known_good` aliases, and rollback.
+
+Rules:
+  - `active` is the version serving traffic; `last_known_good` is the newest version that passed
+    a gate *while it was active* (a candidate that passes before rollout is not yet known good:
+    it becomes so when a gate passes after it is activated).
+  - A failed gate for the active version, registered with `auto_rollback`, moves `active` back to
+    `last_known_good` and records a rollback event. Repeating it changes nothing: the failed
+    version is no longer active.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from sqlalchemy import select
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session
+
+from guards.events import Rollback, RollbackListener
+from guards.golden import sha256_file
+from monitor.errors import ConflictError, InputError, NotFoundError
+from monitor.storage import Model, ModelAlias, ModelVersion, RollbackEvent, transaction, utcnow
+
+
+@dataclass(frozen=True)
+class VersionInfo:
+    """One registered version."""
+
+    version: str
+    artifact_uri: str | None
+    artifact_sha256: str | None
+    auto_rollback: bool
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """A model, its versions and where its aliases point."""
+
+    name: str
+    versions: tuple[VersionInfo, ...]
+    active: str | None
+    last_known_good: str | None
+
+
+@dataclass(frozen=True)
+class RollbackOutcome:
+    """What a rollback did; `rollback` is None when nothing changed."""
+
+    model: str
+    active: str
+    rollback: Rollback | None
+
+    @property
+    def changed(self) -> bool:
+        return self.rollback is not None
+
+
+def register_version(
+    engine: Engine,
+    model: str,
+    version: str,
+    path: Path,
+    *,
+    auto_rollback: bool = False,
+    activate: bool = False,
+) -> VersionInfo:
+    """Register `version` of `model` with its artifact; optionally make it active."""
+    if not path.is_file():
+        raise InputError(f"{path}: model artifact not found")
+    with transaction(engine) as session:
+        row = session.scalar(select(Model).where(Model.name == model).with_for_update())
+        if row is None:
+            row = Model(name=model)
+            session.add(row)
+            session.flush()
+        if get_version(session, row, version) is not None:
+            raise ConflictError(f"model {model!r} already has a version {version!r}")
+        mv = ModelVersion(
+            model_id=row.id,
+            version=version,
+            artifact_uri=str(path.resolve()),
+            artifact_sha256=sha256_file(path),
+            auto_rollback=auto_rollback,
+        )
+        session.add(mv)
+        session.flush()
+        if activate:
+            set_alias(session, row, "active", mv)
+        return _info(mv)
+
+
+def list_models(engine: Engine) -> list[ModelInfo]:
+    """Every model with its versions and aliases, by name."""
+    with transaction(engine) as session:
+        models = session.scalars(select(Model).order_by(Model.name)).all()
+        return [
+            ModelInfo(
+                name=m.name,
+                versions=tuple(_info(v) for v in m.versions),
+                active=_alias_version(session, m, "active"),
+                last_known_good=_alias_version(session, m, "last_known_good"),
+            )
+            for m in models
+        ]
+
+
+def rollback(
+    engine: Engine,
+    model: str,
+    to_version: str | None = None,
+    *,
+    reason: str = "manual rollback",
+    listener: RollbackListener | None = None,
+) -> RollbackOutcome:
+    """Move `active` to `to_version` (default: last-known-good); no change if already there."""
+    with transaction(engine) as session:
+        row = find_model(session, model)
+        target = _target(session, row, to_version)
+        return move_active(session, row, target, reason, None, listener)
+
+
+def find_model(session: Session, model: str) -> Model:
+    """The model row, locked for update; NotFoundError if unknown."""
+    row = session.scalar(select(Model).where(Model.name == model).with_for_update())
+    if row is None:
+        raise NotFoundError(f"no model {model!r} in the registry; register it first")
+    return row
+
+
+def find_version(session: Session, model: Model, version: str) -> ModelVersion:
+    """A version row; NotFoundError listing the known versions."""
+    mv = get_version(session, model, version)
+    if mv is None:
+        known = ", ".join(v.version for v in model.versions) or "none"
+        raise NotFoundError(f"model {model.name!r} has no version {version!r} (known: {known})")
+    return mv
+
+
+def alias(session: Session, model: Model, name: str) -> ModelVersion | None:
+    """The version an alias points to, if set."""
+    row = session.get(ModelAlias, (model.id, name), with_for_update=True)
+    return row.version if row is not None else None
+
+
+def set_alias(session: Session, model: Model, name: str, version: ModelVersion) -> None:
+    """Point an alias at a version (insert or update)."""
+    row = session.get(ModelAlias, (model.id, name), with_for_update=True)
+    if row is None:
+        session.add(ModelAlias(model_id=model.id, alias=name, version_id=version.id))
+    elif row.version_id != version.id:
+        row.version_id = version.id
+        row.updated_at = utcnow()
+    session.flush()
+
+
+def move_active(
+    session: Session,
+    model: Model,
+    target: ModelVersion,
+    reason: str,
+    gate_run_id: int | None,
+    listener: RollbackListener | None,
+) -> RollbackOutcome:
+    """Point `active` at `target`, record the event and tell the listener; idempotent."""
+    current = alias(session, model, "active")
+    if current is None:
+        raise ConflictError(f"model {model.name!r} has no active version to roll back")
+    if current.id == target.id:
+        return RollbackOutcome(model.name, target.version, None)
+    set_alias(session, model, "active", target)
+    event = RollbackEvent(
+        model=model.name,
+        from_version=current.version,
+        to_version=target.version,
+        reason=reason,
+        gate_run_id=gate_run_id,
+    )
+    session.add(event)
+    session.flush()
+    notice = Rollback(
+        event.id,
+        model.name,
+        current.version,
+        target.version,
+        reason,
+        gate_run_id,
+        event.created_at,
+    )
+    if listener is not None:
+        listener(session, notice)
+    return RollbackOutcome(model.name, target.version, notice)
+
+
+def _target(session: Session, model: Model, to_version: str | None) -> ModelVersion:
+    if to_version is not None:
+        return find_version(session, model, to_version)
+    lkg = alias(session, model, "last_known_good")
+    if lkg is None:
+        raise ConflictError(
+            f"model {model.name!r} has no last-known-good version; pass --to VERSION"
+        )
+    return lkg
+
+
+def get_version(session: Session, model: Model, version: str) -> ModelVersion | None:
+    return session.scalar(
+        select(ModelVersion).where(
+            ModelVersion.model_id == model.id, ModelVersion.version == version
+        )
+    )
+
+
+def _alias_version(session: Session, model: Model, name: str) -> str | None:
+    row = session.get(ModelAlias, (model.id, name))
+    return row.version.version if row is not None else None
+
+
+def _info(mv: ModelVersion) -> VersionInfo:
+    return VersionInfo(
+        mv.version, mv.artifact_uri, mv.artifact_sha256, mv.auto_rollback, mv.created_at
+    )

@@ -1,0 +1,142 @@
+"""`modelwatch gate`: compare a candidate ONNX build with its reference on a golden set.
+
+Exit status: 0 pass, 1 fail, 3 inconclusive, 2 error (bad input, mismatched models).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from monitor.cli.common import database_options, resolve_database_url
+from monitor.config import Config, GuardsConfig, load_config
+
+FILE = click.Path(dir_okay=False, path_type=Path)
+
+
+@click.command()
+@click.option("--reference", required=True, type=FILE, help="Reference ONNX model.")
+@click.option("--candidate", required=True, type=FILE, help="Optimized ONNX build to check.")
+@click.option("--golden", required=True, type=FILE, help="Golden set (.parquet or .csv).")
+@click.option("--preset", default="fp32", show_default=True, help="fp32, fp16 or int8.")
+@click.option("--features", help="Comma-separated feature columns, in model order.")
+@click.option("--label-column", help="Column with true labels (enables task metrics).")
+@click.option("--id-column", help="Column identifying rows in the report.")
+@click.option("--slice-by", multiple=True, help="Column to slice criteria by (repeatable).")
+@click.option("--output", "output_name", help="Model output the task criteria use.")
+@click.option("--atol", type=float, help="Elementwise absolute tolerance.")
+@click.option("--rtol", type=float, help="Elementwise relative tolerance.")
+@click.option("--max-flip-rate", type=float, help="Overall top-1/decision flip rate.")
+@click.option("--max-slice-flip-rate", type=float, help="Per-slice flip rate.")
+@click.option("--max-metric-drop", type=float, help="Overall task metric drop, in points.")
+@click.option("--max-slice-metric-drop", type=float, help="Per-slice metric drop, in points.")
+@click.option("--latency-budget-ms", type=float, help="Candidate p95 budget (largest batch).")
+@click.option("--max-latency-ratio", type=float, help="Candidate p95 / reference p95 limit.")
+@click.option("--batch-size", multiple=True, type=int, help="Latency batch size (repeatable).")
+@click.option("--no-latency", is_flag=True, help="Skip the latency measurement.")
+@click.option("--json", "json_path", type=FILE, help="Write the verdict JSON here.")
+@click.option("--html", "html_path", type=FILE, help="Write an offline HTML report here.")
+@click.option("--markdown", "markdown_path", type=FILE, help="Write a Markdown report here.")
+@click.option("--model", help="Model name: record the run and act on the registry.")
+@click.option("--version", "model_version", help="Version of --model the candidate is.")
+@database_options
+def gate(**opts: Any) -> None:
+    """Replay a golden set through reference and candidate and decide pass/fail."""
+    from guards.gate import GateRequest, run_gate
+
+    if bool(opts["model"]) != bool(opts["model_version"]):
+        raise click.UsageError("--model and --version go together")
+    cfg = _config(opts["config_path"])
+    request = GateRequest(
+        reference=opts["reference"],
+        candidate=opts["candidate"],
+        golden=_golden(opts),
+        policy=_policy(opts, cfg.guards),
+        output=opts["output_name"],
+        providers=tuple(cfg.guards.providers) or None,
+        batch_size=cfg.guards.batch_size,
+        latency_batch_sizes=_latency_sizes(opts, cfg.guards),
+        intra_op_threads=cfg.guards.intra_op_threads,
+    )
+    verdict = run_gate(request)
+    _write_reports(opts, verdict.to_dict())
+    _summary(verdict)
+    if opts["model"]:
+        _record(opts, verdict)
+    sys.exit(verdict.exit_code)
+
+
+def _config(path: Path | None) -> Config:
+    return load_config(path) if path is not None else Config()
+
+
+def _golden(opts: dict[str, Any]) -> Any:
+    from guards.golden import load_golden
+
+    features = [f.strip() for f in opts["features"].split(",")] if opts["features"] else None
+    return load_golden(
+        opts["golden"],
+        id_column=opts["id_column"],
+        label_column=opts["label_column"],
+        slice_by=opts["slice_by"],
+        features=features,
+    )
+
+
+def _policy(opts: dict[str, Any], cfg: GuardsConfig) -> Any:
+    from guards.policy import preset
+
+    policy = preset(opts["preset"])
+    configured = cfg.presets.get(opts["preset"])
+    if configured is not None:
+        policy = policy.with_overrides(configured.model_dump(exclude_none=True))
+    flags = (
+        "atol", "rtol", "max_flip_rate", "max_slice_flip_rate", "max_metric_drop",
+        "max_slice_metric_drop", "latency_budget_ms", "max_latency_ratio",
+    )  # fmt: skip
+    return policy.with_overrides({k: opts[k] for k in flags})
+
+
+def _latency_sizes(opts: dict[str, Any], cfg: GuardsConfig) -> tuple[int, ...]:
+    if opts["no_latency"]:
+        return ()
+    return tuple(opts["batch_size"]) or tuple(cfg.latency_batch_sizes)
+
+
+def _write_reports(opts: dict[str, Any], doc: dict[str, Any]) -> None:
+    from guards.reports import render_html, render_json, render_markdown
+
+    for key, render in (
+        ("json_path", render_json),
+        ("html_path", render_html),
+        ("markdown_path", render_markdown),
+    ):
+        path: Path | None = opts[key]
+        if path is not None:
+            path.write_text(render(doc), encoding="utf-8")
+
+
+def _summary(verdict: Any) -> None:
+    from guards.reports._table import headline
+
+    click.echo(headline(verdict.to_dict()))
+    for criterion in verdict.criteria:
+        if criterion.status != "pass":
+            click.echo(f"  {criterion.status.upper()}: {criterion.describe()}")
+
+
+def _record(opts: dict[str, Any], verdict: Any) -> None:
+    from guards.events import CollectingListener
+    from guards.history import record_gate
+    from monitor.storage import make_engine, require_head
+
+    engine = make_engine(resolve_database_url(opts["database_url"], opts["config_path"]))
+    require_head(engine)
+    listener = CollectingListener()
+    artifacts = (opts["reference"], opts["candidate"], opts["golden"])
+    record = record_gate(engine, opts["model"], opts["model_version"], verdict, artifacts, listener)
+    click.echo(f"recorded gate run {record.gate_run_id}; {record.action}")
+    engine.dispose()

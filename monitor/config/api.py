@@ -1,0 +1,56 @@
+"""Config of the daemon: HTTP API, tokens and scheduled jobs."""
+
+from __future__ import annotations
+
+import os
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from monitor.config.base import StrictModel
+
+Scope = Literal["ingest", "read", "admin"]
+
+
+class TokenConfig(StrictModel):
+    """A bearer token and what it may do; the secret comes from `token_env` (or `token`)."""
+
+    name: str = Field(min_length=1)
+    scopes: list[Scope] = Field(min_length=1)
+    token_env: str | None = None
+    token: str | None = Field(default=None, repr=False)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> TokenConfig:
+        if (self.token_env is None) == (self.token is None):
+            raise ValueError(f"token '{self.name}': set exactly one of token_env or token")
+        return self
+
+    def secret(self) -> str | None:
+        """The token value, read from the environment when configured so."""
+        if self.token is not None:
+            return self.token
+        assert self.token_env is not None
+        return os.environ.get(self.token_env) or None
+
+
+class ApiConfig(StrictModel):
+    """`modelwatch serve`'s HTTP API."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8080, ge=0, le=65535)
+    tokens: list[TokenConfig] = Field(default_factory=list)
+    max_body_bytes: int = Field(default=10 * 1024 * 1024, ge=1024)
+    # Health and metrics stay open for probes and scrapers unless this is set.
+    protect_health: bool = False
+
+
+class SchedulerConfig(StrictModel):
+    """Intervals of the daemon's scheduled jobs (seconds)."""
+
+    evaluate_interval_s: float = Field(default=60.0, gt=0)
+    alerts_interval_s: float = Field(default=15.0, gt=0)
+    retention_interval_s: float = Field(default=3600.0, gt=0)
+    retention_days: int = Field(default=90, ge=1)
+    # A job claimed by a replica that died is taken over after this long.
+    lease_s: float = Field(default=300.0, gt=0)

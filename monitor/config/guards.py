@@ -1,0 +1,40 @@
+"""Config of the release gate (read by `guards` and `modelwatch gate`)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from monitor.config.base import StrictModel
+
+
+class GatePolicyConfig(StrictModel):
+    """Overrides of one preset's thresholds; unset keys keep the preset's value."""
+
+    atol: float | None = Field(default=None, ge=0)
+    rtol: float | None = Field(default=None, ge=0)
+    max_mismatch_fraction: float | None = Field(default=None, ge=0, le=1)
+    max_abs: float | None = Field(default=None, ge=0)
+    max_flip_rate: float | None = Field(default=None, ge=0, le=1)
+    max_slice_flip_rate: float | None = Field(default=None, ge=0, le=1)
+    max_metric_drop: float | None = Field(default=None, ge=0)
+    max_slice_metric_drop: float | None = Field(default=None, ge=0)
+    min_topk_overlap: float | None = Field(default=None, ge=0, le=1)
+    top_k: int | None = Field(default=None, ge=1)
+    decision_threshold: float | None = Field(default=None, ge=0, le=1)
+    latency_budget_ms: float | None = Field(default=None, gt=0)
+    max_latency_ratio: float | None = Field(default=None, gt=0)
+    min_slice_rows: int | None = Field(default=None, ge=1)
+    confidence: float | None = Field(default=None, gt=0.5, lt=1)
+
+
+class GuardsConfig(StrictModel):
+    """The gate's runtime settings and per-preset threshold overrides."""
+
+    presets: dict[Literal["fp32", "fp16", "int8"], GatePolicyConfig] = Field(default_factory=dict)
+    # Explicit execution providers; empty = TensorRT, CUDA (when a GPU is usable), then CPU.
+    providers: list[str] = Field(default_factory=list)
+    batch_size: int = Field(default=4096, ge=1)
+    latency_batch_sizes: list[int] = Field(default_factory=lambda: [1, 64])
+    intra_op_threads: int = Field(default=0, ge=0)

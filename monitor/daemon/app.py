@@ -1,0 +1,130 @@
+"""The HTTP API (FastAPI). Resources are injected through `DaemonState`; nothing is global."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from typing import Any
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from sqlalchemy.engine import Engine
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from monitor._version import __version__
+from monitor.config import Config
+from monitor.daemon.auth import TokenStore, requires
+from monitor.daemon.limits import BodyLimitMiddleware
+from monitor.daemon.models_api import router as models_router
+from monitor.errors import ConflictError, InputError, ModelwatchError, NotFoundError
+from monitor.storage import schema_state
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class DaemonState:
+    """What the API needs from the running service."""
+
+    engine: Engine
+    config: Config
+    registry: CollectorRegistry
+    # name -> callable telling whether that component is running (collectors, scheduler...)
+    components: dict[str, Callable[[], bool]] = field(default_factory=dict)
+
+
+def _error(status: int, detail: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    name = HTTPStatus(status).phrase.lower().replace(" ", "_")
+    return JSONResponse({"error": name, "detail": detail}, status_code=status, headers=headers)
+
+
+def _field(loc: tuple[Any, ...] | list[Any]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return _error(exc.status_code, str(exc.detail), getattr(exc, "headers", None))
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [{"field": _field(e["loc"]), "message": e["msg"]} for e in exc.errors()]
+        first = errors[0] if errors else {"field": "body", "message": "invalid request"}
+        return JSONResponse(
+            {
+                "error": "validation",
+                "detail": f"{first['field']}: {first['message']}",
+                "errors": errors[:50],
+            },
+            status_code=422,
+        )
+
+    @app.exception_handler(ModelwatchError)
+    async def domain_error(_: Request, exc: ModelwatchError) -> JSONResponse:
+        status = 400
+        if isinstance(exc, NotFoundError):
+            status = 404
+        elif isinstance(exc, ConflictError):
+            status = 409
+        elif isinstance(exc, InputError):
+            status = 422
+        return _error(status, str(exc))
+
+    @app.exception_handler(Exception)
+    async def unexpected(_: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error in API request")
+        return _error(500, "internal error; see the server log")
+
+
+def _install_health(app: FastAPI, state: DaemonState) -> None:
+    protect = state.config.api.protect_health
+    deps = [Depends(requires("read"))] if protect else []
+
+    @app.get("/healthz", dependencies=deps, tags=["health"])
+    def healthz() -> dict[str, str]:
+        """Liveness: the process answers."""
+        return {"status": "ok", "version": __version__}
+
+    @app.get("/readyz", dependencies=deps, tags=["health"])
+    def readyz() -> JSONResponse:
+        """Readiness: database reachable, schema at head, components running."""
+        checks: dict[str, str] = {}
+        try:
+            db = schema_state(state.engine)
+            checks["database"] = "ok"
+            checks["schema"] = "ok" if db.at_head else f"at {db.current}, head is {db.head}"
+        except ModelwatchError as exc:
+            checks["database"] = str(exc)
+        for name, running in state.components.items():
+            checks[name] = "ok" if running() else "not running"
+        ready = all(v == "ok" for v in checks.values())
+        return JSONResponse({"ready": ready, "checks": checks}, status_code=200 if ready else 503)
+
+    @app.get("/metrics", dependencies=deps, tags=["health"])
+    def metrics() -> Response:
+        """Prometheus exposition of this process's registry."""
+        return Response(generate_latest(state.registry), media_type=CONTENT_TYPE_LATEST)
+
+
+def create_app(state: DaemonState) -> FastAPI:
+    """Build the API around an injected state."""
+    app = FastAPI(
+        title="modelwatch",
+        version=__version__,
+        description="Monitoring and regression guards for deployed ML models.",
+    )
+    app.state.daemon = state
+    app.state.tokens = TokenStore(state.config.api.tokens)
+    _install_error_handlers(app)
+    _install_health(app, state)
+    app.include_router(models_router, prefix="/v1")
+    app.add_middleware(BodyLimitMiddleware, max_bytes=state.config.api.max_body_bytes)
+    return app

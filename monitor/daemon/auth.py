@@ -1,0 +1,78 @@
+"""Bearer tokens with scopes, compared in constant time. No token configured means 401."""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from fastapi import HTTPException, Request
+
+from monitor.config import TokenConfig
+
+ADMIN = "admin"
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who called: the token's configured name and scopes."""
+
+    name: str
+    scopes: frozenset[str]
+
+    def allows(self, scope: str) -> bool:
+        return ADMIN in self.scopes or scope in self.scopes
+
+
+class TokenStore:
+    """Looks up a presented token among the configured ones without early exit."""
+
+    def __init__(self, tokens: Sequence[TokenConfig]) -> None:
+        self._entries: list[tuple[bytes, Principal]] = []
+        for t in tokens:
+            secret = t.secret()
+            if secret:
+                self._entries.append((secret.encode(), Principal(t.name, frozenset(t.scopes))))
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def lookup(self, presented: str) -> Principal | None:
+        found: Principal | None = None
+        candidate = presented.encode()
+        for secret, principal in self._entries:
+            if hmac.compare_digest(secret, candidate):
+                found = principal
+        return found
+
+
+def bearer(request: Request) -> str | None:
+    header = request.headers.get("authorization", "")
+    scheme, _, value = header.partition(" ")
+    return value.strip() if scheme.lower() == "bearer" and value.strip() else None
+
+
+def authenticate(store: TokenStore, request: Request, scope: str) -> Principal:
+    """The caller's principal, or 401/403 as an HTTPException."""
+    challenge = {"WWW-Authenticate": "Bearer"}
+    if len(store) == 0:
+        raise HTTPException(401, "no API tokens are configured (api.tokens)", headers=challenge)
+    token = bearer(request)
+    if token is None:
+        raise HTTPException(401, "missing bearer token", headers=challenge)
+    principal = store.lookup(token)
+    if principal is None:
+        raise HTTPException(401, "invalid bearer token", headers=challenge)
+    if not principal.allows(scope):
+        raise HTTPException(403, f"token '{principal.name}' lacks scope '{scope}'")
+    return principal
+
+
+def requires(scope: str) -> Callable[[Request], Principal]:
+    """A FastAPI dependency demanding `scope` (admin implies every scope)."""
+
+    def dependency(request: Request) -> Principal:
+        store: TokenStore = request.app.state.tokens
+        return authenticate(store, request, scope)
+
+    return dependency

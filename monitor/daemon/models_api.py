@@ -1,0 +1,41 @@
+"""`/v1/models`: the registry as the API shows it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from sqlalchemy import select
+from sqlalchemy.orm import selectinload
+
+from monitor.daemon.auth import requires
+from monitor.storage import Model, ModelAlias, session_factory
+
+router = APIRouter(tags=["models"])
+
+
+@router.get("/models", dependencies=[Depends(requires("read"))])
+def list_models(request: Request) -> dict[str, Any]:
+    """Models, their versions and aliases (active, last_known_good)."""
+    engine = request.app.state.daemon.engine
+    with session_factory(engine)() as s:
+        models = s.scalars(
+            select(Model).options(selectinload(Model.versions)).order_by(Model.name)
+        ).all()
+        aliases = s.execute(select(ModelAlias.model_id, ModelAlias.alias, ModelAlias.version_id))
+        by_model: dict[int, dict[str, int]] = {}
+        for model_id, alias, version_id in aliases:
+            by_model.setdefault(model_id, {})[alias] = version_id
+        out = []
+        for m in models:
+            names = {v.id: v.version for v in m.versions}
+            al = {a: names.get(vid) for a, vid in by_model.get(m.id, {}).items()}
+            out.append(
+                {
+                    "name": m.name,
+                    "versions": [v.version for v in m.versions],
+                    "active": al.get("active"),
+                    "last_known_good": al.get("last_known_good"),
+                }
+            )
+    return {"models": out}

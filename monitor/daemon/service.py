@@ -1,0 +1,146 @@
+"""`modelwatch serve`: scheduler, components and HTTP API in one process, stopped gracefully."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import socket
+import threading
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+import uvicorn
+from prometheus_client import CollectorRegistry
+from sqlalchemy import delete
+from sqlalchemy.engine import Engine
+
+from monitor.config import Config
+from monitor.daemon.app import DaemonState, create_app
+from monitor.daemon.scheduler import JobSpec, Scheduler
+from monitor.storage import JobRun, require_head, transaction
+
+log = logging.getLogger(__name__)
+
+
+class Component:
+    """Something the daemon runs beside the API (a collector, a delivery worker)."""
+
+    name: str = "component"
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def stop(self, timeout: float) -> None:
+        """Stop intake, flush and commit; must return within `timeout` seconds."""
+        raise NotImplementedError
+
+    def running(self) -> bool:
+        raise NotImplementedError
+
+
+def replica_id() -> str:
+    """A name unique to this process, shown in job claims."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def retention_job(engine: Engine, days: int) -> Callable[[datetime], None]:
+    """Delete bookkeeping rows older than the retention period."""
+
+    def run(window: datetime) -> None:
+        cutoff = window - timedelta(days=days)
+        with transaction(engine) as s:
+            s.execute(delete(JobRun).where(JobRun.claimed_at < cutoff, JobRun.status != "running"))
+
+    return run
+
+
+@dataclass
+class Service:
+    """The composed daemon. Jobs and components are injected by the composition root."""
+
+    config: Config
+    engine: Engine
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+    jobs: Sequence[JobSpec] = ()
+    components: Sequence[Component] = ()
+    holder: str = field(default_factory=replica_id)
+
+    def __post_init__(self) -> None:
+        self.scheduler = Scheduler(self.engine, self.holder, self.config.scheduler.lease_s)
+        self._stopped = threading.Event()
+
+    def all_jobs(self) -> list[JobSpec]:
+        sched = self.config.scheduler
+        base = [
+            JobSpec(
+                "retention",
+                retention_job(self.engine, sched.retention_days),
+                sched.retention_interval_s,
+            )
+        ]
+        return base + list(self.jobs)
+
+    def state(self) -> DaemonState:
+        comps: dict[str, Callable[[], bool]] = {c.name: c.running for c in self.components}
+        comps["scheduler"] = lambda: not self._stopped.is_set()
+        return DaemonState(self.engine, self.config, self.registry, comps)
+
+    def start(self) -> None:
+        """Check the schema, then start components and the scheduler."""
+        require_head(self.engine)
+        for component in self.components:
+            component.start()
+        for job in self.all_jobs():
+            self.scheduler.add(job)
+        self.scheduler.start()
+
+    def stop(self, timeout: float = 8.0) -> None:
+        """Stop intake first, flush, then let running jobs finish."""
+        if self._stopped.is_set():
+            return
+        self._stopped.set()
+        share = timeout / max(1, len(self.components) + 1)
+        for component in self.components:
+            try:
+                component.stop(share)
+            except Exception:
+                log.exception("component %s failed to stop cleanly", component.name)
+        self.scheduler.shutdown(wait=True)
+
+    def serve(self, host: str, port: int) -> None:
+        """Run until SIGTERM/SIGINT, then stop intake, flush and exit normally (status 0)."""
+        self.start()
+        config = uvicorn.Config(
+            create_app(self.state()),
+            host=host,
+            port=port,
+            log_level="warning",
+            access_log=False,
+            timeout_graceful_shutdown=3,
+            lifespan="off",
+        )
+        server = _QuietServer(config)
+
+        def request_exit(signum: int, _frame: object) -> None:
+            log.info("received %s; shutting down", signal.Signals(signum).name)
+            server.should_exit = True
+
+        previous = {s: signal.signal(s, request_exit) for s in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            server.run()
+        finally:
+            self.stop()
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+
+class _QuietServer(uvicorn.Server):
+    """uvicorn's server without its own signal capture (which re-raises SIGTERM on exit)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield

@@ -1,0 +1,114 @@
+"""Synthetic fraud-like traffic: a training set, hourly windows with drift in one slice midway,
+and labels that arrive late.
+
+Features f0..f7 feed the reference model (f0 is the "amount"-like feature); `region` and
+`channel` are metadata used as slices. From `drift_from` on, region `drift_region` sees f0
+shifted by `shift_sd` standard deviations and its labels lose their relation to the score, so
+both feature drift and an outcome degradation exist only in that slice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+
+N_FEATURES = 8
+FEATURES = tuple(f"f{i}" for i in range(N_FEATURES))
+REGIONS = ("us", "eu", "apac", "latam")
+REGION_P = (0.4, 0.3, 0.2, 0.1)
+CHANNELS = ("web", "app", "pos")
+
+Scorer = Callable[[np.ndarray], np.ndarray]
+
+
+@dataclass(frozen=True)
+class TrafficPlan:
+    """How much traffic, when, and where the drift goes."""
+
+    start: datetime = datetime(2026, 11, 29, 0, 0, tzinfo=UTC)
+    windows: int = 6
+    window: timedelta = timedelta(hours=1)
+    per_window: int = 2500
+    drift_from: int = 3
+    drift_region: str = "eu"
+    shift_sd: float = 1.5
+    label_lag: timedelta = timedelta(minutes=90)
+    seed: int = 7
+
+
+def feature_matrix(rng: np.random.Generator, n: int) -> np.ndarray:
+    x = rng.normal(0.0, 1.0, size=(n, N_FEATURES)).astype(np.float32)
+    x[:, 0] = rng.lognormal(0.0, 0.6, size=n).astype(np.float32) - 1.2  # skewed "amount"
+    return x
+
+
+def training_frame(scorer: Scorer, n: int = 20_000, seed: int = 3) -> Any:
+    """A labelled training set with the model's score as `prediction`."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    x = feature_matrix(rng, n)
+    score = scorer(x)
+    frame = pd.DataFrame(x, columns=list(FEATURES))
+    frame["region"] = rng.choice(REGIONS, size=n, p=REGION_P)
+    frame["channel"] = rng.choice(CHANNELS, size=n)
+    frame["prediction"] = score
+    frame["label"] = (rng.random(n) < score).astype(int)
+    return frame
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One window's prediction events and the label events due after it."""
+
+    window_index: int
+    events: list[dict[str, Any]]
+    labels: list[dict[str, Any]]
+
+
+def windows(plan: TrafficPlan, scorer: Scorer) -> Iterator[Batch]:
+    """Prediction events window by window; each window's labels come `label_lag` later."""
+    rng = np.random.default_rng(plan.seed)
+    for w in range(plan.windows):
+        yield _window(plan, scorer, rng, w)
+
+
+def _window(plan: TrafficPlan, scorer: Scorer, rng: np.random.Generator, w: int) -> Batch:
+    n = plan.per_window
+    x = feature_matrix(rng, n)
+    regions = rng.choice(REGIONS, size=n, p=REGION_P)
+    drifted = (regions == plan.drift_region) if w >= plan.drift_from else np.zeros(n, bool)
+    x[drifted, 0] += np.float32(plan.shift_sd * 0.6)
+    score = scorer(x)
+    truth = np.where(drifted, rng.random(n) < 0.35, rng.random(n) < score)
+    offsets = np.sort(rng.random(n)) * plan.window.total_seconds()
+    base = plan.start + w * plan.window
+    events, labels = [], []
+    channels = rng.choice(CHANNELS, size=n)
+    for i in range(n):
+        ts = base + timedelta(seconds=float(offsets[i]))
+        rid = f"w{w}-{i}"
+        events.append(
+            {
+                "request_id": rid,
+                "model": "fraud",
+                "model_version": "1",
+                "timestamp": ts.isoformat(),
+                "features": {f: float(x[i, j]) for j, f in enumerate(FEATURES)},
+                "prediction": float(score[i]),
+                "metadata": {"region": str(regions[i]), "channel": str(channels[i])},
+            }
+        )
+        labels.append(
+            {
+                "request_id": rid,
+                "model": "fraud",
+                "label": int(truth[i]),
+                "timestamp": (ts + plan.label_lag).isoformat(),
+            }
+        )
+    return Batch(w, events, labels)

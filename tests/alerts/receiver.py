@@ -1,0 +1,92 @@
+"""A real HTTP receiver on loopback that records requests and verifies their signatures."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from alerts.signing import IDEMPOTENCY_HEADER, SIGNATURE_HEADER, verify_signature
+from tests.services.net import free_port
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One request as received."""
+
+    path: str
+    key: str
+    body: bytes
+    signature: str
+    valid: bool
+    status: int
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+class RecordingReceiver:
+    """A threaded http.server; `fail_next` answers 503, `delay_s` holds each answer."""
+
+    def __init__(self, secret: str | None = None, port: int | None = None) -> None:
+        self.secret = secret
+        self.port = port or free_port()
+        self.requests: list[Recorded] = []
+        self.fail_next = 0
+        self.delay_s = 0.0
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/hook"
+
+    def _record(self, handler: BaseHTTPRequestHandler) -> int:
+        body = handler.rfile.read(int(handler.headers.get("Content-Length", "0")))
+        sig = handler.headers.get(SIGNATURE_HEADER, "")
+        valid = self.secret is not None and verify_signature(body, sig, self.secret)
+        key = handler.headers.get(IDEMPOTENCY_HEADER, "")
+        with self._lock:
+            status = 503 if self.fail_next > 0 else 200
+            self.fail_next = max(self.fail_next - 1, 0)
+            self.requests.append(Recorded(handler.path, key, body, sig, valid, status))
+        return status
+
+    def start(self) -> None:
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+                status = outer._record(self)
+                time.sleep(outer.delay_s)
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def delivered(self) -> list[Recorded]:
+        """Accepted requests, a duplicate idempotency key dropped as a receiver would."""
+        seen: set[str] = set()
+        out = []
+        with self._lock:
+            for r in self.requests:
+                if r.status != 200 or r.key in seen:
+                    continue
+                seen.add(r.key)
+                out.append(r)
+        return out

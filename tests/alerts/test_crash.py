@@ -1,0 +1,105 @@
+"""kill -9 of the delivery worker (a real subprocess) mid-send, then a restart: nothing lost."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from datetime import timedelta
+from pathlib import Path
+
+import yaml
+from sqlalchemy import select
+from sqlalchemy.engine import Engine
+
+from alerts.evaluator import Evaluator
+from monitor.config import parse_config
+from monitor.storage import AlertNotification, transaction, utcnow
+from tests.alerts.conftest import drift
+from tests.alerts.receiver import RecordingReceiver
+from tests.conftest import REPO
+
+SECRET = "crash-test-secret"
+
+
+def _config(tmp_path: Path, database_url: str, url: str) -> Path:
+    data = {
+        "database_url": database_url,
+        "alerts": {
+            "grouping": {"group_wait": "0s"},
+            "receivers": [
+                {"name": "hook", "type": "webhook", "url": url, "secret_env": "HOOK_SECRET"}
+            ],
+            "rules": [{"name": "FeatureDrift", "kind": "drift", "receivers": ["hook"]}],
+            "delivery": {"lease": "1s", "backoff_initial": "0.1s", "poll_interval": "0.05s"},
+        },
+    }
+    path = tmp_path / "mw.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def _worker(config: Path, *extra: str) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if k != "MODELWATCH_DATABASE_URL"}
+    env.update({"HOOK_SECRET": SECRET, "PYTHONPATH": str(REPO)})
+    return subprocess.Popen(
+        [sys.executable, "-m", "monitor", "alerts", "deliver", "--config", str(config), *extra],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _statuses(engine: Engine) -> list[tuple[str, str, str]]:
+    with transaction(engine) as s:
+        rows = s.scalars(select(AlertNotification).order_by(AlertNotification.id)).all()
+        return [(r.status, r.group_key, r.idempotency_key) for r in rows]
+
+
+def test_kill_9_mid_send_then_restart_loses_nothing(
+    engine: Engine, database_url: str, tmp_path: Path
+) -> None:
+    receiver = RecordingReceiver(secret=SECRET)
+    receiver.delay_s = 5.0  # hold the first answers so the kill lands between send and ack
+    receiver.start()
+    try:
+        config = _config(tmp_path, database_url, receiver.url)
+        cfg = parse_config(yaml.safe_load(config.read_text()), env={}).alerts
+        models = [f"m{i}" for i in range(4)]
+        start = utcnow() - timedelta(seconds=10)
+        ev = Evaluator(engine, cfg)
+        ev.evaluate([drift(model=m) for m in models], start)
+        ev.evaluate([], start + timedelta(seconds=5))
+        assert len(_statuses(engine)) == 8  # firing + resolved per model
+
+        proc = _worker(config)
+        deadline = time.monotonic() + 30
+        while not receiver.requests and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert receiver.requests, "worker never sent anything"
+        proc.kill()  # SIGKILL: no cleanup, no acknowledgement
+        proc.wait(timeout=10)
+        assert any(status == "sending" for status, _, _ in _statuses(engine))
+
+        receiver.delay_s = 0.0
+        time.sleep(1.2)  # the dead worker's lease runs out
+        done = _worker(config, "--once")
+        out, err = done.communicate(timeout=60)
+        assert done.returncode == 0, err
+
+        rows = _statuses(engine)
+        assert [status for status, _, _ in rows] == ["sent"] * 8
+        delivered = receiver.delivered()
+        assert sorted(r.key for r in delivered) == sorted(key for _, _, key in rows)
+        assert len(receiver.requests) > len(delivered)  # the in-flight one came again...
+        assert all(r.valid for r in receiver.requests)  # ...signed, and dropped by key
+        per_group: dict[str, list[str]] = defaultdict(list)
+        for r in delivered:
+            doc = r.json()
+            per_group[doc["groupKey"]].append(doc["status"])
+        assert sorted(per_group.values()) == [["firing", "resolved"]] * 4
+    finally:
+        receiver.stop()

@@ -1,0 +1,109 @@
+"""A real `modelwatch serve` process on a free loopback port."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from monitor.storage import make_engine, upgrade
+from tests.conftest import REPO
+from tests.services.net import free_port
+
+TOKENS = {
+    "MW_T_READ": "read-secret-123",
+    "MW_T_INGEST": "ingest-secret-456",
+    "MW_T_ADMIN": "admin-secret-789",
+}
+
+CONFIG = """\
+database_url: {url}
+models:
+  - name: fraud
+    slices: [region]
+api:
+  tokens:
+    - {{name: dash, scopes: [read], token_env: MW_T_READ}}
+    - {{name: collector, scopes: [ingest], token_env: MW_T_INGEST}}
+    - {{name: ops, scopes: [admin], token_env: MW_T_ADMIN}}
+  max_body_bytes: 65536
+scheduler:
+  evaluate_interval_s: 1
+  retention_interval_s: 1
+"""
+
+
+class ServerProcess:
+    """`python -m monitor serve` as a user would start it."""
+
+    def __init__(self, config: Path, env: dict[str, str] | None = None) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        full_env = {**os.environ, **TOKENS, **(env or {}), "PYTHONPATH": str(REPO)}
+        full_env.pop("MODELWATCH_DATABASE_URL", None)
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "monitor",
+                "serve",
+                "--config",
+                str(config),
+                "--port",
+                str(self.port),
+            ],
+            env=full_env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def wait_ready(self, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited: {self.proc.communicate()[1]}")
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                    return
+            except httpx.TransportError:
+                time.sleep(0.2)
+        raise RuntimeError("server did not become healthy")
+
+    def terminate(self, timeout: float = 15) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+
+
+def write_config(tmp_path: Path, url: str, extra: str = "") -> Path:
+    path = tmp_path / "mw.yaml"
+    path.write_text(CONFIG.format(url=url) + extra)
+    return path
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[ServerProcess]:
+    url = f"sqlite:///{tmp_path / 'mw.db'}"
+    engine = make_engine(url)
+    upgrade(engine)
+    engine.dispose()
+    proc = ServerProcess(write_config(tmp_path, url))
+    proc.wait_ready()
+    yield proc
+    proc.terminate()
+
+
+def auth(name: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {TOKENS[name]}"}

@@ -1,0 +1,119 @@
+"""`modelwatch gate`, `models` and `rollback` as a user runs them: exit codes and files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from tests.conftest import run_cli
+from tests.guards.conftest import Suite
+
+
+def gate_args(suite: Suite, candidate: str, preset: str, golden: Path | None = None) -> list[str]:
+    return [
+        "gate",
+        "--reference", str(suite.models["reference"]),
+        "--candidate", str(suite.models[candidate]),
+        "--golden", str(golden or suite.golden),
+        "--preset", preset,
+        "--id-column", "id",
+        "--label-column", "label",
+        "--slice-by", "segment",
+        "--slice-by", "region",
+    ]  # fmt: skip
+
+
+def test_pass_exits_0_without_gpu_noise(suite: Suite) -> None:
+    out = run_cli(*gate_args(suite, "fp16", "fp16"), "--batch-size", "8")
+    assert out.returncode == 0, out.stderr
+    assert "Gate verdict: PASS" in out.stdout
+    assert "CUDA" not in out.stderr and "TensorRT" not in out.stderr
+
+
+def test_fail_exits_1_and_writes_three_reports(suite: Suite, tmp_path: Path) -> None:
+    paths = {kind: tmp_path / f"verdict.{kind}" for kind in ("json", "html", "md")}
+    out = run_cli(
+        *gate_args(suite, "int8_bad", "int8"),
+        "--no-latency",
+        "--json", str(paths["json"]),
+        "--html", str(paths["html"]),
+        "--markdown", str(paths["md"]),
+    )  # fmt: skip
+    assert out.returncode == 1, out.stderr
+    assert "FAIL: flip_rate[probabilities] [segment=high]" in out.stdout
+    doc = json.loads(paths["json"].read_text())
+    assert doc["verdict"] == "fail" and doc["latency"] == {}
+    html, md = paths["html"].read_text(), paths["md"].read_text()
+    assert "http://" not in html and "https://" not in html and "<script" not in html
+    for text in (html, md):
+        assert "segment=high" in text and "FAIL" in text
+
+
+def test_flags_override_the_preset(suite: Suite) -> None:
+    relaxed = ["--max-slice-flip-rate", "0.5", "--max-slice-metric-drop", "50",
+               "--max-metric-drop", "5", "--no-latency"]  # fmt: skip
+    out = run_cli(*gate_args(suite, "int8_bad", "int8"), *relaxed)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_small_golden_set_is_inconclusive_exit_3(suite: Suite, tmp_path: Path) -> None:
+    small = tmp_path / "small.csv"
+    pd.read_parquet(suite.golden).head(150).to_csv(small, index=False)
+    out = run_cli(*gate_args(suite, "int8_good", "int8", small), "--no-latency")
+    assert out.returncode == 3, out.stdout + out.stderr
+    assert "INCONCLUSIVE" in out.stdout
+
+
+def test_mismatched_models_exit_2_with_one_line(suite: Suite) -> None:
+    args = gate_args(suite, "reexport", "fp32")
+    args[args.index("--reference") + 1] = str(suite.regressor)
+    out = run_cli(*args)
+    assert out.returncode == 2
+    assert out.stderr.count("\n") == 1 and "different inputs" in out.stderr
+
+
+def test_missing_column_exits_2_naming_it(suite: Suite) -> None:
+    out = run_cli(*gate_args(suite, "reexport", "fp32"), "--features", "f0,f1,nope")
+    assert out.returncode == 2 and "nope" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_registry_commands_and_auto_rollback(suite: Suite, tmp_path: Path) -> None:
+    db = ["--database-url", f"sqlite:///{tmp_path / 'mw.db'}"]
+    assert run_cli("db", "upgrade", *db).returncode == 0
+    ref, bad = str(suite.models["reference"]), str(suite.models["int8_bad"])
+    assert run_cli("models", "register", "fraud", "1", ref, "--activate", *db).returncode == 0
+    ok = run_cli(*gate_args(suite, "reexport", "fp32"), "--no-latency",
+                 "--model", "fraud", "--version", "1", *db)  # fmt: skip
+    assert ok.returncode == 0 and "last-known-good" in ok.stdout
+    reg = run_cli("models", "register", "fraud", "2", bad, "--activate", "--auto-rollback", *db)
+    assert reg.returncode == 0
+    failed = run_cli(*gate_args(suite, "int8_bad", "int8"), "--no-latency",
+                     "--model", "fraud", "--version", "2", *db)  # fmt: skip
+    assert failed.returncode == 1 and "rolled back fraud from 2 to 1" in failed.stdout
+    listed = json.loads(run_cli("models", "list", "--json", *db).stdout)
+    assert listed[0]["active"] == "1" and listed[0]["last_known_good"] == "1"
+    again = run_cli("rollback", "fraud", *db)
+    assert again.returncode == 0 and "nothing changed" in again.stdout
+    forward = run_cli("rollback", "fraud", "--to", "2", *db)
+    assert forward.returncode == 0 and "rolled back 1 -> 2" in forward.stdout
+    missing = run_cli("rollback", "ghost", *db)
+    assert missing.returncode == 2 and "no model 'ghost'" in missing.stderr
+
+
+def test_config_overrides_the_preset_and_rejects_typos(suite: Suite, tmp_path: Path) -> None:
+    cfg = tmp_path / "mw.yaml"
+    cfg.write_text(
+        "guards:\n"
+        "  latency_batch_sizes: [4]\n"
+        "  presets:\n"
+        "    int8: {max_slice_flip_rate: 0.5, max_slice_metric_drop: 50, max_metric_drop: 5}\n"
+    )
+    out = run_cli(*gate_args(suite, "int8_bad", "int8"), "--config", str(cfg), "--json",
+                  str(tmp_path / "v.json"))  # fmt: skip
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert set(json.loads((tmp_path / "v.json").read_text())["latency"]["candidate"]) == {"4"}
+    cfg.write_text("guards:\n  presets:\n    int8: {max_flip: 0.5}\n")
+    bad = run_cli(*gate_args(suite, "int8_bad", "int8"), "--config", str(cfg))
+    assert bad.returncode == 2 and "guards.presets.int8.max_flip" in bad.stderr
