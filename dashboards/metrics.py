@@ -16,7 +16,7 @@ from monitor.config import ModelConfig
 
 # Window evaluation runs from milliseconds (small windows) to minutes (big backfills).
 EVALUATION_BUCKETS: tuple[float, ...] = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
-GUARD_VERDICTS: tuple[str, ...] = ("pass", "fail", "error")
+GUARD_VERDICTS: tuple[str, ...] = ("pass", "fail", "inconclusive")
 # Dead-letter reasons are free text in principle; only this many distinct ones become labels.
 MAX_DEAD_LETTER_REASONS = 20
 

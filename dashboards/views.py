@@ -60,7 +60,19 @@ VIEW_COLUMNS: Mapping[str, tuple[str, ...]] = {
         "providers",
     ),
     "mw_alerts": ("time", "model", "alert", "state", "state_code", "severity", "summary"),
-    "mw_ingest": ("time", "model", "source", "events", "dead_letters", "lag_seconds"),
+    "mw_notifications": (
+        "time",
+        "receiver",
+        "kind",
+        "status",
+        "attempts",
+        "failed",
+        "last_error",
+        "sent_at",
+    ),
+    "mw_ingest": ("time", "window_end", "model", "version", "events"),
+    "mw_dead_letters": ("time", "source", "reason", "payload_size"),
+    "mw_source_lag": ("time", "source", "partition", "lag", "watermark"),
 }
 
 # state_code in mw_alerts, drawn by the alert timeline.

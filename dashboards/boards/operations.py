@@ -1,4 +1,4 @@
-"""Operations dashboard: alert timeline, ingest rate, lag and dead letters."""
+"""Operations dashboard: alerts and their delivery, ingest volume, dead letters, source lag."""
 
 from __future__ import annotations
 
@@ -28,30 +28,35 @@ WHERE {MODEL}
 ORDER BY time DESC
 LIMIT 200"""
 
-INGEST_RATE = f"""SELECT $__timeGroupAlias(time, $__interval), source AS metric,
-  sum(events) / ($__interval_ms / 1000.0) AS events_per_second
+EVENTS = f"""SELECT $__timeGroupAlias(time, $__interval), version AS metric,
+  sum(events) AS events
 FROM mw_ingest
 WHERE {MODEL}
 GROUP BY 1, 2
 ORDER BY 1"""
 
-DEAD_LETTERS = f"""SELECT $__timeGroupAlias(time, $__interval), source AS metric,
-  sum(dead_letters) AS dead_letters
-FROM mw_ingest
-WHERE {MODEL}
+DEAD_LETTERS = """SELECT $__timeGroupAlias(time, $__interval), source || ': ' || reason AS metric,
+  count(*) AS dead_letters
+FROM mw_dead_letters
+WHERE $__timeFilter(time)
 GROUP BY 1, 2
 ORDER BY 1"""
 
-LAG = f"""SELECT $__timeGroupAlias(time, $__interval), source AS metric,
-  max(lag_seconds) AS lag_seconds
-FROM mw_ingest
-WHERE {MODEL} AND lag_seconds IS NOT NULL
+# Current positions, whatever the time range: a stalled source is exactly the one not updated.
+SOURCE_LAG = """SELECT source, partition, lag, watermark, time AS updated_at
+FROM mw_source_lag
+ORDER BY lag DESC, source, partition"""
+
+DELIVERY_FAILURES = """SELECT $__timeGroupAlias(time, $__interval), receiver AS metric,
+  sum(failed) AS failed_notifications
+FROM mw_notifications
+WHERE $__timeFilter(time)
 GROUP BY 1, 2
 ORDER BY 1"""
 
 
 def build(datasource: dm.DataSourceRef) -> dm.Dashboard:
-    """The operations dashboard, reading `mw_alerts` and `mw_ingest`."""
+    """The operations dashboard: alerts, notifications and ingestion views."""
     board = dashboard(UID, "modelwatch / Operations", "Alerts and the health of ingestion.")
     board = board.with_variable(model_version_variables(datasource)[0])
     timeline = state_timeline(
@@ -62,17 +67,31 @@ def build(datasource: dm.DataSourceRef) -> dm.Dashboard:
         dict(ALERT_STATE_CODES),
     )
     events = table_panel("Alert events", "State changes, newest first.", ALERT_EVENTS, datasource)
-    rate = time_series(
-        "Ingest rate", "Accepted events per second by source.", [INGEST_RATE], datasource, "ops"
+    events_panel = time_series(
+        "Events ingested", "Events aggregated per version and interval.", [EVENTS], datasource
     )
     dead = time_series(
-        "Dead letters", "Rejected events per interval by source.", [DEAD_LETTERS], datasource
+        "Dead letters", "Rejected inputs by source and reason.", [DEAD_LETTERS], datasource
     )
-    lag = time_series("Ingest lag", "How far event time trails ingestion.", [LAG], datasource, "s")
+    lag = table_panel(
+        "Source lag",
+        "Per partition or file: messages (Kafka) or bytes (files) not yet consumed, and the "
+        "highest event time seen.",
+        SOURCE_LAG,
+        datasource,
+        12,
+    )
+    failures = time_series(
+        "Notification delivery failures",
+        "Notifications that failed at least once or were given up (dead), per receiver.",
+        [DELIVERY_FAILURES],
+        datasource,
+    )
     return (
         board.with_panel(timeline)
         .with_panel(events)
-        .with_panel(rate)
+        .with_panel(failures)
+        .with_panel(events_panel)
         .with_panel(dead)
         .with_panel(lag)
         .build()

@@ -51,9 +51,9 @@ def test_guard_verdict_is_a_state_set(
     metrics.set_guard_verdict("fraud", "4-int8", "fail")
     states = {
         v: value(registry, "modelwatch_guard_verdict", model="fraud", version="4-int8", verdict=v)
-        for v in ("pass", "fail", "error")
+        for v in ("pass", "fail", "inconclusive")
     }
-    assert states == {"pass": 0.0, "fail": 1.0, "error": 0.0}
+    assert states == {"pass": 0.0, "fail": 1.0, "inconclusive": 0.0}
     with pytest.raises(ValueError, match="unknown guard verdict 'maybe'"):
         metrics.set_guard_verdict("fraud", "4-int8", "maybe")
 
