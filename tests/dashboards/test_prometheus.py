@@ -57,3 +57,18 @@ def test_prometheus_scrapes_and_query_api_returns_project_series(
     assert [(r["metric"]["slice"], float(r["value"][1])) for r in drift] == [("region=eu", 0.31)]
     assert {r["metric"]["slice"] for r in slices} == {"region=eu", "other"}
     assert [r["metric"]["version"] for r in failing] == ["4-int8"]
+
+
+def test_asgi_app_serves_the_registry_for_the_daemon(
+    metrics: ModelwatchMetrics, registry: CollectorRegistry
+) -> None:
+    from fastapi import FastAPI
+    from fastapi.testclient import TestClient
+
+    from dashboards import metrics_asgi_app
+
+    app = FastAPI()
+    app.mount("/metrics", metrics_asgi_app(registry))
+    metrics.set_drifted_columns("fraud", "3", '{"region": "eu"}', 4)
+    body = TestClient(app).get("/metrics/").text
+    assert 'modelwatch_drifted_columns{model="fraud",slice="region=eu",version="3"} 4.0' in body
