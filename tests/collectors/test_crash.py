@@ -36,10 +36,31 @@ def start_collector(cfg: Path, log: Path) -> subprocess.Popen[bytes]:
     )
 
 
+def children(pid: int) -> set[int]:
+    out: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        out |= {int(c) for c in task.read_text().split()}
+    return out
+
+
+def _is_worker(pid: int) -> bool:
+    try:
+        return b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
 def kill9(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the collector; its ingest worker must not outlive it."""
     assert proc.poll() is None, "collector exited by itself before the kill"
+    workers = children(proc.pid)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
+    deadline = time.monotonic() + 15
+    while workers and time.monotonic() < deadline:
+        workers = {w for w in workers if _is_worker(w)}
+        time.sleep(0.2)
+    assert not workers, f"ingest worker(s) {workers} outlived the killed collector"
 
 
 def events_so_far(db: Path, source: str) -> int:
@@ -81,7 +102,7 @@ def test_kafka_kill9_neither_loses_nor_double_counts(
     for r in range(ROUNDS):
         kafka.produce(topic, payloads(PER_ROUND, start=r * PER_ROUND))
         proc = start_collector(cfg, tmp_path / "collector.log")
-        time.sleep(rng.uniform(3.0, 7.0))  # startup, group join (dead member expiry 3 s)
+        time.sleep(rng.uniform(4.0, 8.0))  # startup + worker spawn, group join (expiry 3 s)
         kill9(proc)
         seen.append(events_so_far(tmp_path / "mw.db", "stream"))
     # The kills landed mid-stream: progress was made, but not all of it, before some kill.
@@ -115,7 +136,7 @@ def test_rotating_logs_kill9_neither_loses_nor_double_counts(tmp_path: Path) -> 
                     fh.write(orjson.dumps(event(i)) + b"\n")
             if part == 0:
                 os.rename(live, logs / f"app.jsonl.{r}")
-        time.sleep(rng.uniform(2.5, 5.0))  # startup takes 1-2 s
+        time.sleep(rng.uniform(3.5, 6.5))  # startup + worker spawn take 2-3 s
         kill9(proc)
         seen.append(events_so_far(tmp_path / "mw.db", "logs"))
     assert seen[-1] > 0 and any(n < (i + 1) * PER_ROUND for i, n in enumerate(seen)), seen
