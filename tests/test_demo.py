@@ -4,14 +4,24 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import run_cli
 
 
-def test_demo_delivers_what_it_promises(tmp_path: Path) -> None:
-    workdir = tmp_path / "demo"
-    out = run_cli("demo", "--workdir", str(workdir), timeout=600)
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    workdir = tmp_path_factory.mktemp("demo") / "demo"
+    return workdir, run_cli("demo", "--workdir", str(workdir), timeout=600)
+
+
+def test_demo_delivers_what_it_promises(
+    demo: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    workdir, out = demo
     assert out.returncode == 0, out.stderr[-3000:]
     summary = json.loads((workdir / "summary.json").read_text())
     assert summary["events_ingested"] == 15_000
@@ -28,9 +38,11 @@ def test_demo_delivers_what_it_promises(tmp_path: Path) -> None:
     assert "modelwatch demo" in out.stdout
 
 
-def test_demo_drift_is_found_in_the_drifted_region_only(tmp_path: Path) -> None:
-    workdir = tmp_path / "demo"
-    assert run_cli("demo", "--workdir", str(workdir), timeout=600).returncode == 0
+def test_demo_drift_is_found_in_the_drifted_region_only(
+    demo: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    workdir, out = demo
+    assert out.returncode == 0, out.stderr[-3000:]
     db = sqlite3.connect(workdir / "modelwatch.db")
     drifted = {
         s
