@@ -16,6 +16,7 @@ from monitor.errors import ModelwatchError
 COMMANDS: dict[str, tuple[str, str]] = {
     "db": ("monitor.cli.db:db", "Create or inspect the database schema."),
     "config": ("monitor.cli.config_cmd:config", "Validate configuration files."),
+    "demo": ("monitor.cli.demo:demo", "Run the whole loop on embedded defaults in a minute."),
     "serve": ("monitor.cli.serve:serve", "Run the daemon: collectors, jobs, HTTP API."),
     "alerts": ("monitor.cli.alerts:alerts", "Show alert states; run the delivery worker."),
     "silences": ("monitor.cli.alerts:silences", "Add, list and expire alert silences."),
