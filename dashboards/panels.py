@@ -16,9 +16,11 @@ from grafana_foundation_sdk.models import dashboard as dm
 
 from dashboards.sql import SQL
 
-# The selection every panel filters on; values are single-select, so quoting is ours.
-MODEL_VERSION = "$__timeFilter(time) AND model = '$model' AND version = '$version'"
-MODEL_VERSION_SLICE = f"{MODEL_VERSION} AND slice = '$slice'"
+# The selection every panel filters on; `:sqlstring` makes Grafana quote and escape values.
+MODEL_VERSION = (
+    "$__timeFilter(time) AND model = ${model:sqlstring} AND version = ${version:sqlstring}"
+)
+MODEL_VERSION_SLICE = MODEL_VERSION + " AND slice = ${slice:sqlstring}"
 
 
 def query_variable(
@@ -27,6 +29,7 @@ def query_variable(
     """A single-select variable whose options are the first column of `sql`."""
     return (
         db.QueryVariable(name)
+        .id(name)  # the SDK's default is one all-zero UUID shared by every variable
         .label(label)
         .datasource(datasource)
         .query(sql)
@@ -155,7 +158,7 @@ def model_version_variables(datasource: dm.DataSourceRef) -> list[db.QueryVariab
         query_variable(
             "version",
             "Version",
-            "SELECT version FROM mw_versions WHERE model = '$model' ORDER BY time DESC",
+            "SELECT version FROM mw_versions WHERE model = ${model:sqlstring} ORDER BY time DESC",
             datasource,
         ),
     ]

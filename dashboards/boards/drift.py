@@ -50,7 +50,7 @@ WHERE {MODEL_VERSION_SLICE} AND time = {LATEST_WINDOW}
 ORDER BY drifted DESC, value DESC"""
 
 SLICES = """SELECT DISTINCT slice FROM mw_drift
-WHERE model = '$model' AND version = '$version' AND $__timeFilter(time)
+WHERE model = ${model:sqlstring} AND version = ${version:sqlstring} AND $__timeFilter(time)
 ORDER BY 1"""
 
 

@@ -15,7 +15,7 @@ from dashboards.views import ALERT_STATE_CODES
 
 UID = "modelwatch-operations"
 
-MODEL = "$__timeFilter(time) AND model = '$model'"
+MODEL = "$__timeFilter(time) AND model = ${model:sqlstring}"
 
 ALERT_TIMELINE = f"""SELECT time, alert AS metric, state_code AS state
 FROM mw_alerts

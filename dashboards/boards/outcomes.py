@@ -21,13 +21,13 @@ UID = "modelwatch-outcomes"
 BAND = f"""SELECT $__timeGroupAlias(time, $__interval), avg(value) AS value,
   min(ci_low) AS ci_low, max(ci_high) AS ci_high, avg(baseline_value) AS baseline
 FROM mw_outcomes
-WHERE {MODEL_VERSION_SLICE} AND metric = '$metric'
+WHERE {MODEL_VERSION_SLICE} AND metric = ${{metric:sqlstring}}
 GROUP BY 1
 ORDER BY 1"""
 
 BY_SLICE = f"""SELECT $__timeGroupAlias(time, $__interval), slice AS metric, avg(value) AS value
 FROM mw_outcomes
-WHERE {MODEL_VERSION} AND metric = '$metric'
+WHERE {MODEL_VERSION} AND metric = ${{metric:sqlstring}}
 GROUP BY 1, 2
 ORDER BY 1"""
 
@@ -44,11 +44,11 @@ WHERE {MODEL_VERSION} AND time = {LATEST}
 ORDER BY degraded DESC, slice, metric"""
 
 SLICES = """SELECT DISTINCT slice FROM mw_outcomes
-WHERE model = '$model' AND version = '$version' AND $__timeFilter(time)
+WHERE model = ${model:sqlstring} AND version = ${version:sqlstring} AND $__timeFilter(time)
 ORDER BY 1"""
 
 METRICS = """SELECT DISTINCT metric FROM mw_outcomes
-WHERE model = '$model' AND version = '$version' AND $__timeFilter(time)
+WHERE model = ${model:sqlstring} AND version = ${version:sqlstring} AND $__timeFilter(time)
 ORDER BY 1"""
 
 

@@ -3,8 +3,9 @@
 Semantics (Grafana's PostgreSQL datasource, single-value template variables):
 
 1. Template variables first, as Grafana's frontend does: `$name` and `${name}` become the
-   variable's value verbatim (single-value variables are not quoted by Grafana; our SQL quotes
-   them). `$__interval` becomes the interval as Grafana writes it (`1h`, `5m`, `30s`) and
+   variable's value verbatim; `${name:sqlstring}` becomes the value as an SQL string literal
+   (in single quotes, quotes doubled), Grafana's `sqlstring` format. `$__interval` becomes
+   the interval as Grafana writes it (`1h`, `5m`, `30s`) and
    `$__interval_ms` the interval in milliseconds. An unknown variable is an error.
 2. Then the backend macros:
    `$__timeFilter(col)` -> `col BETWEEN 'FROM' AND 'TO'` (RFC 3339 UTC; inclusive, as Grafana);
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
-_VARIABLE = re.compile(r"\$\{(\w+)\}|\$(?!__)(\w+)")
+_VARIABLE = re.compile(r"\$\{(\w+)(?::(\w+))?\}|\$(?!__)(\w+)")
 _MACRO = re.compile(r"\$__(timeGroupAlias|timeGroup|timeFilter|timeFrom|timeTo)\(([^()]*)\)")
 
 
@@ -56,10 +57,15 @@ class GrafanaContext:
     variables: Mapping[str, str]
 
     def _variable(self, match: re.Match[str]) -> str:
-        name = match.group(1) or match.group(2)
+        name, fmt = match.group(1) or match.group(3), match.group(2)
         if name not in self.variables:
             raise KeyError(f"unknown template variable ${name}")
-        return self.variables[name]
+        value = self.variables[name]
+        if fmt is None:
+            return value
+        if fmt != "sqlstring":
+            raise ValueError(f"unsupported variable format {fmt!r} in ${{{name}:{fmt}}}")
+        return "'" + value.replace("'", "''") + "'"
 
     def _macro(self, match: re.Match[str]) -> str:
         name, args = match.group(1), [a.strip() for a in match.group(2).split(",")]

@@ -63,7 +63,7 @@ def test_panels_query_only_views_with_grafana_macros(
     if views != {"mw_source_lag"}:  # current positions are shown whatever the range
         assert "$__timeFilter(time)" in sql
     if any("model" in VIEW_COLUMNS[v] for v in views):
-        assert "'$model'" in sql
+        assert "${model:sqlstring}" in sql
     assert target["datasource"] == {
         "type": "grafana-postgresql-datasource",
         "uid": "modelwatch-postgres",

@@ -12,14 +12,15 @@ CTX = GrafanaContext(
     time_from=datetime(2026, 1, 1, tzinfo=UTC),
     time_to=datetime(2026, 1, 2, 12, tzinfo=UTC),
     interval_s=3600,
-    variables={"model": "fraud", "version": "3"},
+    variables={"model": "fraud", "version": "3", "slice": "city=o'hare"},
 )
 
 
 def test_expands_macros_and_variables_like_grafana() -> None:
     sql = (
         "SELECT $__timeGroupAlias(time, $__interval), sum(x) / ($__interval_ms / 1000.0) "
-        "FROM v WHERE $__timeFilter(time) AND model = '$model' AND version = '${version}' "
+        "FROM v WHERE $__timeFilter(time) AND model = ${model:sqlstring} "
+        "AND version = '${version}' "
         "AND time < $__timeTo() AND time >= $__timeFrom()"
     )
     assert CTX.expand(sql) == (
@@ -30,9 +31,15 @@ def test_expands_macros_and_variables_like_grafana() -> None:
     )
 
 
+def test_sqlstring_format_quotes_and_escapes() -> None:
+    assert CTX.expand("slice = ${slice:sqlstring}") == "slice = 'city=o''hare'"
+    with pytest.raises(ValueError, match="unsupported variable format"):
+        CTX.expand("${slice:csv}")
+
+
 def test_unknown_variable_and_leftover_macro_fail() -> None:
-    with pytest.raises(KeyError, match=r"\$slice"):
-        CTX.expand("SELECT 1 WHERE slice = '$slice'")
+    with pytest.raises(KeyError, match=r"\$metric"):
+        CTX.expand("SELECT 1 WHERE metric = '$metric'")
     with pytest.raises(ValueError, match="unexpanded"):
         CTX.expand("SELECT $__unixEpochFilter(t)")
 
