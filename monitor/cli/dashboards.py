@@ -105,6 +105,8 @@ def provision_cmd(
         raise ConfigError("grafana: pass either --token or --user/--password, not both")
     if user and not password:
         raise ConfigError("grafana: --user needs --password (or $GRAFANA_PASSWORD)")
+    if password and not user and not token:
+        raise ConfigError("grafana: --password needs --user")
     if retries < 1 or timeout <= 0:
         raise ConfigError("grafana: --retries must be >= 1 and --timeout > 0")
     spec = _datasource(datasource_url, database_url, config_path, datasource_uid, datasource_name)

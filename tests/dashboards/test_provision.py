@@ -151,3 +151,28 @@ def test_cli_bad_token_is_one_line_exit_2(grafana: FakeGrafana) -> None:
     )  # fmt: skip
     assert out.returncode == 2
     assert out.stderr.strip().count("\n") == 0 and "credentials rejected (401)" in out.stderr
+
+
+def test_unreachable_grafana_is_a_service_error_after_bounded_retries() -> None:
+    from tests.services.net import free_port
+
+    api = GrafanaApi.from_url(f"http://127.0.0.1:{free_port()}", credential="t", timeout=2)
+    with pytest.raises(ServiceError, match="search folders failed after 2 attempt"):
+        Provisioner(api, attempts=2, backoff_s=0).run(SPEC, "modelwatch")
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--token", "t", "--user", "u", "--password", "p"], "either --token or --user"),
+        (["--user", "u"], "--user needs --password"),
+        (["--password", "p"], "--password needs --user"),
+    ],
+)
+def test_cli_credential_mistakes_are_one_line_errors(flags: list[str], message: str) -> None:
+    out = run_cli(
+        "dashboards", "provision", "--grafana-url", "http://127.0.0.1:9", *flags,
+        "--datasource-url", "postgresql://grafana@db:5432/mw",
+        env={"GRAFANA_TOKEN": "", "GRAFANA_PASSWORD": ""},
+    )  # fmt: skip
+    assert out.returncode == 2 and message in out.stderr
