@@ -8,6 +8,7 @@ upserted per (model, version, window, slice, column, method)).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -52,6 +53,7 @@ class WindowEvaluation:
     window: Window
     drift: list[DriftResult] = field(default_factory=list)
     outcomes: list[OutcomeResult] = field(default_factory=list)
+    seconds: float = 0.0
 
 
 def changed_windows(engine: Engine, model: str) -> list[Window]:
@@ -209,6 +211,7 @@ class WindowEvaluator:
                     window.version,
                 )
                 continue
+            started = time.perf_counter()
             current = window_profiles(self.engine, window, reference.slice_by or cfg.slices)
             results = evaluate(
                 reference,
@@ -220,7 +223,9 @@ class WindowEvaluator:
             store_drift_results(
                 self.engine, cfg.name, window.version, (window.start, window.end), results
             )
-            out.append(WindowEvaluation(window, drift=results))
+            out.append(
+                WindowEvaluation(window, drift=results, seconds=time.perf_counter() - started)
+            )
         return out
 
     def _outcomes(self, cfg: ModelConfig) -> list[WindowEvaluation]:

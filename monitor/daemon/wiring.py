@@ -13,8 +13,10 @@ from prometheus_client import CollectorRegistry
 from sqlalchemy.engine import Engine
 
 from alerts import DeliveryWorker, Evaluator
+from dashboards.metrics import ModelwatchMetrics
 from monitor.config import Config
 from monitor.daemon.evaluation import WindowEvaluation, WindowEvaluator
+from monitor.daemon.metrics import MetricsPublisher
 from monitor.daemon.scheduler import JobSpec
 from monitor.daemon.service import Component, Service
 from monitor.daemon.signals import drift_signals, outcome_signals
@@ -92,12 +94,16 @@ def delivery_component(engine: Engine, config: Config) -> ThreadComponent:
 class Monitoring:
     """The evaluation job: score changed windows, then evaluate alert rules on the results."""
 
-    def __init__(self, engine: Engine, config: Config) -> None:
+    def __init__(
+        self, engine: Engine, config: Config, metrics: ModelwatchMetrics | None = None
+    ) -> None:
         self.engine = engine
         self.config = config
         window_s = config.collect.window.total_seconds()
         self.windows = WindowEvaluator(engine, config.models, window_s)
         self.alerts = Evaluator(engine, config.alerts)
+        self.metrics = metrics
+        self.publisher = MetricsPublisher(engine, metrics) if metrics is not None else None
 
     def __call__(
         self, _window: datetime | None = None, now: datetime | None = None
@@ -107,6 +113,10 @@ class Monitoring:
         names = [m.name for m in self.config.models]
         signals = drift_signals(self.engine, names, now) + outcome_signals(self.engine, names, now)
         self.alerts.evaluate(signals, now, kinds=MONITOR_KINDS)
+        if self.publisher is not None and self.metrics is not None:
+            for done in evaluated:
+                self.metrics.observe_window_evaluation(done.window.model, done.seconds)
+            self.publisher.publish(names)
         return evaluated
 
 
@@ -114,7 +124,8 @@ def build_service(
     config: Config, engine: Engine, registry: CollectorRegistry | None = None
 ) -> Service:
     """The daemon with every configured capability wired in."""
-    monitoring = Monitoring(engine, config)
+    registry = registry or CollectorRegistry()
+    monitoring = Monitoring(engine, config, ModelwatchMetrics(registry, config.models))
     jobs = [JobSpec("evaluate", monitoring, config.scheduler.evaluate_interval_s)]
     components: list[Component] = []
     if config.sources:

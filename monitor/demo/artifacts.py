@@ -37,6 +37,12 @@ def drift_report(engine: Engine, config: Config, out: Path) -> Path:
 
 
 def export_dashboards(out: Path) -> list[Path]:
-    """Grafana file provisioning for the dashboards (none until the dashboards package has
-    them)."""
-    return []
+    """Grafana file provisioning for the dashboards; the datasource is the PostgreSQL a
+    production deployment uses (the demo's SQLite has the same views but Grafana reads
+    PostgreSQL)."""
+    from dashboards.datasource import DatasourceSpec
+    from dashboards.export import export
+
+    spec = DatasourceSpec.from_url("postgresql://modelwatch@localhost:5432/modelwatch")
+    result = export(out, spec)
+    return [*result.dashboards, result.datasource_file, result.provider_file]

@@ -162,3 +162,29 @@ def test_alerts_reach_a_verifying_receiver(evaluated: tuple[Engine, Config, Any]
     slices = {a["labels"].get("slice") for p in receiver.received.verified for a in p["alerts"]}
     assert "region=eu" in slices
     assert receiver.received.rejected == []
+
+
+def test_metrics_publish_the_stored_results(evaluated: tuple[Engine, Config, Any]) -> None:
+    from prometheus_client import CollectorRegistry
+
+    from dashboards.metrics import ModelwatchMetrics
+
+    engine, config, _ = evaluated
+    registry = CollectorRegistry()
+    Monitoring(engine, config, ModelwatchMetrics(registry, config.models))(now=datetime.now(UTC))
+    events = registry.get_sample_value(
+        "modelwatch_events_ingested_total", {"model": "*", "source": "test"}
+    )
+    assert events == 8000
+    eu = {
+        "model": "fraud",
+        "version": "1",
+        "slice": "region=eu",
+        "column": "f0",
+        "method": "wasserstein",
+    }
+    score = registry.get_sample_value("modelwatch_drift_score", eu)
+    threshold = registry.get_sample_value("modelwatch_drift_threshold", eu)
+    assert score is not None and threshold is not None and score > threshold
+    us = {**eu, "slice": "region=us"}
+    assert registry.get_sample_value("modelwatch_drift_score", us) < threshold

@@ -1,0 +1,122 @@
+"""Publishes what the database holds as Prometheus metrics, on every evaluation tick.
+
+Reading the shared tables (rather than counting in-process) makes every replica export the same
+numbers, whichever of them ingested or evaluated. Counters advance by the growth of the stored
+totals since the previous tick. `events_ingested` counts per source; its `model` label is `*`
+because a source's counter spans every model it carries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from sqlalchemy import case, func, select
+from sqlalchemy.engine import Engine
+
+from dashboards.metrics import ModelwatchMetrics
+from monitor.daemon.signals import _latest
+from monitor.storage import (
+    AlertNotification,
+    DeadLetter,
+    DriftResultRow,
+    GateRun,
+    IngestCounter,
+    SourcePosition,
+    session_factory,
+)
+
+ALL_MODELS = "*"
+
+
+class MetricsPublisher:
+    """Turns stored totals and the newest results into gauge values and counter increments."""
+
+    def __init__(self, engine: Engine, metrics: ModelwatchMetrics) -> None:
+        self.engine = engine
+        self.metrics = metrics
+        self._seen: dict[tuple[str, ...], float] = {}
+
+    def _advance(self, key: tuple[str, ...], total: float) -> float:
+        delta = total - self._seen.get(key, 0.0)
+        self._seen[key] = total
+        return max(delta, 0.0)
+
+    def publish(self, models: Sequence[str]) -> None:
+        """Refresh every metric from the database."""
+        with session_factory(self.engine)() as s:
+            ingest = s.execute(select(IngestCounter.source, IngestCounter.events)).all()
+            dead = s.execute(
+                select(DeadLetter.source, DeadLetter.reason, func.count()).group_by(
+                    DeadLetter.source, DeadLetter.reason
+                )
+            ).all()
+            lag = s.execute(
+                select(
+                    SourcePosition.source,
+                    func.sum(SourcePosition.end_offset - SourcePosition.offset),
+                ).group_by(SourcePosition.source)
+            ).all()
+            # Every attempt failed except the last one of each sent row.
+            sent = case((AlertNotification.status == "sent", 1), else_=0)
+            failures = s.execute(
+                select(
+                    AlertNotification.receiver,
+                    func.sum(AlertNotification.attempts) - func.sum(sent),
+                ).group_by(AlertNotification.receiver)
+            ).all()
+        self._ingest(ingest, dead, lag)
+        self._failures(failures)
+        for model in models:
+            self._drift(model)
+            self._guards(model)
+
+    def _ingest(self, ingest: Iterable[Any], dead: Iterable[Any], lag: Iterable[Any]) -> None:
+        for source, events in ingest:
+            inc = self._advance(("events", source), float(events))
+            self.metrics.record_ingested(ALL_MODELS, source, int(inc))
+        for source, reason, count in dead:
+            inc = self._advance(("dead", source, reason), float(count))
+            self.metrics.record_dead_letter(source, reason, int(inc))
+        for source, behind in lag:
+            self.metrics.set_consumer_lag(source, max(int(behind or 0), 0))
+
+    def _failures(self, rows: Iterable[Any]) -> None:
+        for receiver, failed in rows:
+            for _ in range(int(self._advance(("fail", receiver), float(failed or 0)))):
+                self.metrics.record_delivery_failure(receiver)
+
+    def _drift(self, model: str) -> None:
+        drifted: dict[tuple[str, str], int] = {}
+        for r in _latest(self.engine, DriftResultRow, model):
+            key = (r.version, r.slice_key)
+            drifted[key] = drifted.get(key, 0) + (r.status == "drift")
+            if r.value is not None:
+                self.metrics.set_drift(
+                    model, r.version, r.slice_key or None, r.column, r.method, r.value, r.threshold
+                )
+        for (version, slice_key), count in drifted.items():
+            self.metrics.set_drifted_columns(model, version, slice_key or None, count)
+
+    def _guards(self, model: str) -> None:
+        newest = (
+            select(GateRun.version, func.max(GateRun.id).label("id"))
+            .where(GateRun.model == model)
+            .group_by(GateRun.version)
+            .subquery()
+        )
+        with session_factory(self.engine)() as s:
+            runs = s.scalars(select(GateRun).join(newest, GateRun.id == newest.c.id)).all()
+        for run in runs:
+            self.metrics.set_guard_verdict(model, run.version, run.verdict)
+            for c in run.criteria:
+                if str(c.get("name", "")).startswith("flip_rate") and c.get("value") is not None:
+                    self.metrics.set_guard_flip_rate(
+                        model, run.version, _slice_key(c.get("slice")), c["value"]
+                    )
+
+
+def _slice_key(slice_: dict[str, str] | None) -> str | None:
+    from monitor.results import slice_key_of
+
+    return slice_key_of(slice_) if slice_ else None
