@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import logging
 import signal
+import threading
 from pathlib import Path
 from types import FrameType
 
 import click
+from sqlalchemy.engine import Engine
 
-from monitor.config import load_config
+from monitor.config import Config, load_config
 from monitor.storage import make_engine, require_head
 
 CONFIG_OPTION = click.option(
@@ -30,7 +32,15 @@ CONFIG_OPTION = click.option(
     help="Exit 0 once every source consumed what was available at start.",
 )
 @click.option("-v", "--verbose", is_flag=True, help="Log progress to stderr.")
-def collect(config_path: Path, until_caught_up: bool, verbose: bool) -> None:
+@click.option(
+    "--metrics-port",
+    type=int,
+    default=None,
+    help="Serve Prometheus /metrics on 127.0.0.1:PORT while collecting.",
+)
+def collect(
+    config_path: Path, until_caught_up: bool, verbose: bool, metrics_port: int | None
+) -> None:
     """Run the configured sources (Kafka, JSONL logs) into window profiles."""
     from collectors.runner import RunState, run
 
@@ -48,7 +58,31 @@ def collect(config_path: Path, until_caught_up: bool, verbose: bool) -> None:
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
+    if metrics_port is not None:
+        _serve_metrics(engine, config, metrics_port, state.stop)
     run(engine, config, until_caught_up=until_caught_up, state=state)
+
+
+def _serve_metrics(engine: Engine, config: Config, port: int, stop: threading.Event) -> None:
+    """Expose /metrics, refreshed from the database every second until `stop`."""
+    from prometheus_client import CollectorRegistry
+
+    from dashboards.exposition import serve_metrics
+    from dashboards.metrics import ModelwatchMetrics
+    from monitor.daemon.metrics import MetricsPublisher
+
+    registry = CollectorRegistry()
+    publisher = MetricsPublisher(engine, ModelwatchMetrics(registry, config.models))
+    server = serve_metrics(registry, "127.0.0.1", port)
+    click.echo(f"metrics on http://127.0.0.1:{server.port}/metrics", err=True)
+    names = [m.name for m in config.models]
+
+    def refresh() -> None:
+        while not stop.wait(1.0):
+            publisher.publish(names)
+
+    publisher.publish(names)
+    threading.Thread(target=refresh, name="metrics", daemon=True).start()
 
 
 @click.command()

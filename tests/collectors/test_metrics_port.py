@@ -1,0 +1,66 @@
+"""`modelwatch collect --metrics-port`: Prometheus sees what the collector committed."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import orjson
+
+from tests.collectors.conftest import event, write_config
+from tests.conftest import REPO, run_cli
+from tests.services.net import free_port
+
+
+def _sample(text: str, name: str, labels: str) -> float | None:
+    for line in text.splitlines():
+        if line.startswith(f"{name}{{") and labels in line:
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+def test_metrics_port_exports_ingested_events_and_dead_letters(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    lines = [orjson.dumps(event(i)) for i in range(300)] + [b"{not json"] * 4
+    (logs / "app.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    source = {"name": "logs", "type": "jsonl", "path": str(logs / "*.jsonl")}
+    cfg = write_config(tmp_path / "mw.yaml", f"sqlite:///{tmp_path}/mw.db", [source])
+    assert run_cli("db", "upgrade", "--config", str(cfg)).returncode == 0
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("MODELWATCH_DATABASE_URL", None)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "monitor",
+            "collect",
+            "--config",
+            str(cfg),
+            "--metrics-port",
+            str(port),
+        ],
+        env=env,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        events = dead = None
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (events, dead) != (300.0, 4.0):
+            time.sleep(0.5)
+            try:
+                text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=2).text
+            except httpx.TransportError:
+                continue
+            events = _sample(text, "modelwatch_events_ingested_total", 'source="logs"')
+            dead = _sample(text, "modelwatch_dead_letters_total", 'source="logs"')
+        assert (events, dead) == (300.0, 4.0)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
