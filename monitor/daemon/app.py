@@ -6,7 +6,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -17,11 +17,16 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from monitor._version import __version__
 from monitor.config import Config
+from monitor.daemon.alerts_api import router as alerts_router
 from monitor.daemon.auth import TokenStore, requires
 from monitor.daemon.limits import BodyLimitMiddleware
 from monitor.daemon.models_api import router as models_router
+from monitor.daemon.release_api import router as release_router
 from monitor.errors import ConflictError, InputError, ModelwatchError, NotFoundError
 from monitor.storage import schema_state
+
+if TYPE_CHECKING:
+    from guards.events import RollbackListener
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +40,8 @@ class DaemonState:
     registry: CollectorRegistry
     # name -> callable telling whether that component is running (collectors, scheduler...)
     components: dict[str, Callable[[], bool]] = field(default_factory=dict)
+    # Told about rollbacks made through the API (gate runs, POST .../rollback), e.g. to notify.
+    rollback_listener: RollbackListener | None = None
 
 
 def _error(status: int, detail: str, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -125,6 +132,7 @@ def create_app(state: DaemonState) -> FastAPI:
     app.state.tokens = TokenStore(state.config.api.tokens)
     _install_error_handlers(app)
     _install_health(app, state)
-    app.include_router(models_router, prefix="/v1")
+    for router in (models_router, release_router, alerts_router):
+        app.include_router(router, prefix="/v1")
     app.add_middleware(BodyLimitMiddleware, max_bytes=state.config.api.max_body_bytes)
     return app
