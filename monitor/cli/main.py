@@ -22,6 +22,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "gate": ("monitor.cli.gate:gate", "Gate an optimized ONNX build against its reference."),
     "models": ("monitor.cli.models:models", "Register model versions and list the registry."),
     "rollback": ("monitor.cli.models:rollback", "Move a model's active version back."),
+    "baseline": ("monitor.cli.baseline:baseline", "Profile reference data once and store it."),
+    "drift": (
+        "monitor.cli.drift:drift",
+        "Compare two data files for drift, overall and per slice.",
+    ),
+    "skew": ("monitor.cli.skew:skew", "Compare serving and offline values joined by a key."),
 }
 
 

@@ -18,6 +18,7 @@ from monitor.storage.core import (
 from monitor.storage.daemon import JobRun
 from monitor.storage.engine import make_engine, normalize_url, session_factory, transaction
 from monitor.storage.guards import GateRun, RollbackEvent
+from monitor.storage.results import DriftResultRow, OutcomeResultRow
 from monitor.storage.schema import (
     SchemaState,
     downgrade,
@@ -29,19 +30,21 @@ from monitor.storage.schema import (
 
 __all__ = [
     "ALIASES",
+    "NAMING_CONVENTION",
     "AlertGroup",
     "AlertNotification",
     "AlertSilence",
     "AlertState",
-    "NAMING_CONVENTION",
     "Base",
     "Baseline",
     "BaselineProfile",
+    "DriftResultRow",
+    "GateRun",
     "JobRun",
     "Model",
     "ModelAlias",
     "ModelVersion",
-    "GateRun",
+    "OutcomeResultRow",
     "RollbackEvent",
     "SchemaState",
     "UTCDateTime",

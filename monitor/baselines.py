@@ -1,0 +1,148 @@
+"""Baselines: a reference dataset's ProfileSet stored once and loaded for every comparison."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session
+
+from monitor.errors import ConflictError, NotFoundError
+from monitor.profiles import OVERALL, ProfileSet, profile_from_bytes
+from monitor.profiles.kinds import Profile
+from monitor.storage import Baseline, BaselineProfile, Model, ModelVersion, transaction
+
+
+@dataclass(frozen=True)
+class BaselineInfo:
+    """A stored baseline's identity and size."""
+
+    id: int
+    model: str
+    version: str
+    name: str
+    n_rows: int
+    slice_by: tuple[str, ...]
+    n_profiles: int
+    source: str | None
+    created_at: datetime
+
+
+def ensure_model_version(session: Session, model: str, version: str) -> ModelVersion:
+    """The model_version row, created (with its model) when missing."""
+    m = session.scalar(select(Model).where(Model.name == model))
+    if m is None:
+        m = Model(name=model)
+        session.add(m)
+        session.flush()
+    mv = session.scalar(
+        select(ModelVersion).where(ModelVersion.model_id == m.id, ModelVersion.version == version)
+    )
+    if mv is None:
+        mv = ModelVersion(model_id=m.id, version=version)
+        session.add(mv)
+        session.flush()
+    return mv
+
+
+def save_baseline(
+    engine: Engine,
+    model: str,
+    version: str,
+    profiles: ProfileSet,
+    name: str = "default",
+    source: str | None = None,
+    source_sha256: str | None = None,
+    replace: bool = False,
+    settings: Mapping[str, Any] | None = None,
+) -> int:
+    """Store `profiles` as baseline `name` of model/version; returns the baseline id."""
+    with transaction(engine) as session:
+        mv = ensure_model_version(session, model, version)
+        old = _find(session, mv.id, name)
+        if old is not None:
+            if not replace:
+                raise ConflictError(
+                    f"baseline '{name}' of model '{model}' version '{version}' exists; "
+                    "pass --replace to overwrite it"
+                )
+            session.delete(old)
+            session.flush()
+        row = Baseline(
+            model_version_id=mv.id,
+            name=name,
+            source=source,
+            source_sha256=source_sha256,
+            n_rows=profiles.n_rows,
+            slice_by=list(profiles.slice_by),
+            settings={
+                **(settings or {}),
+                "rows": dict(profiles.rows),
+                "columns": list(profiles.specs),
+            },
+        )
+        row.profiles = [_profile_row(key, col, p) for (key, col), p in profiles.profiles.items()]
+        session.add(row)
+        session.flush()
+        return row.id
+
+
+def _profile_row(key: str, column: str, profile: Profile) -> BaselineProfile:
+    return BaselineProfile(
+        slice_key=key, column=column, kind=profile.kind, n=profile.n, payload=profile.to_bytes()
+    )
+
+
+def load_baseline(engine: Engine, model: str, version: str, name: str = "default") -> ProfileSet:
+    """The stored ProfileSet; NotFoundError naming model, version and baseline if absent."""
+    with transaction(engine) as session:
+        mv = session.scalar(
+            select(ModelVersion)
+            .join(Model, ModelVersion.model_id == Model.id)
+            .where(Model.name == model, ModelVersion.version == version)
+        )
+        row = None if mv is None else _find(session, mv.id, name)
+        if row is None:
+            raise NotFoundError(f"no baseline '{name}' for model '{model}' version '{version}'")
+        profiles = {(p.slice_key, p.column): profile_from_bytes(p.payload) for p in row.profiles}
+        rows = {str(k): int(v) for k, v in row.settings.get("rows", {OVERALL: row.n_rows}).items()}
+        overall = {col: p.spec for (key, col), p in profiles.items() if key == OVERALL}
+        order = row.settings.get("columns") or sorted(overall)
+        specs = {col: overall[col] for col in order if col in overall}
+        return ProfileSet(profiles, rows, tuple(row.slice_by), specs)
+
+
+def list_baselines(engine: Engine, model: str | None = None) -> list[BaselineInfo]:
+    """Stored baselines, newest first, optionally of one model."""
+    stmt = (
+        select(Baseline, ModelVersion.version, Model.name)
+        .join(ModelVersion, Baseline.model_version_id == ModelVersion.id)
+        .join(Model, ModelVersion.model_id == Model.id)
+    )
+    if model is not None:
+        stmt = stmt.where(Model.name == model)
+    with transaction(engine) as session:
+        return [
+            BaselineInfo(
+                id=b.id,
+                model=m,
+                version=v,
+                name=b.name,
+                n_rows=b.n_rows,
+                slice_by=tuple(b.slice_by),
+                n_profiles=len(b.profiles),
+                source=b.source,
+                created_at=b.created_at,
+            )
+            for b, v, m in session.execute(stmt.order_by(Baseline.id.desc())).all()
+        ]
+
+
+def _find(session: Session, model_version_id: int, name: str) -> Baseline | None:
+    return session.scalar(
+        select(Baseline).where(Baseline.model_version_id == model_version_id, Baseline.name == name)
+    )

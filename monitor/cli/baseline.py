@@ -1,0 +1,99 @@
+"""`modelwatch baseline`: profile a reference dataset once and store it."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import click
+
+from monitor.cli.common import database_options, engine_from_options
+from monitor.storage import require_head
+
+
+@click.group()
+def baseline() -> None:
+    """Create and list stored baselines."""
+
+
+@baseline.command("create")
+@click.option("--model", required=True, help="Model name (created if missing).")
+@click.option("--version", "version", required=True, help="Model version (created if missing).")
+@click.option("--name", default="default", show_default=True, help="Baseline name.")
+@click.option("--slice-by", "slice_by", multiple=True, metavar="COL", help="Slice column.")
+@click.option("--columns", default=None, metavar="C,...", help="Columns to profile (default all).")
+@click.option("--bins", default=64, show_default=True, help="Quantile bins per numeric column.")
+@click.option("--top-k", default=50, show_default=True, help="Categories kept per column.")
+@click.option("--replace", is_flag=True, help="Overwrite an existing baseline of that name.")
+@click.argument("data", type=click.Path(path_type=Path))
+@database_options
+def create_cmd(
+    model: str,
+    version: str,
+    name: str,
+    slice_by: tuple[str, ...],
+    columns: str | None,
+    bins: int,
+    top_k: int,
+    replace: bool,
+    data: Path,
+    database_url: str | None,
+    config_path: Path | None,
+) -> None:
+    """Profile DATA (Parquet or CSV) and store it as a baseline of MODEL/VERSION."""
+    from monitor.baselines import save_baseline
+    from monitor.datafile import read_frame
+    from monitor.profiles import profile_frame, specs_for
+
+    wanted = _split(columns)
+    frame = read_frame(data, [*(wanted or []), *slice_by])
+    cols = wanted or [c for c in frame.columns if c not in slice_by]
+    engine = engine_from_options(database_url, config_path)
+    require_head(engine)
+    profiles = profile_frame(frame, specs_for(cols, frame, bins, top_k), slice_by)
+    baseline_id = save_baseline(
+        engine,
+        model,
+        version,
+        profiles,
+        name=name,
+        source=str(data),
+        source_sha256=_sha256(data),
+        replace=replace,
+        settings={"bins": bins, "top_k": top_k},
+    )
+    click.echo(
+        f"baseline {baseline_id} '{name}' of {model} {version}: {profiles.n_rows} rows, "
+        f"{len(cols)} columns, {len(profiles.slice_keys)} slices"
+    )
+
+
+@baseline.command("list")
+@click.option("--model", default=None, help="Only this model.")
+@database_options
+def list_cmd(model: str | None, database_url: str | None, config_path: Path | None) -> None:
+    """List stored baselines, newest first."""
+    from monitor.baselines import list_baselines
+
+    engine = engine_from_options(database_url, config_path)
+    require_head(engine)
+    for b in list_baselines(engine, model):
+        slices = ",".join(b.slice_by) or "-"
+        click.echo(
+            f"{b.id}\t{b.model}\t{b.version}\t{b.name}\t{b.n_rows} rows\t"
+            f"{b.n_profiles} profiles\tslice_by={slices}\t{b.created_at:%Y-%m-%dT%H:%M:%SZ}"
+        )
+
+
+def _split(columns: str | None) -> list[str] | None:
+    if columns is None:
+        return None
+    return [c.strip() for c in columns.split(",") if c.strip()]
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

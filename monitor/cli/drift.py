@@ -1,0 +1,110 @@
+"""`modelwatch drift REFERENCE CURRENT`: one-shot drift check of two data files."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+
+@click.command("drift")
+@click.argument("reference", type=click.Path(path_type=Path))
+@click.argument("current", type=click.Path(path_type=Path))
+@click.option("--slice-by", "slice_by", multiple=True, metavar="COL", help="Slice column.")
+@click.option("--columns", default=None, metavar="C,...", help="Columns to compare (default all).")
+@click.option("--methods", default=None, metavar="M,...", help="Detectors (default per kind).")
+@click.option("--alpha", default=0.01, show_default=True, help="False discovery rate (BH).")
+@click.option("--bins", default=64, show_default=True, help="Quantile bins per numeric column.")
+@click.option("--top-k", default=50, show_default=True, help="Categories kept per column.")
+@click.option("--json", "json_path", type=click.Path(path_type=Path), help="Write JSON here.")
+@click.option("--html", "html_path", type=click.Path(path_type=Path), help="Write HTML here.")
+@click.option(
+    "--evidently-html",
+    "evidently_path",
+    type=click.Path(path_type=Path),
+    help="Also run Evidently's DataDriftPreset and write its HTML here (slow).",
+)
+@click.option("--fail-on-drift", is_flag=True, help="Exit 1 when any result drifts.")
+def drift(
+    reference: Path,
+    current: Path,
+    slice_by: tuple[str, ...],
+    columns: str | None,
+    methods: str | None,
+    alpha: float,
+    bins: int,
+    top_k: int,
+    json_path: Path | None,
+    html_path: Path | None,
+    evidently_path: Path | None,
+    fail_on_drift: bool,
+) -> None:
+    """Compare CURRENT with REFERENCE (Parquet or CSV), overall and per slice."""
+    from monitor.datafile import read_frame, require_columns
+    from monitor.detectors import evaluate, get_detector
+    from monitor.profiles import profile_frame, specs_for
+    from monitor.reports import drift_report, render_html, write_json
+
+    method_names = _split(methods)
+    for name in method_names or []:
+        get_detector(name)
+    wanted = _split(columns)
+    ref = read_frame(reference, [*(wanted or []), *slice_by])
+    cur = read_frame(current, [*(wanted or []), *slice_by])
+    cols = wanted or [c for c in ref.columns if c not in slice_by]
+    require_columns(cur, cols, current)
+    specs = specs_for(cols, ref, bins, top_k)
+    ref_set = profile_frame(ref, specs, slice_by)
+    cur_set = profile_frame(cur, specs, slice_by)
+    results = evaluate(ref_set, cur_set, cols, methods=method_names, alpha=alpha)
+    document = drift_report(results, ref_set.n_rows, cur_set.n_rows)
+    if json_path is not None:
+        write_json(json_path, document)
+    if html_path is not None:
+        _write_text(html_path, render_html(results, ref_set, cur_set, f"{reference} → {current}"))
+    if evidently_path is not None:
+        _evidently(ref, cur, specs, cols, evidently_path)
+    _summary(document)
+    if fail_on_drift and any(r.status == "drift" for r in results):
+        sys.exit(1)
+
+
+def _summary(document: dict[str, Any]) -> None:
+    rows = document["results"]
+    drifted = [r for r in rows if r["status"] == "drift"]
+    click.echo(
+        f"dataset_drift={str(document['dataset_drift']).lower()} "
+        f"reference={document['n_reference']} current={document['n_current']} "
+        f"results={len(rows)} drift={len(drifted)}"
+    )
+    for r in drifted:
+        where = (
+            "" if r["slice"] is None else " " + ",".join(f"{k}={v}" for k, v in r["slice"].items())
+        )
+        click.echo(
+            f"  DRIFT {r['column']}{where} {r['method']}={r['value']:.4g} "
+            f"(threshold {r['threshold']:.4g}, p={r['p_value']:.3g})"
+        )
+
+
+def _evidently(ref: Any, cur: Any, specs: Any, cols: list[str], path: Path) -> None:
+    from monitor.reports.evidently import run_data_drift, write_evidently_html
+
+    write_evidently_html(run_data_drift(ref, cur, specs, cols), path)
+
+
+def _write_text(path: Path, text: str) -> None:
+    from monitor.errors import InputError
+
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write: {exc.strerror}") from None
+
+
+def _split(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    return [v.strip() for v in value.split(",") if v.strip()]

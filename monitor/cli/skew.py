@@ -1,0 +1,48 @@
+"""`modelwatch skew SERVING OFFLINE --key COL`: training-serving skew of two data files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command("skew")
+@click.argument("serving", type=click.Path(path_type=Path))
+@click.argument("offline", type=click.Path(path_type=Path))
+@click.option("--key", required=True, metavar="COL", help="Join key column (unique per file).")
+@click.option("--columns", default=None, metavar="C,...", help="Features to compare.")
+@click.option("--rtol", default=1e-6, show_default=True, help="Relative tolerance (numeric).")
+@click.option("--atol", default=1e-9, show_default=True, help="Absolute tolerance (numeric).")
+@click.option("--worst", default=5, show_default=True, help="Worst keys listed per feature.")
+@click.option("--json", "json_path", type=click.Path(path_type=Path), help="Write JSON here.")
+def skew(
+    serving: Path,
+    offline: Path,
+    key: str,
+    columns: str | None,
+    rtol: float,
+    atol: float,
+    worst: int,
+    json_path: Path | None,
+) -> None:
+    """Join SERVING and OFFLINE rows by --key and report per-feature mismatches."""
+    from monitor.datafile import read_frame
+    from monitor.reports import write_json
+    from monitor.skew import compute_skew
+
+    wanted = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
+    s_frame = read_frame(serving, [key])
+    o_frame = read_frame(offline, [key])
+    report = compute_skew(
+        s_frame, o_frame, key, wanted, rtol, atol, worst, names=(str(serving), str(offline))
+    )
+    if json_path is not None:
+        write_json(json_path, report.to_dict())
+    click.echo(
+        f"joined={report.n_joined} only_serving={report.only_serving} "
+        f"only_offline={report.only_offline} features={len(report.features)}"
+    )
+    for f in report.features:
+        mad = "" if f.mean_abs_diff is None else f" mean_abs_diff={f.mean_abs_diff:.4g}"
+        click.echo(f"  {f.column}: mismatch_rate={f.mismatch_rate:.4f} ({f.mismatches}){mad}")

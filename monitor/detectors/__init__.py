@@ -1,0 +1,58 @@
+"""Drift detectors: registered statistics over two profiles, sample-size aware verdicts.
+
+Each module registers one detector on import; `get_detector(name)` finds it. Defaults per
+column kind: Wasserstein (normalised) for numeric, Jensen–Shannon for categorical — the same
+choice Evidently makes for large samples — plus `missing_rate` where nulls occur.
+"""
+
+from __future__ import annotations
+
+from monitor.detectors import (  # noqa: F401  (importing registers the detectors)
+    chi2,
+    hellinger,
+    jensen_shannon,
+    ks,
+    l_infinity,
+    missing_rate,
+    psi,
+    wasserstein,
+)
+from monitor.detectors.base import (
+    DEFAULT_ALPHA,
+    EPSILON,
+    MIN_N,
+    STATUSES,
+    ConstantThresholds,
+    Detector,
+    DriftResult,
+    Pair,
+    Status,
+    ThresholdStrategy,
+    detector_names,
+    detectors,
+    get_detector,
+    register,
+)
+from monitor.detectors.compare import benjamini_hochberg, compare
+from monitor.detectors.evaluate import DEFAULT_METHODS, evaluate
+
+__all__ = [
+    "DEFAULT_ALPHA",
+    "DEFAULT_METHODS",
+    "EPSILON",
+    "MIN_N",
+    "STATUSES",
+    "ConstantThresholds",
+    "Detector",
+    "DriftResult",
+    "Pair",
+    "Status",
+    "ThresholdStrategy",
+    "benjamini_hochberg",
+    "compare",
+    "detector_names",
+    "detectors",
+    "evaluate",
+    "get_detector",
+    "register",
+]

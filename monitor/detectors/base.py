@@ -1,0 +1,193 @@
+"""Detector interface, registry, result type and the shared edge-case policy.
+
+A detector is a pure, batched statistic over two bucket-count vectors (reference, current),
+registered by name with the column kinds it accepts and its default threshold. The same
+function scores the observed pair and the resampled pairs of its null distribution.
+
+Edge-case policy (one for every binned statistic):
+
+* ``EPSILON`` (1e-4) is added to every bucket proportion, then renormalised, wherever a
+  logarithm or ratio of proportions appears (PSI); JS, Hellinger, L∞, KS, chi² and Wasserstein
+  need no smoothing (0·log 0 = 0, empty buckets just contribute 0).
+* Fewer than ``MIN_N`` (30) non-null values on either side (rows, for ``missing_rate``) gives
+  status ``insufficient_data`` with value and p-value None — never NaN, never ``drift``.
+* Nulls (None, NaN, ±inf) are not part of the distribution; ``missing_rate`` watches them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from monitor.errors import InputError, RegistryError
+from monitor.profiles.kinds import Profile
+
+Status = Literal["ok", "drift", "insufficient_data"]
+STATUSES: tuple[Status, ...] = ("ok", "drift", "insufficient_data")
+EPSILON = 1e-4
+MIN_N = 30
+# False-discovery level across one evaluation. 0.01, not 0.05: under "no drift anywhere" BH
+# controls the chance of any false alarm per evaluation at alpha, and a daemon evaluates
+# many windows a day.
+DEFAULT_ALPHA = 0.01
+
+Counts = NDArray[np.float64]  # shape (m, k): m pairs of k bucket counts
+Batch = Callable[[Counts, Counts, "Pair"], NDArray[np.float64]]
+
+
+@dataclass(frozen=True)
+class Pair:
+    """The two profiles a detector compares (same spec), with cached derived vectors."""
+
+    reference: Profile
+    current: Profile
+
+    def __post_init__(self) -> None:
+        if self.reference.spec.fingerprint != self.current.spec.fingerprint:
+            raise InputError(
+                f"column '{self.reference.spec.column}': reference and current profiles were "
+                "built on different specs"
+            )
+
+    @property
+    def column(self) -> str:
+        return self.reference.spec.column
+
+
+class PValue(Protocol):
+    """An analytic p-value of an observed statistic; None means 'use the bootstrap null'."""
+
+    def __call__(self, value: float, pair: Pair) -> float | None: ...
+
+
+@dataclass(frozen=True)
+class Detector:
+    """A registered drift statistic.
+
+    ``statistic`` maps batches of (reference, current) bucket counts to one value per row;
+    ``buckets`` turns a profile into the count vector it works on (default: the profile's
+    buckets); ``p_value`` is analytic where the statistic has a known null distribution,
+    otherwise None and the null is a multinomial bootstrap from the reference proportions;
+    """
+
+    name: str
+    kinds: frozenset[str]
+    default_threshold: float
+    statistic: Batch
+    description: str
+    p_value: PValue | None = None
+    buckets: Callable[[Profile], NDArray[np.float64]] = field(
+        default=lambda p: p.counts.astype(np.float64)
+    )
+    size: Callable[[Profile], int] = field(default=lambda p: p.n)
+    observed: Callable[[Pair], float] | None = None
+
+    def score(self, pair: Pair) -> float:
+        """The statistic of the observed pair (`observed` when the detector has a finer one)."""
+        if self.observed is not None:
+            return self.observed(pair)
+        ref = self.buckets(pair.reference)[None, :]
+        cur = self.buckets(pair.current)[None, :]
+        return float(self.statistic(ref, cur, pair)[0])
+
+
+_REGISTRY: dict[str, Detector] = {}
+
+
+def register(detector: Detector) -> Detector:
+    """Add a detector; a name registered twice raises RegistryError."""
+    if detector.name in _REGISTRY:
+        raise RegistryError(f"detector '{detector.name}' is already registered")
+    _REGISTRY[detector.name] = detector
+    return detector
+
+
+def get_detector(name: str) -> Detector:
+    """The detector called `name`; RegistryError listing the valid names otherwise."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise RegistryError(
+            f"unknown drift method '{name}'; valid: {', '.join(detector_names())}"
+        ) from None
+
+
+def detector_names() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def detectors() -> Mapping[str, Detector]:
+    """All registered detectors by name."""
+    return dict(_REGISTRY)
+
+
+class ThresholdStrategy(Protocol):
+    """Where a detector's drift bound comes from (separate from the statistic)."""
+
+    def threshold(self, detector: Detector, column: str) -> float: ...
+
+
+@dataclass(frozen=True)
+class ConstantThresholds:
+    """Constant bounds: per-method overrides, otherwise each detector's default."""
+
+    by_method: Mapping[str, float] = field(default_factory=dict)
+    by_column: Mapping[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in self.by_method:
+            get_detector(name)
+
+    def threshold(self, detector: Detector, column: str) -> float:
+        if column in self.by_column:
+            return self.by_column[column]
+        return self.by_method.get(detector.name, detector.default_threshold)
+
+
+@dataclass(frozen=True)
+class DriftResult:
+    """One column's comparison, overall (slice None) or within one slice."""
+
+    column: str
+    slice: dict[str, str] | None
+    kind: str
+    method: str
+    value: float | None
+    threshold: float
+    p_value: float | None
+    n_reference: int
+    n_current: int
+    status: Status
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON row of the drift report."""
+        return {
+            "column": self.column,
+            "slice": self.slice,
+            "kind": self.kind,
+            "method": self.method,
+            "value": self.value,
+            "threshold": self.threshold,
+            "p_value": self.p_value,
+            "n_reference": self.n_reference,
+            "n_current": self.n_current,
+            "status": self.status,
+        }
+
+
+def proportions(counts: Counts) -> Counts:
+    """Rows of counts as proportions (an all-zero row stays zero)."""
+    total = counts.sum(axis=1, keepdims=True)
+    out: Counts = np.divide(counts, total, out=np.zeros_like(counts), where=total > 0)
+    return out
+
+
+def smoothed(counts: Counts) -> Counts:
+    """Proportions with EPSILON added to every bucket, renormalised (for logs and ratios)."""
+    p = proportions(counts) + EPSILON
+    out: Counts = p / p.sum(axis=1, keepdims=True)
+    return out

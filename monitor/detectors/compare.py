@@ -1,0 +1,83 @@
+"""Comparing two profiles with one detector, and Benjamini–Hochberg across many comparisons."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from monitor.detectors.base import DEFAULT_ALPHA, MIN_N, Detector, DriftResult, Pair, Status
+from monitor.detectors.null import p_value as null_p_value
+from monitor.errors import InputError
+from monitor.profiles.kinds import Profile
+
+
+def compare(
+    detector: Detector,
+    reference: Profile,
+    current: Profile,
+    threshold: float,
+    slice_: dict[str, str] | None = None,
+    min_n: int = MIN_N,
+    alpha: float = DEFAULT_ALPHA,
+) -> DriftResult:
+    """One comparison: drift when value > threshold and p < alpha (no multiple-testing step)."""
+    kind = reference.kind
+    if kind not in detector.kinds:
+        raise InputError(
+            f"column '{reference.spec.column}': method '{detector.name}' does not accept "
+            f"{kind} columns"
+        )
+    pair = Pair(reference, current)
+    n_ref, n_cur = detector.size(reference), detector.size(current)
+    base = DriftResult(
+        column=reference.spec.column,
+        slice=slice_,
+        kind=kind,
+        method=detector.name,
+        value=None,
+        threshold=float(threshold),
+        p_value=None,
+        n_reference=n_ref,
+        n_current=n_cur,
+        status="insufficient_data",
+    )
+    if min(n_ref, n_cur) < min_n:
+        return base
+    value = detector.score(pair)
+    p = null_p_value(detector, pair)
+    status: Status = "drift" if value > threshold and p < alpha else "ok"
+    return replace(base, value=_finite(value), p_value=_finite(p), status=status)
+
+
+def benjamini_hochberg(results: Sequence[DriftResult], alpha: float) -> list[DriftResult]:
+    """Adjust p-values across `results` (BH step-up) and set status from the adjusted ones.
+
+    A result drifts when its value exceeds its threshold AND its BH-adjusted p-value is below
+    ``alpha``; the reported p_value is the adjusted one. Results without a p-value keep theirs.
+    """
+    idx = [i for i, r in enumerate(results) if r.p_value is not None]
+    out = list(results)
+    if not idx:
+        return out
+    raw = np.array([results[i].p_value for i in idx], dtype=np.float64)
+    order = np.argsort(raw)
+    m = raw.size
+    scaled = raw[order] * m / np.arange(1, m + 1)
+    adjusted_sorted = np.minimum.accumulate(scaled[::-1])[::-1].clip(0.0, 1.0)
+    adjusted = np.empty(m)
+    adjusted[order] = adjusted_sorted
+    for i, q in zip(idx, adjusted.tolist(), strict=True):
+        r = results[i]
+        assert r.value is not None
+        status: Status = "drift" if r.value > r.threshold and q < alpha else "ok"
+        out[i] = replace(r, p_value=q, status=status)
+    return out
+
+
+def _finite(x: float) -> float:
+    # Policy: never NaN in a result. A statistic is finite by construction; guard anyway.
+    if not np.isfinite(x):
+        raise ValueError(f"non-finite statistic {x!r}")
+    return float(x)

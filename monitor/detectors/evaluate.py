@@ -1,0 +1,99 @@
+"""Evaluate a window: every column, overall and per slice, against a reference ProfileSet."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from monitor.detectors.base import (
+    DEFAULT_ALPHA,
+    MIN_N,
+    ConstantThresholds,
+    Detector,
+    DriftResult,
+    ThresholdStrategy,
+    get_detector,
+)
+from monitor.detectors.compare import benjamini_hochberg, compare
+from monitor.errors import InputError
+from monitor.profiles import OVERALL, ProfileSet, parse_slice_key
+from monitor.profiles.kinds import Profile
+
+DEFAULT_METHODS: Mapping[str, tuple[str, ...]] = {
+    "numeric": ("wasserstein",),
+    "categorical": ("jensen_shannon",),
+}
+DEFAULT_DRIFT_SHARE = 0.5
+
+
+def evaluate(
+    reference: ProfileSet,
+    current: ProfileSet,
+    columns: Sequence[str] | None = None,
+    methods: Sequence[str] | None = None,
+    thresholds: ThresholdStrategy | None = None,
+    alpha: float = DEFAULT_ALPHA,
+    min_n: int = MIN_N,
+) -> list[DriftResult]:
+    """Drift results for each column (overall, then each slice) and method.
+
+    Methods: `methods` that accept the column's kind, else the kind's default, plus
+    ``missing_rate`` for columns with nulls on either side. Verdicts need value > threshold
+    and a Benjamini–Hochberg-adjusted p-value < `alpha` across all results of this call.
+    """
+    strategy = thresholds or ConstantThresholds()
+    chosen = [get_detector(m) for m in methods or ()]
+    results: list[DriftResult] = []
+    keys = [OVERALL, *_slice_keys(reference, current)]
+    for column in _columns(reference, current, columns):
+        ref_all = reference.get(column)
+        for detector in _detectors_for(ref_all, current.get(column), chosen):
+            bound = strategy.threshold(detector, column)
+            for key in keys:
+                ref, cur = _pair(reference, current, key, column, ref_all)
+                results.append(
+                    compare(detector, ref, cur, bound, parse_slice_key(key), min_n=min_n)
+                )
+    return benjamini_hochberg(results, alpha)
+
+
+def dataset_drift(results: Sequence[DriftResult], share: float = DEFAULT_DRIFT_SHARE) -> bool:
+    """True when at least `share` of the columns drift overall (Evidently's convention)."""
+    overall = [r for r in results if r.slice is None]
+    columns = {r.column for r in overall}
+    drifted = {r.column for r in overall if r.status == "drift"}
+    return bool(columns) and len(drifted) >= share * len(columns)
+
+
+def _columns(
+    reference: ProfileSet, current: ProfileSet, columns: Sequence[str] | None
+) -> list[str]:
+    wanted = list(columns) if columns else reference.columns
+    for col in wanted:
+        if col not in reference.specs:
+            raise InputError(f"column '{col}' not in the reference")
+        if col not in current.specs:
+            raise InputError(f"column '{col}' not in the current data")
+    return wanted
+
+
+def _slice_keys(reference: ProfileSet, current: ProfileSet) -> list[str]:
+    return sorted(set(reference.slice_keys) | set(current.slice_keys))
+
+
+def _detectors_for(ref: Profile, cur: Profile, chosen: Sequence[Detector]) -> list[Detector]:
+    picked = [d for d in chosen if ref.kind in d.kinds and d.name != "missing_rate"]
+    if not picked:
+        picked = [get_detector(m) for m in DEFAULT_METHODS[ref.kind]]
+    wants_missing = any(d.name == "missing_rate" for d in chosen)
+    if wants_missing or ref.null_count or cur.null_count:
+        picked.append(get_detector("missing_rate"))
+    return picked
+
+
+def _pair(
+    reference: ProfileSet, current: ProfileSet, key: str, column: str, ref_all: Profile
+) -> tuple[Profile, Profile]:
+    # A slice absent on one side compares an empty profile: insufficient_data, not an error.
+    ref = reference.profiles.get((key, column)) or ref_all.spec.empty()
+    cur = current.profiles.get((key, column)) or ref_all.spec.empty()
+    return ref, cur

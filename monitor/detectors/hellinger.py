@@ -1,0 +1,29 @@
+"""Hellinger distance between bucket distributions.
+
+What it measures: sqrt(1/2 * sum (sqrt(p) - sqrt(q))²), in [0, 1]; 0 for identical.
+Default threshold: 0.1.
+Edge cases: no smoothing; finite with empty buckets. Null by multinomial bootstrap.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from monitor.detectors.base import Counts, Detector, Pair, proportions, register
+
+
+def _hellinger(ref: Counts, cur: Counts, pair: Pair) -> NDArray[np.float64]:
+    diff = np.sqrt(proportions(ref)) - np.sqrt(proportions(cur))
+    return np.asarray(np.sqrt(0.5 * np.square(diff).sum(axis=1)), dtype=np.float64)
+
+
+DETECTOR = register(
+    Detector(
+        name="hellinger",
+        kinds=frozenset({"numeric", "categorical"}),
+        default_threshold=0.1,
+        statistic=_hellinger,
+        description="Hellinger distance",
+    )
+)

@@ -1,0 +1,27 @@
+"""Per-slice outcome metrics (classification and regression) with intervals and verdicts."""
+
+from __future__ import annotations
+
+from monitor.outcomes.base import (
+    DEFAULT_METRICS,
+    METRICS,
+    Metric,
+    OutcomeResult,
+    OutcomeStatus,
+    get_metric,
+)
+from monitor.outcomes.evaluate import MIN_SUPPORT, evaluate_outcomes
+from monitor.outcomes.intervals import bootstrap, wilson
+
+__all__ = [
+    "DEFAULT_METRICS",
+    "METRICS",
+    "MIN_SUPPORT",
+    "Metric",
+    "OutcomeResult",
+    "OutcomeStatus",
+    "bootstrap",
+    "evaluate_outcomes",
+    "get_metric",
+    "wilson",
+]

@@ -1,0 +1,80 @@
+"""Outcome metric registry and the frozen per-slice result."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from monitor.errors import RegistryError
+from monitor.outcomes import metrics as m
+
+OutcomeStatus = Literal["ok", "degraded", "insufficient_data"]
+Task = Literal["classification", "regression"]
+Array = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class Metric:
+    """An outcome metric: its function, task, interval method and direction.
+
+    ``support`` says which rows the metric's sample size counts: all rows, predicted
+    positives (precision) or actual positives (recall). Proportions get Wilson intervals
+    (``successes`` gives the numerator); the rest a percentile bootstrap.
+    """
+
+    name: str
+    fn: Callable[[Array, Array, float], float]
+    task: Task
+    higher_is_better: bool
+    support: Literal["rows", "predicted_positive", "actual_positive"] = "rows"
+    proportion: bool = False
+
+
+METRICS: dict[str, Metric] = {
+    x.name: x
+    for x in (
+        Metric("accuracy", m.accuracy, "classification", True, proportion=True),
+        Metric("precision", m.precision, "classification", True, "predicted_positive", True),
+        Metric("recall", m.recall, "classification", True, "actual_positive", True),
+        Metric("f1", m.f1, "classification", True),
+        Metric("roc_auc", m.roc_auc, "classification", True),
+        Metric("log_loss", m.log_loss, "classification", False),
+        Metric("ece", m.ece, "classification", False),
+        Metric("mae", m.mae, "regression", False),
+        Metric("rmse", m.rmse, "regression", False),
+        Metric("mape", m.mape, "regression", False),
+    )
+}
+DEFAULT_METRICS: dict[Task, tuple[str, ...]] = {
+    "classification": ("accuracy", "precision", "recall", "f1", "roc_auc", "log_loss", "ece"),
+    "regression": ("mae", "rmse", "mape"),
+}
+
+
+def get_metric(name: str) -> Metric:
+    """The metric called `name`; RegistryError listing valid names otherwise."""
+    try:
+        return METRICS[name]
+    except KeyError:
+        raise RegistryError(
+            f"unknown outcome metric '{name}'; valid: {', '.join(sorted(METRICS))}"
+        ) from None
+
+
+@dataclass(frozen=True)
+class OutcomeResult:
+    """One metric of one slice (None = all rows) in one window, compared with its baseline."""
+
+    metric: str
+    slice: dict[str, str] | None
+    value: float | None
+    ci_low: float | None
+    ci_high: float | None
+    baseline_value: float | None
+    tolerance: float | None
+    n: int
+    status: OutcomeStatus

@@ -1,0 +1,44 @@
+"""Confidence intervals: Wilson for proportions, percentile bootstrap for everything else."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+from numpy.typing import NDArray
+
+Z95 = 1.959963984540054
+BOOTSTRAP_DRAWS = 200
+_MAX_CELLS = 20_000_000  # bound bootstrap work: draws x rows
+
+
+def wilson(successes: float, n: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval of a proportion (sensible at 0, 1 and small n)."""
+    if n <= 0:
+        return 0.0, 1.0
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def bootstrap(
+    fn: Callable[[NDArray[np.float64], NDArray[np.float64]], float],
+    y: NDArray[np.float64],
+    x: NDArray[np.float64],
+    seed: int = 0,
+    level: float = 0.95,
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of fn(y, x); fewer draws for very large inputs."""
+    n = y.size
+    draws = max(50, min(BOOTSTRAP_DRAWS, _MAX_CELLS // max(n, 1)))
+    rng = np.random.default_rng(seed)
+    values = np.empty(draws)
+    for i in range(draws):
+        idx = rng.integers(0, n, n)
+        values[i] = fn(y[idx], x[idx])
+    tail = (1 - level) / 2 * 100
+    lo, hi = np.percentile(values, [tail, 100 - tail])
+    return float(lo), float(hi)

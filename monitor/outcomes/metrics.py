@@ -1,0 +1,78 @@
+"""Outcome metrics as pure functions of (y_true, y_score) — binary classification — or
+(y_true, y_pred) — regression. Each returns a float; callers check support first."""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+Array = NDArray[np.float64]
+CLIP = 1e-15  # log loss clips probabilities to [CLIP, 1 - CLIP]
+ECE_BINS = 10
+
+
+def _labels(score: Array, threshold: float) -> Array:
+    return (score >= threshold).astype(np.float64)
+
+
+def accuracy(y: Array, score: Array, threshold: float = 0.5) -> float:
+    return float((y == _labels(score, threshold)).mean())
+
+
+def precision(y: Array, score: Array, threshold: float = 0.5) -> float:
+    pred = _labels(score, threshold)
+    positives = pred.sum()
+    return float((y * pred).sum() / positives) if positives else 0.0
+
+
+def recall(y: Array, score: Array, threshold: float = 0.5) -> float:
+    actual = y.sum()
+    return float((y * _labels(score, threshold)).sum() / actual) if actual else 0.0
+
+
+def f1(y: Array, score: Array, threshold: float = 0.5) -> float:
+    pred = _labels(score, threshold)
+    tp = (y * pred).sum()
+    denom = pred.sum() + y.sum()
+    return float(2 * tp / denom) if denom else 0.0
+
+
+def roc_auc(y: Array, score: Array, threshold: float = 0.5) -> float:
+    """Mann–Whitney AUC with average ranks for ties; 0.5 if one class is absent."""
+    from scipy.stats import rankdata
+
+    n_pos = y.sum()
+    n_neg = y.size - n_pos
+    if n_pos == 0 or n_neg == 0:
+        return 0.5
+    ranks = rankdata(score)
+    return float((ranks[y == 1].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def log_loss(y: Array, score: Array, threshold: float = 0.5) -> float:
+    p = np.clip(score, CLIP, 1 - CLIP)
+    return float(-(y * np.log(p) + (1 - y) * np.log(1 - p)).mean())
+
+
+def ece(y: Array, score: Array, threshold: float = 0.5) -> float:
+    """Expected calibration error over 10 equal-width probability bins."""
+    idx = np.minimum((score * ECE_BINS).astype(np.intp), ECE_BINS - 1)
+    conf = np.bincount(idx, weights=score, minlength=ECE_BINS)
+    acc = np.bincount(idx, weights=y, minlength=ECE_BINS)
+    return float(np.abs(acc - conf).sum() / y.size)
+
+
+def mae(y: Array, pred: Array, threshold: float = 0.5) -> float:
+    return float(np.abs(y - pred).mean())
+
+
+def rmse(y: Array, pred: Array, threshold: float = 0.5) -> float:
+    return float(np.sqrt(np.square(y - pred).mean()))
+
+
+def mape(y: Array, pred: Array, threshold: float = 0.5) -> float:
+    """Mean absolute percentage error over rows with y != 0 (others cannot be expressed)."""
+    keep = y != 0
+    if not keep.any():
+        return 0.0
+    return float(np.abs((y[keep] - pred[keep]) / y[keep]).mean())

@@ -1,0 +1,122 @@
+"""Categorical profiles: top-K category counts plus other, unseen and null counts."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from monitor.errors import InputError
+from monitor.profiles.numeric import _check_same_spec
+from monitor.profiles.spec import ColumnSpec
+
+
+def category_label(value: Any) -> str:
+    """The canonical string of a category value (bools as 'True'/'False', numbers via str)."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value)
+
+
+def _factorize(values: Any) -> tuple[NDArray[np.intp], list[str]]:
+    import pandas as pd
+
+    if not hasattr(values, "dtype") or getattr(values, "ndim", 1) != 1:
+        values = pd.Series(np.asarray(values, dtype=object).reshape(-1), dtype=object)
+    codes, uniques = pd.factorize(values, use_na_sentinel=True)
+    return np.asarray(codes, dtype=np.intp), [category_label(u) for u in np.asarray(uniques)]
+
+
+def value_counts(values: Any) -> dict[str, int]:
+    """Non-null counts per canonical category label."""
+    codes, labels = _factorize(values)
+    counts = np.bincount(codes[codes >= 0], minlength=len(labels))
+    out: Counter[str] = Counter()
+    for label, c in zip(labels, counts.tolist(), strict=True):
+        out[label] += c
+    return dict(out)
+
+
+def encode_categorical(spec: ColumnSpec, values: Any) -> NDArray[np.intp]:
+    """Bucket index per value: a category's position, then other, unseen; nulls last."""
+    codes, labels = _factorize(values)
+    k = len(spec.categories)
+    position = {c: i for i, c in enumerate(spec.categories)}
+    unseen = k + 1 if spec.tail_complete else k
+    lut = np.fromiter(
+        (position.get(lab, k if lab in spec.tail else unseen) for lab in labels),
+        dtype=np.intp,
+        count=len(labels),
+    )
+    # Code -1 (null) indexes the appended last entry.
+    return np.append(lut, k + 2)[codes]
+
+
+@dataclass(frozen=True, eq=False)
+class CategoricalProfile:
+    """Counts per bucket ``[*spec.categories, other, unseen]`` and the null count.
+
+    ``other`` counts values the reference had beyond its top K; ``unseen`` values the reference
+    never had. None and NaN are nulls. Merging adds counts, so it is exact.
+    """
+
+    spec: ColumnSpec
+    counts: NDArray[np.int64]
+    null_count: int
+
+    def __post_init__(self) -> None:
+        if self.counts.shape != (self.spec.n_buckets,):
+            raise InputError(f"column '{self.spec.column}': profile arrays do not match its spec")
+
+    @property
+    def kind(self) -> str:
+        return "categorical"
+
+    @property
+    def n(self) -> int:
+        """Number of non-null values."""
+        return int(self.counts.sum())
+
+    @property
+    def other_count(self) -> int:
+        return int(self.counts[-2])
+
+    @property
+    def unseen_count(self) -> int:
+        return int(self.counts[-1])
+
+    def category_counts(self) -> dict[str, int]:
+        """Counts of the spec's categories by name."""
+        return dict(zip(self.spec.categories, self.counts[:-2].tolist(), strict=True))
+
+    def merge(self, other: CategoricalProfile) -> CategoricalProfile:
+        """The profile of both inputs' rows together."""
+        _check_same_spec(self, other)
+        return CategoricalProfile(
+            self.spec, self.counts + other.counts, self.null_count + other.null_count
+        )
+
+    def to_bytes(self) -> bytes:
+        """Compact self-describing encoding; `profile_from_bytes` restores it."""
+        from monitor.profiles.codec import encode
+
+        return encode(self)
+
+
+def profile_categorical(spec: ColumnSpec, values: Any) -> CategoricalProfile:
+    """Profile categorical values against the spec's categories."""
+    return profile_buckets(spec, encode_categorical(spec, values))
+
+
+def profile_buckets(spec: ColumnSpec, buckets: NDArray[np.intp]) -> CategoricalProfile:
+    """Profile values already bucketed by `encode_categorical`."""
+    nb = spec.n_buckets
+    counts = np.bincount(buckets, minlength=nb + 1)
+    return CategoricalProfile(spec, counts[:nb].astype(np.int64), int(counts[nb]))

@@ -1,0 +1,34 @@
+"""The drift report as JSON: dataset verdict, sizes, one row per column/slice/method."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from monitor.detectors import DriftResult
+from monitor.detectors.evaluate import dataset_drift
+from monitor.errors import InputError
+
+
+def drift_report(
+    results: Sequence[DriftResult], n_reference: int, n_current: int
+) -> dict[str, Any]:
+    """``{"dataset_drift", "n_reference", "n_current", "results": [...]}``."""
+    return {
+        "dataset_drift": dataset_drift(results),
+        "n_reference": int(n_reference),
+        "n_current": int(n_current),
+        "results": [r.to_dict() for r in results],
+    }
+
+
+def write_json(path: str | Path, document: dict[str, Any]) -> None:
+    """Write `document` as indented JSON; InputError naming the path if it cannot be written."""
+    p = Path(path)
+    try:
+        p.write_bytes(orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n")
+    except OSError as exc:
+        raise InputError(f"{p}: cannot write: {exc.strerror}") from None

@@ -1,0 +1,109 @@
+"""Storing drift and outcome results idempotently: a re-run of a window replaces its rows."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from sqlalchemy import Table
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Engine
+
+from monitor.detectors import DriftResult
+from monitor.errors import InputError
+from monitor.storage import DriftResultRow, OutcomeResultRow, transaction, utcnow
+
+if TYPE_CHECKING:
+    from monitor.outcomes import OutcomeResult
+
+_DRIFT_KEY = ["model", "version", "window_start", "slice_key", "column", "method"]
+_OUTCOME_KEY = ["model", "version", "window_start", "slice_key", "metric"]
+
+
+def slice_key_of(slice_: dict[str, str] | None) -> str:
+    """The stored slice key of a result's slice ("" for overall)."""
+    if slice_ is None:
+        return ""
+    return orjson.dumps(slice_, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def store_drift_results(
+    engine: Engine,
+    model: str,
+    version: str,
+    window: tuple[datetime, datetime],
+    results: Sequence[DriftResult],
+    computed_at: datetime | None = None,
+) -> int:
+    """Upsert one window's drift results; returns the number of rows written."""
+    rows = [
+        {
+            "slice_key": slice_key_of(r.slice), "column": r.column, "method": r.method,
+            "value": r.value, "threshold": r.threshold, "p_value": r.p_value,
+            "n_reference": r.n_reference, "n_current": r.n_current, "status": r.status,
+        }
+        for r in results
+    ]  # fmt: skip
+    table = DriftResultRow.__table__
+    return _store(engine, table, _DRIFT_KEY, (model, version, window), rows, computed_at)  # type: ignore[arg-type]
+
+
+def store_outcome_results(
+    engine: Engine,
+    model: str,
+    version: str,
+    window: tuple[datetime, datetime],
+    results: Sequence[OutcomeResult],
+    computed_at: datetime | None = None,
+) -> int:
+    """Upsert one window's outcome metrics; returns the number of rows written."""
+    rows = [
+        {
+            "slice_key": slice_key_of(r.slice), "metric": r.metric, "value": r.value,
+            "ci_low": r.ci_low, "ci_high": r.ci_high, "baseline_value": r.baseline_value,
+            "tolerance": r.tolerance, "n": r.n, "status": r.status,
+        }
+        for r in results
+    ]  # fmt: skip
+    table = OutcomeResultRow.__table__
+    return _store(engine, table, _OUTCOME_KEY, (model, version, window), rows, computed_at)  # type: ignore[arg-type]
+
+
+def _store(
+    engine: Engine,
+    table: Table,
+    key: list[str],
+    ident: tuple[str, str, tuple[datetime, datetime]],
+    rows: list[dict[str, Any]],
+    computed_at: datetime | None,
+) -> int:
+    model, version, window = ident
+    start, end = _check_window(window)
+    common = {
+        "model": model, "version": version, "window_start": start, "window_end": end,
+        "computed_at": computed_at or utcnow(),
+    }  # fmt: skip
+    return _upsert(engine, table, key, [{**common, **row} for row in rows])
+
+
+def _check_window(window: tuple[datetime, datetime]) -> tuple[datetime, datetime]:
+    start, end = window
+    if start.tzinfo is None or end.tzinfo is None:
+        raise InputError("window bounds must be timezone-aware UTC datetimes")
+    if not start < end:
+        raise InputError(f"window start {start.isoformat()} is not before end {end.isoformat()}")
+    return start, end
+
+
+def _upsert(engine: Engine, table: Table, key: list[str], rows: list[dict[str, Any]]) -> int:
+    if not rows:
+        return 0
+    dialect = postgresql if engine.dialect.name == "postgresql" else sqlite
+    stmt = dialect.insert(table)
+    update = {c.name: stmt.excluded[c.name] for c in table.columns if c.name not in (*key, "id")}
+    stmt = stmt.on_conflict_do_update(index_elements=key, set_=update)
+    with transaction(engine) as session:
+        session.execute(stmt, rows)
+    return len(rows)

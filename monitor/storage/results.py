@@ -1,0 +1,73 @@
+"""Result tables of the statistical core: drift and per-slice outcome metrics, long and tidy.
+
+One row per (model, version, window, slice, column, method) — what SQL views and Grafana
+panels group and filter by. Model and version are stored by name so dashboards need no joins.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import CheckConstraint, Float, Integer, String, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from monitor.storage.base import Base, UTCDateTime, utcnow
+
+
+class _WindowResult:
+    """Columns every result row has: who, which window, which slice, when computed."""
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    model: Mapped[str] = mapped_column(String(200))
+    version: Mapped[str] = mapped_column(String(100))
+    window_start: Mapped[datetime] = mapped_column(UTCDateTime)
+    window_end: Mapped[datetime] = mapped_column(UTCDateTime)
+    # "" is the whole window; otherwise canonical JSON such as {"region":"eu"}.
+    slice_key: Mapped[str] = mapped_column(String(500), default="")
+    computed_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class DriftResultRow(_WindowResult, Base):
+    """A drift result of one column (overall or one slice) in one window."""
+
+    __tablename__ = "drift_results"
+    __table_args__ = (
+        UniqueConstraint(
+            "model", "version", "window_start", "slice_key", "column", "method",
+            name="uq_drift_results_key",
+        ),
+        CheckConstraint("status IN ('ok', 'drift', 'insufficient_data')", name="status_known"),
+    )  # fmt: skip
+
+    column: Mapped[str] = mapped_column(String(200))
+    method: Mapped[str] = mapped_column(String(50))
+    value: Mapped[float | None] = mapped_column(Float)
+    threshold: Mapped[float] = mapped_column(Float)
+    p_value: Mapped[float | None] = mapped_column(Float)
+    n_reference: Mapped[int] = mapped_column(Integer)
+    n_current: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(20))
+
+
+class OutcomeResultRow(_WindowResult, Base):
+    """An outcome metric (accuracy, AUC, MAE...) of one slice in one window, with its interval."""
+
+    __tablename__ = "outcome_results"
+    __table_args__ = (
+        UniqueConstraint(
+            "model", "version", "window_start", "slice_key", "metric",
+            name="uq_outcome_results_key",
+        ),
+        CheckConstraint(
+            "status IN ('ok', 'degraded', 'insufficient_data')", name="status_known"
+        ),
+    )  # fmt: skip
+
+    metric: Mapped[str] = mapped_column(String(50))
+    value: Mapped[float | None] = mapped_column(Float)
+    ci_low: Mapped[float | None] = mapped_column(Float)
+    ci_high: Mapped[float | None] = mapped_column(Float)
+    baseline_value: Mapped[float | None] = mapped_column(Float)
+    tolerance: Mapped[float | None] = mapped_column(Float)
+    n: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(20))

@@ -1,0 +1,84 @@
+"""The statistical core's public surface is pinned."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+PINNED: dict[str, set[str]] = {
+    "monitor.detectors": {
+        "DEFAULT_ALPHA",
+        "DEFAULT_METHODS",
+        "EPSILON",
+        "MIN_N",
+        "STATUSES",
+        "ConstantThresholds",
+        "Detector",
+        "DriftResult",
+        "Pair",
+        "Status",
+        "ThresholdStrategy",
+        "benjamini_hochberg",
+        "compare",
+        "detector_names",
+        "detectors",
+        "evaluate",
+        "get_detector",
+        "register",
+    },
+    "monitor.outcomes": {
+        "DEFAULT_METRICS",
+        "METRICS",
+        "MIN_SUPPORT",
+        "Metric",
+        "OutcomeResult",
+        "OutcomeStatus",
+        "bootstrap",
+        "evaluate_outcomes",
+        "get_metric",
+        "wilson",
+    },
+    "monitor.reports": {"drift_report", "render_html", "write_json"},
+    "monitor.profiles": {
+        "DEFAULT_BINS",
+        "DEFAULT_TOP_K",
+        "OVERALL",
+        "CategoricalProfile",
+        "ColumnSpec",
+        "NumericProfile",
+        "Profile",
+        "ProfileSet",
+        "parse_slice_key",
+        "profile_frame",
+        "profile_from_bytes",
+        "slice_key",
+        "spec_from_dict",
+        "spec_from_reference",
+        "specs_for",
+    },
+}
+
+
+@pytest.mark.parametrize("name", sorted(PINNED))
+def test_all_is_pinned(name: str) -> None:
+    module = importlib.import_module(name)
+    assert set(module.__all__) == PINNED[name]
+    for attr in module.__all__:
+        assert hasattr(module, attr)
+
+
+def test_importing_statistical_core_loads_no_heavy_library() -> None:
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    code = (
+        "import sys, monitor.profiles, monitor.detectors, monitor.outcomes, monitor.reports\n"
+        "print(','.join(m for m in ('evidently', 'pandas', 'scipy') if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
+    )
+    assert out.stdout.strip() == ""

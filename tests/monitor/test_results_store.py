@@ -1,0 +1,53 @@
+"""Result tables: idempotent upserts of drift and outcome rows on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.engine import Engine
+
+from monitor.detectors import DriftResult
+from monitor.errors import InputError
+from monitor.outcomes import OutcomeResult
+from monitor.results import store_drift_results, store_outcome_results
+from monitor.storage import DriftResultRow, OutcomeResultRow, transaction
+
+START = datetime(2026, 11, 30, 10, tzinfo=UTC)
+WINDOW = (START, START + timedelta(hours=1))
+DRIFT = [
+    DriftResult("amount", None, "numeric", "wasserstein", 0.3, 0.1, 1e-9, 5000, 800, "drift"),
+    DriftResult("amount", {"region": "eu"}, "numeric", "wasserstein", None, 0.1, None, 900, 12,
+                "insufficient_data"),
+]  # fmt: skip
+
+
+def test_drift_rows_upsert_idempotently(engine: Engine) -> None:
+    assert store_drift_results(engine, "fraud", "3", WINDOW, DRIFT) == 2
+    again = [replace(DRIFT[0], value=0.05, status="ok"), DRIFT[1]]
+    store_drift_results(engine, "fraud", "3", WINDOW, again)
+    with transaction(engine) as s:
+        rows = s.scalars(select(DriftResultRow).order_by(DriftResultRow.slice_key)).all()
+        assert [(r.slice_key, r.value, r.status) for r in rows] == [
+            ("", 0.05, "ok"),
+            ('{"region":"eu"}', None, "insufficient_data"),
+        ]
+        assert rows[0].window_start == START and rows[0].window_end.tzinfo is not None
+
+
+def test_outcome_rows_upsert(engine: Engine) -> None:
+    res = OutcomeResult("accuracy", {"region": "eu"}, 0.8, 0.75, 0.85, 0.9, 0.05, 400, "degraded")
+    store_outcome_results(engine, "fraud", "3", WINDOW, [res])
+    store_outcome_results(engine, "fraud", "3", WINDOW, [replace(res, value=0.88, status="ok")])
+    with transaction(engine) as s:
+        rows = s.scalars(select(OutcomeResultRow)).all()
+        assert [(r.metric, r.value, r.status, r.n) for r in rows] == [("accuracy", 0.88, "ok", 400)]
+
+
+def test_window_must_be_ordered_and_aware(sqlite_engine: Engine) -> None:
+    with pytest.raises(InputError, match="not before end"):
+        store_drift_results(sqlite_engine, "m", "1", (WINDOW[1], WINDOW[0]), DRIFT)
+    with pytest.raises(InputError, match="timezone-aware"):
+        store_drift_results(sqlite_engine, "m", "1", (START.replace(tzinfo=None), WINDOW[1]), DRIFT)
