@@ -22,6 +22,7 @@ from monitor.daemon.auth import TokenStore, requires
 from monitor.daemon.limits import BodyLimitMiddleware
 from monitor.daemon.models_api import router as models_router
 from monitor.daemon.release_api import router as release_router
+from monitor.daemon.results_api import router as results_router
 from monitor.errors import ConflictError, InputError, ModelwatchError, NotFoundError
 from monitor.storage import schema_state
 
@@ -42,6 +43,7 @@ class DaemonState:
     components: dict[str, Callable[[], bool]] = field(default_factory=dict)
     # Told about rollbacks made through the API (gate runs, POST .../rollback), e.g. to notify.
     rollback_listener: RollbackListener | None = None
+    # HTTP ingest; None: one on this engine and config (ingestors made on first use).
 
 
 def _error(status: int, detail: str, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -132,7 +134,8 @@ def create_app(state: DaemonState) -> FastAPI:
     app.state.tokens = TokenStore(state.config.api.tokens)
     _install_error_handlers(app)
     _install_health(app, state)
-    for router in (models_router, release_router, alerts_router):
+    routers = (models_router, results_router, release_router, alerts_router)
+    for router in routers:
         app.include_router(router, prefix="/v1")
     app.add_middleware(BodyLimitMiddleware, max_bytes=state.config.api.max_body_bytes)
     return app
