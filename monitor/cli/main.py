@@ -22,6 +22,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "gate": ("monitor.cli.gate:gate", "Gate an optimized ONNX build against its reference."),
     "models": ("monitor.cli.models:models", "Register model versions and list the registry."),
     "rollback": ("monitor.cli.models:rollback", "Move a model's active version back."),
+    "collect": ("monitor.cli.collect:collect", "Run the configured sources into window profiles."),
+    "status": ("monitor.cli.collect:status", "Show ingest counters per source and model."),
     "baseline": ("monitor.cli.baseline:baseline", "Profile reference data once and store it."),
     "drift": (
         "monitor.cli.drift:drift",

@@ -13,7 +13,13 @@ from monitor.config.root import (
     load_config,
     parse_config,
 )
-from monitor.config.sources import JsonlSourceConfig, KafkaSourceConfig, SourceConfig
+from monitor.config.sources import (
+    CollectConfig,
+    JsonlSourceConfig,
+    KafkaSourceConfig,
+    SourceConfig,
+    parse_duration,
+)
 
 __all__ = [
     "ApiConfig",
@@ -21,6 +27,7 @@ __all__ = [
     "TokenConfig",
     "DEFAULT_DATABASE_URL",
     "ENV_OVERRIDES",
+    "CollectConfig",
     "Config",
     "GatePolicyConfig",
     "GuardsConfig",
@@ -31,4 +38,5 @@ __all__ = [
     "StrictModel",
     "load_config",
     "parse_config",
+    "parse_duration",
 ]

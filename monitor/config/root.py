@@ -14,7 +14,7 @@ from monitor.config.alerts import AlertsConfig
 from monitor.config.api import ApiConfig, SchedulerConfig
 from monitor.config.base import StrictModel
 from monitor.config.guards import GuardsConfig
-from monitor.config.sources import SourceConfig
+from monitor.config.sources import CollectConfig, SourceConfig
 from monitor.errors import ConfigError
 
 DEFAULT_DATABASE_URL = "sqlite:///modelwatch.db"
@@ -53,6 +53,7 @@ class Config(StrictModel):
     scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
     alerts: AlertsConfig = Field(default_factory=AlertsConfig)
     guards: GuardsConfig = Field(default_factory=GuardsConfig)
+    collect: CollectConfig = Field(default_factory=CollectConfig)
 
     @field_validator("models")
     @classmethod

@@ -1,12 +1,32 @@
-"""Config of ingest sources (read by `collectors`)."""
+"""Config of ingest sources and of the collector's windows, lateness and label join."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+import re
+from datetime import timedelta
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field, field_validator
 
 from monitor.config.base import StrictModel
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_duration(value: object) -> timedelta:
+    """`90`, `"90s"`, `"10m"`, `"1h"`, `"1d"` (bare numbers are seconds) as a timedelta."""
+    if isinstance(value, timedelta):
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError("expected a duration such as 30s, 10m, 1h or 1d")
+    match = _DURATION.match(str(value))
+    if match is None:
+        raise ValueError(f"cannot parse {value!r} as a duration (e.g. 30s, 10m, 1h, 1d)")
+    return timedelta(seconds=float(match.group(1)) * _UNIT_SECONDS[match.group(2) or "s"])
+
+
+Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
 
 
 class KafkaSourceConfig(StrictModel):
@@ -18,15 +38,57 @@ class KafkaSourceConfig(StrictModel):
     topic: str = Field(min_length=1)
     group_id: str = "modelwatch"
     # "auto" probes the broker; old brokers (0.9) need an explicit "0.9".
-    api_version: str = "auto"
+    api_version: str = Field(default="auto", pattern=r"^(auto|\d+(\.\d+){1,2})$")
+    # Payload adapter (collectors.adapters): modelwatch, sagemaker or cloudevents.
+    format: str = "modelwatch"
+    format_options: dict[str, Any] = Field(default_factory=dict)
+    # Where a partition with no stored position starts.
+    start: Literal["earliest", "latest"] = "earliest"
+    poll_timeout_ms: int = Field(default=500, ge=1, le=60_000)
+    request_timeout_ms: int = Field(default=40_000, ge=1000)
+    # A member that dies (kill -9) keeps its partitions this long before the group rebalances.
+    session_timeout_ms: int = Field(default=10_000, ge=1000, le=300_000)
 
 
 class JsonlSourceConfig(StrictModel):
-    """JSONL serving logs (plain or gzip) matched by a glob."""
+    """JSONL serving logs (plain or gzip) matched by a glob, followed like `tail -F`."""
 
     type: Literal["jsonl"]
     name: str = Field(min_length=1)
     path: str = Field(min_length=1)
+    format: str = "modelwatch"
+    format_options: dict[str, Any] = Field(default_factory=dict)
+    poll_interval: Duration = timedelta(seconds=0.5)
+    read_chunk_bytes: int = Field(default=1 << 20, ge=4096)
 
 
 SourceConfig = Annotated[KafkaSourceConfig | JsonlSourceConfig, Field(discriminator="type")]
+
+
+class CollectConfig(StrictModel):
+    """How the collector windows, batches, joins labels and survives database outages."""
+
+    # Tumbling event-time windows [start, end), aligned to the Unix epoch.
+    window: Duration = timedelta(hours=1)
+    # A late event whose window ended less than this before the watermark still updates it.
+    allowed_lateness: Duration = timedelta(minutes=10)
+    # Predictions wait this long (event time) for labels, and labels for predictions.
+    label_horizon: Duration = timedelta(days=1)
+    join_labels: bool = True
+    batch_size: int = Field(default=5000, ge=1, le=1_000_000)
+    # Ingest each source's batches in a worker process while the next batch is polled.
+    pipeline: bool = True
+    # Larger payloads are dead-lettered; dead letters keep at most dead_letter_bytes of them.
+    max_payload_bytes: int = Field(default=1 << 20, ge=64)
+    dead_letter_bytes: int = Field(default=64 << 10, ge=0)
+    # Database outages: retry with exponential backoff capped at db_retry_backoff_max, for at
+    # most db_retry_timeout in total before the collector gives up.
+    db_retry_backoff_max: Duration = timedelta(seconds=5)
+    db_retry_timeout: Duration = timedelta(minutes=10)
+
+    @field_validator("window", "label_horizon")
+    @classmethod
+    def _positive(cls, value: timedelta) -> timedelta:
+        if value <= timedelta(0):
+            raise ValueError("must be a positive duration")
+        return value

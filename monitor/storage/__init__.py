@@ -7,6 +7,17 @@ from __future__ import annotations
 
 from monitor.storage.alerts import AlertGroup, AlertNotification, AlertSilence, AlertState
 from monitor.storage.base import NAMING_CONVENTION, Base, UTCDateTime, utcnow
+from monitor.storage.collectors import (
+    DeadLetter,
+    IngestCounter,
+    LabeledPrediction,
+    PendingHalf,
+    PendingLabel,
+    PendingPrediction,
+    SourcePosition,
+    WindowCount,
+    WindowProfile,
+)
 from monitor.storage.core import (
     ALIASES,
     Baseline,
@@ -38,16 +49,25 @@ __all__ = [
     "Base",
     "Baseline",
     "BaselineProfile",
+    "DeadLetter",
     "DriftResultRow",
     "GateRun",
+    "IngestCounter",
     "JobRun",
+    "LabeledPrediction",
     "Model",
     "ModelAlias",
     "ModelVersion",
     "OutcomeResultRow",
+    "PendingHalf",
+    "PendingLabel",
+    "PendingPrediction",
     "RollbackEvent",
     "SchemaState",
+    "SourcePosition",
     "UTCDateTime",
+    "WindowCount",
+    "WindowProfile",
     "downgrade",
     "head_revision",
     "make_engine",

@@ -66,6 +66,10 @@ class PostgresServer:
             "UTF8",
             "--no-sync",
         )
+        self.resume()
+
+    def resume(self) -> None:
+        """Start the (initialised) server; also brings it back after `pause`."""
         opts = (
             f"-c listen_addresses=127.0.0.1 -p {self.port} "
             f"-c unix_socket_directories={self.root} -c fsync=off "
@@ -85,6 +89,10 @@ class PostgresServer:
             "start",
         )
         wait_for_port(self.port, 30, "PostgreSQL")
+
+    def pause(self) -> None:
+        """Stop the server abruptly, keeping its data (an outage; `resume` ends it)."""
+        self._run("pg_ctl", "-D", str(self.datadir), "-m", "immediate", "-w", "stop")
 
     def stop(self) -> None:
         try:

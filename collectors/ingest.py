@@ -1,0 +1,174 @@
+"""The ingest pipeline: decode → validate → window → aggregate → commit, exactly once.
+
+:class:`Ingestor` is the one entry point every source uses (Kafka, log files, and the daemon's
+`POST /v1/events`): hand it raw payloads with their positions, it commits aggregates, counters,
+dead letters, the label join and the new positions in one transaction, retrying through database
+outages with bounded backoff.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+from sqlalchemy.orm import Session
+
+from collectors.adapters import make_adapter
+from collectors.base import Batch, BatchResult, RawRecord
+from collectors.join import join_labels
+from collectors.pairing import store_halves, stored_half
+from collectors.plan import KeyState, Plan, Planner
+from collectors.profiling import ProfileBackend, default_backend
+from collectors.specs import SpecResolver, build_profiles, kind_mismatches
+from collectors.store import (
+    StalePlan,
+    bump_counters,
+    check_positions,
+    dead_letter_rows,
+    ensure_counter,
+    merge_counts,
+    merge_profiles,
+    read_states,
+    store_dead_letters,
+    write_positions,
+)
+from monitor.config import CollectConfig, ModelConfig
+from monitor.errors import ConfigError, StorageError
+from monitor.storage import transaction
+
+log = logging.getLogger(__name__)
+
+
+class Ingestor:
+    """Exactly-once ingest of one source's records into the database.
+
+    `source` names the source in counters, positions and dead letters; `format` picks the
+    adapter. Positions are per key (Kafka "topic:partition", a file's fingerprint, or any name a
+    caller like the HTTP endpoint chooses) and a record is applied only if it starts at or past
+    the stored position of its key.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        source: str,
+        source_type: str,
+        models: Sequence[ModelConfig],
+        settings: CollectConfig | None = None,
+        format: str = "modelwatch",
+        format_options: Mapping[str, Any] | None = None,
+        backend: ProfileBackend | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if not models:
+            raise ConfigError(f"source {source!r}: no models configured; add them under `models`")
+        self.engine = engine
+        self.source = source
+        self.settings = settings or CollectConfig()
+        self.models = {m.name: m for m in models}
+        self.backend = backend or default_backend()
+        self.specs = SpecResolver(engine, self.backend)
+        self.planner = Planner(
+            make_adapter(format, format_options),
+            self.models,
+            self.settings.window.total_seconds(),
+            self.settings.allowed_lateness.total_seconds(),
+            self.settings.max_payload_bytes,
+            functools.partial(stored_half, engine, source),
+        )
+        self.states: dict[str, KeyState] = {}
+        self.sleep = sleep
+        self._with_retries(lambda: self._setup(source_type))
+
+    def _setup(self, source_type: str) -> None:
+        with transaction(self.engine) as session:
+            ensure_counter(session, self.source, source_type)
+
+    def positions(self, keys: Sequence[str]) -> dict[str, int]:
+        """Stored next offsets of `keys` (0 when never seen), refreshed from the database."""
+
+        def load() -> dict[str, KeyState]:
+            with Session(self.engine) as session:
+                return read_states(session, self.source, keys, lock=False)
+
+        stored = self._with_retries(load)
+        self.states.update(stored)
+        return {k: s.offset for k, s in stored.items()}
+
+    def ingest(self, records: Sequence[RawRecord] | Batch) -> BatchResult:
+        """Decode, validate, aggregate and commit `records` (with positions) in one transaction."""
+        batch = records if isinstance(records, Batch) else Batch(records)
+        missing = sorted({r.key for r in batch.records} - set(self.states))
+        if missing:
+            self.positions(missing)
+        plan = self._plan(batch)
+        while True:
+            try:
+                labels = self._with_retries(functools.partial(self._commit, plan, batch))
+            except StalePlan as stale:
+                log.info("%s: stored positions moved; planning the batch again", self.source)
+                self.states.update(stale.stored)
+                plan = self._plan(batch)
+                continue
+            self.states.update(plan.end)
+            return BatchResult(plan.events, labels, len(plan.dead), plan.late, plan.skipped)
+
+    def _plan(self, batch: Batch) -> Plan:
+        plan = self.planner.plan(batch.records, self.states)
+        rejected = kind_mismatches(plan, self.specs)
+        if rejected:
+            plan = self.planner.plan(batch.records, self.states, rejected)
+        return plan
+
+    def _commit(self, plan: Plan, batch: Batch) -> int:
+        built = build_profiles(plan.windows, plan.groups, self.specs, plan.columns)
+        dead = dead_letter_rows(self.source, plan.dead, self.settings.dead_letter_bytes)
+        window_s = self.settings.window.total_seconds()
+        horizon = self.settings.label_horizon.total_seconds()
+        try:
+            with transaction(self.engine) as session:
+                bump_counters(session, self.source, plan, len(plan.labels))
+                check_positions(session, self.source, plan)
+                merge_profiles(session, built, self.backend, window_s)
+                merge_counts(session, plan, window_s)
+                store_dead_letters(session, dead)
+                if self.settings.join_labels and (plan.predictions or plan.labels):
+                    join_labels(session, plan.predictions, plan.labels, self.models, horizon)
+                if plan.open_halves or plan.used_halves:
+                    store_halves(session, self.source, plan, horizon)
+                write_positions(session, self.source, plan, batch.ends, batch.details)
+        except IntegrityError:
+            # A concurrent consumer inserted the same rows first: replan from what it stored.
+            with Session(self.engine) as session:
+                raise StalePlan(read_states(session, self.source, plan.end, lock=False)) from None
+        return len(plan.labels)
+
+    def _with_retries(self, action: Callable[[], Any]) -> Any:
+        """Run `action`, retrying database outages with capped exponential backoff."""
+        deadline = time.monotonic() + self.settings.db_retry_timeout.total_seconds()
+        cap = self.settings.db_retry_backoff_max.total_seconds()
+        delay = min(0.1, cap)
+        while True:
+            try:
+                return action()
+            except (OperationalError, DBAPIError) as exc:
+                if isinstance(exc, IntegrityError):
+                    raise
+                if time.monotonic() + delay > deadline:
+                    raise StorageError(
+                        f"source {self.source!r}: database unavailable for "
+                        f"{self.settings.db_retry_timeout}: {str(exc.orig or exc).splitlines()[0]}"
+                    ) from None
+                log.warning(
+                    "%s: database error, retrying in %.1fs: %s",
+                    self.source,
+                    delay,
+                    str(exc.orig or exc).splitlines()[0],
+                )
+                self.sleep(delay)
+                delay = min(delay * 2, cap)

@@ -1,0 +1,142 @@
+"""The label join, inside the batch transaction.
+
+Predictions wait in `pending_predictions`, labels that came first in `pending_labels`; a match in
+either direction moves the pair to `labeled_predictions` (the input of per-slice outcome
+metrics). Both waiting rooms are emptied of entries older than the label horizon, judged in
+event time against the newest event of the model in the batch. A repeated request id replaces
+the earlier entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import delete, insert, select
+from sqlalchemy.orm import Session
+
+from collectors.base import LabelEvent, PredictionEvent
+from collectors.validate import utc
+from monitor.config import ModelConfig
+from monitor.storage import LabeledPrediction, PendingLabel, PendingPrediction
+from monitor.storage.base import utcnow
+
+
+def _slice_values(event: PredictionEvent, config: ModelConfig) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for column in config.slices:
+        value = event.metadata.get(column)
+        out[column] = event.features.get(column) if value is None else value
+    return out
+
+
+def _chunks(items: Sequence[str], size: int = 500) -> list[Sequence[str]]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def _pending(session: Session, table: Any, model: str, ids: Sequence[str]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for chunk in _chunks(ids):
+        stmt = select(table).where(table.model == model, table.request_id.in_(chunk))
+        found.update({row.request_id: row for row in session.execute(stmt).scalars()})
+    return found
+
+
+def join_labels(
+    session: Session,
+    predictions: Sequence[PredictionEvent],
+    labels: Sequence[LabelEvent],
+    models: dict[str, ModelConfig],
+    horizon_s: float,
+) -> int:
+    """Store predictions and labels, move matches to labeled_predictions; returns matches."""
+    matched = 0
+    for model in {e.model for e in predictions} | {e.model for e in labels}:
+        preds = {e.request_id: e for e in predictions if e.model == model}
+        labs = {e.request_id: e for e in labels if e.model == model}
+        matched += _join_model(session, model, preds, labs, models[model])
+        newest = max([e.ts for e in preds.values()] + [e.ts for e in labs.values()])
+        _expire(session, model, newest - horizon_s)
+    return matched
+
+
+def _join_model(
+    session: Session,
+    model: str,
+    preds: dict[str, PredictionEvent],
+    labs: dict[str, LabelEvent],
+    config: ModelConfig,
+) -> int:
+    waiting_labels = _pending(session, PendingLabel, model, [i for i in preds if i not in labs])
+    waiting_preds = _pending(session, PendingPrediction, model, [i for i in labs if i not in preds])
+    pairs: list[dict[str, Any]] = []
+    new_preds: list[dict[str, Any]] = []
+    for rid, event in preds.items():
+        record = {
+            "model": model,
+            "request_id": rid,
+            "version": event.version,
+            "ts": utc(event.ts),
+            "prediction": event.prediction,
+            "slice_values": _slice_values(event, config),
+        }
+        if rid in labs:
+            pairs.append({**record, "label": labs[rid].label})
+        elif rid in waiting_labels:
+            pairs.append({**record, "label": waiting_labels[rid].label})
+        else:
+            new_preds.append(record)
+    new_labels: list[dict[str, Any]] = []
+    for rid, lab in labs.items():
+        pending = waiting_preds.get(rid)
+        if rid in preds:
+            continue
+        if pending is None:
+            new_labels.append(
+                {"model": model, "request_id": rid, "label": lab.label, "ts": utc(lab.ts)}
+            )
+            continue
+        pairs.append(
+            {
+                "model": model,
+                "request_id": rid,
+                "version": pending.version,
+                "ts": pending.ts,
+                "prediction": pending.prediction,
+                "label": lab.label,
+                "slice_values": pending.slice_values,
+            }
+        )
+    now = utcnow()
+    _delete_ids(session, PendingLabel, model, list(waiting_labels))
+    _delete_ids(session, PendingPrediction, model, list(waiting_preds))
+    _replace(session, PendingPrediction, model, new_preds)
+    _replace(session, PendingLabel, model, new_labels)
+    _replace(session, LabeledPrediction, model, [{**p, "joined_at": now} for p in pairs])
+    return len(pairs)
+
+
+def _delete_ids(session: Session, table: Any, model: str, ids: Sequence[str]) -> None:
+    for chunk in _chunks(ids):
+        session.execute(
+            delete(table)
+            .where(table.model == model, table.request_id.in_(chunk))
+            .execution_options(synchronize_session=False)
+        )
+
+
+def _replace(session: Session, table: Any, model: str, rows: list[dict[str, Any]]) -> None:
+    """Insert rows, replacing any with the same (model, request_id)."""
+    if rows:
+        _delete_ids(session, table, model, [r["request_id"] for r in rows])
+        session.execute(insert(table.__table__), rows)
+
+
+def _expire(session: Session, model: str, before: float) -> None:
+    cutoff = utc(max(before, 0.0))
+    for table in (PendingPrediction, PendingLabel):
+        session.execute(
+            delete(table)
+            .where(table.model == model, table.ts < cutoff)
+            .execution_options(synchronize_session=False)
+        )

@@ -1,0 +1,213 @@
+"""The batch transaction: counters, positions, window profiles and counts, dead letters.
+
+Everything a batch changes is written in one transaction. The first statement bumps the source's
+counters, which takes SQLite's write lock before anything is read; on PostgreSQL the position
+rows are read `FOR UPDATE`. If the stored positions are not the ones the plan started from
+(another consumer, or an earlier attempt whose commit did land), :class:`StalePlan` rolls the
+transaction back and the batch is planned again from the stored state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import insert, select, update
+from sqlalchemy.orm import Session
+
+from collectors.base import RawRecord, Rejection
+from collectors.plan import GroupKey, KeyState, Plan
+from collectors.profiling import ProfileBackend
+from collectors.specs import BuiltProfile
+from collectors.validate import utc
+from monitor.storage import DeadLetter, IngestCounter, SourcePosition, WindowCount, WindowProfile
+from monitor.storage.base import utcnow
+
+
+class StalePlan(Exception):
+    """Stored positions moved since the batch was planned; carries the stored states."""
+
+    def __init__(self, stored: dict[str, KeyState]) -> None:
+        super().__init__("stored positions changed")
+        self.stored = stored
+
+
+def ensure_counter(session: Session, source: str, source_type: str) -> None:
+    """Create the source's counter row once (the batch transaction only updates it)."""
+    if session.get(IngestCounter, source) is None:
+        session.add(IngestCounter(source=source, type=source_type))
+
+
+def bump_counters(session: Session, source: str, plan: Plan, labels: int) -> None:
+    """Add the batch's totals; being a write, this also takes SQLite's lock first."""
+    session.execute(
+        update(IngestCounter)
+        .where(IngestCounter.source == source)
+        .values(
+            events=IngestCounter.events + plan.events,
+            labels=IngestCounter.labels + labels,
+            dead_letters=IngestCounter.dead_letters + len(plan.dead),
+            late=IngestCounter.late + plan.late,
+            updated_at=utcnow(),
+        )
+    )
+
+
+def read_states(
+    session: Session, source: str, keys: Iterable[str], lock: bool
+) -> dict[str, KeyState]:
+    """Stored states of `keys` (absent keys start at offset 0)."""
+    wanted = list(keys)
+    stmt = select(SourcePosition).where(
+        SourcePosition.source == source, SourcePosition.key.in_(wanted)
+    )
+    if lock:
+        stmt = stmt.with_for_update()
+    rows = {p.key: p for p in session.execute(stmt).scalars()}
+    out: dict[str, KeyState] = {}
+    for key in wanted:
+        row = rows.get(key)
+        mark = row.watermark.timestamp() if row and row.watermark else None
+        out[key] = KeyState(row.offset, mark) if row else KeyState()
+    return out
+
+
+def check_positions(session: Session, source: str, plan: Plan) -> None:
+    """Raise StalePlan unless the stored offsets are those the plan started from."""
+    lock = session.get_bind().dialect.name == "postgresql"
+    stored = read_states(session, source, plan.end, lock)
+    for key, state in stored.items():
+        expected = plan.start.get(key, KeyState())
+        if state.offset != expected.offset:
+            raise StalePlan(stored)
+
+
+def write_positions(
+    session: Session,
+    source: str,
+    plan: Plan,
+    ends: Mapping[str, int],
+    details: Mapping[str, Mapping[str, Any]],
+) -> None:
+    """Store each key's new offset, watermark, known end and description."""
+    now = utcnow()
+    existing = set(
+        session.execute(
+            select(SourcePosition.key).where(
+                SourcePosition.source == source, SourcePosition.key.in_(list(plan.end))
+            )
+        ).scalars()
+    )
+    for key, state in plan.end.items():
+        values: dict[str, Any] = {
+            "offset": state.offset,
+            "end_offset": max(ends.get(key, 0), state.offset),
+            "watermark": utc(state.watermark) if state.watermark is not None else None,
+            "updated_at": now,
+        }
+        if key in details:
+            values["detail"] = dict(details[key])
+        if key in existing:
+            session.execute(
+                update(SourcePosition)
+                .where(SourcePosition.source == source, SourcePosition.key == key)
+                .values(**values)
+            )
+        else:
+            values.setdefault("detail", {})
+            session.execute(insert(SourcePosition).values(source=source, key=key, **values))
+
+
+def merge_profiles(
+    session: Session,
+    built: Mapping[tuple[GroupKey, str], BuiltProfile],
+    backend: ProfileBackend,
+    window_s: float,
+) -> None:
+    """Merge each batch profile into its stored window profile (or store it)."""
+    by_window: dict[tuple[str, str, float], list[tuple[tuple[GroupKey, str], BuiltProfile]]] = {}
+    for (group, column), prof in built.items():
+        by_window.setdefault(group[:3], []).append(((group, column), prof))
+    lock = session.get_bind().dialect.name == "postgresql"
+    now = utcnow()
+    for (model, version, start), items in by_window.items():
+        stmt = select(WindowProfile).where(
+            WindowProfile.model == model,
+            WindowProfile.version == version,
+            WindowProfile.window_start == utc(start),
+        )
+        rows = {
+            (r.slice_key, r.column): r
+            for r in session.execute(stmt.with_for_update() if lock else stmt).scalars()
+        }
+        for ((_, _, _, slice_key), column), prof in items:
+            row = rows.get((slice_key, column))
+            if row is None:
+                session.add(
+                    WindowProfile(
+                        model=model,
+                        version=version,
+                        window_start=utc(start),
+                        window_end=utc(start + window_s),
+                        slice_key=slice_key,
+                        column=column,
+                        kind=prof.kind,
+                        n=prof.profile.n,
+                        payload=prof.profile.to_bytes(),
+                        updated_at=now,
+                    )
+                )
+                continue
+            merged = backend.load(row.payload).merge(prof.profile)
+            row.payload, row.n, row.updated_at = merged.to_bytes(), merged.n, now
+
+
+def merge_counts(session: Session, plan: Plan, window_s: float) -> None:
+    """Add the batch's event counts per (model, version, window, slice)."""
+    now = utcnow()
+    for (model, version, start, slice_key), members in plan.groups.items():
+        pk = (model, version, utc(start), slice_key)
+        row = session.get(WindowCount, pk)
+        if row is None:
+            session.add(
+                WindowCount(
+                    model=model,
+                    version=version,
+                    window_start=pk[2],
+                    slice_key=slice_key,
+                    window_end=utc(start + window_s),
+                    events=len(members),
+                    updated_at=now,
+                )
+            )
+        else:
+            row.events += len(members)
+            row.updated_at = now
+
+
+def dead_letter_rows(
+    source: str, dead: Iterable[tuple[RawRecord, Rejection]], cap: int
+) -> list[dict[str, Any]]:
+    """Dead-letter rows with payloads cut to `cap` bytes."""
+    now = datetime.now(UTC)
+    return [
+        {
+            "source": source,
+            "key": record.key,
+            "offset": record.start,
+            "reason": rejection.reason,
+            "detail": rejection.detail[:1000],
+            "payload": record.payload[:cap],
+            "payload_size": len(record.payload),
+            "truncated": len(record.payload) > cap,
+            "created_at": now,
+        }
+        for record, rejection in dead
+    ]
+
+
+def store_dead_letters(session: Session, rows: list[dict[str, Any]]) -> None:
+    """Insert dead letters (one executemany)."""
+    if rows:
+        session.execute(insert(DeadLetter), rows)

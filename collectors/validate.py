@@ -1,0 +1,184 @@
+"""Validation of decoded objects into prediction and label events.
+
+Reason codes (stored on dead letters): `missing_field`, `wrong_type`, `invalid_timestamp`,
+`unknown_model`. Details name the offending field, e.g. "features.amount: expected number,
+string or null, got list".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from datetime import UTC, datetime
+from typing import Any
+
+from collectors.base import DecodeError, Event, LabelEvent, PredictionEvent
+
+_SCALARS = (int, float, str)
+# Exact types (bool is an int subclass but not a feature value): the fast path of validation.
+_SCALAR_TYPES = frozenset({int, float, str, type(None)})
+_SCALAR_OUT = frozenset({int, float, str})
+
+
+def _type_name(value: object) -> str:
+    return {dict: "object", list: "array", bool: "boolean", type(None): "null"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def _required_str(obj: dict[str, Any], name: str) -> str:
+    value = obj.get(name)
+    if value is None:
+        raise DecodeError("missing_field", f"{name}: required")
+    if not isinstance(value, str) or not value:
+        raise DecodeError(
+            "wrong_type", f"{name}: expected non-empty string, got {_type_name(value)}"
+        )
+    return value
+
+
+def parse_timestamp(value: object) -> float:
+    """RFC 3339 string or epoch seconds as epoch seconds; naive strings are refused."""
+    if isinstance(value, bool) or value is None:
+        raise DecodeError(
+            "invalid_timestamp",
+            f"timestamp: expected RFC 3339 or epoch seconds, got {_type_name(value)}",
+        )
+    if isinstance(value, int | float):
+        ts = float(value)
+    elif isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value)
+        except ValueError:
+            raise DecodeError(
+                "invalid_timestamp", f"timestamp: {value[:64]!r} is not RFC 3339"
+            ) from None
+        if parsed.tzinfo is None:
+            raise DecodeError("invalid_timestamp", f"timestamp: {value[:64]!r} has no UTC offset")
+        ts = parsed.timestamp()
+    else:
+        raise DecodeError("invalid_timestamp", f"timestamp: got {_type_name(value)}")
+    if not 0 <= ts < 32503680000:  # 1970 .. 3000
+        raise DecodeError("invalid_timestamp", f"timestamp: {value!r} is out of range")
+    return ts
+
+
+def _scalar_map(obj: dict[str, Any], name: str) -> dict[str, Any]:
+    value = obj.get(name)
+    if not isinstance(value, dict):
+        raise DecodeError("wrong_type", f"{name}: expected object, got {_type_name(value)}")
+    if _SCALAR_TYPES.issuperset(map(type, value.values())):
+        return value
+    for key, item in value.items():
+        if item is not None and (isinstance(item, bool) or not isinstance(item, _SCALARS)):
+            raise DecodeError(
+                "wrong_type",
+                f"{name}.{key}: expected number, string or null, got {_type_name(item)}",
+            )
+    return value
+
+
+def _check_prediction(value: object) -> object:
+    if isinstance(value, bool) or value is None:
+        raise DecodeError(
+            "wrong_type", f"prediction: expected number, string or object, got {_type_name(value)}"
+        )
+    if isinstance(value, _SCALARS):
+        return value
+    if isinstance(value, dict) and "output" in value:
+        out = value["output"]
+        if isinstance(out, list) and out and all(_is_number(v) for v in out):
+            return value
+        if _is_number(out):
+            return value
+        raise DecodeError("wrong_type", "prediction.output: expected number or array of numbers")
+    raise DecodeError(
+        "wrong_type",
+        f"prediction: expected number, string or {{output: ...}}, got {_type_name(value)}",
+    )
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+_NUMBER = (int, float)
+
+
+def validate(obj: object, models: Collection[str]) -> Event:
+    """One decoded object as a prediction or label event; DecodeError names what is wrong."""
+    fast = _fast_prediction(obj, models)
+    return fast if fast is not None else _validate(obj, models)
+
+
+def _fast_prediction(obj: Any, models: Collection[str]) -> PredictionEvent | None:
+    """The common case (well-typed prediction, epoch or RFC 3339 time) without detours."""
+    if type(obj) is not dict:
+        return None
+    get = obj.get
+    ts: Any
+    model, rid, version, ts = (
+        get("model"),
+        get("request_id"),
+        get("model_version"),
+        get("timestamp"),
+    )
+    features, prediction, metadata = get("features"), get("prediction"), get("metadata")
+    if (
+        type(model) is not str
+        or model not in models
+        or type(rid) is not str
+        or not rid
+        or type(version) is not str
+        or not version
+        or type(features) is not dict
+        or not _SCALAR_TYPES.issuperset(map(type, features.values()))
+        or type(prediction) not in _SCALAR_OUT
+    ):
+        return None
+    if metadata is None:
+        metadata = {}
+    elif type(metadata) is not dict or not _SCALAR_TYPES.issuperset(map(type, metadata.values())):
+        return None
+    if type(ts) in _NUMBER and 0 <= ts < 32503680000:
+        return PredictionEvent(rid, model, version, float(ts), features, prediction, metadata)
+    if type(ts) is str:
+        return PredictionEvent(
+            rid, model, version, parse_timestamp(ts), features, prediction, metadata
+        )
+    return None
+
+
+def _validate(obj: object, models: Collection[str]) -> Event:
+    if not isinstance(obj, dict):
+        raise DecodeError("wrong_type", f"event: expected a JSON object, got {_type_name(obj)}")
+    model = _required_str(obj, "model")
+    if model not in models:
+        raise DecodeError("unknown_model", f"model: {model[:100]!r} is not configured")
+    request_id = _required_str(obj, "request_id")
+    if "timestamp" not in obj:
+        raise DecodeError("missing_field", "timestamp: required")
+    ts = parse_timestamp(obj["timestamp"])
+    if "features" not in obj and "label" in obj:
+        label = obj["label"]
+        if label is None or isinstance(label, dict | list):
+            raise DecodeError(
+                "wrong_type", f"label: expected number, string or boolean, got {_type_name(label)}"
+            )
+        return LabelEvent(request_id, model, label, ts)
+    version = obj.get("model_version")
+    if isinstance(version, int) and not isinstance(version, bool):
+        version = str(version)
+    version = _required_str({"model_version": version}, "model_version")
+    if "features" not in obj:
+        raise DecodeError("missing_field", "features: required (or label for a label event)")
+    features = _scalar_map(obj, "features")
+    if "prediction" not in obj:
+        raise DecodeError("missing_field", "prediction: required")
+    prediction = _check_prediction(obj["prediction"])
+    metadata = _scalar_map(obj, "metadata") if obj.get("metadata") is not None else {}
+    return PredictionEvent(request_id, model, version, ts, features, prediction, metadata)
+
+
+def utc(ts: float) -> datetime:
+    """Epoch seconds as an aware UTC datetime."""
+    return datetime.fromtimestamp(ts, UTC)

@@ -1,0 +1,113 @@
+"""Label join: labels before or after predictions, horizon, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import orjson
+from sqlalchemy import func, select
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session
+
+from collectors import Ingestor, RawRecord
+from monitor.config import CollectConfig, ModelConfig
+from monitor.storage import LabeledPrediction, PendingHalf, PendingLabel, PendingPrediction
+from tests.collectors.conftest import T0, event
+
+MODELS = [ModelConfig(name="fraud", slices=["region"])]
+
+
+def label(i: int, value: object, ts: float) -> bytes:
+    return orjson.dumps({"request_id": f"r{i}", "model": "fraud", "label": value, "timestamp": ts})
+
+
+def feed(ing: Ingestor, payloads: list[bytes], first: int) -> None:
+    ing.ingest([RawRecord("p", first + i, first + i + 1, p) for i, p in enumerate(payloads)])
+
+
+def count(engine: Engine, table: type) -> int:
+    with Session(engine) as session:
+        return int(session.execute(select(func.count()).select_from(table)).scalar_one())
+
+
+def test_labels_join_in_either_order_and_expire_after_horizon(engine: Engine) -> None:
+    ing = Ingestor(engine, "s", "kafka", MODELS, CollectConfig(label_horizon=timedelta(hours=1)))
+    # r0: prediction then label (separate batches); r1: label first; r2: both in one batch;
+    # r3: a label whose prediction never comes.
+    feed(ing, [orjson.dumps(event(0)), label(1, 1, T0 + 5)], 0)
+    feed(
+        ing,
+        [
+            label(0, 0, T0 + 9),
+            orjson.dumps(event(1)),
+            orjson.dumps(event(2)),
+            label(2, "fraud", T0 + 9),
+            label(3, 1, T0 + 9),
+        ],
+        2,
+    )
+    with Session(engine) as session:
+        rows = session.execute(select(LabeledPrediction).order_by(LabeledPrediction.request_id))
+        pairs = [
+            (r.request_id, r.version, r.prediction, r.label, r.slice_values) for r in rows.scalars()
+        ]
+    assert pairs == [
+        ("r0", "1", 0.0, 0, {"region": "eu"}),
+        ("r1", "1", 0.1, 1, {"region": "us"}),
+        ("r2", "1", 0.2, "fraud", {"region": "eu"}),
+    ]
+    assert (count(engine, PendingPrediction), count(engine, PendingLabel)) == (0, 1)
+    # Two hours later in event time the unmatched label is past the horizon and goes away.
+    feed(ing, [orjson.dumps(event(4, ts=T0 + 7200))], 7)
+    assert (count(engine, PendingPrediction), count(engine, PendingLabel)) == (1, 0)
+    feed(ing, [label(3, 1, T0 + 7201)], 8)
+    assert count(engine, LabeledPrediction) == 3  # r3's prediction never came
+
+
+def cloudevent(pair_id: str, kind: str, data: object) -> bytes:
+    return orjson.dumps(
+        {
+            "specversion": "1.0",
+            "id": pair_id,
+            "source": "kserve",
+            "type": f"org.kubeflow.serving.inference.{kind}",
+            "time": "2026-01-01T00:00:05Z",
+            "inferenceservicename": "fraud",
+            "data": data,
+        }
+    )
+
+
+def test_cloudevent_halves_pair_across_batches_and_restarts(engine: Engine) -> None:
+    options = {"feature_names": ["amount", "country"], "model_version": "7"}
+
+    def make() -> Ingestor:
+        return Ingestor(engine, "ce", "kafka", MODELS, format="cloudevents", format_options=options)
+
+    req_a = cloudevent("a", "request", {"instances": [[10.0, "de"]]})
+    resp_a = cloudevent("a", "response", {"predictions": [0.7]})
+    req_b = cloudevent(
+        "b",
+        "request",
+        {"inputs": [{"name": "x", "shape": [1, 2], "datatype": "FP32", "data": [[1.5, 2.5]]}]},
+    )
+    resp_b = cloudevent(
+        "b",
+        "response",
+        {"outputs": [{"name": "y", "shape": [1, 2], "datatype": "FP32", "data": [0.1, 0.9]}]},
+    )
+    first = make().ingest([RawRecord("p", 0, 1, req_a), RawRecord("p", 1, 2, resp_b)])
+    assert first.events == 0 and first.dead_letters == 0  # both wait for their other half
+    second = make().ingest(
+        [
+            RawRecord("p", 2, 3, resp_a),
+            RawRecord("p", 3, 4, req_b),
+            RawRecord("p", 4, 5, b'{"type": "x"}'),
+        ]
+    )
+    assert (second.events, second.dead_letters) == (2, 1)
+    with Session(engine) as session:
+        rows = session.execute(select(PendingPrediction).order_by(PendingPrediction.request_id))
+        got = [(r.request_id, r.version, r.prediction) for r in rows.scalars()]
+    assert got == [("a", "7", 0.7), ("b", "7", {"output": [0.1, 0.9]})]
+    assert count(engine, PendingHalf) == 0
