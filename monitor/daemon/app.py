@@ -19,6 +19,8 @@ from monitor._version import __version__
 from monitor.config import Config
 from monitor.daemon.alerts_api import router as alerts_router
 from monitor.daemon.auth import TokenStore, requires
+from monitor.daemon.ingest_api import router as ingest_router
+from monitor.daemon.intake import HttpIntake
 from monitor.daemon.limits import BodyLimitMiddleware
 from monitor.daemon.models_api import router as models_router
 from monitor.daemon.release_api import router as release_router
@@ -44,6 +46,7 @@ class DaemonState:
     # Told about rollbacks made through the API (gate runs, POST .../rollback), e.g. to notify.
     rollback_listener: RollbackListener | None = None
     # HTTP ingest; None: one on this engine and config (ingestors made on first use).
+    intake: HttpIntake | None = None
 
 
 def _error(status: int, detail: str, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -134,7 +137,8 @@ def create_app(state: DaemonState) -> FastAPI:
     app.state.tokens = TokenStore(state.config.api.tokens)
     _install_error_handlers(app)
     _install_health(app, state)
-    routers = (models_router, results_router, release_router, alerts_router)
+    app.state.intake = state.intake or HttpIntake(state.engine, state.config)
+    routers = (models_router, ingest_router, results_router, release_router, alerts_router)
     for router in routers:
         app.include_router(router, prefix="/v1")
     app.add_middleware(BodyLimitMiddleware, max_bytes=state.config.api.max_body_bytes)
