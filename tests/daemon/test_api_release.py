@@ -9,7 +9,8 @@ from sqlalchemy import func, select
 
 from guards.registry import list_models, register_version
 from monitor.storage import GateRun, RollbackEvent, transaction
-from tests.daemon.conftest import ReleaseModels, ServerProcess, auth, db_engine
+from tests.conftest import run_cli
+from tests.daemon.conftest import ReleaseModels, ServerProcess, auth, db_engine, write_config
 
 FP16_RUN = {
     "preset": "fp16",
@@ -161,3 +162,36 @@ def test_rollback_errors(
     assert empty_reason.status_code == 422 and empty_reason.json()["detail"].startswith(
         "body.reason"
     )
+
+
+def test_gate_run_uses_the_configured_golden_set(
+    tmp_path: Path, release_models: ReleaseModels
+) -> None:
+    url = f"sqlite:///{tmp_path / 'mw.db'}"
+    run_cli("db", "upgrade", "--database-url", url)
+    extra = f"""\
+guards:
+  latency_batch_sizes: []
+  golden_sets:
+    fraud:
+      path: {release_models.golden}
+      preset: fp16
+      label_column: label
+      id_column: id
+      features: [{", ".join(f"f{i}" for i in range(8))}]
+"""
+    proc = ServerProcess(write_config(tmp_path, url, extra))
+    try:
+        proc.wait_ready()
+        engine = db_engine(tmp_path)
+        register_version(engine, "fraud", "1", release_models.reference, activate=True)
+        register_version(engine, "fraud", "2", release_models.fp16)
+        passed = _run(proc, "2", {})
+        assert passed.status_code == 200, passed.text
+        assert passed.json()["preset"] == "fp16"
+        assert passed.json()["run"]["golden"] == str(release_models.golden)
+        # A request's own keys override the configured ones.
+        strict = _run(proc, "2", {"preset": "fp32"})
+        assert strict.status_code == 409 and strict.json()["preset"] == "fp32"
+    finally:
+        proc.terminate()
