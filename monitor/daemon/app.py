@@ -25,7 +25,13 @@ from monitor.daemon.limits import BodyLimitMiddleware
 from monitor.daemon.models_api import router as models_router
 from monitor.daemon.release_api import router as release_router
 from monitor.daemon.results_api import router as results_router
-from monitor.errors import ConflictError, InputError, ModelwatchError, NotFoundError
+from monitor.errors import (
+    ConflictError,
+    InputError,
+    ModelwatchError,
+    NotFoundError,
+    StorageError,
+)
 from monitor.storage import schema_state
 
 if TYPE_CHECKING:
@@ -81,6 +87,9 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(ModelwatchError)
     async def domain_error(_: Request, exc: ModelwatchError) -> JSONResponse:
+        if isinstance(exc, StorageError):
+            # The database is down or behind: the request may succeed later.
+            return _error(503, str(exc), {"Retry-After": "5"})
         status = 400
         if isinstance(exc, NotFoundError):
             status = 404

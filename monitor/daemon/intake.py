@@ -21,6 +21,7 @@ import threading
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from sqlalchemy import select
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from collectors import Ingestor
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
+HTTP_DB_RETRY = timedelta(seconds=10)
 _KEY = re.compile(r"^[\x21-\x7e]{1,200}$")
 
 # Adapter name -> (source name, source type) of the ingestor that serves it.
@@ -71,11 +73,17 @@ def body_digest(payloads: Sequence[bytes]) -> str:
 
 
 def make_ingestor(engine: Engine, config: Config, adapter: str) -> Ingestor:
-    """The daemon's ingestor for one adapter (created on first use)."""
+    """The daemon's ingestor for one adapter (created on first use).
+
+    A database outage is retried for at most HTTP_DB_RETRY, not the collectors' minutes: an
+    HTTP client gets a 503 soon and retries with its Idempotency-Key.
+    """
     from collectors import Ingestor
 
     source, source_type = SOURCES[adapter]
-    return Ingestor(engine, source, source_type, config.models, config.collect, format=adapter)
+    retry = min(config.collect.db_retry_timeout, HTTP_DB_RETRY)
+    settings = config.collect.model_copy(update={"db_retry_timeout": retry})
+    return Ingestor(engine, source, source_type, config.models, settings, format=adapter)
 
 
 class HttpIntake:

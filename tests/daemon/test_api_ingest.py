@@ -214,3 +214,37 @@ def test_malformed_cloudevent_pairs_are_dead_letters(server: ServerProcess, tmp_
     with transaction(db_engine(tmp_path)) as s:
         query = select(DeadLetter.reason).where(DeadLetter.source == "http-cloudevents")
         assert list(s.scalars(query)) == ["wrong_type"] * 4
+
+
+def test_database_outage_is_503_soon(tmp_path: Path) -> None:
+    from datetime import timedelta
+
+    from fastapi.testclient import TestClient
+    from prometheus_client import CollectorRegistry
+    from sqlalchemy import text
+
+    from collectors import Ingestor
+    from monitor.config import parse_config
+    from monitor.daemon.app import DaemonState, create_app
+    from monitor.daemon.intake import HttpIntake
+    from monitor.storage import make_engine, upgrade
+
+    engine = make_engine(f"sqlite:///{tmp_path / 'outage.db'}")
+    upgrade(engine)
+    token = {"name": "c", "scopes": ["ingest"], "token": "secret-ingest"}
+    config = parse_config({"models": [{"name": "fraud"}], "api": {"tokens": [token]}})
+    settings = config.collect.model_copy(update={"db_retry_timeout": timedelta(seconds=0.5)})
+    intake = HttpIntake(
+        engine,
+        config,
+        factory=lambda fmt: Ingestor(engine, "http", "http", config.models, settings, format=fmt),
+    )
+    app = create_app(DaemonState(engine, config, CollectorRegistry(), intake=intake))
+    client = TestClient(app, raise_server_exceptions=False)
+    headers = {"Authorization": "Bearer secret-ingest"}
+    assert client.post("/v1/events", json=[event(1)], headers=headers).status_code == 200
+    with engine.begin() as conn:
+        conn.execute(text("DROP TABLE ingest_counters"))
+    down = client.post("/v1/events", json=[event(2)], headers=headers)
+    assert down.status_code == 503 and down.headers["retry-after"] == "5"
+    assert "database unavailable" in down.json()["detail"]
