@@ -204,6 +204,4 @@ def post_labels(
     labels, batch_id = (body, None) if isinstance(body, list) else (body.labels, body.batch_id)
     key = check_idempotency_key(idempotency_key or batch_id)
     payloads = [orjson.dumps(label.model_dump()) for label in labels]
-    # Labels and events share the source's positions: keep their keys apart.
-    key = f"labels:{key}" if key is not None else None
-    return _result(_intake(request).submit("modelwatch", payloads, key))
+    return _result(_intake(request).submit("modelwatch", payloads, key, namespace="labels"))

@@ -103,9 +103,16 @@ class HttpIntake:
         self.replica_key = f"replica:{replica or uuid.uuid4().hex[:16]}"
 
     def submit(
-        self, adapter: str, payloads: Sequence[bytes], idempotency_key: str | None = None
+        self,
+        adapter: str,
+        payloads: Sequence[bytes],
+        idempotency_key: str | None = None,
+        namespace: str = "idem",
     ) -> IntakeResult:
-        """Ingest the payloads of one request in one transaction."""
+        """Ingest the payloads of one request in one transaction.
+
+        `namespace` keeps keys of different endpoints apart (events and labels share a source).
+        """
         from collectors import Batch, RawRecord
 
         if not payloads:
@@ -117,7 +124,7 @@ class HttpIntake:
                 state = ingestor.states.get(key)
                 start = state.offset if state is not None else ingestor.positions([key])[key]
             else:
-                key, start = f"idem:{idempotency_key}", 0
+                key, start = f"{namespace}:{idempotency_key}", 0
                 details = {key: {"sha256": self._check_reuse(ingestor, key, payloads)}}
             records = [RawRecord(key, start + i, start + i + 1, p) for i, p in enumerate(payloads)]
             try:
@@ -148,6 +155,6 @@ class HttpIntake:
                 )
             )
         if stored is not None and stored.get("sha256") not in (None, digest):
-            name = key.removeprefix("idem:")
+            name = key.partition(":")[2]
             raise ConflictError(f"{IDEMPOTENCY_HEADER} {name!r} was already used for another body")
         return digest

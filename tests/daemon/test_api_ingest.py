@@ -140,7 +140,9 @@ def test_labels_are_joined_to_predictions(server: ServerProcess, tmp_path: Path)
     assert resp.status_code == 200, resp.text
     assert resp.json()["labels"] == 3
     again = httpx.post(url, json={"labels": labels, "batch_id": "L1"}, headers=auth("MW_T_INGEST"))
-    assert again.json()["duplicates"] == 3
+    assert again.json()["duplicates"] == 3 and again.json()["idempotency_key"] == "L1"
+    # The same key on /v1/events is another batch: keys of the two endpoints are apart.
+    assert post(server, [event(7)], key="L1").json()["accepted"] == 1
     with transaction(db_engine(tmp_path)) as s:
         joined = s.execute(select(LabeledPrediction.request_id, LabeledPrediction.label)).all()
     assert sorted(joined) == [("r0", 0), ("r1", 1), ("r2", 0)]
