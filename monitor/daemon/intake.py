@@ -83,7 +83,16 @@ def make_ingestor(engine: Engine, config: Config, adapter: str) -> Ingestor:
     source, source_type = SOURCES[adapter]
     retry = min(config.collect.db_retry_timeout, HTTP_DB_RETRY)
     settings = config.collect.model_copy(update={"db_retry_timeout": retry})
-    return Ingestor(engine, source, source_type, config.models, settings, format=adapter)
+    options = config.api.cloudevents.model_dump(exclude_defaults=True)
+    return Ingestor(
+        engine,
+        source,
+        source_type,
+        config.models,
+        settings,
+        format=adapter,
+        format_options=options if adapter == "cloudevents" else None,
+    )
 
 
 class HttpIntake:

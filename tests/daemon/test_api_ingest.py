@@ -14,6 +14,7 @@ from monitor.storage import (
     IngestCounter,
     LabeledPrediction,
     WindowCount,
+    WindowProfile,
     transaction,
 )
 from tests.daemon.conftest import ServerProcess, auth, db_engine
@@ -250,3 +251,32 @@ def test_database_outage_is_503_soon(tmp_path: Path) -> None:
     down = client.post("/v1/events", json=[event(2)], headers=headers)
     assert down.status_code == 503 and down.headers["retry-after"] == "5"
     assert "database unavailable" in down.json()["detail"]
+
+
+def test_configured_cloudevent_options_name_features_and_version(tmp_path: Path) -> None:
+    from tests.conftest import run_cli
+    from tests.daemon.conftest import write_config
+
+    url = f"sqlite:///{tmp_path / 'mw.db'}"
+    run_cli("db", "upgrade", "--database-url", url)
+    extra = "  cloudevents: {model_version: '7', feature_names: [amount, age]}\n"
+    config = write_config(tmp_path, url).read_text().replace("api:\n", "api:\n" + extra)
+    (tmp_path / "mw.yaml").write_text(config)
+    proc = ServerProcess(tmp_path / "mw.yaml")
+    try:
+        proc.wait_ready()
+        halves = [
+            _ce("p", "request", {"instances": [[12.5, 40]]}),
+            _ce("p", "response", {"predictions": [0.9]}),
+        ]
+        headers = {**auth("MW_T_INGEST"), "content-type": "application/cloudevents-batch+json"}
+        resp = httpx.post(f"{proc.url}/v1/events", content=orjson.dumps(halves), headers=headers)
+        assert resp.json()["accepted"] == 1
+    finally:
+        proc.terminate()
+    with transaction(db_engine(tmp_path)) as s:
+        query = select(WindowProfile.version, WindowProfile.column).where(
+            WindowProfile.slice_key == ""
+        )
+        stored = sorted(s.execute(query).all())
+    assert stored == [("7", "age"), ("7", "amount"), ("7", "prediction")]
