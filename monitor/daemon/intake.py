@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
 
 from monitor.config import Config
 from monitor.errors import ConflictError, InputError
@@ -152,7 +153,11 @@ class HttpIntake:
 
     def _ingestor(self, adapter: str) -> Ingestor:
         if adapter not in self._ingestors:
-            self._ingestors[adapter] = self._factory(adapter)
+            try:
+                self._ingestors[adapter] = self._factory(adapter)
+            except IntegrityError:
+                # Another replica created the source's counter row at the same moment.
+                self._ingestors[adapter] = self._factory(adapter)
         return self._ingestors[adapter]
 
     def _check_reuse(self, ingestor: Ingestor, key: str, payloads: Sequence[bytes]) -> str:

@@ -280,3 +280,25 @@ def test_configured_cloudevent_options_name_features_and_version(tmp_path: Path)
         )
         stored = sorted(s.execute(query).all())
     assert stored == [("7", "age"), ("7", "amount"), ("7", "prediction")]
+
+
+def test_concurrent_retries_on_two_replicas_count_once(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    other = ServerProcess(tmp_path / "mw.yaml")  # a second replica on the same database
+    try:
+        other.wait_ready()
+        batches = {f"k{j}": [event(100 * j + i) for i in range(20)] for j in range(3)}
+        jobs = [(srv, key) for key in batches for srv in (server, other, server, other)]
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            answers = list(pool.map(lambda job: post(job[0], batches[job[1]], key=job[1]), jobs))
+    finally:
+        other.terminate()
+    assert all(a.status_code == 200 for a in answers), [a.text for a in answers]
+    accepted = sum(a.json()["accepted"] for a in answers)
+    duplicates = sum(a.json()["duplicates"] for a in answers)
+    assert (accepted, duplicates) == (60, 180)
+    assert totals(tmp_path)[0] == 60
+    assert window_events(tmp_path) == 60
