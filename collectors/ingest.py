@@ -142,10 +142,15 @@ class Ingestor:
                 if plan.open_halves or plan.used_halves:
                     store_halves(session, self.source, plan, horizon)
                 write_positions(session, self.source, plan, batch.ends, batch.details)
-        except IntegrityError:
+        except IntegrityError as exc:
             # A concurrent consumer inserted the same rows first: replan from what it stored.
             with Session(self.engine) as session:
-                raise StalePlan(read_states(session, self.source, plan.end, lock=False)) from None
+                stored = read_states(session, self.source, plan.end, lock=False)
+            if any(stored[k].offset != plan.start.get(k, KeyState()).offset for k in stored):
+                raise StalePlan(stored) from None
+            # Nothing moved: the conflict is not a race, and replanning would repeat it.
+            first = str(exc.orig or exc).splitlines()[0]
+            raise StorageError(f"source {self.source!r}: cannot store batch: {first}") from None
         return len(plan.labels)
 
     def _with_retries(self, action: Callable[[], Any]) -> Any:

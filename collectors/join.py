@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import delete, select
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from collectors.base import LabelEvent, PredictionEvent
@@ -126,10 +127,17 @@ def _delete_ids(session: Session, table: Any, model: str, ids: Sequence[str]) ->
 
 
 def _replace(session: Session, table: Any, model: str, rows: list[dict[str, Any]]) -> None:
-    """Insert rows, replacing any with the same (model, request_id)."""
-    if rows:
-        _delete_ids(session, table, model, [r["request_id"] for r in rows])
-        session.execute(insert(table.__table__), rows)
+    """Insert rows, replacing any with the same (model, request_id): one upsert executemany."""
+    if not rows:
+        return
+    dialect = session.get_bind().dialect.name
+    upsert_insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    stmt = upsert_insert(table.__table__)
+    keep = [c for c in rows[0] if c not in ("model", "request_id")]
+    stmt = stmt.on_conflict_do_update(
+        index_elements=["model", "request_id"], set_={c: stmt.excluded[c] for c in keep}
+    )
+    session.execute(stmt, rows)
 
 
 def _expire(session: Session, model: str, before: float) -> None:

@@ -11,6 +11,9 @@ earlier one was still in flight) is applied once. Batches are ingested in order,
 from __future__ import annotations
 
 import multiprocessing
+import os
+import threading
+import time
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
@@ -20,8 +23,16 @@ from collectors.base import Batch, RawRecord
 _INGESTOR: Any = None
 
 
-def _start_worker(database_url: str, config: Any, source_name: str) -> None:
+def _exit_with_parent(parent: int) -> None:
+    """A worker whose collector died (kill -9) must not linger: poll the parent, then exit."""
+    while os.getppid() == parent:
+        time.sleep(0.2)
+    os._exit(1)
+
+
+def _start_worker(database_url: str, config: Any, source_name: str, parent: int) -> None:
     global _INGESTOR
+    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
     from collectors.runner import make_ingestor
     from monitor.storage import make_engine
 
@@ -46,7 +57,7 @@ class PipelinedIngest:
             max_workers=1,
             mp_context=multiprocessing.get_context("spawn"),
             initializer=_start_worker,
-            initargs=(database_url, config, source_name),
+            initargs=(database_url, config, source_name, os.getpid()),
         )
         self.depth = depth
         self.inflight: deque[Future[dict[str, int]]] = deque()

@@ -13,15 +13,17 @@ import click
 from monitor.config import load_config
 from monitor.storage import make_engine, require_head
 
-
-@click.command()
-@click.option(
+CONFIG_OPTION = click.option(
     "--config",
     "config_path",
     required=True,
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Config file.",
+    help="Config file (YAML).",
 )
+
+
+@click.command()
+@CONFIG_OPTION
 @click.option(
     "--until-caught-up",
     is_flag=True,
@@ -50,13 +52,7 @@ def collect(config_path: Path, until_caught_up: bool, verbose: bool) -> None:
 
 
 @click.command()
-@click.option(
-    "--config",
-    "config_path",
-    required=True,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Config file.",
-)
+@CONFIG_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def status(config_path: Path, as_json: bool) -> None:
     """Per-source counters (events, dead letters, late, lag) and per-model windows."""

@@ -16,6 +16,7 @@ from monitor.errors import ModelwatchError
 COMMANDS: dict[str, tuple[str, str]] = {
     "db": ("monitor.cli.db:db", "Create or inspect the database schema."),
     "config": ("monitor.cli.config_cmd:config", "Validate configuration files."),
+    "demo": ("monitor.cli.demo:demo", "Run the whole loop on embedded defaults in a minute."),
     "serve": ("monitor.cli.serve:serve", "Run the daemon: collectors, jobs, HTTP API."),
     "alerts": ("monitor.cli.alerts:alerts", "Show alert states; run the delivery worker."),
     "silences": ("monitor.cli.alerts:silences", "Add, list and expire alert silences."),
@@ -30,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Compare two data files for drift, overall and per slice.",
     ),
     "skew": ("monitor.cli.skew:skew", "Compare serving and offline values joined by a key."),
+    "dashboards": ("monitor.cli.dashboards:dashboards", "Export or provision Grafana dashboards."),
 }
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from monitor.config import load_config, parse_config
-from monitor.daemon.service import Service
+from monitor.daemon.wiring import build_service
 from monitor.storage import make_engine
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -27,7 +27,7 @@ def serve(config_path: Path | None, host: str | None, port: int | None) -> None:
     """Run the daemon: collectors, scheduled jobs and the HTTP API."""
     config = load_config(config_path) if config_path else parse_config({}, source="defaults")
     logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
-    service = Service(config=config, engine=make_engine(config.database_url))
+    service = build_service(config, make_engine(config.database_url))
     host = host or config.api.host
     port = config.api.port if port is None else port
     click.echo(f"modelwatch serving on http://{host}:{port} (replica {service.holder})", err=True)

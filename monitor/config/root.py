@@ -14,6 +14,7 @@ from monitor.config.alerts import AlertsConfig
 from monitor.config.api import ApiConfig, SchedulerConfig
 from monitor.config.base import StrictModel
 from monitor.config.guards import GuardsConfig
+from monitor.config.monitoring import DriftConfig, OutcomeConfig
 from monitor.config.sources import CollectConfig, SourceConfig
 from monitor.errors import ConfigError
 
@@ -32,6 +33,8 @@ class ModelConfig(StrictModel):
     slices: list[str] = Field(default_factory=list)
     # Bounded metric labels: slice values past this many per column go to "other".
     max_slice_values: int = Field(default=50, ge=1, le=1000)
+    drift: DriftConfig = Field(default_factory=DriftConfig)
+    outcomes: OutcomeConfig = Field(default_factory=OutcomeConfig)
 
     @field_validator("slices")
     @classmethod

@@ -19,7 +19,7 @@ from monitor.storage import utcnow
 
 log = logging.getLogger(__name__)
 
-JobFunc = Callable[[datetime], None]
+JobFunc = Callable[[datetime], object]
 
 
 @dataclass(frozen=True)

@@ -137,6 +137,26 @@ class Service:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
 
+    def serve_in_background(self, host: str, port: int) -> uvicorn.Server:
+        """Start everything with the API on a thread (for embedding, e.g. the demo)."""
+        self.start()
+        config = uvicorn.Config(
+            create_app(self.state()),
+            host=host,
+            port=port,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+        )
+        server = _QuietServer(config)
+        threading.Thread(target=server.run, name="api", daemon=True).start()
+        return server
+
+    def stop_background(self, server: uvicorn.Server, timeout: float = 8.0) -> None:
+        """Stop a server from `serve_in_background`, then the components and scheduler."""
+        server.should_exit = True
+        self.stop(timeout)
+
 
 class _QuietServer(uvicorn.Server):
     """uvicorn's server without its own signal capture (which re-raises SIGTERM on exit)."""

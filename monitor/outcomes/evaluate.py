@@ -39,8 +39,8 @@ def evaluate_outcomes(
 
     Classification is binary: ``y_true`` in {0, 1}, ``y_score`` the positive-class
     probability (labels are ``score >= threshold``). Status ``degraded`` needs the value worse
-    than ``baseline - tolerance`` (``+`` for lower-is-better metrics) AND its 95% interval to
-    exclude the baseline, so a small noisy slice is not called degraded; fewer than
+    than ``baseline - tolerance`` (``+`` for lower-is-better metrics) with its whole 95% interval
+    beyond that level, so a small noisy slice is not called degraded; fewer than
     `min_support` supporting rows give ``insufficient_data``.
     """
     y, s = _arrays(y_true, y_score, task)
@@ -125,8 +125,10 @@ def _status(
 ) -> OutcomeStatus:
     if base is None:
         return "ok"
+    # Degraded only when the whole 95% interval lies beyond the tolerated level, so the many
+    # small slices of one evaluation do not raise false alarms from sampling noise.
     if metric.higher_is_better:
-        worse = value < base - tol and hi < base
+        worse = hi < base - tol
     else:
-        worse = value > base + tol and lo > base
+        worse = lo > base + tol
     return "degraded" if worse else "ok"

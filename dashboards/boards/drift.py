@@ -1,0 +1,94 @@
+"""Drift dashboard: per-column drift score against its threshold, drifted-column counts."""
+
+from __future__ import annotations
+
+from grafana_foundation_sdk.models import dashboard as dm
+
+from dashboards.panels import (
+    MODEL_VERSION_SLICE,
+    dashboard,
+    dashed,
+    model_version_variables,
+    query_variable,
+    stat_panel,
+    table_panel,
+    time_series,
+)
+
+UID = "modelwatch-drift"
+
+SCORE = f"""SELECT $__timeGroupAlias(time, $__interval), "column" AS metric, max(value) AS value
+FROM mw_drift
+WHERE {MODEL_VERSION_SLICE}
+GROUP BY 1, 2
+ORDER BY 1"""
+
+THRESHOLD = f"""SELECT $__timeGroupAlias(time, $__interval), "column" || ' threshold' AS metric,
+  max(threshold) AS value
+FROM mw_drift
+WHERE {MODEL_VERSION_SLICE}
+GROUP BY 1, 2
+ORDER BY 1"""
+
+DRIFTED_OVER_TIME = f"""SELECT $__timeGroupAlias(time, $__interval),
+  count(DISTINCT CASE WHEN drifted = 1 THEN "column" END) AS drifted_columns
+FROM mw_drift
+WHERE {MODEL_VERSION_SLICE}
+GROUP BY 1
+ORDER BY 1"""
+
+LATEST_WINDOW = f"""(SELECT max(time) FROM mw_drift WHERE {MODEL_VERSION_SLICE})"""
+
+DRIFTED_NOW = f"""SELECT count(DISTINCT "column") AS drifted_columns
+FROM mw_drift
+WHERE {MODEL_VERSION_SLICE} AND drifted = 1 AND time = {LATEST_WINDOW}"""
+
+LATEST_TABLE = f"""SELECT "column", method, value, threshold, p_value, n_reference, n_current,
+  status
+FROM mw_drift
+WHERE {MODEL_VERSION_SLICE} AND time = {LATEST_WINDOW}
+ORDER BY drifted DESC, value DESC"""
+
+SLICES = """SELECT DISTINCT slice FROM mw_drift
+WHERE model = ${model:sqlstring} AND version = ${version:sqlstring} AND $__timeFilter(time)
+ORDER BY 1"""
+
+
+def build(datasource: dm.DataSourceRef) -> dm.Dashboard:
+    """The drift dashboard, reading `mw_drift`."""
+    board = dashboard(UID, "modelwatch / Drift", "Which column drifted, in which slice, when.")
+    for variable in model_version_variables(datasource):
+        board = board.with_variable(variable)
+    board = board.with_variable(query_variable("slice", "Slice", SLICES, datasource))
+    score = time_series(
+        "Drift score by column",
+        "Latest drift statistic per column in each interval; dashed: the column's threshold.",
+        [SCORE, THRESHOLD],
+        datasource,
+    ).with_override(*dashed(".* threshold"))
+    return (
+        board.with_panel(score)
+        .with_panel(
+            time_series(
+                "Drifted columns",
+                "Columns whose drift status was 'drift' in each interval.",
+                [DRIFTED_OVER_TIME],
+                datasource,
+            )
+        )
+        .with_panel(
+            stat_panel(
+                "Drifted now", "Drifted columns in the latest window.", DRIFTED_NOW, datasource
+            )
+        )
+        .with_panel(
+            table_panel(
+                "Latest window",
+                "Every column's result in the latest window.",
+                LATEST_TABLE,
+                datasource,
+                18,
+            )
+        )
+        .build()
+    )

@@ -1,0 +1,97 @@
+"""Outcome dashboard: per-slice outcome metrics against their baseline, with confidence bands."""
+
+from __future__ import annotations
+
+from grafana_foundation_sdk.models import dashboard as dm
+
+from dashboards.panels import (
+    MODEL_VERSION,
+    MODEL_VERSION_SLICE,
+    dashboard,
+    dashed,
+    model_version_variables,
+    query_variable,
+    stat_panel,
+    table_panel,
+    time_series,
+)
+
+UID = "modelwatch-outcomes"
+
+BAND = f"""SELECT $__timeGroupAlias(time, $__interval), avg(value) AS value,
+  min(ci_low) AS ci_low, max(ci_high) AS ci_high, avg(baseline_value) AS baseline
+FROM mw_outcomes
+WHERE {MODEL_VERSION_SLICE} AND metric = ${{metric:sqlstring}}
+GROUP BY 1
+ORDER BY 1"""
+
+BY_SLICE = f"""SELECT $__timeGroupAlias(time, $__interval), slice AS metric, avg(value) AS value
+FROM mw_outcomes
+WHERE {MODEL_VERSION} AND metric = ${{metric:sqlstring}}
+GROUP BY 1, 2
+ORDER BY 1"""
+
+LATEST = f"""(SELECT max(time) FROM mw_outcomes WHERE {MODEL_VERSION})"""
+
+DEGRADED_NOW = f"""SELECT count(*) AS degraded_slice_metrics
+FROM mw_outcomes
+WHERE {MODEL_VERSION} AND degraded = 1 AND time = {LATEST}"""
+
+LATEST_TABLE = f"""SELECT slice, metric, value, ci_low, ci_high, baseline_value, tolerance, n,
+  status
+FROM mw_outcomes
+WHERE {MODEL_VERSION} AND time = {LATEST}
+ORDER BY degraded DESC, slice, metric"""
+
+SLICES = """SELECT DISTINCT slice FROM mw_outcomes
+WHERE model = ${model:sqlstring} AND version = ${version:sqlstring} AND $__timeFilter(time)
+ORDER BY 1"""
+
+METRICS = """SELECT DISTINCT metric FROM mw_outcomes
+WHERE model = ${model:sqlstring} AND version = ${version:sqlstring} AND $__timeFilter(time)
+ORDER BY 1"""
+
+
+def _band_overrides() -> list[tuple[dm.MatcherConfig, list[dm.DynamicConfigValue]]]:
+    # The upper bound fills down to the lower one: Grafana draws the confidence band.
+    fill = dm.DynamicConfigValue(id_val="custom.fillBelowTo", value="ci_low")
+    hidden_line = dm.DynamicConfigValue(id_val="custom.lineWidth", value=0)
+    return [
+        (dm.MatcherConfig(id_val="byName", options="ci_high"), [fill, hidden_line]),
+        (dm.MatcherConfig(id_val="byName", options="ci_low"), [hidden_line]),
+        dashed("baseline"),
+    ]
+
+
+def build(datasource: dm.DataSourceRef) -> dm.Dashboard:
+    """The outcome dashboard, reading `mw_outcomes`."""
+    board = dashboard(UID, "modelwatch / Outcomes", "Per-slice outcome metrics against baseline.")
+    for variable in model_version_variables(datasource):
+        board = board.with_variable(variable)
+    board = board.with_variable(query_variable("slice", "Slice", SLICES, datasource))
+    board = board.with_variable(query_variable("metric", "Metric", METRICS, datasource))
+    band = time_series(
+        "$metric in $slice vs baseline",
+        "The metric with its confidence interval (band) and the baseline value (dashed).",
+        [BAND],
+        datasource,
+    )
+    for matcher, properties in _band_overrides():
+        band = band.with_override(matcher, properties)
+    by_slice = time_series("$metric by slice", "The metric in every slice.", [BY_SLICE], datasource)
+    degraded = stat_panel(
+        "Degraded now",
+        "Slice and metric pairs outside tolerance in the latest window.",
+        DEGRADED_NOW,
+        datasource,
+    )
+    latest = table_panel(
+        "Latest window",
+        "Every slice and metric in the latest window.",
+        LATEST_TABLE,
+        datasource,
+        18,
+    )
+    return (
+        board.with_panel(band).with_panel(by_slice).with_panel(degraded).with_panel(latest).build()
+    )

@@ -1,0 +1,83 @@
+"""The SQL views dashboards read: names and columns are the contract with the migrations.
+
+Panels query these views only, never the tables behind them, so storage can change without
+touching a dashboard as long as the views keep these columns. The views are created by the
+migration `0006_dashboard_views` on PostgreSQL and SQLite. `time` is always the timestamp a
+row is plotted at (a window's end, a run's start, a state change), timezone-aware UTC on
+PostgreSQL; `slice` is the slice key, with "all" for the whole window.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+VIEW_COLUMNS: Mapping[str, tuple[str, ...]] = {
+    "mw_versions": ("time", "model", "version"),
+    "mw_drift": (
+        "time",
+        "window_start",
+        "model",
+        "version",
+        "slice",
+        "column",
+        "method",
+        "value",
+        "threshold",
+        "p_value",
+        "n_reference",
+        "n_current",
+        "status",
+        "drifted",
+    ),
+    "mw_outcomes": (
+        "time",
+        "window_start",
+        "model",
+        "version",
+        "slice",
+        "metric",
+        "value",
+        "ci_low",
+        "ci_high",
+        "baseline_value",
+        "tolerance",
+        "n",
+        "status",
+        "degraded",
+    ),
+    "mw_gate_runs": (
+        "time",
+        "model",
+        "version",
+        "preset",
+        "verdict",
+        "passed",
+        "decided_by",
+        "flip_rate",
+        "reference_latency_ms",
+        "candidate_latency_ms",
+        "duration_s",
+        "providers",
+    ),
+    "mw_alerts": ("time", "model", "alert", "state", "state_code", "severity", "summary"),
+    "mw_notifications": (
+        "time",
+        "receiver",
+        "kind",
+        "status",
+        "attempts",
+        "failed",
+        "last_error",
+        "sent_at",
+    ),
+    "mw_ingest": ("time", "window_end", "model", "version", "events"),
+    "mw_dead_letters": ("time", "source", "reason", "payload_size"),
+    "mw_source_lag": ("time", "source", "partition", "lag", "watermark"),
+}
+
+# state_code in mw_alerts, drawn by the alert timeline.
+ALERT_STATE_CODES: Mapping[int, tuple[str, str]] = {
+    0: ("resolved", "green"),
+    1: ("pending", "yellow"),
+    2: ("firing", "red"),
+}

@@ -1,0 +1,120 @@
+"""`modelwatch dashboards`: export Grafana provisioning files or provision through the API."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from dashboards.datasource import DatasourceSpec
+from monitor.cli.common import database_options, resolve_database_url
+from monitor.errors import ConfigError
+
+DEFAULT_TIMEOUT_S = 10.0
+
+
+def _datasource(
+    datasource_url: str | None,
+    database_url: str | None,
+    config_path: Path | None,
+    uid: str,
+    name: str,
+) -> DatasourceSpec:
+    url = datasource_url or resolve_database_url(database_url, config_path)
+    return DatasourceSpec.from_url(url, uid=uid, name=name)
+
+
+def datasource_options(func: click.decorators.FC) -> click.decorators.FC:
+    """Add the datasource options shared by export and provision."""
+    for option in reversed(
+        [
+            click.option(
+                "--datasource-url",
+                metavar="URL",
+                help="PostgreSQL URL as Grafana reaches it (default: the database URL).",
+            ),
+            click.option("--datasource-uid", default="modelwatch-postgres", show_default=True),
+            click.option("--datasource-name", default="modelwatch", show_default=True),
+            click.option("--folder", default="modelwatch", show_default=True, help="Folder name."),
+        ]
+    ):
+        func = option(func)
+    return database_options(func)
+
+
+@click.group()
+def dashboards() -> None:
+    """Grafana dashboards over the mw_* SQL views."""
+
+
+@dashboards.command("export")
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@datasource_options
+@click.option(
+    "--dashboards-path",
+    metavar="PATH",
+    help="Where Grafana reads the JSON files (default: DIRECTORY/dashboards, absolute).",
+)
+def export_cmd(
+    directory: Path,
+    database_url: str | None,
+    config_path: Path | None,
+    datasource_url: str | None,
+    datasource_uid: str,
+    datasource_name: str,
+    folder: str,
+    dashboards_path: str | None,
+) -> None:
+    """Write Grafana file provisioning (datasource, dashboard provider, dashboards) to DIRECTORY."""
+    from dashboards.export import export
+
+    spec = _datasource(datasource_url, database_url, config_path, datasource_uid, datasource_name)
+    result = export(directory, spec, folder, dashboards_path)
+    for path in (*result.dashboards, result.datasource_file, result.provider_file):
+        click.echo(f"wrote {path}")
+
+
+@dashboards.command("provision")
+@click.option("--grafana-url", required=True, metavar="URL", help="e.g. http://grafana:3000")
+@click.option("--token", envvar="GRAFANA_TOKEN", help="Service account token ($GRAFANA_TOKEN).")
+@click.option("--user", "user", help="Basic-auth user (instead of --token).")
+@click.option("--password", envvar="GRAFANA_PASSWORD", help="Basic-auth password.")
+@click.option("--timeout", default=DEFAULT_TIMEOUT_S, show_default=True, help="Seconds per call.")
+@click.option("--retries", default=3, show_default=True, help="Attempts per call.")
+@datasource_options
+def provision_cmd(
+    grafana_url: str,
+    token: str | None,
+    user: str | None,
+    password: str | None,
+    timeout: float,
+    retries: int,
+    database_url: str | None,
+    config_path: Path | None,
+    datasource_url: str | None,
+    datasource_uid: str,
+    datasource_name: str,
+    folder: str,
+) -> None:
+    """Create or update the folder, datasource and dashboards in a running Grafana."""
+    from grafana_client.api import GrafanaApi
+
+    from dashboards.provision import Provisioner
+
+    if token and user:
+        raise ConfigError("grafana: pass either --token or --user/--password, not both")
+    if user and not password:
+        raise ConfigError("grafana: --user needs --password (or $GRAFANA_PASSWORD)")
+    if password and not user and not token:
+        raise ConfigError("grafana: --password needs --user")
+    if retries < 1 or timeout <= 0:
+        raise ConfigError("grafana: --retries must be >= 1 and --timeout > 0")
+    spec = _datasource(datasource_url, database_url, config_path, datasource_uid, datasource_name)
+    credential: str | tuple[str, str] | None = token
+    if user and password:
+        credential = (user, password)
+    api = GrafanaApi.from_url(grafana_url, credential=credential, timeout=timeout)
+    report = Provisioner(api, attempts=retries).run(spec, folder)
+    for kind, name, action in report.actions:
+        click.echo(f"{kind} {name}: {action}")
+    click.echo(f"{report.writes} change(s)")

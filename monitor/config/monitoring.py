@@ -1,0 +1,35 @@
+"""Per-model settings of window evaluation: drift methods and outcome metrics."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from monitor.config.base import StrictModel
+
+
+class DriftConfig(StrictModel):
+    """How windows are compared with the baseline."""
+
+    baseline: str = "default"
+    # Empty: the documented default per column kind (wasserstein numeric, jensen_shannon
+    # categorical) plus missing_rate where nulls occur.
+    methods: list[str] = Field(default_factory=list)
+    alpha: float = Field(default=0.01, gt=0, lt=1)
+    min_n: int = Field(default=30, ge=1)
+
+
+class OutcomeConfig(StrictModel):
+    """Per-slice outcome metrics from joined predictions and labels."""
+
+    task: Literal["classification", "regression"] = "classification"
+    metrics: list[str] = Field(default_factory=list)
+    # Baseline value per metric (e.g. from validation); no value means the metric is reported
+    # without a verdict.
+    baseline: dict[str, float] = Field(default_factory=dict)
+    tolerance: float = Field(default=0.02, ge=0)
+    threshold: float = 0.5
+    min_support: int = Field(default=30, ge=1)
+    # The prediction output used as the score when predictions are objects or lists.
+    output: str | None = None

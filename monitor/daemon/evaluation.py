@@ -1,0 +1,275 @@
+"""Window evaluation: compare each changed window with its baseline and score its outcomes.
+
+A window is (re)evaluated when its profiles or its joined labels changed after its last
+evaluation, so a tick does only new work and repeating a tick changes nothing (results are
+upserted per (model, version, window, slice, column, method)).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.engine import Engine
+
+from monitor.baselines import list_baselines, load_baseline
+from monitor.config import ModelConfig
+from monitor.detectors import DriftResult, evaluate
+from monitor.errors import NotFoundError
+from monitor.outcomes import OutcomeResult, evaluate_outcomes
+from monitor.profiles import OVERALL, ProfileSet, profile_from_bytes
+from monitor.results import store_drift_results, store_outcome_results
+from monitor.storage import (
+    DriftResultRow,
+    LabeledPrediction,
+    OutcomeResultRow,
+    WindowCount,
+    WindowProfile,
+    session_factory,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Window:
+    """One model version's window of traffic, `[start, end)` in UTC."""
+
+    model: str
+    version: str
+    start: datetime
+    end: datetime
+
+
+@dataclass
+class WindowEvaluation:
+    """What one evaluation of one window produced."""
+
+    window: Window
+    drift: list[DriftResult] = field(default_factory=list)
+    outcomes: list[OutcomeResult] = field(default_factory=list)
+
+
+def changed_windows(engine: Engine, model: str) -> list[Window]:
+    """Windows whose profiles changed after their last drift evaluation, oldest first."""
+    prof = (
+        select(
+            WindowProfile.version,
+            WindowProfile.window_start,
+            WindowProfile.window_end,
+            func.max(WindowProfile.updated_at).label("updated"),
+        )
+        .where(WindowProfile.model == model)
+        .group_by(WindowProfile.version, WindowProfile.window_start, WindowProfile.window_end)
+    )
+    done = _last_computed(engine, DriftResultRow, model)
+    with session_factory(engine)() as s:
+        rows = s.execute(prof).all()
+    return sorted(
+        (
+            Window(model, v, start, end)
+            for v, start, end, updated in rows
+            if (v, start) not in done or done[(v, start)] < updated
+        ),
+        key=lambda w: (w.start, w.version),
+    )
+
+
+def labeled_windows(engine: Engine, model: str, window_s: float) -> list[Window]:
+    """Windows with labels joined after their last outcome evaluation."""
+    done = _last_computed(engine, OutcomeResultRow, model)
+    with session_factory(engine)() as s:
+        rows = s.execute(
+            select(
+                LabeledPrediction.version, LabeledPrediction.ts, LabeledPrediction.joined_at
+            ).where(LabeledPrediction.model == model)
+        ).all()
+    latest: dict[tuple[str, datetime], datetime] = {}
+    for version, ts, joined in rows:
+        start = _floor(ts, window_s)
+        key = (version, start)
+        latest[key] = max(latest.get(key, joined), joined)
+    step = _seconds(window_s)
+    return sorted(
+        (
+            Window(model, v, start, start + step)
+            for (v, start), joined in latest.items()
+            if (v, start) not in done or done[(v, start)] < joined
+        ),
+        key=lambda w: (w.start, w.version),
+    )
+
+
+def _last_computed(engine: Engine, table: Any, model: str) -> dict[tuple[str, datetime], datetime]:
+    stmt = (
+        select(table.version, table.window_start, func.max(table.computed_at))
+        .where(table.model == model)
+        .group_by(table.version, table.window_start)
+    )
+    with session_factory(engine)() as s:
+        return {(v, start): at for v, start, at in s.execute(stmt)}
+
+
+def _floor(ts: datetime, window_s: float) -> datetime:
+    step = int(window_s)
+    return datetime.fromtimestamp(int(ts.timestamp()) // step * step, UTC)
+
+
+def _seconds(window_s: float) -> timedelta:
+    return timedelta(seconds=window_s)
+
+
+def window_profiles(engine: Engine, window: Window, slice_by: Sequence[str]) -> ProfileSet:
+    """The window's stored profiles as a ProfileSet (overall and per slice)."""
+    with session_factory(engine)() as s:
+        prof_rows = s.execute(
+            select(WindowProfile.slice_key, WindowProfile.column, WindowProfile.payload).where(
+                WindowProfile.model == window.model,
+                WindowProfile.version == window.version,
+                WindowProfile.window_start == window.start,
+            )
+        ).all()
+        counts = s.execute(
+            select(WindowCount.slice_key, WindowCount.events).where(
+                WindowCount.model == window.model,
+                WindowCount.version == window.version,
+                WindowCount.window_start == window.start,
+            )
+        ).all()
+    profiles = {(key, col): profile_from_bytes(payload) for key, col, payload in prof_rows}
+    rows = {key: int(n) for key, n in counts}
+    specs = {col: p.spec for (key, col), p in profiles.items() if key == OVERALL}
+    return ProfileSet(profiles, rows, tuple(slice_by), specs)
+
+
+def reference_for(engine: Engine, model: str, version: str, name: str) -> ProfileSet | None:
+    """The version's baseline, else the model's newest baseline; None when there is none."""
+    try:
+        return load_baseline(engine, model, version, name)
+    except NotFoundError:
+        pass
+    for info in list_baselines(engine, model):
+        if info.name == name:
+            return load_baseline(engine, model, info.version, name)
+    return None
+
+
+def score_of(prediction: Any, output: str | None) -> float | None:
+    """The number outcome metrics score: a plain number, a named output, or the positive class."""
+    if isinstance(prediction, dict):
+        key = output if output is not None else (next(iter(prediction)) if prediction else None)
+        prediction = prediction.get(key) if key is not None else None
+    if isinstance(prediction, list):
+        prediction = prediction[-1] if prediction else None
+    if isinstance(prediction, bool):
+        return float(prediction)
+    if isinstance(prediction, int | float):
+        return float(prediction)
+    if isinstance(prediction, str):
+        try:
+            return float(prediction)
+        except ValueError:
+            return None
+    return None
+
+
+class WindowEvaluator:
+    """Evaluates changed windows of every configured model and stores the results."""
+
+    def __init__(self, engine: Engine, models: Sequence[ModelConfig], window_s: float) -> None:
+        self.engine = engine
+        self.models = list(models)
+        self.window_s = window_s
+
+    def run(self) -> list[WindowEvaluation]:
+        """Evaluate what changed since the last run; returns what was evaluated."""
+        out: list[WindowEvaluation] = []
+        for cfg in self.models:
+            out += self._drift(cfg)
+            out += self._outcomes(cfg)
+        return out
+
+    def _drift(self, cfg: ModelConfig) -> list[WindowEvaluation]:
+        out = []
+        refs: dict[str, ProfileSet | None] = {}
+        for window in changed_windows(self.engine, cfg.name):
+            if window.version not in refs:
+                refs[window.version] = reference_for(
+                    self.engine, cfg.name, window.version, cfg.drift.baseline
+                )
+            reference = refs[window.version]
+            if reference is None:
+                log.warning(
+                    "model %s version %s has no baseline; drift not evaluated",
+                    cfg.name,
+                    window.version,
+                )
+                continue
+            current = window_profiles(self.engine, window, reference.slice_by or cfg.slices)
+            results = evaluate(
+                reference,
+                current,
+                methods=cfg.drift.methods or None,
+                alpha=cfg.drift.alpha,
+                min_n=cfg.drift.min_n,
+            )
+            store_drift_results(
+                self.engine, cfg.name, window.version, (window.start, window.end), results
+            )
+            out.append(WindowEvaluation(window, drift=results))
+        return out
+
+    def _outcomes(self, cfg: ModelConfig) -> list[WindowEvaluation]:
+        out = []
+        for window in labeled_windows(self.engine, cfg.name, self.window_s):
+            results = self.outcomes(window, cfg)
+            if results:
+                store_outcome_results(
+                    self.engine, cfg.name, window.version, (window.start, window.end), results
+                )
+                out.append(WindowEvaluation(window, outcomes=results))
+        return out
+
+    def outcomes(self, window: Window, cfg: ModelConfig) -> list[OutcomeResult]:
+        """Per-slice outcome metrics of the window's joined predictions and labels."""
+        with session_factory(self.engine)() as s:
+            rows = s.execute(
+                select(
+                    LabeledPrediction.prediction,
+                    LabeledPrediction.label,
+                    LabeledPrediction.slice_values,
+                ).where(
+                    LabeledPrediction.model == window.model,
+                    LabeledPrediction.version == window.version,
+                    LabeledPrediction.ts >= window.start,
+                    LabeledPrediction.ts < window.end,
+                )
+            ).all()
+        ys, scores, slices = [], [], {c: [] for c in cfg.slices}  # type: ignore[var-annotated]
+        for prediction, label, values in rows:
+            score, y = score_of(prediction, cfg.outcomes.output), score_of(label, None)
+            if score is None or y is None:
+                continue
+            ys.append(y)
+            scores.append(score)
+            for c in cfg.slices:
+                v = (values or {}).get(c)
+                slices[c].append(None if v is None else str(v))
+        if not ys:
+            return []
+        oc = cfg.outcomes
+        return evaluate_outcomes(
+            ys,
+            scores,
+            task=oc.task,
+            slices=slices,
+            metrics=oc.metrics or None,
+            baseline=oc.baseline or None,
+            tolerance=oc.tolerance,
+            threshold=oc.threshold,
+            min_support=oc.min_support,
+        )

@@ -1,0 +1,107 @@
+"""The monitor's stored results as alert signals: the latest window of each model version.
+
+Alert rules see the current state; an alert whose subject no longer drifts in the newest window
+resolves. Labels are bounded (model, version, column, slice, method), never the window.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+import orjson
+from sqlalchemy import func, select
+from sqlalchemy.engine import Engine
+
+from alerts import Signal
+from monitor.storage import DriftResultRow, OutcomeResultRow, session_factory
+
+
+def slice_label(slice_key: str) -> str:
+    """'' for overall, else 'col=value' (joined with ',' for several columns)."""
+    if not slice_key:
+        return ""
+    parsed: dict[str, Any] = orjson.loads(slice_key)
+    return ",".join(f"{k}={v}" for k, v in sorted(parsed.items()))
+
+
+def _latest(engine: Engine, table: Any, model: str) -> list[Any]:
+    newest = (
+        select(table.version, func.max(table.window_start).label("start"))
+        .where(table.model == model)
+        .group_by(table.version)
+        .subquery()
+    )
+    stmt = (
+        select(table)
+        .join(newest, (table.version == newest.c.version) & (table.window_start == newest.c.start))
+        .where(table.model == model)
+    )
+    with session_factory(engine)() as s:
+        return list(s.scalars(stmt))
+
+
+def drift_signals(engine: Engine, models: Iterable[str], now: datetime) -> list[Signal]:
+    """A `drift` signal per column/slice/method and a `drift_count` per model version."""
+    out: list[Signal] = []
+    for model in models:
+        rows = _latest(engine, DriftResultRow, model)
+        drifted: dict[str, set[str]] = {}
+        for r in rows:
+            if r.status == "insufficient_data":
+                continue
+            labels = {
+                "model": model,
+                "version": r.version,
+                "column": r.column,
+                "slice": slice_label(r.slice_key),
+                "method": r.method,
+            }
+            out.append(Signal("drift", labels, r.value, r.threshold, r.status == "drift", now))
+            drifted.setdefault(r.version, set())
+            if r.status == "drift" and not r.slice_key:
+                drifted[r.version].add(r.column)
+        for version, columns in drifted.items():
+            out.append(
+                Signal(
+                    "drift_count",
+                    {"model": model, "version": version},
+                    float(len(columns)),
+                    None,
+                    bool(columns),
+                    now,
+                )
+            )
+    return out
+
+
+def outcome_signals(engine: Engine, models: Iterable[str], now: datetime) -> list[Signal]:
+    """An `outcome` signal per metric and slice of the latest labelled window."""
+    out: list[Signal] = []
+    for model in models:
+        for r in _latest(engine, OutcomeResultRow, model):
+            if r.status == "insufficient_data" or r.baseline_value is None:
+                continue
+            labels = {
+                "model": model,
+                "version": r.version,
+                "metric": r.metric,
+                "slice": slice_label(r.slice_key),
+            }
+            out.append(
+                Signal("outcome", labels, r.value, r.baseline_value, r.status == "degraded", now)
+            )
+    return out
+
+
+def guard_signal(model: str, version: str, verdict: str, now: datetime) -> Signal:
+    """A gate verdict: firing when the candidate failed."""
+    return Signal(
+        "guard",
+        {"model": model, "version": version, "verdict": verdict},
+        None,
+        None,
+        verdict == "fail",
+        now,
+    )

@@ -1,0 +1,145 @@
+"""Seeds a database through the project's own write paths, for the dashboards' SQL evidence.
+
+Registry (guards.registry), drift and outcome results (monitor.results), gate runs
+(guards.history.record_gate), alert states and notifications (alerts.Evaluator) and ingest
+(collectors' Ingestor fed by the JSONL file source, with malformed lines as dead letters).
+Everything lands in the hours before `now`, so one dashboard time range covers it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import httpx
+import orjson
+from sqlalchemy.engine import Engine
+
+from alerts import DeliveryWorker, Evaluator, Signal
+from collectors.files import JsonlSource
+from collectors.ingest import Ingestor
+from collectors.runner import RunState, pump
+from guards.history import record_gate
+from guards.registry import register_version
+from guards.results import Criterion, GuardVerdict, LatencyStats
+from monitor.config import CollectConfig, ModelConfig
+from monitor.config.alerts import AlertsConfig
+from monitor.detectors import DriftResult
+from monitor.outcomes.base import OutcomeResult
+from monitor.results import store_drift_results, store_outcome_results
+
+MODEL, VERSION = "fraud", "3"
+MODELS = [ModelConfig(name=MODEL, slices=["region"])]
+HOURS = 6
+
+
+def _drift(hour: int, column: str, region: str | None) -> DriftResult:
+    value = 0.05 * hour if column == "amount" else 0.05
+    return DriftResult(
+        column=column, slice=None if region is None else {"region": region},
+        kind="numeric", method="psi", value=value, threshold=0.2, p_value=None,
+        n_reference=5000, n_current=800, status="drift" if value > 0.2 else "ok",
+    )  # fmt: skip
+
+
+def _outcome(hour: int, region: str | None) -> OutcomeResult:
+    value = 0.9 - 0.01 * hour
+    return OutcomeResult(
+        metric="accuracy", slice=None if region is None else {"region": region}, value=value,
+        ci_low=value - 0.02, ci_high=value + 0.02, baseline_value=0.9, tolerance=0.03, n=800,
+        status="degraded" if value < 0.87 else "ok",
+    )  # fmt: skip
+
+
+def seed_results(engine: Engine, t0: datetime) -> None:
+    """Hourly windows of drift (two columns) and accuracy, overall and per region."""
+    for hour in range(HOURS):
+        window = (t0 + timedelta(hours=hour), t0 + timedelta(hours=hour + 1))
+        slices = [None, "eu", "us"]
+        drift = [_drift(hour, c, r) for c in ("amount", "country") for r in slices]
+        store_drift_results(engine, MODEL, VERSION, window, drift)
+        store_outcome_results(engine, MODEL, VERSION, window, [_outcome(hour, r) for r in slices])
+
+
+def _verdict(verdict: str, flip_rate: float, candidate_p95: float) -> GuardVerdict:
+    status = "pass" if verdict == "pass" else "fail"
+    criteria = (
+        Criterion("flip_rate[scores]", flip_rate, 0.01, status),
+        Criterion("flip_rate[scores]", flip_rate * 2, 0.03, "pass", {"region": "eu"}),
+        Criterion("latency_p95_ms[batch=1]", candidate_p95, 10.0, "pass"),
+    )
+    latency = {
+        "reference": (LatencyStats(1, 2.0, 4.0, 5.0, 500.0), LatencyStats(32, 9, 12, 14, 3000)),
+        "candidate": (LatencyStats(1, 1.0, candidate_p95, 3.0, 900.0),),
+    }
+    return GuardVerdict(
+        verdict=verdict, preset="int8", rows=256,  # type: ignore[arg-type]
+        providers={"reference": ("CPUExecutionProvider",), "candidate": ("CPUExecutionProvider",)},
+        criteria=criteria, outputs={}, latency=latency, timing={"load_s": 0.5, "inference_s": 1.5},
+    )  # fmt: skip
+
+
+def seed_registry_and_gates(engine: Engine, tmp: Path) -> None:
+    """Register the model version and record a passing and a failing gate run."""
+    artifacts = []
+    for name in ("reference.onnx", "candidate.onnx", "golden.parquet"):
+        (tmp / name).write_bytes(name.encode())
+        artifacts.append(tmp / name)
+    register_version(engine, MODEL, VERSION, artifacts[0], activate=True)
+    ref, cand, golden = artifacts
+    record_gate(engine, MODEL, VERSION, _verdict("pass", 0.002, 2.5), (ref, cand, golden))
+    record_gate(engine, MODEL, VERSION, _verdict("fail", 0.04, 3.5), (ref, cand, golden))
+
+
+def seed_alerts(engine: Engine, t0: datetime) -> None:
+    """A drift alert that goes pending, fires, and resolves; its notifications are queued."""
+    config = AlertsConfig.model_validate(
+        {
+            "receivers": [{"name": "hook", "type": "webhook", "url": "http://127.0.0.1:9/h"}],
+            "rules": [
+                {"name": "FeatureDrift", "kind": "drift", "for": "30m", "receivers": ["hook"],
+                 "annotations": {"summary": "{column} drifted"}},
+            ],
+        }
+    )  # fmt: skip
+    evaluator = Evaluator(engine, config)
+    labels = {"model": MODEL, "version": VERSION, "column": "amount", "slice": ""}
+    for minutes, firing in ((0, True), (45, True), (50, True), (120, False), (125, False)):
+        now = t0 + timedelta(hours=1, minutes=minutes)
+        signal = Signal("drift", labels, 0.3 if firing else 0.1, 0.2, firing, now)
+        evaluator.evaluate([signal], now)
+    # Nothing listens on port 9: every delivery attempt fails and is recorded as such.
+    with httpx.Client(timeout=2) as client:
+        DeliveryWorker(engine, config, client).run_once(t0 + timedelta(hours=2, minutes=10))
+
+
+def seed_ingest(engine: Engine, tmp: Path, t0: datetime) -> None:
+    """Events over several hourly windows from a JSONL log, two malformed lines among them."""
+    lines = []
+    for i in range(120):
+        event = {
+            "request_id": f"r{i}", "model": MODEL, "model_version": VERSION,
+            "timestamp": (t0 + timedelta(minutes=3 * i)).timestamp(),
+            "features": {"amount": float(i % 50)}, "prediction": 0.5,
+            "metadata": {"region": ["eu", "us"][i % 2]},
+        }  # fmt: skip
+        lines.append(orjson.dumps(event))
+    lines[10:10] = [b"{not json", b'{"model": "fraud"}']
+    log = tmp / "serving.jsonl"
+    log.write_bytes(b"\n".join(lines) + b"\n")
+    ingestor = Ingestor(engine, "logs", "jsonl", MODELS, CollectConfig(batch_size=50))
+    source = JsonlSource("logs", str(log), ingestor.positions, batch_size=50, poll_interval=0.01)
+    try:
+        pump(source, ingestor, RunState(), until_caught_up=True)
+    finally:
+        source.close()
+
+
+def seed_all(engine: Engine, tmp: Path, now: datetime) -> datetime:
+    """Seed everything; returns t0, the start of the seeded hours."""
+    t0 = now.replace(minute=0, second=0, microsecond=0) - timedelta(hours=HOURS)
+    seed_registry_and_gates(engine, tmp)
+    seed_results(engine, t0)
+    seed_alerts(engine, t0)
+    seed_ingest(engine, tmp, t0)
+    return t0

@@ -1,0 +1,64 @@
+"""The mw_* views exist on both backends with the columns dashboards rely on."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import inspect, text
+from sqlalchemy.engine import Engine
+
+from dashboards.views import VIEW_COLUMNS
+from monitor.storage import downgrade
+from tests.dashboards.seed import seed_all
+
+
+def test_views_have_the_contract_columns(engine: Engine) -> None:
+    views = set(inspect(engine).get_view_names())
+    assert set(VIEW_COLUMNS) <= views
+    with engine.connect() as conn:
+        for name, columns in VIEW_COLUMNS.items():
+            result = conn.execute(text(f"SELECT * FROM {name} LIMIT 0"))
+            assert tuple(result.keys()) == columns, name
+
+
+def test_downgrade_drops_the_views(engine: Engine) -> None:
+    downgrade(engine, "0001_foundation")
+    assert not {v for v in inspect(engine).get_view_names() if v.startswith("mw_")}
+
+
+def test_views_read_the_same_facts_on_both_backends(engine: Engine, tmp_path: Path) -> None:
+    seed_all(engine, tmp_path, datetime.now(UTC))
+    with engine.connect() as conn:
+
+        def rows(sql: str) -> list[tuple[Any, ...]]:
+            return [tuple(r) for r in conn.execute(text(sql))]
+
+        for name in VIEW_COLUMNS:
+            assert rows(f"SELECT count(*) FROM {name}")[0][0] > 0, f"{name} is empty"
+        assert rows("SELECT DISTINCT slice FROM mw_drift ORDER BY slice") == [
+            ("all",),
+            ("region=eu",),
+            ("region=us",),
+        ]
+        assert rows(
+            "SELECT verdict, passed, decided_by, flip_rate, reference_latency_ms, "
+            "candidate_latency_ms, duration_s, providers FROM mw_gate_runs ORDER BY verdict"
+        ) == [
+            ("fail", 0, "flip_rate[scores]", 0.04, 4.0, 3.5, 2.0, "CPUExecutionProvider"),
+            ("pass", 1, None, 0.002, 4.0, 2.5, 2.0, "CPUExecutionProvider"),
+        ]
+        assert rows("SELECT state, state_code, alert, model FROM mw_alerts ORDER BY time") == [
+            ("pending", 1, "FeatureDrift amount", "fraud"),
+            ("firing", 2, "FeatureDrift amount", "fraud"),
+            ("resolved", 0, "FeatureDrift amount", "fraud"),
+        ]
+        assert rows("SELECT sum(events) FROM mw_ingest")[0][0] == 120
+        assert rows("SELECT reason FROM mw_dead_letters ORDER BY reason") == [
+            ("invalid_json",),
+            ("missing_field",),
+        ]
+        assert rows("SELECT sum(failed) FROM mw_notifications")[0][0] == 1
+        assert rows("SELECT count(*) FROM mw_drift WHERE drifted = 1")[0][0] == 3
+        assert rows("SELECT count(*) FROM mw_outcomes WHERE degraded = 1")[0][0] == 6

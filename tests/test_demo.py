@@ -1,0 +1,61 @@
+"""The demo end to end, as a new user runs it: `modelwatch demo --workdir DIR`."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    workdir = tmp_path_factory.mktemp("demo") / "demo"
+    return workdir, run_cli("demo", "--workdir", str(workdir), timeout=600)
+
+
+def test_demo_delivers_what_it_promises(
+    demo: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    workdir, out = demo
+    assert out.returncode == 0, out.stderr[-3000:]
+    summary = json.loads((workdir / "summary.json").read_text())
+    assert summary["events_ingested"] == 15_000
+    assert summary["drift_alerts_delivered"] >= 1
+    assert summary["outcome_alerts_delivered"] >= 1
+    assert summary["signatures_rejected"] == 0
+    assert summary["gate"] == {"fp16": "pass", "int8_good": "pass", "int8_bad": "fail"}
+    assert summary["rollbacks"] == [
+        {"model": "fraud", "from": "4-int8-miscalibrated", "to": "3-int8"}
+    ]
+    for path in summary["reports"] + summary["dashboards"]:
+        assert Path(path).stat().st_size > 500, path
+    assert any(p.endswith("drift.html") for p in summary["reports"])
+    assert "modelwatch demo" in out.stdout
+
+
+def test_demo_drift_is_found_in_the_drifted_region_only(
+    demo: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    workdir, out = demo
+    assert out.returncode == 0, out.stderr[-3000:]
+    db = sqlite3.connect(workdir / "modelwatch.db")
+    drifted = {
+        s
+        for (s,) in db.execute(
+            "SELECT DISTINCT slice_key FROM drift_results WHERE status = 'drift'"
+        )
+    }
+    assert '{"region":"eu"}' in drifted
+    assert drifted <= {'{"region":"eu"}', ""}
+    firing = [
+        json.loads(labels)
+        for (labels,) in db.execute("SELECT labels FROM alert_states WHERE state = 'firing'")
+    ]
+    regions = {a.get("slice") for a in firing if a["alertname"] == "FeatureDrift"}
+    assert "region=eu" in regions
+    assert regions <= {"region=eu", None}
