@@ -53,6 +53,18 @@ class CloudEventsAdapter:
         return [Half(str(event["id"]), kind, ts, body)]
 
     def combine(self, request: Half, response: Half) -> Sequence[Any]:
+        try:
+            return self._combine(request, response)
+        except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
+            if isinstance(exc, DecodeError):
+                raise
+            # A body of the wrong shape (a number where a list belongs, a tensor without a
+            # name) is a dead letter, like any other malformed payload.
+            raise DecodeError(
+                "wrong_type", f"cloudevent {request.pair_id}: malformed body: {exc!r}"[:300]
+            ) from None
+
+    def _combine(self, request: Half, response: Half) -> Sequence[Any]:
         rows = self._inputs(request.body["data"])
         outputs = self._outputs(response.body["data"])
         if len(rows) != len(outputs):

@@ -34,6 +34,16 @@ class TokenConfig(StrictModel):
         return os.environ.get(self.token_env) or None
 
 
+class CloudEventsOptions(StrictModel):
+    """How `POST /v1/events` reads inference-logger CloudEvents (the `cloudevents` adapter)."""
+
+    # Default: the event's `inferenceservicename` / `modelversion` extensions.
+    model: str | None = None
+    model_version: str | None = None
+    # Names of positional inputs (V1 `instances` lists); default f0, f1, ...
+    feature_names: list[str] = Field(default_factory=list)
+
+
 class ApiConfig(StrictModel):
     """`modelwatch serve`'s HTTP API."""
 
@@ -43,6 +53,7 @@ class ApiConfig(StrictModel):
     max_body_bytes: int = Field(default=10 * 1024 * 1024, ge=1024)
     # Health and metrics stay open for probes and scrapers unless this is set.
     protect_health: bool = False
+    cloudevents: CloudEventsOptions = Field(default_factory=CloudEventsOptions)
 
 
 class SchedulerConfig(StrictModel):

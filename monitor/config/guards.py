@@ -29,6 +29,18 @@ class GatePolicyConfig(StrictModel):
     confidence: float | None = Field(default=None, gt=0.5, lt=1)
 
 
+class GoldenSetConfig(StrictModel):
+    """A model's golden set for gate runs started over HTTP (`POST /v1/guard/.../run`)."""
+
+    path: str = Field(min_length=1)
+    preset: Literal["fp32", "fp16", "int8"] = "fp32"
+    label_column: str | None = None
+    id_column: str | None = None
+    slice_by: list[str] = Field(default_factory=list)
+    features: list[str] | None = None
+    output: str | None = None
+
+
 class GuardsConfig(StrictModel):
     """The gate's runtime settings and per-preset threshold overrides."""
 
@@ -38,3 +50,5 @@ class GuardsConfig(StrictModel):
     batch_size: int = Field(default=4096, ge=1)
     latency_batch_sizes: list[int] = Field(default_factory=lambda: [1, 64])
     intra_op_threads: int = Field(default=0, ge=0)
+    # Golden set per model name, used when a gate run request names none.
+    golden_sets: dict[str, GoldenSetConfig] = Field(default_factory=dict)

@@ -6,7 +6,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -17,11 +17,25 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from monitor._version import __version__
 from monitor.config import Config
+from monitor.daemon.alerts_api import router as alerts_router
 from monitor.daemon.auth import TokenStore, requires
+from monitor.daemon.ingest_api import router as ingest_router
+from monitor.daemon.intake import HttpIntake
 from monitor.daemon.limits import BodyLimitMiddleware
 from monitor.daemon.models_api import router as models_router
-from monitor.errors import ConflictError, InputError, ModelwatchError, NotFoundError
+from monitor.daemon.release_api import router as release_router
+from monitor.daemon.results_api import router as results_router
+from monitor.errors import (
+    ConflictError,
+    InputError,
+    ModelwatchError,
+    NotFoundError,
+    StorageError,
+)
 from monitor.storage import schema_state
+
+if TYPE_CHECKING:
+    from guards.events import RollbackListener
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +49,10 @@ class DaemonState:
     registry: CollectorRegistry
     # name -> callable telling whether that component is running (collectors, scheduler...)
     components: dict[str, Callable[[], bool]] = field(default_factory=dict)
+    # Told about rollbacks made through the API (gate runs, POST .../rollback), e.g. to notify.
+    rollback_listener: RollbackListener | None = None
+    # HTTP ingest; None: one on this engine and config (ingestors made on first use).
+    intake: HttpIntake | None = None
 
 
 def _error(status: int, detail: str, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -69,6 +87,9 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(ModelwatchError)
     async def domain_error(_: Request, exc: ModelwatchError) -> JSONResponse:
+        if isinstance(exc, StorageError):
+            # The database is down or behind: the request may succeed later.
+            return _error(503, str(exc), {"Retry-After": "5"})
         status = 400
         if isinstance(exc, NotFoundError):
             status = 404
@@ -125,6 +146,9 @@ def create_app(state: DaemonState) -> FastAPI:
     app.state.tokens = TokenStore(state.config.api.tokens)
     _install_error_handlers(app)
     _install_health(app, state)
-    app.include_router(models_router, prefix="/v1")
+    app.state.intake = state.intake or HttpIntake(state.engine, state.config)
+    routers = (models_router, ingest_router, results_router, release_router, alerts_router)
+    for router in routers:
+        app.include_router(router, prefix="/v1")
     app.add_middleware(BodyLimitMiddleware, max_bytes=state.config.api.max_body_bytes)
     return app

@@ -2,20 +2,36 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Depends, Request
+from pydantic import BaseModel
 from sqlalchemy import select
 from sqlalchemy.orm import selectinload
 
 from monitor.daemon.auth import requires
+from monitor.daemon.common import errors
 from monitor.storage import Model, ModelAlias, session_factory
 
 router = APIRouter(tags=["models"])
 
 
-@router.get("/models", dependencies=[Depends(requires("read"))])
-def list_models(request: Request) -> dict[str, Any]:
+class ModelOut(BaseModel):
+    """A registered model: its versions and where its aliases point."""
+
+    name: str
+    versions: list[str]
+    active: str | None
+    last_known_good: str | None
+
+
+class ModelList(BaseModel):
+    models: list[ModelOut]
+
+
+@router.get(
+    "/models", dependencies=[Depends(requires("read"))], response_model=ModelList,
+    responses=errors(),
+)  # fmt: skip
+def list_models(request: Request) -> ModelList:
     """Models, their versions and aliases (active, last_known_good)."""
     engine = request.app.state.daemon.engine
     with session_factory(engine)() as s:
@@ -31,11 +47,11 @@ def list_models(request: Request) -> dict[str, Any]:
             names = {v.id: v.version for v in m.versions}
             al = {a: names.get(vid) for a, vid in by_model.get(m.id, {}).items()}
             out.append(
-                {
-                    "name": m.name,
-                    "versions": [v.version for v in m.versions],
-                    "active": al.get("active"),
-                    "last_known_good": al.get("last_known_good"),
-                }
+                ModelOut(
+                    name=m.name,
+                    versions=[v.version for v in m.versions],
+                    active=al.get("active"),
+                    last_known_good=al.get("last_known_good"),
+                )
             )
-    return {"models": out}
+    return ModelList(models=out)

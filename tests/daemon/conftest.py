@@ -8,10 +8,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy.engine import Engine
 
 from monitor.storage import make_engine, upgrade
 from tests.conftest import REPO
@@ -107,3 +109,29 @@ def server(tmp_path: Path) -> Iterator[ServerProcess]:
 
 def auth(name: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {TOKENS[name]}"}
+
+
+@dataclass(frozen=True)
+class ReleaseModels:
+    """A small fraud classifier, its float16 build and a labelled golden set."""
+
+    reference: Path
+    fp16: Path
+    golden: Path
+
+
+@pytest.fixture(scope="session")
+def release_models(tmp_path_factory: pytest.TempPathFactory) -> ReleaseModels:
+    from guards import builders
+
+    directory = tmp_path_factory.mktemp("release")
+    ref = builders.save(builders.fraud_classifier(), directory / "fraud_fp32.onnx")
+    fp16 = builders.to_float16(ref, directory / "fraud_fp16.onnx")
+    golden = directory / "golden.parquet"
+    builders.fraud_golden(n=1500, reference=ref).to_parquet(golden)
+    return ReleaseModels(ref, fp16, golden)
+
+
+def db_engine(tmp_path: Path) -> Engine:
+    """An engine on the `server` fixture's database."""
+    return make_engine(f"sqlite:///{tmp_path / 'mw.db'}")

@@ -1,0 +1,274 @@
+"""Release endpoints: the canary gate verdict, gate runs and rollback of the `active` alias.
+
+`GET /v1/gate/{model}/{version}` answers 200 for a passed gate and 409 for a failed or
+inconclusive one (the body is the verdict either way), so Flagger webhooks halt on it and Argo
+Rollouts' web provider reads `{$.verdict}`. Gate runs happen in a worker thread, one at a time.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any, Literal
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy.orm import Session
+
+from monitor.config import GatePolicyConfig, GuardsConfig
+from monitor.config.guards import GoldenSetConfig
+from monitor.daemon.auth import requires
+from monitor.daemon.common import ApiModel, daemon, errors
+from monitor.errors import ConflictError, InputError, NotFoundError
+from monitor.storage import Model, ModelVersion
+
+router = APIRouter(tags=["release"])
+
+# One gate run at a time per daemon: a run loads two models and replays the whole golden set.
+_GATE_LOCK = threading.Lock()
+
+
+class Verdict(BaseModel):
+    """A gate verdict document (as `modelwatch gate --json` writes it)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    verdict: Literal["pass", "fail", "inconclusive"]
+    preset: str
+    criteria: list[dict[str, Any]]
+
+
+class RunInfo(BaseModel):
+    """What a gate run compared and what the registry did about it."""
+
+    gate_run_id: int
+    action: str
+    reference: str
+    candidate: str
+    golden: str
+
+
+class RunVerdict(Verdict):
+    """The verdict of a gate run just made, with the run's bookkeeping under `run`."""
+
+    run: RunInfo
+
+
+class GuardRunRequest(ApiModel):
+    """A gate run of a registered version. Paths are on the daemon's host."""
+
+    golden: str | None = Field(default=None, description="Golden set (.parquet/.csv).")
+    reference: str | None = Field(default=None, description="Reference ONNX file.")
+    reference_version: str | None = Field(
+        default=None, description="Registered version to compare with (default: last-known-good)."
+    )
+    preset: Literal["fp32", "fp16", "int8"] | None = None
+    label_column: str | None = None
+    id_column: str | None = None
+    slice_by: list[str] | None = None
+    features: list[str] | None = None
+    output: str | None = None
+    thresholds: GatePolicyConfig | None = None
+    latency: bool = True
+
+
+class RollbackRequest(ApiModel):
+    """Where `active` goes (default: the last-known-good version) and why."""
+
+    to: str | None = None
+    reason: str = Field(default="rollback via API", min_length=1, max_length=500)
+
+
+class RollbackResult(BaseModel):
+    """Where `active` points now; `changed` is false when it already pointed there."""
+
+    model: str
+    active: str
+    changed: bool
+    from_version: str | None = None
+    event_id: int | None = None
+
+
+def _verdict_response(doc: dict[str, Any], strict: bool) -> JSONResponse:
+    passed = doc.get("verdict") == "pass"
+    return JSONResponse(doc, status_code=200 if passed or not strict else 409)
+
+
+@router.get(
+    "/gate/{model}/{version}",
+    dependencies=[Depends(requires("read"))],
+    response_model=Verdict,
+    responses={
+        **errors(404, 422),
+        409: {"model": Verdict, "description": "the latest gate failed or was inconclusive"},
+    },
+)
+def gate_verdict(
+    model: str,
+    version: str,
+    request: Request,
+    strict: bool = Query(
+        True, description="false: 200 for any recorded verdict (Argo reads non-2xx as an error)"
+    ),
+) -> JSONResponse:
+    """The latest gate verdict of a model version: 200 pass, 409 fail/inconclusive, 404 none."""
+    from guards.history import latest_verdict
+
+    doc = latest_verdict(daemon(request).engine, model, version)
+    if doc is None:
+        raise NotFoundError(f"no gate run recorded for model {model!r} version {version!r}")
+    return _verdict_response(doc, strict)
+
+
+@router.post(
+    "/guard/{model}/{version}/run",
+    dependencies=[Depends(requires("admin"))],
+    response_model=RunVerdict,
+    responses={
+        **errors(404, 409, 422),
+        409: {"model": RunVerdict, "description": "failed or inconclusive (or a conflict)"},
+    },
+)
+def run_guard(
+    model: str, version: str, request: Request, body: GuardRunRequest | None = None
+) -> JSONResponse:
+    """Run the gate for a registered version against its reference; record it (rollback rules
+    apply) and answer with the verdict: 200 pass, 409 fail or inconclusive."""
+    from guards.gate import run_gate
+    from guards.history import record_gate
+
+    state = daemon(request)
+    body = body or GuardRunRequest()
+    reference, candidate = _artifacts(state.engine, model, version, body)
+    golden_cfg = _golden_config(state.config.guards, model, body)
+    gate_request = _gate_request(reference, candidate, golden_cfg, body, state.config.guards)
+    golden_path = Path(golden_cfg.path)
+    with _GATE_LOCK:
+        verdict = run_gate(gate_request)
+        record = record_gate(
+            state.engine,
+            model,
+            version,
+            verdict,
+            (reference, candidate, golden_path),
+            state.rollback_listener,
+        )
+    doc = verdict.to_dict()
+    doc["run"] = RunInfo(
+        gate_run_id=record.gate_run_id,
+        action=record.action,
+        reference=str(reference),
+        candidate=str(candidate),
+        golden=str(golden_path),
+    ).model_dump()
+    return _verdict_response(doc, strict=True)
+
+
+def _artifacts(engine: Any, model: str, version: str, body: GuardRunRequest) -> tuple[Path, Path]:
+    from guards import registry
+    from monitor.storage import transaction
+
+    with transaction(engine) as session:
+        row = registry.find_model(session, model)
+        candidate = registry.find_version(session, row, version)
+        reference = _reference(session, row, candidate, body)
+        cand_uri = candidate.artifact_uri
+    if cand_uri is None:
+        raise ConflictError(f"model {model!r} version {version!r} has no registered artifact")
+    return reference, Path(cand_uri)
+
+
+def _reference(
+    session: Session, row: Model, candidate: ModelVersion, body: GuardRunRequest
+) -> Path:
+    from guards import registry
+
+    if body.reference is not None:
+        path = Path(body.reference)
+        if not path.is_file():
+            raise InputError(f"reference: {path}: file not found")
+        return path
+    chosen: ModelVersion | None
+    if body.reference_version is not None:
+        chosen = registry.find_version(session, row, body.reference_version)
+    else:
+        options = (registry.alias(session, row, a) for a in ("last_known_good", "active"))
+        chosen = next((v for v in options if v is not None and v.id != candidate.id), None)
+    if chosen is None or chosen.artifact_uri is None:
+        raise ConflictError(
+            f"model {row.name!r} has no last-known-good or active version other than "
+            f"{candidate.version!r} with an artifact; pass `reference` or `reference_version`"
+        )
+    return Path(chosen.artifact_uri)
+
+
+def _golden_config(cfg: GuardsConfig, model: str, body: GuardRunRequest) -> GoldenSetConfig:
+    base = cfg.golden_sets.get(model)
+    path = body.golden or (base.path if base else None)
+    if path is None:
+        raise InputError(
+            f"golden: no golden set given and none configured (guards.golden_sets.{model})"
+        )
+    fields = ("preset", "label_column", "id_column", "slice_by", "features", "output")
+    given = {f: getattr(body, f) for f in fields if getattr(body, f) is not None}
+    start = base.model_dump() if base is not None and body.golden is None else {}
+    return GoldenSetConfig.model_validate({**start, **given, "path": path})
+
+
+def _gate_request(
+    reference: Path,
+    candidate: Path,
+    golden: GoldenSetConfig,
+    body: GuardRunRequest,
+    cfg: GuardsConfig,
+) -> Any:
+    from guards.gate import GateRequest
+    from guards.golden import load_golden
+    from guards.policy import preset
+
+    policy = preset(golden.preset)
+    for overrides in (cfg.presets.get(golden.preset), body.thresholds):
+        if overrides is not None:
+            policy = policy.with_overrides(overrides.model_dump(exclude_none=True))
+    return GateRequest(
+        reference=reference,
+        candidate=candidate,
+        golden=load_golden(
+            Path(golden.path),
+            id_column=golden.id_column,
+            label_column=golden.label_column,
+            slice_by=golden.slice_by,
+            features=golden.features,
+        ),
+        policy=policy,
+        output=golden.output,
+        providers=tuple(cfg.providers) or None,
+        batch_size=cfg.batch_size,
+        latency_batch_sizes=tuple(cfg.latency_batch_sizes) if body.latency else (),
+        intra_op_threads=cfg.intra_op_threads,
+    )
+
+
+@router.post(
+    "/models/{model}/rollback",
+    dependencies=[Depends(requires("admin"))],
+    response_model=RollbackResult,
+    responses=errors(404, 409, 422),
+)
+def rollback_model(model: str, body: RollbackRequest, request: Request) -> RollbackResult:
+    """Move `active` to `to` (default: last-known-good); repeating it changes nothing."""
+    from guards.registry import rollback
+
+    state = daemon(request)
+    outcome = rollback(
+        state.engine, model, body.to, reason=body.reason, listener=state.rollback_listener
+    )
+    notice = outcome.rollback
+    return RollbackResult(
+        model=outcome.model,
+        active=outcome.active,
+        changed=notice is not None,
+        from_version=notice.from_version if notice is not None else None,
+        event_id=notice.event_id if notice is not None else None,
+    )

@@ -1,0 +1,247 @@
+"""`GET /v1/models/{model}/drift` and `/metrics`: stored window results, filtered.
+
+Without `window_start` or `since`, only the newest window (of the matching rows) is returned.
+A slice is given as canonical JSON (`{"region":"eu"}`) or `col=value`; `overall` (or an empty
+value) selects whole-window rows.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+import orjson
+from fastapi import APIRouter, Depends, Query, Request
+from pydantic import BaseModel
+from sqlalchemy import exists, func, select
+from sqlalchemy.orm import Session
+
+from monitor.daemon.auth import requires
+from monitor.daemon.common import daemon, errors
+from monitor.errors import InputError, NotFoundError
+from monitor.storage import DriftResultRow, Model, OutcomeResultRow, transaction
+
+router = APIRouter(tags=["results"])
+
+MAX_LIMIT = 5000
+
+
+class WindowRow(BaseModel):
+    """Columns shared by every result row."""
+
+    version: str
+    window_start: datetime
+    window_end: datetime
+    slice: dict[str, str] | None
+    status: str
+    value: float | None
+    computed_at: datetime
+
+
+class DriftRow(WindowRow):
+    """One column's drift in one window and slice."""
+
+    column: str
+    method: str
+    threshold: float
+    p_value: float | None
+    n_reference: int
+    n_current: int
+
+
+class MetricRow(WindowRow):
+    """One outcome metric in one window and slice, with its interval and baseline."""
+
+    metric: str
+    ci_low: float | None
+    ci_high: float | None
+    baseline_value: float | None
+    tolerance: float | None
+    n: int
+
+
+class DriftList(BaseModel):
+    model: str
+    results: list[DriftRow]
+
+
+class MetricList(BaseModel):
+    model: str
+    results: list[MetricRow]
+
+
+class Filters(BaseModel):
+    """Query filters shared by both endpoints."""
+
+    version: str | None = None
+    window_start: datetime | None = None
+    since: datetime | None = None
+    slice: str | None = None
+    status: str | None = None
+    limit: int = 500
+
+
+SliceText = Annotated[
+    str | None,
+    Query(description='`{"region":"eu"}`, `region=eu`, or `overall`', max_length=500),
+]
+
+
+def _filters(
+    version: Annotated[str | None, Query(max_length=100)] = None,
+    window_start: Annotated[
+        datetime | None, Query(description="Exactly this window (RFC 3339).")
+    ] = None,
+    since: Annotated[
+        datetime | None, Query(description="Windows starting at or after this.")
+    ] = None,
+    slice: SliceText = None,
+    status: Annotated[str | None, Query(max_length=50)] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 500,
+) -> Filters:
+    return Filters(
+        version=version,
+        window_start=window_start,
+        since=since,
+        slice=slice,
+        status=status,
+        limit=limit,
+    )
+
+
+def slice_key(text: str) -> str:
+    """The stored slice key of a `slice` query value; InputError naming the parameter."""
+    text = text.strip()
+    if text in ("", "overall"):
+        return ""
+    if text.startswith("{"):
+        try:
+            parsed = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            raise InputError(f"slice: not valid JSON: {text!r}") from None
+        if not isinstance(parsed, dict) or not all(isinstance(v, str) for v in parsed.values()):
+            raise InputError('slice: use a JSON object of strings such as {"region":"eu"}')
+    else:
+        name, sep, value = text.partition("=")
+        if not sep or not name.strip():
+            raise InputError(f"slice: use col=value or a JSON object, not {text!r}")
+        parsed = {name.strip(): value.strip()}
+    return orjson.dumps(parsed, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def _check_time(name: str, value: datetime | None) -> None:
+    if value is not None and value.tzinfo is None:
+        raise InputError(f"{name}: give a timezone offset (e.g. 2026-01-01T00:00:00Z)")
+
+
+def _known(session: Session, request: Request, model: str) -> None:
+    if any(m.name == model for m in daemon(request).config.models):
+        return
+    found = session.scalar(
+        select(
+            exists().where(Model.name == model)
+            | exists().where(DriftResultRow.model == model)
+            | exists().where(OutcomeResultRow.model == model)
+        )
+    )
+    if not found:
+        raise NotFoundError(f"unknown model {model!r}: not configured, registered or measured")
+
+
+def _query(
+    session: Session, table: Any, model: str, f: Filters, extra: dict[str, str | None]
+) -> list[Any]:
+    _check_time("window_start", f.window_start)
+    _check_time("since", f.since)
+    conds = [table.model == model]
+    if f.version is not None:
+        conds.append(table.version == f.version)
+    if f.slice is not None:
+        conds.append(table.slice_key == slice_key(f.slice))
+    if f.status is not None:
+        conds.append(table.status == f.status)
+    conds += [getattr(table, k) == v for k, v in extra.items() if v is not None]
+    if f.window_start is not None:
+        conds.append(table.window_start == f.window_start)
+    elif f.since is not None:
+        conds.append(table.window_start >= f.since)
+    else:
+        latest = session.scalar(select(func.max(table.window_start)).where(*conds))
+        conds.append(table.window_start == latest)
+    order = (table.window_start.desc(), table.version, table.slice_key, table.id)
+    return list(session.scalars(select(table).where(*conds).order_by(*order).limit(f.limit)))
+
+
+def _common(row: Any) -> dict[str, Any]:
+    return {
+        "version": row.version,
+        "window_start": row.window_start,
+        "window_end": row.window_end,
+        "slice": orjson.loads(row.slice_key) if row.slice_key else None,
+        "status": row.status,
+        "value": row.value,
+        "computed_at": row.computed_at,
+    }
+
+
+@router.get(
+    "/models/{model}/drift",
+    dependencies=[Depends(requires("read"))],
+    response_model=DriftList,
+    responses=errors(404, 422),
+)
+def model_drift(
+    model: str,
+    request: Request,
+    filters: Annotated[Filters, Depends(_filters)],
+    column: Annotated[str | None, Query(max_length=200)] = None,
+    method: Annotated[str | None, Query(max_length=50)] = None,
+) -> DriftList:
+    """Drift results of the newest window (or the windows asked for), per column and slice."""
+    with transaction(daemon(request).engine) as session:
+        _known(session, request, model)
+        rows = _query(session, DriftResultRow, model, filters, {"column": column, "method": method})
+        results = [
+            DriftRow(
+                **_common(r),
+                column=r.column,
+                method=r.method,
+                threshold=r.threshold,
+                p_value=r.p_value,
+                n_reference=r.n_reference,
+                n_current=r.n_current,
+            )
+            for r in rows
+        ]
+    return DriftList(model=model, results=results)
+
+
+@router.get(
+    "/models/{model}/metrics",
+    dependencies=[Depends(requires("read"))],
+    response_model=MetricList,
+    responses=errors(404, 422),
+)
+def model_metrics(
+    model: str,
+    request: Request,
+    filters: Annotated[Filters, Depends(_filters)],
+    metric: Annotated[str | None, Query(max_length=50)] = None,
+) -> MetricList:
+    """Outcome metrics of the newest window (or the windows asked for), per slice."""
+    with transaction(daemon(request).engine) as session:
+        _known(session, request, model)
+        rows = _query(session, OutcomeResultRow, model, filters, {"metric": metric})
+        results = [
+            MetricRow(
+                **_common(r),
+                metric=r.metric,
+                ci_low=r.ci_low,
+                ci_high=r.ci_high,
+                baseline_value=r.baseline_value,
+                tolerance=r.tolerance,
+                n=r.n,
+            )
+            for r in rows
+        ]
+    return MetricList(model=model, results=results)

@@ -1,0 +1,304 @@
+"""Events and labels over HTTP: counted exactly once, dead-lettered, joined; CloudEvents modes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+from sqlalchemy import func, select
+
+from monitor.storage import (
+    DeadLetter,
+    IngestCounter,
+    LabeledPrediction,
+    WindowCount,
+    WindowProfile,
+    transaction,
+)
+from tests.daemon.conftest import ServerProcess, auth, db_engine
+
+T0 = "2026-01-01T00:00:{:02d}Z"
+
+
+def event(i: int, **over: Any) -> dict[str, Any]:
+    base = {
+        "request_id": f"r{i}",
+        "model": "fraud",
+        "model_version": "1",
+        "timestamp": T0.format(i % 60),
+        "features": {"amount": 10.0 + i, "country": "de" if i % 2 else "fr"},
+        "prediction": 0.1 * (i % 10),
+        "metadata": {"region": "eu" if i % 3 else "us"},
+    }
+    return {**base, **over}
+
+
+def post(server: ServerProcess, body: Any, key: str | None = None, **kw: Any) -> httpx.Response:
+    headers = {**auth("MW_T_INGEST"), **({"Idempotency-Key": key} if key else {})}
+    headers.update(kw.pop("headers", {}))
+    return httpx.post(f"{server.url}/v1/events", json=body, headers=headers, timeout=60, **kw)
+
+
+def totals(tmp_path: Path, source: str = "http") -> tuple[int, int, int]:
+    with transaction(db_engine(tmp_path)) as s:
+        row = s.get(IngestCounter, source)
+        assert row is not None
+        return row.events, row.labels, row.dead_letters
+
+
+def window_events(tmp_path: Path) -> int:
+    with transaction(db_engine(tmp_path)) as s:
+        total = s.scalar(select(func.sum(WindowCount.events)).where(WindowCount.slice_key == ""))
+    return int(total or 0)
+
+
+def test_retried_post_with_idempotency_key_counts_once(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    batch = [event(i) for i in range(5)] + [{**event(9), "timestamp": "yesterday"}]
+    first = post(server, batch, key="batch-0001")
+    assert first.status_code == 200, first.text
+    assert first.json() == {
+        "accepted": 5, "labels": 0, "dead_letters": 1, "late": 0, "duplicates": 0,
+        "idempotency_key": "batch-0001",
+    }  # fmt: skip
+    again = post(server, batch, key="batch-0001")
+    assert again.status_code == 200
+    assert again.json()["accepted"] == 0 and again.json()["duplicates"] == 6
+    assert totals(tmp_path) == (5, 0, 1)
+    assert window_events(tmp_path) == 5
+    with transaction(db_engine(tmp_path)) as s:
+        dead = s.scalars(select(DeadLetter)).all()
+        assert [(d.source, d.reason) for d in dead] == [("http", "invalid_timestamp")]
+        assert b"yesterday" in dead[0].payload
+
+    other = post(server, batch[:2], key="batch-0001")
+    assert other.status_code == 409
+    assert "already used for another body" in other.json()["detail"]
+
+
+def test_without_a_key_every_post_counts_and_batch_id_is_a_key(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    batch = [event(i) for i in range(3)]
+    assert post(server, batch).json()["accepted"] == 3
+    assert post(server, batch).json()["accepted"] == 3
+    wrapped = {"events": [event(i) for i in range(10, 14)], "batch_id": "b-7"}
+    assert post(server, wrapped).json()["accepted"] == 4
+    replay = post(server, wrapped).json()
+    assert replay["accepted"] == 0 and replay["idempotency_key"] == "b-7"
+    assert totals(tmp_path)[0] == 10
+    assert window_events(tmp_path) == 10
+
+
+def test_malformed_events_are_dead_letters_and_bad_bodies_422(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    batch = [
+        event(1),
+        {**event(2), "model": "nope"},
+        {"features": {"a": 1}},
+        17,
+        {**event(3), "features": "not a mapping"},
+    ]
+    resp = post(server, batch).json()
+    assert (resp["accepted"], resp["dead_letters"]) == (1, 4)
+    with transaction(db_engine(tmp_path)) as s:
+        reasons = sorted(s.scalars(select(DeadLetter.reason)).all())
+    assert "unknown_model" in reasons and "missing_field" in reasons
+
+    url = f"{server.url}/v1/events"
+    headers = {**auth("MW_T_INGEST"), "content-type": "application/json"}
+    broken = httpx.post(url, content=b"[{", headers=headers)
+    assert broken.status_code == 422 and broken.json()["detail"].startswith("body: invalid JSON")
+    shape = httpx.post(url, json={"rows": []}, headers=auth("MW_T_INGEST"))
+    assert shape.status_code == 422 and "expected a JSON array" in shape.json()["detail"]
+    bad_key = post(server, [event(1)], key="has space")
+    assert bad_key.status_code == 422 and bad_key.json()["detail"].startswith("Idempotency-Key")
+    assert totals(tmp_path)[0] == 1
+
+
+def test_ingest_scopes(server: ServerProcess) -> None:
+    url = f"{server.url}/v1/events"
+    assert httpx.post(url, json=[event(1)]).status_code == 401
+    assert httpx.post(url, json=[event(1)], headers=auth("MW_T_READ")).status_code == 403
+    labels = f"{server.url}/v1/labels"
+    assert httpx.post(labels, json=[]).status_code == 401
+    assert httpx.post(labels, json=[], headers=auth("MW_T_READ")).status_code == 403
+    assert httpx.post(url, json=[event(1)], headers=auth("MW_T_ADMIN")).status_code == 200
+
+
+def test_labels_are_joined_to_predictions(server: ServerProcess, tmp_path: Path) -> None:
+    post(server, [event(i) for i in range(4)])
+    labels = [
+        {"request_id": f"r{i}", "model": "fraud", "label": i % 2, "timestamp": T0.format(30)}
+        for i in range(3)
+    ]
+    url = f"{server.url}/v1/labels"
+    resp = httpx.post(url, json={"labels": labels, "batch_id": "L1"}, headers=auth("MW_T_INGEST"))
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["labels"] == 3
+    again = httpx.post(url, json={"labels": labels, "batch_id": "L1"}, headers=auth("MW_T_INGEST"))
+    assert again.json()["duplicates"] == 3 and again.json()["idempotency_key"] == "L1"
+    # The same key on /v1/events is another batch: keys of the two endpoints are apart.
+    assert post(server, [event(7)], key="L1").json()["accepted"] == 1
+    with transaction(db_engine(tmp_path)) as s:
+        joined = s.execute(select(LabeledPrediction.request_id, LabeledPrediction.label)).all()
+    assert sorted(joined) == [("r0", 0), ("r1", 1), ("r2", 0)]
+    assert totals(tmp_path)[1] == 3
+    no_label = [{"request_id": "x", "model": "fraud"}]
+    missing = httpx.post(url, json=no_label, headers=auth("MW_T_INGEST"))
+    assert missing.status_code == 422
+    assert missing.json()["errors"][0]["field"].endswith("label")
+
+
+def _ce(pair: str, kind: str, data: Any) -> dict[str, Any]:
+    return {
+        "specversion": "1.0",
+        "id": pair,
+        "source": "kserve",
+        "type": f"org.kubeflow.serving.inference.{kind}",
+        "time": T0.format(5),
+        "inferenceservicename": "fraud",
+        "data": data,
+    }
+
+
+def test_cloudevents_binary_structured_and_batch(server: ServerProcess, tmp_path: Path) -> None:
+    url = f"{server.url}/v1/events"
+    binary = {
+        **auth("MW_T_INGEST"),
+        "content-type": "application/json",
+        "ce-specversion": "1.0",
+        "ce-id": "a",
+        "ce-source": "kserve",
+        "ce-time": T0.format(5),
+        "ce-inferenceservicename": "fraud",
+    }
+    request = {"instances": [[12.5, 3.0]]}
+    first = httpx.post(
+        url, content=orjson.dumps(request),
+        headers={**binary, "ce-type": "org.kubeflow.serving.inference.request"},
+    )  # fmt: skip
+    assert first.status_code == 200 and first.json()["accepted"] == 0  # waits for its response
+    second = httpx.post(
+        url, content=orjson.dumps({"predictions": [0.8]}),
+        headers={**binary, "ce-type": "org.kubeflow.serving.inference.response"},
+    )  # fmt: skip
+    assert second.json()["accepted"] == 1
+
+    structured = {**auth("MW_T_INGEST"), "content-type": "application/cloudevents+json"}
+    req_b = orjson.dumps(_ce("b", "request", {"instances": [[1.0, 2.0]]}))
+    assert httpx.post(url, content=req_b, headers=structured).json()["accepted"] == 0
+    batch = [_ce("b", "response", {"predictions": [0.1]}), _ce("c", "request", {})]
+    batched = {**auth("MW_T_INGEST"), "content-type": "application/cloudevents-batch+json"}
+    resp = httpx.post(url, content=orjson.dumps(batch), headers=batched).json()
+    assert (resp["accepted"], resp["dead_letters"]) == (1, 0)  # "c" waits for its response
+    assert totals(tmp_path, "http-cloudevents")[0] == 2
+
+
+def test_malformed_cloudevent_pairs_are_dead_letters(server: ServerProcess, tmp_path: Path) -> None:
+    headers = {**auth("MW_T_INGEST"), "content-type": "application/cloudevents-batch+json"}
+    pairs = {
+        "scalar-instances": ({"instances": 5}, {"predictions": [1]}),
+        "scalar-predictions": ({"instances": [[1.0]]}, {"predictions": 3}),
+        "no-outputs": ({"instances": [[1.0]]}, {"outputs": []}),
+        "unnamed-tensors": ({"inputs": [{"data": [1]}, {"data": [2]}]}, {"predictions": [1]}),
+    }
+    batch = [
+        half for pid, (req, resp) in pairs.items()
+        for half in (_ce(pid, "request", req), _ce(pid, "response", resp))
+    ]  # fmt: skip
+    resp = httpx.post(f"{server.url}/v1/events", content=orjson.dumps(batch), headers=headers)
+    assert resp.status_code == 200, resp.text
+    assert (resp.json()["accepted"], resp.json()["dead_letters"]) == (0, 4)
+    with transaction(db_engine(tmp_path)) as s:
+        query = select(DeadLetter.reason).where(DeadLetter.source == "http-cloudevents")
+        assert list(s.scalars(query)) == ["wrong_type"] * 4
+
+
+def test_database_outage_is_503_soon(tmp_path: Path) -> None:
+    from datetime import timedelta
+
+    from fastapi.testclient import TestClient
+    from prometheus_client import CollectorRegistry
+    from sqlalchemy import text
+
+    from collectors import Ingestor
+    from monitor.config import parse_config
+    from monitor.daemon.app import DaemonState, create_app
+    from monitor.daemon.intake import HttpIntake
+    from monitor.storage import make_engine, upgrade
+
+    engine = make_engine(f"sqlite:///{tmp_path / 'outage.db'}")
+    upgrade(engine)
+    token = {"name": "c", "scopes": ["ingest"], "token": "secret-ingest"}
+    config = parse_config({"models": [{"name": "fraud"}], "api": {"tokens": [token]}})
+    settings = config.collect.model_copy(update={"db_retry_timeout": timedelta(seconds=0.5)})
+    intake = HttpIntake(
+        engine,
+        config,
+        factory=lambda fmt: Ingestor(engine, "http", "http", config.models, settings, format=fmt),
+    )
+    app = create_app(DaemonState(engine, config, CollectorRegistry(), intake=intake))
+    client = TestClient(app, raise_server_exceptions=False)
+    headers = {"Authorization": "Bearer secret-ingest"}
+    assert client.post("/v1/events", json=[event(1)], headers=headers).status_code == 200
+    with engine.begin() as conn:
+        conn.execute(text("DROP TABLE ingest_counters"))
+    down = client.post("/v1/events", json=[event(2)], headers=headers)
+    assert down.status_code == 503 and down.headers["retry-after"] == "5"
+    assert "database unavailable" in down.json()["detail"]
+
+
+def test_configured_cloudevent_options_name_features_and_version(tmp_path: Path) -> None:
+    from tests.conftest import run_cli
+    from tests.daemon.conftest import write_config
+
+    url = f"sqlite:///{tmp_path / 'mw.db'}"
+    run_cli("db", "upgrade", "--database-url", url)
+    extra = "  cloudevents: {model_version: '7', feature_names: [amount, age]}\n"
+    config = write_config(tmp_path, url).read_text().replace("api:\n", "api:\n" + extra)
+    (tmp_path / "mw.yaml").write_text(config)
+    proc = ServerProcess(tmp_path / "mw.yaml")
+    try:
+        proc.wait_ready()
+        halves = [
+            _ce("p", "request", {"instances": [[12.5, 40]]}),
+            _ce("p", "response", {"predictions": [0.9]}),
+        ]
+        headers = {**auth("MW_T_INGEST"), "content-type": "application/cloudevents-batch+json"}
+        resp = httpx.post(f"{proc.url}/v1/events", content=orjson.dumps(halves), headers=headers)
+        assert resp.json()["accepted"] == 1
+    finally:
+        proc.terminate()
+    with transaction(db_engine(tmp_path)) as s:
+        query = select(WindowProfile.version, WindowProfile.column).where(
+            WindowProfile.slice_key == ""
+        )
+        stored = sorted(s.execute(query).all())
+    assert stored == [("7", "age"), ("7", "amount"), ("7", "prediction")]
+
+
+def test_concurrent_retries_on_two_replicas_count_once(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    other = ServerProcess(tmp_path / "mw.yaml")  # a second replica on the same database
+    try:
+        other.wait_ready()
+        batches = {f"k{j}": [event(100 * j + i) for i in range(20)] for j in range(3)}
+        jobs = [(srv, key) for key in batches for srv in (server, other, server, other)]
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            answers = list(pool.map(lambda job: post(job[0], batches[job[1]], key=job[1]), jobs))
+    finally:
+        other.terminate()
+    assert all(a.status_code == 200 for a in answers), [a.text for a in answers]
+    accepted = sum(a.json()["accepted"] for a in answers)
+    duplicates = sum(a.json()["duplicates"] for a in answers)
+    assert (accepted, duplicates) == (60, 180)
+    assert totals(tmp_path)[0] == 60
+    assert window_events(tmp_path) == 60
