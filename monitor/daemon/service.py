@@ -20,6 +20,7 @@ from sqlalchemy.engine import Engine
 
 from monitor.config import Config
 from monitor.daemon.app import DaemonState, create_app
+from monitor.daemon.intake import HttpIntake
 from monitor.daemon.scheduler import JobSpec, Scheduler
 from monitor.storage import JobRun, require_head, transaction
 
@@ -87,7 +88,8 @@ class Service:
     def state(self) -> DaemonState:
         comps: dict[str, Callable[[], bool]] = {c.name: c.running for c in self.components}
         comps["scheduler"] = lambda: not self._stopped.is_set()
-        return DaemonState(self.engine, self.config, self.registry, comps)
+        intake = HttpIntake(self.engine, self.config, replica=self.holder)
+        return DaemonState(self.engine, self.config, self.registry, comps, intake=intake)
 
     def start(self) -> None:
         """Check the schema, then start components and the scheduler."""

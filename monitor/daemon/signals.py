@@ -15,7 +15,7 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
 from alerts import Signal
-from monitor.storage import DriftResultRow, OutcomeResultRow, session_factory
+from monitor.storage import DriftResultRow, GateRun, OutcomeResultRow, session_factory
 
 
 def slice_label(slice_key: str) -> str:
@@ -105,3 +105,19 @@ def guard_signal(model: str, version: str, verdict: str, now: datetime) -> Signa
         verdict == "fail",
         now,
     )
+
+
+def guard_signals(engine: Engine, models: Iterable[str], now: datetime) -> list[Signal]:
+    """The newest gate verdict of each model version (a later pass resolves a failure)."""
+    newest = (
+        select(GateRun.model, GateRun.version, func.max(GateRun.id).label("id"))
+        .group_by(GateRun.model, GateRun.version)
+        .subquery()
+    )
+    with session_factory(engine)() as s:
+        runs = s.execute(
+            select(GateRun.model, GateRun.version, GateRun.verdict)
+            .join(newest, GateRun.id == newest.c.id)
+            .where(GateRun.model.in_(list(models)))
+        ).all()
+    return [guard_signal(model, version, verdict, now) for model, version, verdict in runs]

@@ -19,12 +19,12 @@ from monitor.daemon.evaluation import WindowEvaluation, WindowEvaluator
 from monitor.daemon.metrics import MetricsPublisher
 from monitor.daemon.scheduler import JobSpec
 from monitor.daemon.service import Component, Service
-from monitor.daemon.signals import drift_signals, outcome_signals
+from monitor.daemon.signals import drift_signals, guard_signals, outcome_signals
 from monitor.storage import utcnow
 
 log = logging.getLogger(__name__)
 
-MONITOR_KINDS = ("drift", "drift_count", "outcome")
+MONITOR_KINDS = ("drift", "drift_count", "outcome", "guard")
 
 
 class ThreadComponent(Component):
@@ -111,7 +111,11 @@ class Monitoring:
         now = now or utcnow()
         evaluated = self.windows.run()
         names = [m.name for m in self.config.models]
-        signals = drift_signals(self.engine, names, now) + outcome_signals(self.engine, names, now)
+        signals = [
+            *drift_signals(self.engine, names, now),
+            *outcome_signals(self.engine, names, now),
+            *guard_signals(self.engine, names, now),
+        ]
         self.alerts.evaluate(signals, now, kinds=MONITOR_KINDS)
         if self.publisher is not None and self.metrics is not None:
             for done in evaluated:
