@@ -1,0 +1,82 @@
+"""SIGTERM while clients are posting: exit 0 within 10 s; after a restart and the clients'
+retries (same Idempotency-Keys), every event is counted exactly once."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+from monitor.storage import make_engine, upgrade
+from tests.daemon.conftest import ServerProcess, auth, write_config
+from tests.daemon.test_api_ingest import event, totals, window_events
+
+BATCHES = 60
+PER_BATCH = 50
+
+
+def _batches() -> list[tuple[str, list[dict[str, object]]]]:
+    return [
+        (f"b{b:03d}", [event(b * PER_BATCH + i) for i in range(PER_BATCH)]) for b in range(BATCHES)
+    ]
+
+
+def _client(
+    url: str,
+    batches: list[tuple[str, list[dict[str, object]]]],
+    acked: set[str],
+    stop: threading.Event,
+) -> None:
+    headers = auth("MW_T_INGEST")
+    for key, body in batches:
+        if stop.is_set():
+            return
+        try:
+            r = httpx.post(
+                f"{url}/v1/events",
+                json=body,
+                timeout=10,
+                headers={**headers, "Idempotency-Key": key},
+            )
+        except httpx.TransportError:
+            return  # the server went away mid-request: the client will retry later
+        if r.status_code == 200:
+            acked.add(key)
+
+
+def test_sigterm_mid_ingest_then_retries_count_exactly(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'mw.db'}"
+    engine = make_engine(url)
+    upgrade(engine)
+    engine.dispose()
+    cfg = write_config(tmp_path, url)
+    batches = _batches()
+    first = ServerProcess(cfg)
+    first.wait_ready()
+    acked: set[str] = set()
+    stop = threading.Event()
+    client = threading.Thread(target=_client, args=(first.url, batches, acked, stop))
+    client.start()
+    deadline = time.monotonic() + 60
+    while len(acked) < 5 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    started = time.monotonic()
+    assert first.terminate() == 0
+    assert time.monotonic() - started < 10
+    stop.set()
+    client.join(30)
+    assert 0 < len(acked) < BATCHES, "the shutdown did not land mid-ingest"
+
+    second = ServerProcess(cfg)
+    try:
+        second.wait_ready()
+        retried: set[str] = set()
+        _client(second.url, batches, retried, threading.Event())
+        assert retried == {k for k, _ in batches}
+    finally:
+        assert second.terminate() == 0
+    total = BATCHES * PER_BATCH
+    assert totals(tmp_path) == (total, 0, 0)
+    assert window_events(tmp_path) == total
