@@ -11,18 +11,17 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
 
 import uvicorn
 from prometheus_client import CollectorRegistry
-from sqlalchemy import delete
 from sqlalchemy.engine import Engine
 
 from monitor.config import Config
 from monitor.daemon.app import DaemonState, create_app
 from monitor.daemon.intake import HttpIntake
+from monitor.daemon.retention import retention_job
 from monitor.daemon.scheduler import JobSpec, Scheduler
-from monitor.storage import JobRun, require_head, transaction
+from monitor.storage import require_head
 
 log = logging.getLogger(__name__)
 
@@ -46,17 +45,6 @@ class Component:
 def replica_id() -> str:
     """A name unique to this process, shown in job claims."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
-def retention_job(engine: Engine, days: int) -> Callable[[datetime], None]:
-    """Delete bookkeeping rows older than the retention period."""
-
-    def run(window: datetime) -> None:
-        cutoff = window - timedelta(days=days)
-        with transaction(engine) as s:
-            s.execute(delete(JobRun).where(JobRun.claimed_at < cutoff, JobRun.status != "running"))
-
-    return run
 
 
 @dataclass

@@ -1,0 +1,66 @@
+"""Retention: delete rows older than `scheduler.retention_days`.
+
+Windows (profiles, counts, drift and outcome results), joined predictions, dead letters,
+delivered or dead notifications, finished job runs, and the positions of HTTP idempotency keys
+and of replicas' own HTTP keys. Positions of Kafka partitions and log files are never deleted:
+they are what makes a restart exactly-once. An Idempotency-Key is remembered for the retention
+period; a retry after that would count again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+from sqlalchemy import delete, or_
+from sqlalchemy.engine import Engine
+
+from monitor.storage import (
+    AlertNotification,
+    DeadLetter,
+    DriftResultRow,
+    JobRun,
+    LabeledPrediction,
+    OutcomeResultRow,
+    SourcePosition,
+    WindowCount,
+    WindowProfile,
+    transaction,
+)
+
+HTTP_KEY_PREFIXES = ("idem:", "labels:", "replica:")
+
+
+def purge(engine: Engine, cutoff: datetime) -> dict[str, int]:
+    """Delete what is older than `cutoff`; returns rows deleted per table."""
+    statements = {
+        "window_profiles": delete(WindowProfile).where(WindowProfile.window_end < cutoff),
+        "window_counts": delete(WindowCount).where(WindowCount.window_end < cutoff),
+        "drift_results": delete(DriftResultRow).where(DriftResultRow.window_end < cutoff),
+        "outcome_results": delete(OutcomeResultRow).where(OutcomeResultRow.window_end < cutoff),
+        "labeled_predictions": delete(LabeledPrediction).where(LabeledPrediction.ts < cutoff),
+        "dead_letters": delete(DeadLetter).where(DeadLetter.created_at < cutoff),
+        "alert_notifications": delete(AlertNotification).where(
+            AlertNotification.created_at < cutoff,
+            AlertNotification.status.in_(("sent", "dead")),
+        ),
+        "job_runs": delete(JobRun).where(JobRun.claimed_at < cutoff, JobRun.status != "running"),
+        "source_positions": delete(SourcePosition).where(
+            SourcePosition.updated_at < cutoff,
+            or_(*(SourcePosition.key.startswith(p) for p in HTTP_KEY_PREFIXES)),
+        ),
+    }
+    deleted: dict[str, int] = {}
+    with transaction(engine) as s:
+        for table, stmt in statements.items():
+            deleted[table] = int(getattr(s.execute(stmt), "rowcount", 0) or 0)
+    return deleted
+
+
+def retention_job(engine: Engine, days: int) -> Callable[[datetime], None]:
+    """The scheduled job: purge what fell out of the retention period."""
+
+    def run(window: datetime) -> None:
+        purge(engine, window - timedelta(days=days))
+
+    return run
