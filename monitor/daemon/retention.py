@@ -1,6 +1,8 @@
-"""Retention: delete rows older than `scheduler.retention_days`.
+"""Retention: delete rows not written for `scheduler.retention_days`.
 
-Windows (profiles, counts, drift and outcome results), joined predictions, dead letters,
+Age is the time a row was last written, not its event time, so a backfill of old traffic is kept
+for the whole period. Windows (profiles, counts, drift and outcome results), joined predictions,
+dead letters,
 delivered or dead notifications, finished job runs, and the positions of HTTP idempotency keys
 and of replicas' own HTTP keys. Positions of Kafka partitions and log files are never deleted:
 they are what makes a restart exactly-once. An Idempotency-Key is remembered for the retention
@@ -34,11 +36,13 @@ HTTP_KEY_PREFIXES = ("idem:", "labels:", "replica:")
 def purge(engine: Engine, cutoff: datetime) -> dict[str, int]:
     """Delete what is older than `cutoff`; returns rows deleted per table."""
     statements = {
-        "window_profiles": delete(WindowProfile).where(WindowProfile.window_end < cutoff),
-        "window_counts": delete(WindowCount).where(WindowCount.window_end < cutoff),
-        "drift_results": delete(DriftResultRow).where(DriftResultRow.window_end < cutoff),
-        "outcome_results": delete(OutcomeResultRow).where(OutcomeResultRow.window_end < cutoff),
-        "labeled_predictions": delete(LabeledPrediction).where(LabeledPrediction.ts < cutoff),
+        "window_profiles": delete(WindowProfile).where(WindowProfile.updated_at < cutoff),
+        "window_counts": delete(WindowCount).where(WindowCount.updated_at < cutoff),
+        "drift_results": delete(DriftResultRow).where(DriftResultRow.computed_at < cutoff),
+        "outcome_results": delete(OutcomeResultRow).where(OutcomeResultRow.computed_at < cutoff),
+        "labeled_predictions": delete(LabeledPrediction).where(
+            LabeledPrediction.joined_at < cutoff
+        ),
         "dead_letters": delete(DeadLetter).where(DeadLetter.created_at < cutoff),
         "alert_notifications": delete(AlertNotification).where(
             AlertNotification.created_at < cutoff,

@@ -21,7 +21,9 @@ NOW = datetime(2026, 11, 30, tzinfo=UTC)
 OLD, NEW = NOW - timedelta(days=120), NOW - timedelta(days=1)
 
 
-def _window(start: datetime) -> list[object]:
+def _window(written: datetime) -> list[object]:
+    # Both windows are months old by event time; age is when a row was written.
+    start = datetime(2026, 1, 1, tzinfo=UTC) + (written - OLD)
     end = start + timedelta(hours=1)
     return [
         WindowProfile(
@@ -34,6 +36,7 @@ def _window(start: datetime) -> list[object]:
             kind="numeric",
             n=1,
             payload=b"p",
+            updated_at=written,
         ),
         DriftResultRow(
             model="m",
@@ -49,6 +52,7 @@ def _window(start: datetime) -> list[object]:
             n_reference=10,
             n_current=10,
             status="ok",
+            computed_at=written,
         ),
         DeadLetter(
             source="s",
@@ -59,7 +63,7 @@ def _window(start: datetime) -> list[object]:
             payload=b"x",
             payload_size=1,
             truncated=False,
-            created_at=start,
+            created_at=written,
         ),
     ]
 
