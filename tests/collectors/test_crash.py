@@ -73,19 +73,23 @@ def events_so_far(db: Path, source: str) -> int:
         engine.dispose()
 
 
-def kill_after_progress(
-    proc: subprocess.Popen[bytes], db: Path, source: str, rng: random.Random
-) -> int:
-    """Wait until the collector commits something new, then kill -9 it at a random moment."""
+def kill_after_progress(proc: subprocess.Popen[bytes], db: Path, source: str, delay: float) -> int:
+    """Wait until the collector commits something new, then kill -9 it `delay` s later."""
     before = events_so_far(db, source)
     deadline = time.monotonic() + 120
     while events_so_far(db, source) == before:
         assert proc.poll() is None, "collector exited by itself"
         assert time.monotonic() < deadline, "collector made no progress in 120 s"
-        time.sleep(0.05)
-    time.sleep(rng.uniform(0.0, 0.6))
+        time.sleep(0.01)
+    time.sleep(delay)
     kill9(proc)
     return events_so_far(db, source)
+
+
+def kill_delay(rng: random.Random, round_: int) -> float:
+    """Even rounds die right after their first commit (mid-round even when ingest is fast);
+    odd rounds at a random moment, which may fall after the round is done."""
+    return 0.0 if round_ % 2 == 0 else rng.uniform(0.0, 0.6)
 
 
 def finish_and_status(cfg: Path) -> dict[str, object]:
@@ -117,7 +121,7 @@ def test_kafka_kill9_neither_loses_nor_double_counts(
     for r in range(ROUNDS):
         kafka.produce(topic, payloads(PER_ROUND, start=r * PER_ROUND))
         proc = start_collector(cfg, tmp_path / "collector.log")
-        seen.append(kill_after_progress(proc, tmp_path / "mw.db", "stream", rng))
+        seen.append(kill_after_progress(proc, tmp_path / "mw.db", "stream", kill_delay(rng, r)))
     # The kills landed mid-stream: some kill came before all produced events were counted.
     assert any(n < (i + 1) * PER_ROUND for i, n in enumerate(seen)), seen
     status = finish_and_status(cfg)
@@ -149,7 +153,7 @@ def test_rotating_logs_kill9_neither_loses_nor_double_counts(tmp_path: Path) -> 
                     fh.write(orjson.dumps(event(i)) + b"\n")
             if part == 0:
                 os.rename(live, logs / f"app.jsonl.{r}")
-        seen.append(kill_after_progress(proc, tmp_path / "mw.db", "logs", rng))
+        seen.append(kill_after_progress(proc, tmp_path / "mw.db", "logs", kill_delay(rng, r)))
     assert any(n < (i + 1) * PER_ROUND for i, n in enumerate(seen)), seen
     status = finish_and_status(cfg)
     assert (status["events"], status["dead_letters"], status["lag"]) == (ROUNDS * PER_ROUND, 0, 0)
