@@ -11,7 +11,7 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, select
@@ -19,6 +19,7 @@ from sqlalchemy.engine import Engine
 
 from monitor.baselines import list_baselines, load_baseline
 from monitor.config import ModelConfig
+from monitor.daemon.scheduler import window_start
 from monitor.detectors import DriftResult, evaluate
 from monitor.errors import NotFoundError
 from monitor.outcomes import OutcomeResult, evaluate_outcomes
@@ -92,10 +93,10 @@ def labeled_windows(engine: Engine, model: str, window_s: float) -> list[Window]
         ).all()
     latest: dict[tuple[str, datetime], datetime] = {}
     for version, ts, joined in rows:
-        start = _floor(ts, window_s)
+        start = window_start(ts, window_s)
         key = (version, start)
         latest[key] = max(latest.get(key, joined), joined)
-    step = _seconds(window_s)
+    step = timedelta(seconds=window_s)
     return sorted(
         (
             Window(model, v, start, start + step)
@@ -114,15 +115,6 @@ def _last_computed(engine: Engine, table: Any, model: str) -> dict[tuple[str, da
     )
     with session_factory(engine)() as s:
         return {(v, start): at for v, start, at in s.execute(stmt)}
-
-
-def _floor(ts: datetime, window_s: float) -> datetime:
-    step = int(window_s)
-    return datetime.fromtimestamp(int(ts.timestamp()) // step * step, UTC)
-
-
-def _seconds(window_s: float) -> timedelta:
-    return timedelta(seconds=window_s)
 
 
 def window_profiles(engine: Engine, window: Window, slice_by: Sequence[str]) -> ProfileSet:

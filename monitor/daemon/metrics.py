@@ -15,7 +15,7 @@ from sqlalchemy import case, func, select
 from sqlalchemy.engine import Engine
 
 from dashboards.metrics import ModelwatchMetrics
-from monitor.daemon.signals import _latest
+from monitor.daemon.signals import latest_rows
 from monitor.storage import (
     AlertNotification,
     DeadLetter,
@@ -88,7 +88,7 @@ class MetricsPublisher:
 
     def _drift(self, model: str) -> None:
         drifted: dict[tuple[str, str], int] = {}
-        for r in _latest(self.engine, DriftResultRow, model):
+        for r in latest_rows(self.engine, DriftResultRow, model):
             key = (r.version, r.slice_key)
             drifted[key] = drifted.get(key, 0) + (r.status == "drift")
             if r.value is not None:

@@ -26,7 +26,7 @@ def slice_label(slice_key: str) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(parsed.items()))
 
 
-def _latest(engine: Engine, table: Any, model: str) -> list[Any]:
+def latest_rows(engine: Engine, table: Any, model: str) -> list[Any]:
     newest = (
         select(table.version, func.max(table.window_start).label("start"))
         .where(table.model == model)
@@ -46,7 +46,7 @@ def drift_signals(engine: Engine, models: Iterable[str], now: datetime) -> list[
     """A `drift` signal per column/slice/method and a `drift_count` per model version."""
     out: list[Signal] = []
     for model in models:
-        rows = _latest(engine, DriftResultRow, model)
+        rows = latest_rows(engine, DriftResultRow, model)
         drifted: dict[str, set[str]] = {}
         for r in rows:
             if r.status == "insufficient_data":
@@ -80,7 +80,7 @@ def outcome_signals(engine: Engine, models: Iterable[str], now: datetime) -> lis
     """An `outcome` signal per metric and slice of the latest labelled window."""
     out: list[Signal] = []
     for model in models:
-        for r in _latest(engine, OutcomeResultRow, model):
+        for r in latest_rows(engine, OutcomeResultRow, model):
             if r.status == "insufficient_data" or r.baseline_value is None:
                 continue
             labels = {
