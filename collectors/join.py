@@ -16,19 +16,12 @@ from sqlalchemy import delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from collectors.base import LabelEvent, PredictionEvent
+from collectors.base import LabelEvent
+from collectors.table import EventTable
 from collectors.validate import utc
 from monitor.config import ModelConfig
 from monitor.storage import LabeledPrediction, PendingLabel, PendingPrediction
 from monitor.storage.base import utcnow
-
-
-def _slice_values(event: PredictionEvent, config: ModelConfig) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for column in config.slices:
-        value = event.metadata.get(column)
-        out[column] = event.features.get(column) if value is None else value
-    return out
 
 
 def _chunks(items: Sequence[str], size: int = 500) -> list[Sequence[str]]:
@@ -45,42 +38,66 @@ def _pending(session: Session, table: Any, model: str, ids: Sequence[str]) -> di
 
 def join_labels(
     session: Session,
-    predictions: Sequence[PredictionEvent],
+    predictions: EventTable,
     labels: Sequence[LabelEvent],
     models: dict[str, ModelConfig],
     horizon_s: float,
 ) -> int:
     """Store predictions and labels, move matches to labeled_predictions; returns matches."""
     matched = 0
-    for model in {e.model for e in predictions} | {e.model for e in labels}:
-        preds = {e.request_id: e for e in predictions if e.model == model}
+    for model in set(predictions.model) | {e.model for e in labels}:
+        preds = _prediction_rows(predictions, model, models[model])
         labs = {e.request_id: e for e in labels if e.model == model}
-        matched += _join_model(session, model, preds, labs, models[model])
-        newest = max([e.ts for e in preds.values()] + [e.ts for e in labs.values()])
-        _expire(session, model, newest - horizon_s)
+        matched += _join_model(session, model, preds, labs)
+        newest = max([p["ts"] for p in preds.values()] + [utc(e.ts) for e in labs.values()])
+        _expire(session, model, newest.timestamp() - horizon_s)
     return matched
+
+
+def _prediction_rows(
+    table: EventTable, model: str, config: ModelConfig
+) -> dict[str, dict[str, Any]]:
+    """Rows to store per request id of `model` (a repeated id: the later event wins)."""
+    rows = range(len(table)) if set(table.model) == {model} else [
+        i for i, m in enumerate(table.model) if m == model
+    ]  # fmt: skip
+    slices = {c: _slice_source(table, c) for c in config.slices}
+    ts = table.ts.tolist()
+    return {
+        table.request_id[i]: {
+            "model": model,
+            "request_id": table.request_id[i],
+            "version": table.version[i],
+            "ts": utc(ts[i]),
+            "prediction": table.prediction[i],
+            "slice_values": {c: _first(a[i], f[i]) for c, (a, f) in slices.items()},
+        }
+        for i in rows
+    }
+
+
+def _slice_source(table: EventTable, column: str) -> tuple[list[Any], list[Any]]:
+    """A slice column's metadata values and feature values (None where absent)."""
+    none = [None] * len(table)
+    feature = None if column.startswith("prediction") else table.columns.get(column)
+    return table.attrs.get(column) or none, feature or none
+
+
+def _first(attr: Any, feature: Any) -> Any:
+    return feature if attr is None else attr
 
 
 def _join_model(
     session: Session,
     model: str,
-    preds: dict[str, PredictionEvent],
+    preds: dict[str, dict[str, Any]],
     labs: dict[str, LabelEvent],
-    config: ModelConfig,
 ) -> int:
     waiting_labels = _pending(session, PendingLabel, model, [i for i in preds if i not in labs])
     waiting_preds = _pending(session, PendingPrediction, model, [i for i in labs if i not in preds])
     pairs: list[dict[str, Any]] = []
     new_preds: list[dict[str, Any]] = []
-    for rid, event in preds.items():
-        record = {
-            "model": model,
-            "request_id": rid,
-            "version": event.version,
-            "ts": utc(event.ts),
-            "prediction": event.prediction,
-            "slice_values": _slice_values(event, config),
-        }
+    for rid, record in preds.items():
         if rid in labs:
             pairs.append({**record, "label": labs[rid].label})
         elif rid in waiting_labels:

@@ -5,7 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from monitor.profiles import ColumnSpec, Profile, profile_from_bytes, spec_from_reference
+import numpy as np
+from numpy.typing import NDArray
+
+from monitor.profiles import (
+    ColumnSpec,
+    Profile,
+    profile_from_bytes,
+    profile_subsets,
+    spec_from_reference,
+)
 
 
 def _is_number(value: object) -> bool:
@@ -30,8 +39,10 @@ class MonitorProfileBackend:
     def spec_of(self, payload: bytes) -> ColumnSpec:
         return profile_from_bytes(payload).spec
 
-    def build(self, spec: ColumnSpec, values: Sequence[Any]) -> Profile:
-        return spec.profile(values)
+    def build(
+        self, spec: ColumnSpec, values: Sequence[Any], subsets: Sequence[NDArray[np.intp] | None]
+    ) -> list[Profile]:
+        return profile_subsets(spec, values, subsets)
 
     def load(self, payload: bytes) -> Profile:
         return profile_from_bytes(payload)

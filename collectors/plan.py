@@ -2,19 +2,21 @@
 
 A plan starts from the stored position and watermark of each key, so planning the same records
 from the same stored state always gives the same plan: that is what makes retries and restarts
-exactly-once.
+exactly-once. Records are decoded one by one (a bad one becomes a dead letter on its own); the
+events are then validated, windowed and sliced as one column-wise table
+(:class:`collectors.table.EventTable`).
 """
 
 from __future__ import annotations
 
-import math
-from collections import defaultdict
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import orjson
 
+from collectors.adapters import NativeAdapter, loads
 from collectors.base import (
     Adapter,
     DecodeError,
@@ -24,17 +26,20 @@ from collectors.base import (
     RawRecord,
     Rejection,
 )
+from collectors.columnar import fast_table
+from collectors.table import EventTable
 from collectors.validate import validate
+from collectors.windows import (
+    GroupKey,
+    SliceValues,
+    WindowBatch,
+    WindowKey,
+    late_rows,
+    split_windows,
+)
 from monitor.config import ModelConfig
 
-__all__ = ["GroupKey", "KeyState", "Plan", "Planner", "WindowKey", "slice_keys"]
-
-OTHER = "__other__"
-
-# (model, version, window_start epoch seconds)
-WindowKey = tuple[str, str, float]
-# (model, version, window_start epoch seconds, slice_key)
-GroupKey = tuple[str, str, float, str]
+__all__ = ["GroupKey", "KeyState", "Plan", "Planner", "WindowKey"]
 
 
 @dataclass(slots=True)
@@ -50,15 +55,10 @@ class Plan:
     """Everything one batch will write, computed before the transaction."""
 
     start: dict[str, KeyState]  # the stored states this plan was made from
+    records: Sequence[RawRecord] = ()
     end: dict[str, KeyState] = field(default_factory=dict)
-    windows: dict[WindowKey, list[PredictionEvent]] = field(default_factory=dict)
-    # Where each window event came from: (key, start) of its record, parallel to `windows`.
-    origins: dict[WindowKey, list[tuple[str, int]]] = field(default_factory=dict)
-    # Indices into `windows[group[:3]]` of each group's events.
-    groups: dict[GroupKey, list[int]] = field(default_factory=dict)
-    # Column values per window, computed once (see collectors.specs.column_values).
-    columns: dict[WindowKey, dict[str, list[Any]]] = field(default_factory=dict)
-    predictions: list[PredictionEvent] = field(default_factory=list)
+    windows: dict[WindowKey, WindowBatch] = field(default_factory=dict)
+    table: EventTable = field(default_factory=EventTable.empty)  # on-time predictions
     labels: list[LabelEvent] = field(default_factory=list)
     dead: list[tuple[RawRecord, Rejection]] = field(default_factory=list)
     # Halves still waiting for their other half, and stored halves this plan paired up.
@@ -68,44 +68,20 @@ class Plan:
     late: int = 0
     skipped: int = 0
 
-
-class SliceValues:
-    """Bounded slice values per (model, column): past the cap a value becomes "__other__"."""
-
-    def __init__(self, models: Mapping[str, ModelConfig]) -> None:
-        self.models = models
-        self.known: dict[tuple[str, str], set[str]] = defaultdict(set)
-        self.keys: dict[tuple[str, str, object], str] = {}
-
-    def bucket(self, model: str, column: str, value: object) -> str:
-        text = value if isinstance(value, str) else orjson.dumps(value).decode()
-        seen = self.known[(model, column)]
-        if text in seen:
-            return text
-        if len(seen) >= self.models[model].max_slice_values:
-            return OTHER
-        seen.add(text)
-        return text
+    def origin(self, row: int) -> tuple[str, int]:
+        """(key, start) of the record at index `row` of the batch."""
+        record = self.records[row]
+        return record.key, record.start
 
 
-def slice_keys(event: PredictionEvent, config: ModelConfig, values: SliceValues) -> list[str]:
-    """ "" (all traffic) plus one canonical-JSON key per slice column the event has a value for."""
-    keys = [""]
-    for column in config.slices:
-        value = event.metadata.get(column)
-        if value is None:
-            value = event.features.get(column)
-        if value is None:
-            continue
-        cached = values.keys.get((event.model, column, value))
-        if cached is None:
-            bucket = values.bucket(event.model, column, value)
-            cached = orjson.dumps({column: bucket}).decode()
-            if len(values.keys) > 100_000:  # bounded memory with high-cardinality values
-                values.keys.clear()
-            values.keys[(event.model, column, value)] = cached
-        keys.append(cached)
-    return keys
+@dataclass
+class _Decoded:
+    """A batch's decoded objects: single JSON objects (validated together) and other events."""
+
+    objects: list[Any] = field(default_factory=list)
+    object_rows: list[int] = field(default_factory=list)
+    events: list[PredictionEvent] = field(default_factory=list)
+    event_rows: list[int] = field(default_factory=list)
 
 
 class Planner:
@@ -119,15 +95,19 @@ class Planner:
         lateness_s: float,
         max_payload_bytes: int,
         stored_half: Callable[[str, str], Half | None] = lambda pair_id, kind: None,
+        columnar: bool = True,
     ) -> None:
         self.adapter = adapter
+        self.native = isinstance(adapter, NativeAdapter)
         self.stored_half = stored_half
         self.models = models
-        self.model_names: Collection[str] = frozenset(models)
+        self.model_names = frozenset(models)
+        self.slice_columns = list(dict.fromkeys(c for m in models.values() for c in m.slices))
         self.window_s = window_s
         self.lateness_s = lateness_s
         self.max_payload = max_payload_bytes
         self.slices = SliceValues(models)
+        self.columnar = columnar  # False: validate every event on its own (the reference path)
 
     def plan(
         self,
@@ -138,51 +118,117 @@ class Planner:
         """Plan `records` from the `stored` states; `rejected` records become dead letters."""
         self.rejected = rejected or {}
         plan = Plan(start={k: KeyState(s.offset, s.watermark) for k, s in stored.items()})
+        plan.records = records
         state = {k: KeyState(s.offset, s.watermark) for k, s in stored.items()}
-        for record in records:
-            key_state = state.setdefault(record.key, KeyState())
-            if record.start < key_state.offset:
-                plan.skipped += 1
-                continue
-            self._apply(record, key_state, plan)
-            key_state.offset = record.end
+        decoded = self._decode_all(records, state)
+        if decoded is None:
+            decoded = _Decoded()
+            for row, record in enumerate(records):
+                key_state = state.get(record.key) or state.setdefault(record.key, KeyState())
+                if record.start < key_state.offset:
+                    plan.skipped += 1
+                    continue
+                key_state.offset = record.end
+                self._decode(row, record, plan, decoded)
         plan.end = state
+        self._window(self._table(decoded, plan), plan)
         return plan
 
-    def _apply(self, record: RawRecord, key_state: KeyState, plan: Plan) -> None:
+    def _decode_all(
+        self, records: Sequence[RawRecord], state: dict[str, KeyState]
+    ) -> _Decoded | None:
+        """The common case in a few C-level passes: every record new, a JSON object, in size.
+
+        None (and `state` untouched) when any record is not: the caller then goes record by
+        record, skipping replays and dead-lettering what cannot be decoded.
+        """
+        if not (self.native and records) or self.rejected:
+            return None
+        payloads = [r.payload for r in records]
+        if max(map(len, payloads)) > self.max_payload:
+            return None
+        offsets = {k: s.offset for k, s in state.items()}
+        for record in records:
+            if record.start < offsets.get(record.key, 0):
+                return None
+            offsets[record.key] = record.end
+        try:
+            objects = list(map(orjson.loads, payloads))
+        except orjson.JSONDecodeError:
+            return None
+        if set(map(type, objects)) != {dict}:
+            return None
+        for key, offset in offsets.items():
+            state.setdefault(key, KeyState()).offset = offset
+        return _Decoded(objects, list(range(len(objects))))
+
+    def _decode(self, row: int, record: RawRecord, plan: Plan, out: _Decoded) -> None:
         rejection = self.rejected.get((record.key, record.start))
         if rejection is not None:
             plan.dead.append((record, rejection))
             return
+        payload = record.payload
         try:
-            events = self._decode(record.payload, plan)
+            if len(payload) > self.max_payload:
+                raise DecodeError(
+                    "oversized",
+                    f"payload: {len(payload)} bytes > max_payload_bytes {self.max_payload}",
+                )
+            if self.native:
+                try:
+                    obj = orjson.loads(payload)
+                except orjson.JSONDecodeError:
+                    obj = loads(payload)  # raises the DecodeError that says what is broken
+                if type(obj) is dict:
+                    out.objects.append(obj)
+                    out.object_rows.append(row)
+                    return
+                objs = obj if isinstance(obj, list) else [obj]
+            else:
+                objs = list(self.adapter.decode(payload))
+            self._events(row, objs, plan, out)
         except DecodeError as err:
             plan.dead.append((record, Rejection(err.reason, err.detail)))
-            return
+
+    def _events(self, row: int, objs: list[Any], plan: Plan, out: _Decoded) -> None:
+        """Validate a payload's objects on their own: all of them, or none (DecodeError)."""
+        if len(objs) == 1 and isinstance(objs[0], Half):
+            events = self._pair(objs[0], plan)
+        elif not objs:
+            raise DecodeError("empty", "payload: no events")
+        else:
+            events = [validate(obj, self.model_names) for obj in objs]
         for event in events:
             if isinstance(event, LabelEvent):
                 plan.labels.append(event)
-                continue
-            mark = key_state.watermark
-            if mark is None or event.ts > mark:
-                key_state.watermark = event.ts
-            elif self._is_late(event.ts, mark):
-                plan.late += 1
-                continue
-            self._group(event, plan, (record.key, record.start))
+            else:
+                out.events.append(event)
+                out.event_rows.append(row)
 
-    def _decode(self, payload: bytes, plan: Plan) -> list[PredictionEvent | LabelEvent]:
-        if len(payload) > self.max_payload:
-            raise DecodeError(
-                "oversized", f"payload: {len(payload)} bytes > max_payload_bytes {self.max_payload}"
-            )
-        objs = self.adapter.decode(payload)
-        if len(objs) == 1 and isinstance(objs[0], Half):
-            return self._pair(objs[0], plan)
-        if not objs:
-            raise DecodeError("empty", "payload: no events")
-        # All-or-nothing per payload: a record is either applied or dead-lettered as a whole.
-        return [validate(obj, self.model_names) for obj in objs]
+    def _table(self, decoded: _Decoded, plan: Plan) -> EventTable:
+        """The batch's prediction events as one table (labels and rejects set aside)."""
+        objects, rows = decoded.objects, decoded.object_rows
+        if any("features" not in o for o in objects):  # labels (or broken predictions)
+            for obj, row in zip(objects, rows, strict=True):
+                if "features" not in obj:
+                    self._validate_one(obj, row, plan, decoded)
+            keep = [i for i, o in enumerate(objects) if "features" in o]
+            objects, rows = [objects[i] for i in keep], [rows[i] for i in keep]
+        fast = None
+        if self.columnar:
+            fast = fast_table(objects, rows, self.model_names, self.slice_columns)
+        if fast is None:
+            for obj, row in zip(objects, rows, strict=True):
+                self._validate_one(obj, row, plan, decoded)
+            fast = EventTable.empty()
+        events = EventTable.from_events(decoded.events, decoded.event_rows, self.slice_columns)
+        return EventTable.concat([fast, events])
+
+    def _validate_one(self, obj: Any, row: int, plan: Plan, out: _Decoded) -> None:
+        try:
+            self._events(row, [obj], plan, out)
+        except DecodeError as err:
+            plan.dead.append((plan.records[row], Rejection(err.reason, err.detail)))
 
     def _pair(self, half: Half, plan: Plan) -> list[PredictionEvent | LabelEvent]:
         """Combine a half with its counterpart (in this batch or stored), or keep it waiting."""
@@ -205,35 +251,18 @@ class Planner:
             del plan.open_halves[key]
         return events
 
-    def _is_late(self, ts: float, watermark: float) -> bool:
-        window_end = (math.floor(ts / self.window_s) + 1) * self.window_s
-        return window_end + self.lateness_s <= watermark
-
-    def _group(self, event: PredictionEvent, plan: Plan, origin: tuple[str, int]) -> None:
-        start = math.floor(event.ts / self.window_s) * self.window_s
-        wkey = (event.model, event.version, start)
-        window = plan.windows.get(wkey)
-        if window is None:
-            window = plan.windows[wkey] = []
-            plan.origins[wkey] = []
-        index = len(window)
-        window.append(event)
-        plan.origins[wkey].append(origin)
-        for slice_key in slice_keys(event, self.models[event.model], self.slices):
-            group = (event.model, event.version, start, slice_key)
-            members = plan.groups.get(group)
-            if members is None:
-                plan.groups[group] = [index]
-            else:
-                members.append(index)
-        plan.predictions.append(event)
-        plan.events += 1
-
-
-def prediction_columns(prediction: Any) -> dict[str, Any]:
-    """A prediction as profile columns: `prediction`, or `prediction[i]` per output element."""
-    if isinstance(prediction, dict):
-        prediction = prediction["output"]
-    if isinstance(prediction, list):
-        return {f"prediction[{i}]": v for i, v in enumerate(prediction)}
-    return {"prediction": prediction}
+    def _window(self, table: EventTable, plan: Plan) -> None:
+        """Drop late events (raising watermarks), then split the rest into windows and slices."""
+        if not len(table):
+            return
+        row_keys = [plan.records[o].key for o in table.origin]
+        marks = {k: s.watermark for k, s in plan.end.items()}
+        late = late_rows(table, row_keys, marks, self.window_s, self.lateness_s)
+        for key, mark in marks.items():
+            plan.end[key].watermark = mark
+        if late.any():
+            plan.late = int(late.sum())
+            table = table.take(np.flatnonzero(~late))
+        plan.table, plan.events = table, len(table)
+        if len(table):
+            plan.windows = split_windows(table, self.window_s, self.models, self.slices)

@@ -8,7 +8,11 @@ categories), builds mergeable profiles on them and (de)serialises them. The defa
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 
 class Profile(Protocol):
@@ -29,7 +33,9 @@ class ProfileBackend(Protocol):
       collector learns it from the first batch of a model version's first window).
     - `spec_of(payload)`: the spec a stored profile (baseline or window) was built on, so window
       profiles share the baseline's edges and categories.
-    - `build(spec, values)`: the profile of `values` (None is a null) on `spec`.
+    - `build(spec, values, subsets)`: one profile of `values` (None is a null) on `spec` per
+      subset of positions (None: every value) — a window's overall and per-slice profiles, so an
+      implementation can bucket the values once.
     - `load(payload)`: a stored profile, ready to merge.
     - `kind(spec)`: "numeric" or "categorical", stored next to each window profile.
     """
@@ -38,7 +44,9 @@ class ProfileBackend(Protocol):
 
     def spec_of(self, payload: bytes) -> Any: ...
 
-    def build(self, spec: Any, values: Sequence[Any]) -> Profile: ...
+    def build(
+        self, spec: Any, values: Sequence[Any], subsets: Sequence[NDArray[np.intp] | None]
+    ) -> Sequence[Profile]: ...
 
     def load(self, payload: bytes) -> Profile: ...
 

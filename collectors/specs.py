@@ -10,18 +10,19 @@ Order, per (model, version, column), cached for the life of the collector:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
-from collectors.base import PredictionEvent, Rejection
-from collectors.plan import GroupKey, Plan, WindowKey, prediction_columns
+from collectors.base import Rejection
+from collectors.plan import GroupKey, Plan, WindowKey
 from collectors.profiling import Profile, ProfileBackend
+from collectors.windows import WindowBatch
 from monitor.storage import Baseline, BaselineProfile, Model, ModelVersion, WindowProfile
 
 SpecKey = tuple[str, str, str]  # (model, version, column)
@@ -35,44 +36,20 @@ class BuiltProfile:
     profile: Profile
 
 
-def column_values(events: Sequence[PredictionEvent]) -> dict[str, list[Any]]:
-    """Values per column (features, then prediction columns); missing values are None."""
-    feats = [e.features for e in events]
-    names = list(feats[0])
-    try:
-        # Fast path (every event has the same features): C-level gather and transpose.
-        if len(names) > 1 and all(len(f) == len(names) for f in feats):
-            rows = list(map(itemgetter(*names), feats))
-            out = {c: list(col) for c, col in zip(names, zip(*rows, strict=True), strict=True)}
-        else:
-            raise KeyError
-    except KeyError:
-        names = list(dict.fromkeys(c for f in feats for c in f))
-        out = {c: [f.get(c) for f in feats] for c in names}
-    if all(type(e.prediction) in (int, float) for e in events):
-        out["prediction"] = [e.prediction for e in events]
-        return out
-    preds = [prediction_columns(e.prediction) for e in events]
-    for c in dict.fromkeys(c for p in preds for c in p):
-        out[c] = [p.get(c) for p in preds]
-    return out
-
-
 def kind_mismatches(plan: Plan, resolver: SpecResolver) -> dict[tuple[str, int], Rejection]:
-    """Records holding a string in a column whose known spec is numeric (fills plan.columns)."""
+    """Records holding a string in a column whose known spec is numeric."""
     bad: dict[tuple[str, int], Rejection] = {}
-    for wkey, events in plan.windows.items():
-        columns = plan.columns.setdefault(wkey, column_values(events))
-        for column, values in columns.items():
-            if str not in set(map(type, values)):
+    for (model, version, _), window in plan.windows.items():
+        for column, values in window.columns.items():
+            if str not in window.types[column]:
                 continue
-            if resolver.kind_of(wkey[0], wkey[1], column) != "numeric":
+            if resolver.kind_of(model, version, column) != "numeric":
                 continue
             where = column if column.startswith("prediction") else f"features.{column}"
             reason = Rejection("wrong_type", f"{where}: expected number (column is numeric)")
             for i, value in enumerate(values):
                 if type(value) is str:
-                    bad[plan.origins[wkey][i]] = reason
+                    bad[plan.origin(window.origin[i])] = reason
     return bad
 
 
@@ -101,11 +78,15 @@ class SpecResolver:
         with Session(self.engine) as session:
             return _baseline_payload(session, key) or _window_payload(session, key)
 
-    def resolve(self, key: SpecKey, sample: Sequence[Any]) -> Any:
+    def resolve(self, key: SpecKey, sample: Callable[[], Sequence[Any]]) -> Any:
+        """The spec of `key`: cached, stored, or learned from `sample()`."""
         spec = self.cache.get(key)
         if spec is None:
             payload = None if key in self.missing else self._stored(key)
-            spec = self.backend.spec_of(payload) if payload else self.backend.learn(key[2], sample)
+            if payload:
+                spec = self.backend.spec_of(payload)
+            else:
+                spec = self.backend.learn(key[2], sample())
             self.cache[key] = spec
             self.missing.discard(key)
         return spec
@@ -137,33 +118,29 @@ def _window_payload(session: Session, key: SpecKey) -> bytes | None:
     return session.execute(stmt).scalar_one_or_none()
 
 
-def _gather(values: list[Any], indices: list[int], total: int) -> list[Any]:
-    if len(indices) == total:
-        return values
-    if len(indices) == 1:
-        return [values[indices[0]]]
-    return list(itemgetter(*indices)(values))
-
-
 def build_profiles(
-    windows: dict[WindowKey, list[PredictionEvent]],
-    groups: dict[GroupKey, list[int]],
-    resolver: SpecResolver,
-    cached: dict[WindowKey, dict[str, list[Any]]],
+    windows: dict[WindowKey, WindowBatch], resolver: SpecResolver
 ) -> dict[tuple[GroupKey, str], BuiltProfile]:
-    """Profile every column of every group of a batch, on its resolved spec."""
+    """Profile every column of every window of a batch, overall and per slice, on its spec."""
     backend = resolver.backend
-    columns = {w: cached.get(w) or column_values(events) for w, events in windows.items()}
-    samples: dict[SpecKey, list[Any]] = {}
-    for (model, version, _), cols in columns.items():
-        for column, vals in cols.items():
-            samples.setdefault((model, version, column), []).extend(vals)
     built: dict[tuple[GroupKey, str], BuiltProfile] = {}
-    for group, indices in groups.items():
-        total = len(windows[group[:3]])
-        for column, vals in columns[group[:3]].items():
-            spec_key = (group[0], group[1], column)
-            spec = resolver.resolve(spec_key, samples[spec_key])
-            profile = backend.build(spec, _gather(vals, indices, total))
-            built[(group, column)] = BuiltProfile(backend.kind(spec), profile)
+    for (model, version, start), window in windows.items():
+        for column, values in window.columns.items():
+            key = (model, version, column)
+            spec = resolver.resolve(key, functools.partial(_sample, windows, key))
+            kind = backend.kind(spec)
+            profiles = backend.build(spec, values, list(window.slices.values()))
+            for slice_key, profile in zip(window.slices, profiles, strict=True):
+                built[((model, version, start, slice_key), column)] = BuiltProfile(kind, profile)
     return built
+
+
+def _sample(windows: dict[WindowKey, WindowBatch], key: SpecKey) -> list[Any]:
+    """A column's values in all of a batch's windows of one model version (to learn a spec)."""
+    model, version, column = key
+    return [
+        value
+        for (m, v, _), window in windows.items()
+        if (m, v) == (model, version)
+        for value in window.columns.get(column, [])
+    ]

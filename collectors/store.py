@@ -13,11 +13,11 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
 from collectors.base import RawRecord, Rejection
-from collectors.plan import GroupKey, KeyState, Plan
+from collectors.plan import GroupKey, KeyState, Plan, WindowKey
 from collectors.profiling import ProfileBackend
 from collectors.specs import BuiltProfile
 from collectors.validate import utc
@@ -126,64 +126,82 @@ def merge_profiles(
     window_s: float,
 ) -> None:
     """Merge each batch profile into its stored window profile (or store it)."""
-    by_window: dict[tuple[str, str, float], list[tuple[tuple[GroupKey, str], BuiltProfile]]] = {}
-    for (group, column), prof in built.items():
-        by_window.setdefault(group[:3], []).append(((group, column), prof))
-    lock = session.get_bind().dialect.name == "postgresql"
+    by_window: dict[WindowKey, list[tuple[str, str, BuiltProfile]]] = {}
+    for ((model, version, start, slice_key), column), prof in built.items():
+        by_window.setdefault((model, version, start), []).append((slice_key, column, prof))
+    table = WindowProfile.__table__
     now = utcnow()
-    for (model, version, start), items in by_window.items():
-        stmt = select(WindowProfile).where(
-            WindowProfile.model == model,
-            WindowProfile.version == version,
-            WindowProfile.window_start == utc(start),
-        )
-        rows = {
-            (r.slice_key, r.column): r
-            for r in session.execute(stmt.with_for_update() if lock else stmt).scalars()
-        }
-        for ((_, _, _, slice_key), column), prof in items:
-            row = rows.get((slice_key, column))
-            if row is None:
-                session.add(
-                    WindowProfile(
-                        model=model,
-                        version=version,
-                        window_start=utc(start),
-                        window_end=utc(start + window_s),
-                        slice_key=slice_key,
-                        column=column,
-                        kind=prof.kind,
-                        n=prof.profile.n,
-                        payload=prof.profile.to_bytes(),
-                        updated_at=now,
-                    )
-                )
+    for wkey, items in by_window.items():
+        stored = _window_rows(session, table, wkey, (table.c.column, table.c.payload))
+        new, changed = [], []
+        for slice_key, column, prof in items:
+            payload = stored.get((slice_key, column))
+            if payload is None:
+                row = {"slice_key": slice_key, "column": column, "kind": prof.kind}
+                new.append({**row, "n": prof.profile.n, "payload": prof.profile.to_bytes()})
                 continue
-            merged = backend.load(row.payload).merge(prof.profile)
-            row.payload, row.n, row.updated_at = merged.to_bytes(), merged.n, now
+            merged = backend.load(payload).merge(prof.profile)
+            key = {"k_slice": slice_key, "k_column": column}
+            changed.append({**key, "v_n": merged.n, "v_payload": merged.to_bytes()})
+        _write_window_rows(session, table, wkey, window_s, now, new, changed)
 
 
 def merge_counts(session: Session, plan: Plan, window_s: float) -> None:
     """Add the batch's event counts per (model, version, window, slice)."""
+    table = WindowCount.__table__
     now = utcnow()
-    for (model, version, start, slice_key), members in plan.groups.items():
-        pk = (model, version, utc(start), slice_key)
-        row = session.get(WindowCount, pk)
-        if row is None:
-            session.add(
-                WindowCount(
-                    model=model,
-                    version=version,
-                    window_start=pk[2],
-                    slice_key=slice_key,
-                    window_end=utc(start + window_s),
-                    events=len(members),
-                    updated_at=now,
-                )
-            )
-        else:
-            row.events += len(members)
-            row.updated_at = now
+    for wkey, window in plan.windows.items():
+        stored = _window_rows(session, table, wkey, (table.c.events,))
+        new, changed = [], []
+        for slice_key in window.slices:
+            if (slice_key,) in stored:
+                changed.append({"k_slice": slice_key, "v_n": window.count(slice_key)})
+            else:
+                new.append({"slice_key": slice_key, "events": window.count(slice_key)})
+        _write_window_rows(session, table, wkey, window_s, now, new, changed)
+
+
+def _window_rows(
+    session: Session, table: Any, wkey: WindowKey, columns: tuple[Any, ...]
+) -> dict[tuple[Any, ...], Any]:
+    """A window's stored rows: key columns after the window (slice, ...) -> last column value."""
+    model, version, start = wkey
+    stmt = select(table.c.slice_key, *columns).where(
+        table.c.model == model, table.c.version == version, table.c.window_start == utc(start)
+    )
+    if session.get_bind().dialect.name == "postgresql":
+        stmt = stmt.with_for_update()
+    return {tuple(row[:-1]): row[-1] for row in session.execute(stmt)}
+
+
+def _write_window_rows(
+    session: Session,
+    table: Any,
+    wkey: WindowKey,
+    window_s: float,
+    now: datetime,
+    new: list[dict[str, Any]],
+    changed: list[dict[str, Any]],
+) -> None:
+    """Insert a window's new rows and update its changed ones, one executemany each.
+
+    Profiles (a `column` key) replace payload and n; counts add `v_n` to `events`.
+    """
+    model, version, start = wkey
+    head = {"model": model, "version": version, "window_start": utc(start)}
+    if new:
+        tail = {"window_end": utc(start + window_s), "updated_at": now}
+        session.execute(insert(table), [{**head, **row, **tail} for row in new])
+    if not changed:
+        return
+    where = [table.c.model == model, table.c.version == version]
+    where += [table.c.window_start == utc(start), table.c.slice_key == bindparam("k_slice")]
+    if "column" in table.c:
+        where.append(table.c.column == bindparam("k_column"))
+        values: dict[str, Any] = {"n": bindparam("v_n"), "payload": bindparam("v_payload")}
+    else:
+        values = {"events": table.c.events + bindparam("v_n")}
+    session.execute(update(table).where(*where).values(updated_at=now, **values), changed)
 
 
 def dead_letter_rows(

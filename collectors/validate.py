@@ -14,6 +14,7 @@ from typing import Any
 from collectors.base import DecodeError, Event, LabelEvent, PredictionEvent
 
 _SCALARS = (int, float, str)
+MAX_TIMESTAMP = 32503680000  # the year 3000: later times are typos (ms for s)
 # Exact types (bool is an int subclass but not a feature value): the fast path of validation.
 _SCALAR_TYPES = frozenset({int, float, str, type(None)})
 _SCALAR_OUT = frozenset({int, float, str})
@@ -57,7 +58,7 @@ def parse_timestamp(value: object) -> float:
         ts = parsed.timestamp()
     else:
         raise DecodeError("invalid_timestamp", f"timestamp: got {_type_name(value)}")
-    if not 0 <= ts < 32503680000:  # 1970 .. 3000
+    if not 0 <= ts < MAX_TIMESTAMP:
         raise DecodeError("invalid_timestamp", f"timestamp: {value!r} is out of range")
     return ts
 
@@ -139,7 +140,7 @@ def _fast_prediction(obj: Any, models: Collection[str]) -> PredictionEvent | Non
         metadata = {}
     elif type(metadata) is not dict or not _SCALAR_TYPES.issuperset(map(type, metadata.values())):
         return None
-    if type(ts) in _NUMBER and 0 <= ts < 32503680000:
+    if type(ts) in _NUMBER and 0 <= ts < MAX_TIMESTAMP:
         return PredictionEvent(rid, model, version, float(ts), features, prediction, metadata)
     if type(ts) is str:
         return PredictionEvent(

@@ -14,6 +14,7 @@ from monitor.profiles.dataset import (
     ProfileSet,
     parse_slice_key,
     profile_frame,
+    profile_subsets,
     slice_key,
 )
 from monitor.profiles.kinds import Profile
@@ -39,6 +40,7 @@ __all__ = [
     "parse_slice_key",
     "profile_frame",
     "profile_from_bytes",
+    "profile_subsets",
     "slice_key",
     "spec_from_dict",
     "spec_from_reference",

@@ -129,6 +129,14 @@ def profile_frame(
 Encoded = tuple[NDArray[np.float64] | None, NDArray[np.intp]]
 
 
+def profile_subsets(
+    spec: ColumnSpec, values: Any, subsets: Sequence[NDArray[np.intp] | None]
+) -> list[Profile]:
+    """Profiles of `values` at each subset of positions (None: all), bucketing values once."""
+    enc = _encode(spec, values)
+    return [_profile(spec, enc, positions) for positions in subsets]
+
+
 def _encode(spec: ColumnSpec, values: Any) -> Encoded:
     if spec.kind == "numeric":
         x = as_float_array(spec.column, values)

@@ -13,9 +13,11 @@ from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy import select
 from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session
 
-from monitor.storage import make_engine, upgrade
+from monitor.storage import JobRun, make_engine, upgrade
 from tests.conftest import REPO
 from tests.services.net import free_port
 
@@ -97,11 +99,36 @@ def write_config(tmp_path: Path, url: str, extra: str = "") -> Path:
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[ServerProcess]:
+    yield from _serve(tmp_path, CONFIG)
+
+
+@pytest.fixture
+def idle_server(tmp_path: Path) -> Iterator[ServerProcess]:
+    """A server whose evaluation job has run once (at start) and will not run again soon."""
+    config = CONFIG.replace("evaluate_interval_s: 1", "evaluate_interval_s: 3600")
+    for proc in _serve(tmp_path, config):
+        engine = db_engine(tmp_path)
+        deadline = time.monotonic() + 30
+        while not _evaluated(engine) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        engine.dispose()
+        yield proc
+
+
+def _evaluated(engine: Engine) -> bool:
+    with Session(engine) as session:
+        done = select(JobRun).where(JobRun.job == "evaluate", JobRun.status != "running")
+        return session.execute(done).first() is not None
+
+
+def _serve(tmp_path: Path, config: str) -> Iterator[ServerProcess]:
     url = f"sqlite:///{tmp_path / 'mw.db'}"
     engine = make_engine(url)
     upgrade(engine)
     engine.dispose()
-    proc = ServerProcess(write_config(tmp_path, url))
+    path = tmp_path / "mw.yaml"
+    path.write_text(config.format(url=url))
+    proc = ServerProcess(path)
     proc.wait_ready()
     yield proc
     proc.terminate()

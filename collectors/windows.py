@@ -1,0 +1,148 @@
+"""Windowing a batch's table: lateness, tumbling event-time windows, and slices within them.
+
+An event is late when its window closed (window end + allowed lateness) at or before the
+watermark of its partition/file, the highest event time seen there before it. Windows are
+`[start, start + size)` by event time. Slices are per configured column: the event's metadata
+attribute, or else its feature of that name; values past a model's `max_slice_values` share the
+`__other__` slice.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import orjson
+from numpy.typing import NDArray
+
+from collectors.table import EventTable
+from monitor.config import ModelConfig
+
+__all__ = ["GroupKey", "SliceValues", "WindowBatch", "WindowKey", "late_rows", "split_windows"]
+
+OTHER = "__other__"
+
+# (model, version, window_start epoch seconds)
+WindowKey = tuple[str, str, float]
+# (model, version, window_start epoch seconds, slice_key)
+GroupKey = tuple[str, str, float, str]
+Rows = NDArray[np.intp] | None  # positions within a window; None: all of them
+
+
+@dataclass
+class WindowBatch:
+    """A batch's events of one (model, version, window): columns, and rows per slice key."""
+
+    origin: list[int]  # record index of each event
+    columns: dict[str, list[Any]]
+    types: dict[str, set[type]]
+    slices: dict[str, Rows]  # "" (all traffic) first, then one key per slice value
+
+    def __len__(self) -> int:
+        return len(self.origin)
+
+    def count(self, slice_key: str) -> int:
+        """Events in one slice of this window."""
+        rows = self.slices[slice_key]
+        return len(self) if rows is None else len(rows)
+
+
+class SliceValues:
+    """Bounded slice values per (model, column): past the cap a value becomes "__other__"."""
+
+    def __init__(self, models: Mapping[str, ModelConfig]) -> None:
+        self.models = models
+        self.known: dict[tuple[str, str], set[str]] = defaultdict(set)
+        self.keys: dict[tuple[str, str, object], str] = {}
+
+    def key(self, model: str, column: str, value: object) -> str:
+        """The slice key (canonical JSON `{column: value}`) of one value."""
+        cached = self.keys.get((model, column, value))
+        if cached is None:
+            cached = orjson.dumps({column: self._bucket(model, column, value)}).decode()
+            if len(self.keys) > 100_000:  # bounded memory with high-cardinality values
+                self.keys.clear()
+            self.keys[(model, column, value)] = cached
+        return cached
+
+    def _bucket(self, model: str, column: str, value: object) -> str:
+        text = value if isinstance(value, str) else orjson.dumps(value).decode()
+        seen = self.known[(model, column)]
+        if text in seen:
+            return text
+        if len(seen) >= self.models[model].max_slice_values:
+            return OTHER
+        seen.add(text)
+        return text
+
+
+def late_rows(
+    table: EventTable,
+    row_keys: Sequence[str],
+    watermarks: dict[str, float | None],
+    window_s: float,
+    lateness_s: float,
+) -> NDArray[np.bool_]:
+    """Which events are late; raises each key's watermark in `watermarks` as events pass."""
+    late = np.zeros(len(table), dtype=bool)
+    closes = (np.floor(table.ts / window_s) + 1) * window_s + lateness_s
+    index = {k: i for i, k in enumerate(dict.fromkeys(row_keys))}
+    codes = np.fromiter(map(index.__getitem__, row_keys), np.intp, len(row_keys))
+    for key, code in index.items():
+        rows = np.flatnonzero(codes == code) if len(index) > 1 else np.arange(len(table))
+        ts = table.ts[rows]
+        mark = watermarks.get(key)
+        before = np.concatenate(([-np.inf if mark is None else mark], ts[:-1]))
+        late[rows] = closes[rows] <= np.maximum.accumulate(before)
+        top = float(ts.max())
+        watermarks[key] = top if mark is None else max(mark, top)
+    return late
+
+
+def split_windows(
+    table: EventTable,
+    window_s: float,
+    models: Mapping[str, ModelConfig],
+    slice_values: SliceValues,
+) -> dict[WindowKey, WindowBatch]:
+    """The table's events by (model, version, window), each with its slices."""
+    starts = np.floor(table.ts / window_s) * window_s
+    if len(set(table.model)) == 1 and len(set(table.version)) == 1 and starts.min() == starts.max():
+        key = (table.model[0], table.version[0], float(starts[0]))
+        return {key: _window(table, None, key, models[key[0]], slice_values)}
+    rows: dict[WindowKey, list[int]] = defaultdict(list)
+    for i, key in enumerate(zip(table.model, table.version, starts.tolist(), strict=True)):
+        rows[key].append(i)
+    return {
+        key: _window(table, np.asarray(r, dtype=np.intp), key, models[key[0]], slice_values)
+        for key, r in rows.items()
+    }
+
+
+def _window(
+    table: EventTable, rows: Rows, key: WindowKey, config: ModelConfig, values: SliceValues
+) -> WindowBatch:
+    part = table if rows is None else table.take(rows)
+    slices: dict[str, Rows] = {"": None}
+    for column in config.slices:
+        slices.update(_slice_rows(part, key[0], column, values))
+    return WindowBatch(part.origin, part.columns, part.types, slices)
+
+
+def _slice_rows(table: EventTable, model: str, column: str, values: SliceValues) -> dict[str, Rows]:
+    """Rows per slice key of one slice column (events without a value are in no slice)."""
+    attr = table.attrs.get(column) or [None] * len(table)
+    feature = table.columns.get(column) if not column.startswith("prediction") else None
+    if feature is not None:
+        attr = [a if a is not None else f for a, f in zip(attr, feature, strict=True)]
+    distinct = [v for v in dict.fromkeys(attr) if v is not None]
+    keys = {v: values.key(model, column, v) for v in distinct}
+    order = list(dict.fromkeys(keys.values()))
+    if len(order) == 1 and None not in attr:
+        return {order[0]: None}
+    code_of = {v: order.index(k) for v, k in keys.items()}
+    codes = np.fromiter((code_of.get(v, -1) for v in attr), np.intp, len(attr))
+    return {k: np.flatnonzero(codes == i) for i, k in enumerate(order)}
