@@ -90,10 +90,10 @@ class EventTable:
     def concat(cls, parts: Sequence[EventTable]) -> EventTable:
         """Rows of all `parts`, ordered by origin (stable); a column missing in a part is None."""
         parts = [p for p in parts if len(p)]
-        if len(parts) == 1:
-            return parts[0]
         if not parts:
             return cls.empty()
+        if len(parts) == 1:
+            return parts[0].in_record_order()
         names = list(dict.fromkeys(c for p in parts for c in p.columns))
         attrs = list(dict.fromkeys(c for p in parts for c in p.attrs))
         joined = cls(
@@ -106,7 +106,14 @@ class EventTable:
             columns={c: _stack([p.columns.get(c) for p in parts], parts) for c in names},
             attrs={c: _stack([p.attrs.get(c) for p in parts], parts) for c in attrs},
         )
-        return joined.take(np.argsort(np.asarray(joined.origin), kind="stable"))
+        return joined.in_record_order()
+
+    def in_record_order(self) -> EventTable:
+        """This table sorted by origin (stable): events of one record keep their order."""
+        origin = np.asarray(self.origin)
+        if len(origin) < 2 or bool(np.all(origin[1:] >= origin[:-1])):
+            return self
+        return self.take(np.argsort(origin, kind="stable"))
 
 
 def _gather(values: list[Any], index: list[int]) -> list[Any]:

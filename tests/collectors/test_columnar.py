@@ -1,0 +1,176 @@
+"""The column-wise fast path plans every batch exactly as validating event by event does."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from collectors.adapters import make_adapter
+from collectors.base import RawRecord
+from collectors.plan import KeyState, Plan, Planner
+from monitor.config import ModelConfig
+from tests.collectors.conftest import T0, event
+
+MODELS = {
+    "fraud": ModelConfig(name="fraud", slices=["region", "country"], max_slice_values=3),
+    "churn": ModelConfig(name="churn", slices=["tier"]),
+}
+
+
+def planner(columnar: bool) -> Planner:
+    return Planner(make_adapter("modelwatch"), MODELS, 600, 120, 4096, columnar=columnar)
+
+
+def _set(path: str, value: Any) -> Any:
+    def change(e: dict[str, Any]) -> Any:
+        *parents, last = path.split(".")
+        target = e
+        for name in parents:
+            target = target[name]
+        target[last] = value
+        return e
+
+    return change
+
+
+def _drop(name: str) -> Any:
+    return lambda e: {k: v for k, v in e.items() if k != name}
+
+
+TROUBLE = {
+    "string amount": _set("features.amount", "12"),
+    "boolean feature": _set("features.amount", True),
+    "array feature": _set("features.amount", [1]),
+    "object feature": _set("features.amount", {"a": 1}),
+    "no request_id": _drop("request_id"),
+    "empty request_id": _set("request_id", ""),
+    "no version": _drop("model_version"),
+    "integer version": _set("model_version", 2),
+    "no features": _drop("features"),
+    "no prediction": _drop("prediction"),
+    "RFC 3339 time": _set("timestamp", "2026-01-01T00:10:00+00:00"),
+    "naive time": _set("timestamp", "2026-01-01T00:00:00"),
+    "negative time": _set("timestamp", -5),
+    "time in ms": _set("timestamp", T0 * 1000),
+    "boolean time": _set("timestamp", True),
+    "bad time": _set("timestamp", "soon"),
+    "label": lambda e: {"request_id": "r3", "model": "fraud", "label": 1, "timestamp": T0},
+    "multi-output": _set("prediction", {"output": [0.1, 0.9]}),
+    "output object": _set("prediction", {"output": 0.3}),
+    "string prediction": _set("prediction", "spam"),
+    "boolean prediction": _set("prediction", False),
+    "null metadata": _set("metadata", None),
+    "numeric slice": _set("metadata", {"region": 3}),
+    "nested metadata": _set("metadata", {"x": [1]}),
+    "unknown model": _set("model", "unknown"),
+    "numeric model": _set("model", 7),
+    "fewer features": _set("features", {"amount": 1.5}),
+    "not an object": lambda e: [1, 2],
+    "array of events": lambda e: [e, event(10_000, ts=e["timestamp"])],
+}
+
+
+def variant(rng: random.Random, i: int, trouble: float) -> Any:
+    """A valid event, or (at rate `trouble`) one of the ways real traffic goes wrong or differs."""
+    ts = T0 + i * rng.choice([1, 7, 40]) - rng.choice([0, 0, 0, 2000])  # some arrive late
+    base = event(i, ts=ts, model=rng.choice(["fraud", "fraud", "churn"]))
+    base["features"]["country"] = rng.choice(["de", "fr", "us", "it", "es", None])
+    base["features"]["score"] = rng.choice([1, 2.5, None, "high"])  # mixed kinds in a column
+    if rng.random() >= trouble:
+        return base
+    return rng.choice(list(TROUBLE.values()))(base)
+
+
+def payload(rng: random.Random, obj: Any, trouble: float) -> bytes:
+    data = orjson.dumps(obj)
+    roll = rng.random() * 0.04 / max(trouble, 1e-9)
+    if roll < 0.02:
+        return data[: len(data) // 2]  # truncated JSON
+    if roll < 0.03:
+        return b"\xff" + data
+    if roll < 0.04:
+        return data + b" " * 5000  # oversized
+    return data
+
+
+def batch(rng: random.Random, n: int, trouble: float) -> list[RawRecord]:
+    records = []
+    offsets = {"p0": 0, "p1": 0}
+    for i in range(n):
+        key = rng.choice(list(offsets))
+        start = offsets[key]
+        offsets[key] += 1
+        records.append(
+            RawRecord(key, start, start + 1, payload(rng, variant(rng, i, trouble), trouble))
+        )
+    return records
+
+
+def summary(plan: Plan) -> dict[str, Any]:
+    """What a plan will write, in a form two plans can be compared by."""
+    windows = {}
+    for wkey, window in plan.windows.items():
+        for slice_key, rows in window.slices.items():
+            picked = range(len(window)) if rows is None else rows.tolist()
+            windows[(*wkey, slice_key)] = sorted(
+                (window.origin[i], *(repr(v[i]) for _, v in sorted(window.columns.items())))
+                for i in picked
+            )
+    return {
+        "windows": windows,
+        "dead": sorted((r.key, r.start, j.reason, j.detail) for r, j in plan.dead),
+        "labels": [(e.request_id, e.model, e.label, e.ts) for e in plan.labels],
+        "end": {k: (s.offset, s.watermark) for k, s in plan.end.items()},
+        "counts": (plan.events, plan.late, plan.skipped),
+        "join": list(
+            zip(plan.table.request_id, plan.table.version, plan.table.prediction, strict=True)
+        ),
+    }
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.randoms(use_true_random=False), st.integers(1, 120), st.sampled_from([0.0, 0.01, 0.3]))
+def test_fast_path_plans_like_event_by_event_validation(
+    rng: random.Random, n: int, trouble: float
+) -> None:
+    records = batch(rng, n, trouble)
+    stored = {"p0": KeyState(0, T0 + 500)}
+    fast, reference = planner(True).plan(records, stored), planner(False).plan(records, stored)
+    assert summary(fast) == summary(reference)
+
+
+@pytest.mark.parametrize("kind", sorted(TROUBLE))
+def test_one_odd_event_in_a_clean_batch_is_planned_like_event_by_event(kind: str) -> None:
+    records = [RawRecord("p0", i, i + 1, orjson.dumps(event(i))) for i in range(30)]
+    odd = TROUBLE[kind](event(30))
+    records.insert(15, RawRecord("p1", 0, 1, orjson.dumps(odd)))
+    fast, reference = planner(True).plan(records, {}), planner(False).plan(records, {})
+    assert summary(fast) == summary(reference)
+
+
+def test_a_clean_batch_takes_the_fast_path_and_a_bad_event_does_not_cost_its_neighbours() -> None:
+    records = [RawRecord("p0", i, i + 1, orjson.dumps(event(i))) for i in range(50)]
+    clean = planner(True).plan(records, {})
+    assert (clean.events, clean.dead) == (50, [])
+    assert sum(len(w) for w in clean.windows.values()) == 50
+    bad = event(50)
+    bad["features"]["amount"] = True
+    records.append(RawRecord("p0", 50, 51, orjson.dumps(bad)))
+    mixed = planner(True).plan(records, {})
+    assert mixed.events == 50
+    assert [(r.start, j.reason, j.detail) for r, j in mixed.dead] == [
+        (50, "wrong_type", "features.amount: expected number, string or null, got boolean")
+    ]
+
+
+def test_replayed_records_are_skipped_by_both_paths() -> None:
+    records = [RawRecord("p0", i, i + 1, orjson.dumps(event(i))) for i in range(20)]
+    for columnar in (True, False):
+        plan = planner(columnar).plan(records, {"p0": KeyState(12, None)})
+        assert (plan.events, plan.skipped, plan.end["p0"].offset) == (8, 12, 20)
+        assert sorted(o for w in plan.windows.values() for o in w.origin) == list(range(12, 20))
