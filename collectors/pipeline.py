@@ -6,6 +6,10 @@ unchanged: the worker's Ingestor commits aggregates and positions in one transac
 records at or before the stored positions, so a batch re-polled after a rebalance (while an
 earlier one was still in flight) is applied once. Batches are ingested in order, at most
 `depth` in flight.
+
+Batches polled while the worker is busy are merged into one (up to `max_records`): when
+ingest is the slower side, its per-batch costs (reading and rewriting each window's profiles)
+are spread over more events instead of the backlog growing.
 """
 
 from __future__ import annotations
@@ -52,7 +56,14 @@ def _ingest(
 class PipelinedIngest:
     """Sends batches to one worker process; hands back committed positions in order."""
 
-    def __init__(self, database_url: str, config: Any, source_name: str, depth: int = 2) -> None:
+    def __init__(
+        self,
+        database_url: str,
+        config: Any,
+        source_name: str,
+        depth: int = 2,
+        max_records: int = 50_000,
+    ) -> None:
         self.pool = ProcessPoolExecutor(
             max_workers=1,
             mp_context=multiprocessing.get_context("spawn"),
@@ -60,27 +71,26 @@ class PipelinedIngest:
             initargs=(database_url, config, source_name, os.getpid()),
         )
         self.depth = depth
+        self.max_records = max_records
         self.inflight: deque[Future[dict[str, int]]] = deque()
+        self.pending: list[Batch] = []
 
     def submit(self, batch: Batch) -> list[dict[str, int]]:
-        """Queue a batch; returns positions of batches committed meanwhile (blocks when full)."""
-        records = batch.records
-        columns = (
-            [r.key for r in records],
-            [r.start for r in records],
-            [r.end for r in records],
-            [r.payload for r in records],
-        )
-        self.inflight.append(
-            self.pool.submit(_ingest, columns, Batch((), batch.ends, batch.details))
-        )
-        done = []
-        while self.inflight and (len(self.inflight) > self.depth or self.inflight[0].done()):
+        """Queue a batch; returns positions of batches committed meanwhile.
+
+        Blocks only when `max_records` are waiting and the worker is still busy.
+        """
+        self.pending.append(batch)
+        done = self._collect()
+        if len(self.inflight) >= self.depth and self._waiting() >= self.max_records:
             done.append(self.inflight.popleft().result())
+        if len(self.inflight) < self.depth:
+            self._send()
         return done
 
     def drain(self) -> list[dict[str, int]]:
         """Wait for every queued batch; their committed positions, in order."""
+        self._send()
         done = []
         while self.inflight:
             done.append(self.inflight.popleft().result())
@@ -88,3 +98,28 @@ class PipelinedIngest:
 
     def close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=False)
+
+    def _collect(self) -> list[dict[str, int]]:
+        done = []
+        while self.inflight and self.inflight[0].done():
+            done.append(self.inflight.popleft().result())
+        return done
+
+    def _waiting(self) -> int:
+        return sum(len(b.records) for b in self.pending)
+
+    def _send(self) -> None:
+        """Send the waiting batches to the worker as one."""
+        if not self.pending:
+            return
+        records = [r for b in self.pending for r in b.records]
+        ends = {k: v for b in self.pending for k, v in b.ends.items()}
+        details = {k: v for b in self.pending for k, v in b.details.items()}
+        self.pending = []
+        columns = (
+            [r.key for r in records],
+            [r.start for r in records],
+            [r.end for r in records],
+            [r.payload for r in records],
+        )
+        self.inflight.append(self.pool.submit(_ingest, columns, Batch((), ends, details)))
