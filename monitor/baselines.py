@@ -1,4 +1,9 @@
-"""Baselines: a reference dataset's ProfileSet stored once and loaded for every comparison."""
+"""Baselines: a reference dataset's ProfileSet stored once and loaded for every comparison.
+
+A baseline may also carry its reference's variability (per-column, per-method spreads of the
+statistic between reference chunks and the whole reference), stored in its settings document
+under "variability"; `ReferenceThresholds` derives drift bounds from it.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ from sqlalchemy import select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
+from monitor.detectors.variability import Variability
 from monitor.errors import ConflictError, NotFoundError
 from monitor.profiles import OVERALL, ProfileSet, profile_from_bytes
 from monitor.profiles.kinds import Profile
@@ -30,6 +36,14 @@ class BaselineInfo:
     n_profiles: int
     source: str | None
     created_at: datetime
+
+
+@dataclass(frozen=True)
+class StoredBaseline:
+    """A loaded baseline: its profiles and, when it was stored with one, its variability."""
+
+    profiles: ProfileSet
+    variability: Variability | None
 
 
 def ensure_model_version(session: Session, model: str, version: str) -> ModelVersion:
@@ -59,8 +73,9 @@ def save_baseline(
     source_sha256: str | None = None,
     replace: bool = False,
     settings: Mapping[str, Any] | None = None,
+    variability: Variability | None = None,
 ) -> int:
-    """Store `profiles` as baseline `name` of model/version; returns the baseline id."""
+    """Store `profiles` (and `variability`) as baseline `name` of model/version; returns its id."""
     with transaction(engine) as session:
         mv = ensure_model_version(session, model, version)
         old = _find(session, mv.id, name)
@@ -83,6 +98,7 @@ def save_baseline(
                 **(settings or {}),
                 "rows": dict(profiles.rows),
                 "columns": list(profiles.specs),
+                **({} if variability is None else {"variability": variability.to_dict()}),
             },
         )
         row.profiles = [_profile_row(key, col, p) for (key, col), p in profiles.profiles.items()]
@@ -99,6 +115,13 @@ def _profile_row(key: str, column: str, profile: Profile) -> BaselineProfile:
 
 def load_baseline(engine: Engine, model: str, version: str, name: str = "default") -> ProfileSet:
     """The stored ProfileSet; NotFoundError naming model, version and baseline if absent."""
+    return load_stored_baseline(engine, model, version, name).profiles
+
+
+def load_stored_baseline(
+    engine: Engine, model: str, version: str, name: str = "default"
+) -> StoredBaseline:
+    """The stored profiles and variability; NotFoundError naming model, version and baseline."""
     with transaction(engine) as session:
         mv = session.scalar(
             select(ModelVersion)
@@ -113,7 +136,11 @@ def load_baseline(engine: Engine, model: str, version: str, name: str = "default
         overall = {col: p.spec for (key, col), p in profiles.items() if key == OVERALL}
         order = row.settings.get("columns") or sorted(overall)
         specs = {col: overall[col] for col in order if col in overall}
-        return ProfileSet(profiles, rows, tuple(row.slice_by), specs)
+        spread = row.settings.get("variability")
+        return StoredBaseline(
+            ProfileSet(profiles, rows, tuple(row.slice_by), specs),
+            None if spread is None else Variability.from_dict(spread),
+        )
 
 
 def list_baselines(engine: Engine, model: str | None = None) -> list[BaselineInfo]:

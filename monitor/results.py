@@ -41,7 +41,8 @@ def store_drift_results(
     rows = [
         {
             "slice_key": slice_key_of(r.slice), "column": r.column, "method": r.method,
-            "value": r.value, "threshold": r.threshold, "p_value": r.p_value,
+            "value": r.value, "threshold": r.threshold, "threshold_by": r.threshold_by,
+            "p_value": r.p_value,
             "n_reference": r.n_reference, "n_current": r.n_current, "status": r.status,
         }
         for r in results

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from monitor.cli.common import database_options, engine_from_options
+from monitor.errors import InputError
 from monitor.storage import require_head
 
 
@@ -24,6 +25,12 @@ def baseline() -> None:
 @click.option("--columns", default=None, metavar="C,...", help="Columns to profile (default all).")
 @click.option("--bins", default=64, show_default=True, help="Quantile bins per numeric column.")
 @click.option("--top-k", default=50, show_default=True, help="Categories kept per column.")
+@click.option(
+    "--chunks",
+    default=10,
+    show_default=True,
+    help="Contiguous reference chunks profiled for reference-derived thresholds (0: none).",
+)
 @click.option("--replace", is_flag=True, help="Overwrite an existing baseline of that name.")
 @click.argument("data", type=click.Path(path_type=Path))
 @database_options
@@ -35,6 +42,7 @@ def create_cmd(
     columns: str | None,
     bins: int,
     top_k: int,
+    chunks: int,
     replace: bool,
     data: Path,
     database_url: str | None,
@@ -43,14 +51,19 @@ def create_cmd(
     """Profile DATA (Parquet or CSV) and store it as a baseline of MODEL/VERSION."""
     from monitor.baselines import save_baseline
     from monitor.datafile import read_frame
+    from monitor.detectors import profile_variability
     from monitor.profiles import profile_frame, specs_for
 
+    if chunks < 0:
+        raise InputError(f"--chunks must be 0 or more, got {chunks}")
     wanted = _split(columns)
     frame = read_frame(data, [*(wanted or []), *slice_by])
     cols = wanted or [c for c in frame.columns if c not in slice_by]
     engine = engine_from_options(database_url, config_path)
     require_head(engine)
-    profiles = profile_frame(frame, specs_for(cols, frame, bins, top_k), slice_by)
+    specs = specs_for(cols, frame, bins, top_k)
+    profiles = profile_frame(frame, specs, slice_by)
+    variability = profile_variability(frame, specs, profiles, chunks) if chunks else None
     baseline_id = save_baseline(
         engine,
         model,
@@ -61,10 +74,12 @@ def create_cmd(
         source_sha256=_sha256(data),
         replace=replace,
         settings={"bins": bins, "top_k": top_k},
+        variability=variability,
     )
+    spread = "" if variability is None else f", variability of {chunks} chunks"
     click.echo(
         f"baseline {baseline_id} '{name}' of {model} {version}: {profiles.n_rows} rows, "
-        f"{len(cols)} columns, {len(profiles.slice_keys)} slices"
+        f"{len(cols)} columns, {len(profiles.slice_keys)} slices{spread}"
     )
 
 

@@ -16,6 +16,24 @@ import click
 @click.option("--columns", default=None, metavar="C,...", help="Columns to compare (default all).")
 @click.option("--methods", default=None, metavar="M,...", help="Detectors (default per kind).")
 @click.option("--alpha", default=0.01, show_default=True, help="False discovery rate (BH).")
+@click.option(
+    "--thresholds",
+    "strategy",
+    default="constant",
+    show_default=True,
+    metavar="constant|reference",
+    help="Where drift bounds come from: each detector's constant default, or the variability "
+    "of the statistic between chunks of REFERENCE and all of it.",
+)
+@click.option(
+    "--threshold-k", default=3.0, show_default=True, help="reference: bound = mean + k·std."
+)
+@click.option(
+    "--reference-chunks",
+    default=10,
+    show_default=True,
+    help="reference: contiguous chunks REFERENCE is split into.",
+)
 @click.option("--bins", default=64, show_default=True, help="Quantile bins per numeric column.")
 @click.option("--top-k", default=50, show_default=True, help="Categories kept per column.")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), help="Write JSON here.")
@@ -34,6 +52,9 @@ def drift(
     columns: str | None,
     methods: str | None,
     alpha: float,
+    strategy: str,
+    threshold_k: float,
+    reference_chunks: int,
     bins: int,
     top_k: int,
     json_path: Path | None,
@@ -43,13 +64,14 @@ def drift(
 ) -> None:
     """Compare CURRENT with REFERENCE (Parquet or CSV), overall and per slice."""
     from monitor.datafile import read_frame, require_columns
-    from monitor.detectors import evaluate, get_detector
+    from monitor.detectors import evaluate, get_detector, profile_variability, threshold_strategy
     from monitor.profiles import profile_frame, specs_for
     from monitor.reports import drift_report, render_html, write_json
 
     method_names = _split(methods)
     for name in method_names or []:
         get_detector(name)
+    threshold_strategy(strategy, k=threshold_k)  # a bad name or k fails before any reading
     wanted = _split(columns)
     ref = read_frame(reference, [*(wanted or []), *slice_by])
     cur = read_frame(current, [*(wanted or []), *slice_by])
@@ -58,7 +80,13 @@ def drift(
     specs = specs_for(cols, ref, bins, top_k)
     ref_set = profile_frame(ref, specs, slice_by)
     cur_set = profile_frame(cur, specs, slice_by)
-    results = evaluate(ref_set, cur_set, cols, methods=method_names, alpha=alpha)
+    variability = (
+        profile_variability(ref, specs, ref_set, reference_chunks)
+        if strategy == "reference"
+        else None
+    )
+    bounds = threshold_strategy(strategy, variability, k=threshold_k)
+    results = evaluate(ref_set, cur_set, cols, methods=method_names, thresholds=bounds, alpha=alpha)
     document = drift_report(results, ref_set.n_rows, cur_set.n_rows)
     if json_path is not None:
         write_json(json_path, document)
@@ -85,7 +113,7 @@ def _summary(document: dict[str, Any]) -> None:
         )
         click.echo(
             f"  DRIFT {r['column']}{where} {r['method']}={r['value']:.4g} "
-            f"(threshold {r['threshold']:.4g}, p={r['p_value']:.3g})"
+            f"(threshold {r['threshold']:.4g} by {r['threshold_by']}, p={r['p_value']:.3g})"
         )
 
 

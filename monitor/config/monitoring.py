@@ -9,6 +9,17 @@ from pydantic import Field
 from monitor.config.base import StrictModel
 
 
+class ThresholdsConfig(StrictModel):
+    """Where drift bounds come from: constant per detector, or the reference's variability."""
+
+    # "constant": each detector's default bound. "reference": mean + k·std of the statistic
+    # between the baseline's reference chunks and the whole reference, never below
+    # floor_fraction × the constant bound; constant where the baseline stored no variability.
+    strategy: Literal["constant", "reference"] = "constant"
+    k: float = Field(default=3.0, ge=0, allow_inf_nan=False)
+    floor_fraction: float = Field(default=0.5, ge=0, allow_inf_nan=False)
+
+
 class DriftConfig(StrictModel):
     """How windows are compared with the baseline."""
 
@@ -18,6 +29,7 @@ class DriftConfig(StrictModel):
     methods: list[str] = Field(default_factory=list)
     alpha: float = Field(default=0.01, gt=0, lt=1)
     min_n: int = Field(default=30, ge=1)
+    thresholds: ThresholdsConfig = Field(default_factory=ThresholdsConfig)
 
 
 class OutcomeConfig(StrictModel):

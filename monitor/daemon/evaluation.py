@@ -17,10 +17,10 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
-from monitor.baselines import list_baselines, load_baseline
+from monitor.baselines import StoredBaseline, list_baselines, load_stored_baseline
 from monitor.config import ModelConfig
 from monitor.daemon.scheduler import window_start
-from monitor.detectors import DriftResult, evaluate
+from monitor.detectors import DriftResult, ThresholdStrategy, evaluate, threshold_strategy
 from monitor.errors import NotFoundError
 from monitor.outcomes import OutcomeResult, evaluate_outcomes
 from monitor.profiles import OVERALL, ProfileSet, profile_from_bytes
@@ -142,14 +142,26 @@ def window_profiles(engine: Engine, window: Window, slice_by: Sequence[str]) -> 
 
 def reference_for(engine: Engine, model: str, version: str, name: str) -> ProfileSet | None:
     """The version's baseline, else the model's newest baseline; None when there is none."""
+    found = baseline_for(engine, model, version, name)
+    return None if found is None else found.profiles
+
+
+def baseline_for(engine: Engine, model: str, version: str, name: str) -> StoredBaseline | None:
+    """`reference_for` with the baseline's stored variability."""
     try:
-        return load_baseline(engine, model, version, name)
+        return load_stored_baseline(engine, model, version, name)
     except NotFoundError:
         pass
     for info in list_baselines(engine, model):
         if info.name == name:
-            return load_baseline(engine, model, info.version, name)
+            return load_stored_baseline(engine, model, info.version, name)
     return None
+
+
+def thresholds_for(cfg: ModelConfig, baseline: StoredBaseline) -> ThresholdStrategy:
+    """The model's configured threshold strategy over its baseline's variability."""
+    t = cfg.drift.thresholds
+    return threshold_strategy(t.strategy, baseline.variability, t.k, t.floor_fraction)
 
 
 def score_of(prediction: Any, output: str | None) -> float | None:
@@ -189,26 +201,21 @@ class WindowEvaluator:
 
     def _drift(self, cfg: ModelConfig) -> list[WindowEvaluation]:
         out = []
-        refs: dict[str, ProfileSet | None] = {}
+        refs: dict[str, tuple[ProfileSet, ThresholdStrategy] | None] = {}
         for window in changed_windows(self.engine, cfg.name):
             if window.version not in refs:
-                refs[window.version] = reference_for(
-                    self.engine, cfg.name, window.version, cfg.drift.baseline
-                )
-            reference = refs[window.version]
-            if reference is None:
-                log.warning(
-                    "model %s version %s has no baseline; drift not evaluated",
-                    cfg.name,
-                    window.version,
-                )
+                refs[window.version] = self._reference(cfg, window.version)
+            found = refs[window.version]
+            if found is None:
                 continue
             started = time.perf_counter()
+            reference, thresholds = found
             current = window_profiles(self.engine, window, reference.slice_by or cfg.slices)
             results = evaluate(
                 reference,
                 current,
                 methods=cfg.drift.methods or None,
+                thresholds=thresholds,
                 alpha=cfg.drift.alpha,
                 min_n=cfg.drift.min_n,
             )
@@ -219,6 +226,24 @@ class WindowEvaluator:
                 WindowEvaluation(window, drift=results, seconds=time.perf_counter() - started)
             )
         return out
+
+    def _reference(
+        self, cfg: ModelConfig, version: str
+    ) -> tuple[ProfileSet, ThresholdStrategy] | None:
+        baseline = baseline_for(self.engine, cfg.name, version, cfg.drift.baseline)
+        if baseline is None:
+            log.warning(
+                "model %s version %s has no baseline; drift not evaluated", cfg.name, version
+            )
+            return None
+        if cfg.drift.thresholds.strategy == "reference" and baseline.variability is None:
+            log.warning(
+                "model %s baseline '%s' stores no reference variability (made before it was "
+                "stored, or with --chunks 0); constant thresholds used",
+                cfg.name,
+                cfg.drift.baseline,
+            )
+        return baseline.profiles, thresholds_for(cfg, baseline)
 
     def _outcomes(self, cfg: ModelConfig) -> list[WindowEvaluation]:
         out = []

@@ -44,6 +44,8 @@ class DriftRow(WindowRow):
     column: str
     method: str
     threshold: float
+    # Which strategy set the threshold ("constant", "reference", "floor"); null on old rows.
+    threshold_by: str | None
     p_value: float | None
     n_reference: int
     n_current: int
@@ -207,6 +209,7 @@ def model_drift(
                 column=r.column,
                 method=r.method,
                 threshold=r.threshold,
+                threshold_by=r.threshold_by,
                 p_value=r.p_value,
                 n_reference=r.n_reference,
                 n_current=r.n_current,

@@ -3,6 +3,8 @@
 Each module registers one detector on import; `get_detector(name)` finds it. Defaults per
 column kind: Wasserstein (normalised) for numeric, Jensen–Shannon for categorical — the same
 choice Evidently makes for large samples — plus `missing_rate` where nulls occur.
+Bounds come from a threshold strategy: constant (`ConstantThresholds`) or derived from the
+reference's own variability (`ReferenceThresholds`, see `variability`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from monitor.detectors.base import (
     EPSILON,
     MIN_N,
     STATUSES,
+    Bound,
     ConstantThresholds,
     Detector,
     DriftResult,
@@ -35,6 +38,16 @@ from monitor.detectors.base import (
 )
 from monitor.detectors.compare import benjamini_hochberg, compare
 from monitor.detectors.evaluate import DEFAULT_METHODS, evaluate
+from monitor.detectors.variability import (
+    THRESHOLD_STRATEGIES,
+    ReferenceThresholds,
+    Spread,
+    Variability,
+    chunk_profiles,
+    profile_variability,
+    reference_variability,
+    threshold_strategy,
+)
 
 __all__ = [
     "DEFAULT_ALPHA",
@@ -42,17 +55,26 @@ __all__ = [
     "EPSILON",
     "MIN_N",
     "STATUSES",
+    "THRESHOLD_STRATEGIES",
+    "Bound",
     "ConstantThresholds",
     "Detector",
     "DriftResult",
     "Pair",
+    "ReferenceThresholds",
+    "Spread",
     "Status",
     "ThresholdStrategy",
+    "Variability",
     "benjamini_hochberg",
+    "chunk_profiles",
     "compare",
     "detector_names",
     "detectors",
     "evaluate",
     "get_detector",
+    "profile_variability",
+    "reference_variability",
     "register",
+    "threshold_strategy",
 ]

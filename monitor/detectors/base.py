@@ -125,15 +125,27 @@ def detectors() -> Mapping[str, Detector]:
     return dict(_REGISTRY)
 
 
-class ThresholdStrategy(Protocol):
-    """Where a detector's drift bound comes from (separate from the statistic)."""
+@dataclass(frozen=True)
+class Bound:
+    """A drift bound and what set it: "constant", "reference" or "floor" (see variability)."""
 
-    def threshold(self, detector: Detector, column: str) -> float: ...
+    value: float
+    source: str
+
+
+class ThresholdStrategy(Protocol):
+    """Where a detector's drift bound comes from (separate from the statistic).
+
+    ``bound`` gives the value a result's statistic must exceed to count as drift, and names
+    what set it, so every stored result says which strategy decided its threshold.
+    """
+
+    def bound(self, detector: Detector, column: str) -> Bound: ...
 
 
 @dataclass(frozen=True)
 class ConstantThresholds:
-    """Constant bounds: per-method overrides, otherwise each detector's default."""
+    """Constant bounds: per-column or per-method overrides, otherwise each detector's default."""
 
     by_method: Mapping[str, float] = field(default_factory=dict)
     by_column: Mapping[str, float] = field(default_factory=dict)
@@ -143,9 +155,13 @@ class ConstantThresholds:
             get_detector(name)
 
     def threshold(self, detector: Detector, column: str) -> float:
+        """The bound's value."""
         if column in self.by_column:
             return self.by_column[column]
         return self.by_method.get(detector.name, detector.default_threshold)
+
+    def bound(self, detector: Detector, column: str) -> Bound:
+        return Bound(self.threshold(detector, column), "constant")
 
 
 @dataclass(frozen=True)
@@ -162,6 +178,8 @@ class DriftResult:
     n_reference: int
     n_current: int
     status: Status
+    # Which threshold strategy set `threshold` ("constant", "reference", "floor").
+    threshold_by: str = "constant"
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON row of the drift report."""
@@ -172,6 +190,7 @@ class DriftResult:
             "method": self.method,
             "value": self.value,
             "threshold": self.threshold,
+            "threshold_by": self.threshold_by,
             "p_value": self.p_value,
             "n_reference": self.n_reference,
             "n_current": self.n_current,

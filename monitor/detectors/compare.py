@@ -7,7 +7,15 @@ from dataclasses import replace
 
 import numpy as np
 
-from monitor.detectors.base import DEFAULT_ALPHA, MIN_N, Detector, DriftResult, Pair, Status
+from monitor.detectors.base import (
+    DEFAULT_ALPHA,
+    MIN_N,
+    Bound,
+    Detector,
+    DriftResult,
+    Pair,
+    Status,
+)
 from monitor.detectors.null import p_value as null_p_value
 from monitor.errors import InputError
 from monitor.profiles.kinds import Profile
@@ -17,12 +25,16 @@ def compare(
     detector: Detector,
     reference: Profile,
     current: Profile,
-    threshold: float,
+    threshold: float | Bound,
     slice_: dict[str, str] | None = None,
     min_n: int = MIN_N,
     alpha: float = DEFAULT_ALPHA,
 ) -> DriftResult:
-    """One comparison: drift when value > threshold and p < alpha (no multiple-testing step)."""
+    """One comparison: drift when value > threshold and p < alpha (no multiple-testing step).
+
+    A plain number as `threshold` is a constant bound; a `Bound` also says what set it.
+    """
+    bound = threshold if isinstance(threshold, Bound) else Bound(float(threshold), "constant")
     kind = reference.kind
     if kind not in detector.kinds:
         raise InputError(
@@ -37,17 +49,18 @@ def compare(
         kind=kind,
         method=detector.name,
         value=None,
-        threshold=float(threshold),
+        threshold=float(bound.value),
         p_value=None,
         n_reference=n_ref,
         n_current=n_cur,
         status="insufficient_data",
+        threshold_by=bound.source,
     )
     if min(n_ref, n_cur) < min_n:
         return base
     value = detector.score(pair)
     p = null_p_value(detector, pair)
-    status: Status = "drift" if value > threshold and p < alpha else "ok"
+    status: Status = "drift" if value > bound.value and p < alpha else "ok"
     return replace(base, value=_finite(value), p_value=_finite(p), status=status)
 
 

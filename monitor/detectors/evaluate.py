@@ -47,7 +47,7 @@ def evaluate(
     for column in _columns(reference, current, columns):
         ref_all = reference.get(column)
         for detector in _detectors_for(ref_all, current.get(column), chosen):
-            bound = strategy.threshold(detector, column)
+            bound = strategy.bound(detector, column)
             for key in keys:
                 ref, cur = _pair(reference, current, key, column, ref_all)
                 results.append(

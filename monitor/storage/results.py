@@ -43,6 +43,9 @@ class DriftResultRow(_WindowResult, Base):
     method: Mapped[str] = mapped_column(String(50))
     value: Mapped[float | None] = mapped_column(Float)
     threshold: Mapped[float] = mapped_column(Float)
+    # Which threshold strategy set `threshold`: "constant", "reference" or "floor"; NULL on
+    # rows written before strategies were recorded.
+    threshold_by: Mapped[str | None] = mapped_column(String(20))
     p_value: Mapped[float | None] = mapped_column(Float)
     n_reference: Mapped[int] = mapped_column(Integer)
     n_current: Mapped[int] = mapped_column(Integer)

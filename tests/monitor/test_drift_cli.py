@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import run_cli
 
 KEYS = [
-    "column", "slice", "kind", "method", "value", "threshold", "p_value",
+    "column", "slice", "kind", "method", "value", "threshold", "threshold_by", "p_value",
     "n_reference", "n_current", "status",
 ]  # fmt: skip
 
