@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import orjson
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import ArgumentError
@@ -42,6 +43,9 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
 def make_engine(url: str | URL, **kwargs: Any) -> Engine:
     """Create an engine for SQLite or PostgreSQL with safe defaults."""
     parsed = normalize_url(url)
+    # JSON columns hold per-event rows (the label join's predictions): orjson is ~5x faster.
+    kwargs.setdefault("json_serializer", _json_text)
+    kwargs.setdefault("json_deserializer", _json_value)
     if parsed.get_backend_name() == "sqlite":
         engine = create_engine(parsed, **kwargs)
         event.listen(engine, "connect", _sqlite_pragmas)
@@ -50,6 +54,15 @@ def make_engine(url: str | URL, **kwargs: Any) -> Engine:
     connect_args = kwargs.pop("connect_args", {})
     connect_args.setdefault("connect_timeout", 10)
     return create_engine(parsed, connect_args=connect_args, **kwargs)
+
+
+def _json_text(value: Any) -> str:
+    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY).decode()
+
+
+def _json_value(text: Any) -> Any:
+    # SQLite hands back a JSON scalar stored in a NUMERIC-affinity column as a number.
+    return text if isinstance(text, int | float) else orjson.loads(text)
 
 
 def session_factory(engine: Engine) -> sessionmaker[Session]:
