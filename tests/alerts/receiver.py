@@ -69,7 +69,12 @@ class RecordingReceiver:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        class Server(ThreadingHTTPServer):
+            # http.server's default backlog of 5 drops the SYNs of a worker's concurrent
+            # connections (each then waits a second to retry); real receivers listen wider.
+            request_queue_size = 128
+
+        self._server = Server(("127.0.0.1", self.port), Handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
 
