@@ -29,7 +29,10 @@ class Recorded:
 
 
 class RecordingReceiver:
-    """A threaded http.server; `fail_next` answers 503, `delay_s` holds each answer."""
+    """A threaded http.server; `fail_next` answers 503, `delay_s` holds each answer.
+
+    `answered` counts responses written; `max_in_flight` is the most requests held at once.
+    """
 
     def __init__(self, secret: str | None = None, port: int | None = None) -> None:
         self.secret = secret
@@ -37,6 +40,9 @@ class RecordingReceiver:
         self.requests: list[Recorded] = []
         self.fail_next = 0
         self.delay_s = 0.0
+        self.answered = 0
+        self.max_in_flight = 0
+        self._in_flight = 0
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
 
@@ -53,7 +59,14 @@ class RecordingReceiver:
             status = 503 if self.fail_next > 0 else 200
             self.fail_next = max(self.fail_next - 1, 0)
             self.requests.append(Recorded(handler.path, key, body, sig, valid, status))
+            self._in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self._in_flight)
         return status
+
+    def _answered(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+            self.answered += 1
 
     def start(self) -> None:
         outer = self
@@ -65,6 +78,8 @@ class RecordingReceiver:
                 self.send_response(status)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
+                self.wfile.flush()
+                outer._answered()
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
