@@ -13,6 +13,7 @@ rows `sending`; once their lease runs out they are sent again with the same idem
 from __future__ import annotations
 
 import logging
+import math
 import os
 import random
 import threading
@@ -186,15 +187,22 @@ class DeliveryWorker:
     def send(self, items: Sequence[Claimed]) -> list[Attempt]:
         """Try each claimed row once and record nothing: rollbacks one at a time, notifications
         `concurrency` at a time (a batch holds one row per group, so group order is kept).
-        Rows not started within half the lease are given back untried."""
+        A row still waiting for a free slot after half the lease is given back untried; the
+        first row of each slot always goes, so every pass makes progress."""
         deadline = time.monotonic() + self.policy.lease.total_seconds() / 2
-        rollbacks = [self._attempt(i, deadline) for i in items if i.kind == "rollback"]
+        rollbacks = [i for i in items if i.kind == "rollback"]
         notify = [i for i in items if i.kind != "rollback"]
-        workers = min(self.policy.concurrency, len(notify))
-        if workers <= 1:
-            return rollbacks + [self._attempt(i, deadline) for i in notify]
+        workers = max(min(self.policy.concurrency, len(notify)), 1)
+
+        def attempt(index: int, item: Claimed, slots: int) -> Attempt:
+            return self._attempt(item, math.inf if index < slots else deadline)
+
+        done = [attempt(n, item, 1) for n, item in enumerate(rollbacks)]
+        if workers == 1:
+            return done + [attempt(n, item, 1) for n, item in enumerate(notify)]
         with ThreadPoolExecutor(workers, thread_name_prefix="delivery") as pool:
-            return rollbacks + list(pool.map(lambda i: self._attempt(i, deadline), notify))
+            tried = pool.map(lambda n: attempt(n, notify[n], workers), range(len(notify)))
+            return done + list(tried)
 
     def _attempt(self, item: Claimed, deadline: float) -> Attempt:
         if time.monotonic() >= deadline:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from sqlalchemy import and_, exists, func, or_, select, update
+from sqlalchemy import and_, exists, func, or_, select, tuple_, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, aliased
 from sqlalchemy.sql.elements import ColumnElement
@@ -141,7 +141,7 @@ class Ack:
 
     sent: delivered at `at`. retry: failed with `error`, due again at `at`. dead: given up
     with `error`. released: never tried (the batch ran out of lease time); due again at `at`
-    with its attempt given back.
+    with its attempt given back (and its last error kept).
     """
 
     item: Claimed
@@ -153,34 +153,45 @@ class Ack:
 def _ack_values(ack: Ack) -> dict[str, Any]:
     if ack.outcome == "sent":
         return {"status": "sent", "sent_at": ack.at, "last_error": None}
-    if ack.outcome == "retry":
-        return {"status": "pending", "next_attempt_at": ack.at, "last_error": ack.error}
     if ack.outcome == "dead":
         return {"status": "dead", "last_error": ack.error}
-    return {"status": "pending", "next_attempt_at": ack.at, "attempts": ack.item.attempts - 1}
+    if ack.outcome == "released":
+        return {"status": "pending", "next_attempt_at": ack.at}
+    return {"status": "pending", "next_attempt_at": ack.at, "last_error": ack.error}
+
+
+def _alike(acks: Collection[Ack]) -> list[tuple[Outcome, dict[str, Any], list[Ack]]]:
+    """Acks that set the same values (a batch's successes, usually), so one UPDATE each."""
+    groups: dict[tuple[Any, ...], tuple[Outcome, dict[str, Any], list[Ack]]] = {}
+    for ack in acks:
+        values = _ack_values(ack)
+        key = (ack.outcome, *sorted(values.items()))
+        groups.setdefault(key, (ack.outcome, values, []))[2].append(ack)
+    return list(groups.values())
 
 
 def acknowledge(engine: Engine, acks: Collection[Ack]) -> list[Ack]:
     """Record a batch's results in one transaction; returns the acks that were not recorded
     because another worker re-claimed the row after this worker's lease ran out."""
-    lost: list[Ack] = []
     if not acks:
-        return lost
+        return []
     table = N.metadata.tables[N.__tablename__]
+    recorded: set[int] = set()
     with transaction(engine) as session:
-        for ack in acks:
-            result = session.execute(
-                update(table)
-                .where(
-                    table.c.id == ack.item.id,
-                    table.c.status == "sending",
-                    table.c.attempts == ack.item.attempts,
-                )
-                .values(lease_until=None, **_ack_values(ack))
+        for outcome, values, alike in _alike(acks):
+            held = tuple_(table.c.id, table.c.attempts).in_(
+                [(a.item.id, a.item.attempts) for a in alike]
             )
-            if getattr(result, "rowcount", 0) != 1:
-                lost.append(ack)
-    return lost
+            if outcome == "released":  # never tried: the claim's attempt is given back
+                values = {**values, "attempts": table.c.attempts - 1}
+            statement = (
+                update(table)
+                .where(held, table.c.status == "sending")
+                .values(lease_until=None, **values)
+                .returning(table.c.id)
+            )
+            recorded.update(session.scalars(statement))
+    return [a for a in acks if a.item.id not in recorded]
 
 
 def backoff(attempts: int, initial: timedelta, maximum: timedelta, rng: random.Random) -> timedelta:
