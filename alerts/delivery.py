@@ -1,7 +1,8 @@
 """The delivery worker: claims outbox rows, signs and sends them, retries with backoff.
 
 Policy: a 2xx answer is delivered. A transport error, timeout, 408, 429 or 5xx is retried after
-an exponential backoff with jitter; any other status is permanent. A row whose attempts reach
+an exponential backoff with jitter; any other status, and a payload the receiver cannot render,
+is permanent. A row whose attempts reach
 `max_attempts`, whose age reaches `max_age`, or that failed permanently goes `dead` and stays
 visible (`modelwatch alerts list --outbox`, :func:`alerts.outbox.status_counts`).
 
@@ -211,6 +212,9 @@ class DeliveryWorker:
             self._deliver(item)
         except _Failure as exc:
             return Attempt(item, str(exc), exc.permanent)
+        except Exception as exc:  # a payload that cannot be rendered must not sink its batch
+            log.exception("notification %d to %s cannot be sent", item.id, item.receiver)
+            return Attempt(item, f"{type(exc).__name__}: {exc}"[:500], permanent=True)
         return Attempt(item)
 
     def _ack(self, attempt: Attempt, now: datetime) -> Ack:

@@ -14,7 +14,7 @@ from sqlalchemy.engine import Engine
 
 from alerts.delivery import DeliveryWorker
 from alerts.evaluator import Evaluator
-from alerts.outbox import Ack, acknowledge, claim
+from alerts.outbox import Ack, acknowledge, claim, enqueue
 from monitor.config.alerts import AlertsConfig
 from monitor.storage import AlertNotification, transaction
 from tests.alerts.conftest import alerts_config, at, drift
@@ -149,3 +149,18 @@ def test_results_of_a_worker_whose_lease_ran_out_are_not_recorded(engine: Engine
     assert [(r.status, r.attempts) for r in outbox(engine)] == [("sending", 2)] * 2
     assert acknowledge(engine, [Ack(c, "dead", at(96), "HTTP 400: ") for c in retaken]) == []
     assert [(r.status, r.last_error) for r in outbox(engine)] == [("dead", "HTTP 400: ")] * 2
+
+
+def test_a_row_that_cannot_be_rendered_goes_dead_and_the_rest_of_its_batch_is_sent(
+    engine: Engine, receivers: list[RecordingReceiver], client: httpx.Client
+) -> None:
+    cfg = config(receivers[:1])
+    queue_firing(engine, cfg, MODELS[:2])
+    with transaction(engine) as s:
+        enqueue(s, kind="notify", receiver="hook0", group_key="g", seq=1, payload={}, now=at(0))
+    report = DeliveryWorker(engine, cfg, client, env=ENV).run_once(at(30))
+    assert (report.claimed, report.sent, report.dead) == (3, 2, 1)
+    rows = outbox(engine)
+    assert [r.status for r in rows] == ["sent", "sent", "dead"]
+    assert (rows[2].last_error or "").startswith("KeyError")
+    assert len(receivers[0].requests) == 2
