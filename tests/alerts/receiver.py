@@ -32,6 +32,7 @@ class RecordingReceiver:
     """A threaded http.server; `fail_next` answers 503, `delay_s` holds each answer.
 
     `answered` counts responses written; `max_in_flight` is the most requests held at once.
+    A request whose body is cut short (its sender was killed) is dropped, as a server would.
     """
 
     def __init__(self, secret: str | None = None, port: int | None = None) -> None:
@@ -40,6 +41,9 @@ class RecordingReceiver:
         self.requests: list[Recorded] = []
         self.fail_next = 0
         self.delay_s = 0.0
+        # Answers wait until the gate is open (it is, unless a test clears it).
+        self.gate = threading.Event()
+        self.gate.set()
         self.answered = 0
         self.max_in_flight = 0
         self._in_flight = 0
@@ -50,8 +54,11 @@ class RecordingReceiver:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/hook"
 
-    def _record(self, handler: BaseHTTPRequestHandler) -> int:
-        body = handler.rfile.read(int(handler.headers.get("Content-Length", "0")))
+    def _record(self, handler: BaseHTTPRequestHandler) -> int | None:
+        length = int(handler.headers.get("Content-Length", "0"))
+        body = handler.rfile.read(length)
+        if len(body) < length:  # the sender died mid-request: a server drops it, unprocessed
+            return None
         sig = handler.headers.get(SIGNATURE_HEADER, "")
         valid = self.secret is not None and verify_signature(body, sig, self.secret)
         key = handler.headers.get(IDEMPOTENCY_HEADER, "")
@@ -74,7 +81,10 @@ class RecordingReceiver:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
                 status = outer._record(self)
+                if status is None:
+                    return
                 time.sleep(outer.delay_s)
+                outer.gate.wait(timeout=60)
                 self.send_response(status)
                 self.send_header("Content-Length", "0")
                 self.end_headers()

@@ -115,7 +115,7 @@ def test_kill_9_after_sending_before_recording_resends_with_same_keys(
     engine: Engine, database_url: str, tmp_path: Path
 ) -> None:
     receiver = RecordingReceiver(secret=SECRET)
-    receiver.delay_s = 0.3
+    receiver.gate.clear()  # hold the answers until the worker cannot record them
     receiver.start()
     try:
         config = _config(tmp_path, database_url, receiver.url)
@@ -125,6 +125,7 @@ def test_kill_9_after_sending_before_recording_resends_with_same_keys(
         with _writes_blocked(engine):
             # The whole first batch (the 4 firing rows) is answered 200, but the worker cannot
             # record it: kill it there.
+            receiver.gate.set()
             _wait_for(lambda: receiver.answered == 4, "first batch never answered")
             time.sleep(0.3)
             assert [s for s, _, _ in _statuses(engine)].count("sending") == 4
@@ -134,7 +135,6 @@ def test_kill_9_after_sending_before_recording_resends_with_same_keys(
         firing_keys = {r.key for r in receiver.requests}
         assert len(firing_keys) == 4
 
-        receiver.delay_s = 0.0
         time.sleep(1.2)  # the dead worker's lease runs out
         _restart_delivers_all_once(engine, config, receiver)
         sent = Counter(r.key for r in receiver.requests)
