@@ -1,18 +1,27 @@
 """The delivery worker: claims outbox rows, signs and sends them, retries with backoff.
 
 Policy: a 2xx answer is delivered. A transport error, timeout, 408, 429 or 5xx is retried after
-an exponential backoff with jitter; any other status is permanent. A row whose attempts reach
+an exponential backoff with jitter; any other status, and a payload the receiver cannot render,
+is permanent. A row whose attempts reach
 `max_attempts`, whose age reaches `max_age`, or that failed permanently goes `dead` and stays
 visible (`modelwatch alerts list --outbox`, :func:`alerts.outbox.status_counts`).
+
+A pass claims a batch in one transaction, sends it (`concurrency` requests at a time), and records
+every result in one more transaction. A worker killed between sending and recording leaves its
+rows `sending`; once their lease runs out they are sent again with the same idempotency key.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import random
 import threading
-from collections.abc import Callable, Mapping
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -21,7 +30,7 @@ import httpx
 from sqlalchemy.engine import Engine
 
 from alerts.base import Notification, OutboundRequest, Receiver
-from alerts.outbox import Claimed, backoff, claim, mark_dead, mark_retry, mark_sent
+from alerts.outbox import Ack, Claimed, acknowledge, backoff, claim
 from alerts.receivers import build_receiver
 from alerts.receivers.registry import read_env
 from alerts.signing import IDEMPOTENCY_HEADER, SIGNATURE_HEADER, sign
@@ -51,6 +60,8 @@ class DeliveryReport:
     sent: int = 0
     retried: int = 0
     dead: int = 0
+    # Claimed but not tried before the lease ran short; due again at once.
+    released: int = 0
 
     def __add__(self, other: DeliveryReport) -> DeliveryReport:
         return DeliveryReport(
@@ -58,6 +69,7 @@ class DeliveryReport:
             self.sent + other.sent,
             self.retried + other.retried,
             self.dead + other.dead,
+            self.released + other.released,
         )
 
 
@@ -65,6 +77,41 @@ class _Failure(Exception):
     def __init__(self, message: str, permanent: bool) -> None:
         super().__init__(message)
         self.permanent = permanent
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One try of a claimed row: `error` is None when it was delivered; `tried` is False when
+    the batch ran out of lease time before it started."""
+
+    item: Claimed
+    error: str | None = None
+    permanent: bool = False
+    tried: bool = True
+
+
+def _log_ack(ack: Ack, lost: bool) -> None:
+    item = ack.item
+    if lost:
+        log.warning(
+            "notification %d to %s: %s not recorded, its lease ran out and another worker "
+            "holds it (it may be sent again with the same idempotency key)",
+            item.id,
+            item.receiver,
+            ack.outcome,
+        )
+    elif ack.outcome == "sent":
+        log.info("delivered notification %d to %s", item.id, item.receiver)
+    elif ack.outcome == "dead":
+        log.warning("notification %d to %s is dead: %s", item.id, item.receiver, ack.error)
+    elif ack.outcome == "retry":
+        log.info(
+            "notification %d to %s failed (%s); retry at %s",
+            item.id,
+            item.receiver,
+            ack.error,
+            ack.at.isoformat(),
+        )
 
 
 class DeliveryWorker:
@@ -106,7 +153,7 @@ class DeliveryWorker:
         return ("notify", "rollback") if self.rollback else ("notify",)
 
     def run_once(self, now: datetime | None = None) -> DeliveryReport:
-        """Claim one batch of due rows and try each once."""
+        """Claim one batch of due rows, try each once, and record the results together."""
         now = now or self.clock()
         items = claim(
             self.engine,
@@ -115,13 +162,14 @@ class DeliveryWorker:
             limit=self.policy.batch_size,
             kinds=self.kinds,
         )
-        sent = retried = dead = 0
-        for item in items:
-            outcome = self._process(item, now)
-            sent += outcome == "sent"
-            retried += outcome == "retry"
-            dead += outcome == "dead"
-        return DeliveryReport(len(items), sent, retried, dead)
+        acks = [self._ack(attempt, now) for attempt in self.send(items)]
+        lost = {ack.item.id for ack in acknowledge(self.engine, acks)}
+        for ack in acks:
+            _log_ack(ack, lost=ack.item.id in lost)
+        counts = Counter(ack.outcome for ack in acks)
+        return DeliveryReport(
+            len(items), counts["sent"], counts["retry"], counts["dead"], counts["released"]
+        )
 
     def run(self, stop: threading.Event | None = None, once: bool = False) -> DeliveryReport:
         """Loop until `stop` is set; with `once`, until nothing is due (then return totals)."""
@@ -130,36 +178,58 @@ class DeliveryWorker:
         while not stop.is_set():
             report = self.run_once()
             total = total + report
-            if report.claimed:
+            if report.claimed > report.released:
                 continue
             if once:
                 break
             stop.wait(self.policy.poll_interval.total_seconds())
         return total
 
-    def _process(self, item: Claimed, now: datetime) -> str:
+    def send(self, items: Sequence[Claimed]) -> list[Attempt]:
+        """Try each claimed row once and record nothing: rollbacks one at a time, notifications
+        `concurrency` at a time (a batch holds one row per group, so group order is kept).
+        A row still waiting for a free slot after half the lease is given back untried; the
+        first row of each slot always goes, so every pass makes progress."""
+        deadline = time.monotonic() + self.policy.lease.total_seconds() / 2
+        rollbacks = [i for i in items if i.kind == "rollback"]
+        notify = [i for i in items if i.kind != "rollback"]
+        workers = max(min(self.policy.concurrency, len(notify)), 1)
+
+        def attempt(index: int, item: Claimed, slots: int) -> Attempt:
+            return self._attempt(item, math.inf if index < slots else deadline)
+
+        done = [attempt(n, item, 1) for n, item in enumerate(rollbacks)]
+        if workers == 1:
+            return done + [attempt(n, item, 1) for n, item in enumerate(notify)]
+        with ThreadPoolExecutor(workers, thread_name_prefix="delivery") as pool:
+            tried = pool.map(lambda n: attempt(n, notify[n], workers), range(len(notify)))
+            return done + list(tried)
+
+    def _attempt(self, item: Claimed, deadline: float) -> Attempt:
+        if time.monotonic() >= deadline:
+            return Attempt(item, tried=False)
         try:
             self._deliver(item)
         except _Failure as exc:
-            return self._failed(item, now, str(exc), exc.permanent)
-        mark_sent(self.engine, item, now)
-        log.info("delivered notification %d to %s", item.id, item.receiver)
-        return "sent"
+            return Attempt(item, str(exc), exc.permanent)
+        except Exception as exc:  # a payload that cannot be rendered must not sink its batch
+            log.exception("notification %d to %s cannot be sent", item.id, item.receiver)
+            return Attempt(item, f"{type(exc).__name__}: {exc}"[:500], permanent=True)
+        return Attempt(item)
 
-    def _failed(self, item: Claimed, now: datetime, error: str, permanent: bool) -> str:
+    def _ack(self, attempt: Attempt, now: datetime) -> Ack:
+        item = attempt.item
+        if not attempt.tried:
+            return Ack(item, "released", now)
+        if attempt.error is None:
+            return Ack(item, "sent", now)
         too_old = now - item.created_at >= self.policy.max_age
-        if permanent or too_old or item.attempts >= self.policy.max_attempts:
-            mark_dead(self.engine, item, error)
-            log.warning("notification %d to %s is dead: %s", item.id, item.receiver, error)
-            return "dead"
+        if attempt.permanent or too_old or item.attempts >= self.policy.max_attempts:
+            return Ack(item, "dead", now, attempt.error)
         delay = backoff(
             item.attempts, self.policy.backoff_initial, self.policy.backoff_max, self.rng
         )
-        mark_retry(self.engine, item, now + delay, error)
-        log.info(
-            "notification %d to %s failed (%s); retry in %s", item.id, item.receiver, error, delay
-        )
-        return "retry"
+        return Ack(item, "retry", now + delay, attempt.error)
 
     def _deliver(self, item: Claimed) -> None:
         if item.kind == "rollback":

@@ -7,9 +7,12 @@ again and re-sent with the same idempotency key, so delivery is at-least-once an
 drop duplicates by key.
 
 Claiming never hands out a row while an older row of the same group is pending or sending, so
-each group's notifications arrive in order. On PostgreSQL, replicas claim with
-`FOR UPDATE SKIP LOCKED`; on SQLite (one writer at a time) each row is taken by a conditional
-UPDATE that only one worker can win.
+a batch holds at most one row per group and each group's notifications arrive in order. A batch
+is claimed by one `UPDATE ... WHERE id IN (SELECT ...) RETURNING` statement: on PostgreSQL the
+inner SELECT takes `FOR UPDATE SKIP LOCKED`, so replicas never claim the same row; on SQLite the
+statement holds the database's single write lock, so only one worker's claim runs at a time.
+Results are recorded for the whole batch in one transaction (:func:`acknowledge`), each row only
+if this worker still holds it (same `attempts`, still `sending`).
 """
 
 from __future__ import annotations
@@ -17,11 +20,11 @@ from __future__ import annotations
 import random
 import uuid
 from collections.abc import Collection
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
-from sqlalchemy import and_, exists, func, or_, select, update
+from sqlalchemy import and_, exists, func, or_, select, tuple_, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, aliased
 from sqlalchemy.sql.elements import ColumnElement
@@ -72,31 +75,30 @@ def enqueue(
     return row
 
 
-def _claimable(now: datetime, kinds: Collection[str]) -> ColumnElement[bool]:
+def _claimable(row: Any, now: datetime, kinds: Collection[str]) -> ColumnElement[bool]:
     earlier = aliased(AlertNotification)
     blocked = exists().where(
-        earlier.group_key == N.group_key,
-        earlier.id < N.id,
+        earlier.group_key == row.group_key,
+        earlier.id < row.id,
         earlier.status.in_(("pending", "sending")),
     )
     due = or_(
-        and_(N.status == "pending", N.next_attempt_at <= now),
-        and_(N.status == "sending", N.lease_until <= now),
+        and_(row.status == "pending", row.next_attempt_at <= now),
+        and_(row.status == "sending", row.lease_until <= now),
     )
-    return and_(due, N.kind.in_(list(kinds)), ~blocked)
+    return and_(due, row.kind.in_(list(kinds)), ~blocked)
 
 
-def _to_claimed(row: AlertNotification) -> Claimed:
-    return Claimed(
-        id=row.id,
-        kind=row.kind,
-        receiver=row.receiver,
-        group_key=row.group_key,
-        idempotency_key=row.idempotency_key,
-        payload=dict(row.payload),
-        attempts=row.attempts,
-        created_at=row.created_at,
-    )
+_RETURNED = (
+    N.id,
+    N.kind,
+    N.receiver,
+    N.group_key,
+    N.idempotency_key,
+    N.payload,
+    N.attempts,
+    N.created_at,
+)
 
 
 def claim(
@@ -107,79 +109,89 @@ def claim(
     limit: int,
     kinds: Collection[str] = ("notify",),
 ) -> list[Claimed]:
-    """Take up to `limit` due rows (at most one per group), oldest first."""
-    if engine.dialect.name == "postgresql":
-        return _claim_skip_locked(engine, now, lease, limit, kinds)
-    return _claim_conditional(engine, now, lease, limit, kinds)
-
-
-def _claim_skip_locked(
-    engine: Engine, now: datetime, lease: timedelta, limit: int, kinds: Collection[str]
-) -> list[Claimed]:
-    query = (
-        select(N)
-        .where(_claimable(now, kinds))
-        .order_by(N.id)
+    """Take up to `limit` due rows (at most one per group), oldest first, in one statement."""
+    candidate = aliased(AlertNotification, name="candidate")
+    chosen = (
+        select(candidate.id)
+        .where(_claimable(candidate, now, kinds))
+        .order_by(candidate.id)
         .limit(limit)
-        .with_for_update(skip_locked=True, of=N)
+    )
+    if engine.dialect.name == "postgresql":
+        # Rows another replica is claiming right now are skipped, not waited for.
+        chosen = chosen.with_for_update(skip_locked=True, of=candidate)
+    statement = (
+        update(N)
+        .where(N.id.in_(chosen))
+        .values(status="sending", lease_until=now + lease, attempts=N.attempts + 1)
+        .returning(*_RETURNED)
+        .execution_options(synchronize_session=False)
     )
     with transaction(engine) as session:
-        rows = session.scalars(query).all()
-        for row in rows:
-            row.status, row.lease_until, row.attempts = "sending", now + lease, row.attempts + 1
-        session.flush()
-        return [_to_claimed(r) for r in rows]
+        rows = session.execute(statement).all()
+    return sorted((Claimed(**row._asdict()) for row in rows), key=lambda c: c.id)
 
 
-def _claim_conditional(
-    engine: Engine, now: datetime, lease: timedelta, limit: int, kinds: Collection[str]
-) -> list[Claimed]:
+Outcome = Literal["sent", "retry", "dead", "released"]
+
+
+@dataclass(frozen=True)
+class Ack:
+    """What became of one claimed row.
+
+    sent: delivered at `at`. retry: failed with `error`, due again at `at`. dead: given up
+    with `error`. released: never tried (the batch ran out of lease time); due again at `at`
+    with its attempt given back (and its last error kept).
+    """
+
+    item: Claimed
+    outcome: Outcome
+    at: datetime
+    error: str | None = None
+
+
+def _ack_values(ack: Ack) -> dict[str, Any]:
+    if ack.outcome == "sent":
+        return {"status": "sent", "sent_at": ack.at, "last_error": None}
+    if ack.outcome == "dead":
+        return {"status": "dead", "last_error": ack.error}
+    if ack.outcome == "released":
+        return {"status": "pending", "next_attempt_at": ack.at}
+    return {"status": "pending", "next_attempt_at": ack.at, "last_error": ack.error}
+
+
+def _alike(acks: Collection[Ack]) -> list[tuple[Outcome, dict[str, Any], list[Ack]]]:
+    """Acks that set the same values (a batch's successes, usually), so one UPDATE each."""
+    groups: dict[tuple[Any, ...], tuple[Outcome, dict[str, Any], list[Ack]]] = {}
+    for ack in acks:
+        values = _ack_values(ack)
+        key = (ack.outcome, *sorted(values.items()))
+        groups.setdefault(key, (ack.outcome, values, []))[2].append(ack)
+    return list(groups.values())
+
+
+def acknowledge(engine: Engine, acks: Collection[Ack]) -> list[Ack]:
+    """Record a batch's results in one transaction; returns the acks that were not recorded
+    because another worker re-claimed the row after this worker's lease ran out."""
+    if not acks:
+        return []
+    table = N.metadata.tables[N.__tablename__]
+    recorded: set[int] = set()
     with transaction(engine) as session:
-        candidates = session.scalars(
-            select(N).where(_claimable(now, kinds)).order_by(N.id).limit(limit)
-        ).all()
-    won: list[Claimed] = []
-    for cand in candidates:
-        # A fresh transaction per row: it sees other workers' commits and only one can win.
-        with transaction(engine) as session:
-            result = session.execute(
-                update(N)
-                .where(N.id == cand.id, N.attempts == cand.attempts, _claimable(now, kinds))
-                .values(status="sending", lease_until=now + lease, attempts=N.attempts + 1)
-                .execution_options(synchronize_session=False)
+        for outcome, values, alike in _alike(acks):
+            held = tuple_(table.c.id, table.c.attempts).in_(
+                [(a.item.id, a.item.attempts) for a in alike]
             )
-            if getattr(result, "rowcount", 0) == 1:
-                won.append(replace(_to_claimed(cand), attempts=cand.attempts + 1))
-    return won
-
-
-def _finish(engine: Engine, item: Claimed, **values: Any) -> bool:
-    """Update a claimed row unless another worker re-claimed it after our lease ran out."""
-    with transaction(engine) as session:
-        result = session.execute(
-            update(N)
-            .where(N.id == item.id, N.status == "sending", N.attempts == item.attempts)
-            .values(**values)
-            .execution_options(synchronize_session=False)
-        )
-        return bool(getattr(result, "rowcount", 0) == 1)
-
-
-def mark_sent(engine: Engine, item: Claimed, now: datetime) -> bool:
-    """Record a delivery."""
-    return _finish(engine, item, status="sent", sent_at=now, lease_until=None, last_error=None)
-
-
-def mark_retry(engine: Engine, item: Claimed, at: datetime, error: str) -> bool:
-    """Put the row back to be tried again at `at`."""
-    return _finish(
-        engine, item, status="pending", next_attempt_at=at, lease_until=None, last_error=error
-    )
-
-
-def mark_dead(engine: Engine, item: Claimed, error: str) -> bool:
-    """Give up on the row; it stays visible with its last error."""
-    return _finish(engine, item, status="dead", lease_until=None, last_error=error)
+            if outcome == "released":  # never tried: the claim's attempt is given back
+                values = {**values, "attempts": table.c.attempts - 1}
+            statement = (
+                update(table)
+                .where(held, table.c.status == "sending")
+                .values(lease_until=None, **values)
+                .returning(table.c.id)
+            )
+            recorded.update(session.scalars(statement))
+    return [a for a in acks if a.item.id not in recorded]
 
 
 def backoff(attempts: int, initial: timedelta, maximum: timedelta, rng: random.Random) -> timedelta:

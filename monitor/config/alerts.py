@@ -215,6 +215,8 @@ class DeliveryConfig(StrictModel):
     # A claimed row whose worker died is claimable again after this long.
     lease: Duration = timedelta(seconds=60)
     batch_size: int = Field(default=50, ge=1, le=1000)
+    # Requests of one batch in flight at once (a batch holds at most one row per group).
+    concurrency: int = Field(default=8, ge=1, le=64)
     poll_interval: Duration = timedelta(seconds=2)
 
 

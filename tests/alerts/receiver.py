@@ -29,7 +29,11 @@ class Recorded:
 
 
 class RecordingReceiver:
-    """A threaded http.server; `fail_next` answers 503, `delay_s` holds each answer."""
+    """A threaded http.server; `fail_next` answers 503, `delay_s` holds each answer.
+
+    `answered` counts responses written; `max_in_flight` is the most requests held at once.
+    A request whose body is cut short (its sender was killed) is dropped, as a server would.
+    """
 
     def __init__(self, secret: str | None = None, port: int | None = None) -> None:
         self.secret = secret
@@ -37,6 +41,12 @@ class RecordingReceiver:
         self.requests: list[Recorded] = []
         self.fail_next = 0
         self.delay_s = 0.0
+        # Answers wait until the gate is open (it is, unless a test clears it).
+        self.gate = threading.Event()
+        self.gate.set()
+        self.answered = 0
+        self.max_in_flight = 0
+        self._in_flight = 0
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
 
@@ -44,8 +54,11 @@ class RecordingReceiver:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/hook"
 
-    def _record(self, handler: BaseHTTPRequestHandler) -> int:
-        body = handler.rfile.read(int(handler.headers.get("Content-Length", "0")))
+    def _record(self, handler: BaseHTTPRequestHandler) -> int | None:
+        length = int(handler.headers.get("Content-Length", "0"))
+        body = handler.rfile.read(length)
+        if len(body) < length:  # the sender died mid-request: a server drops it, unprocessed
+            return None
         sig = handler.headers.get(SIGNATURE_HEADER, "")
         valid = self.secret is not None and verify_signature(body, sig, self.secret)
         key = handler.headers.get(IDEMPOTENCY_HEADER, "")
@@ -53,7 +66,14 @@ class RecordingReceiver:
             status = 503 if self.fail_next > 0 else 200
             self.fail_next = max(self.fail_next - 1, 0)
             self.requests.append(Recorded(handler.path, key, body, sig, valid, status))
+            self._in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self._in_flight)
         return status
+
+    def _answered(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+            self.answered += 1
 
     def start(self) -> None:
         outer = self
@@ -61,15 +81,25 @@ class RecordingReceiver:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
                 status = outer._record(self)
+                if status is None:
+                    return
                 time.sleep(outer.delay_s)
+                outer.gate.wait(timeout=60)
                 self.send_response(status)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
+                self.wfile.flush()
+                outer._answered()
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        class Server(ThreadingHTTPServer):
+            # http.server's default backlog of 5 drops the SYNs of a worker's concurrent
+            # connections (each then waits a second to retry); real receivers listen wider.
+            request_queue_size = 128
+
+        self._server = Server(("127.0.0.1", self.port), Handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
 

@@ -79,6 +79,7 @@ def test_example_loads(tmp_path: Path) -> None:
             "environment variable name",
         ),
         ({"grouping": {"group_by": ["bad-label"]}}, "invalid label name"),
+        ({"delivery": {"concurrency": 0}}, "alerts.delivery.concurrency"),
     ],
 )
 def test_errors_name_the_key(alerts: dict[str, object], expected: str) -> None:

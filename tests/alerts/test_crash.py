@@ -1,4 +1,5 @@
-"""kill -9 of the delivery worker (a real subprocess) mid-send, then a restart: nothing lost."""
+"""kill -9 of the delivery worker (a real subprocess) mid-send, or after sending but before
+recording the results, then a restart: nothing lost, re-sends carry the same keys."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ import os
 import subprocess
 import sys
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 
@@ -59,6 +62,88 @@ def _statuses(engine: Engine) -> list[tuple[str, str, str]]:
         return [(r.status, r.group_key, r.idempotency_key) for r in rows]
 
 
+def _queue(engine: Engine, config: Path) -> None:
+    """Firing then resolved for 4 models: 8 rows in 4 groups, due now."""
+    cfg = parse_config(yaml.safe_load(config.read_text()), env={}).alerts
+    start = utcnow() - timedelta(seconds=10)
+    ev = Evaluator(engine, cfg)
+    ev.evaluate([drift(model=f"m{i}") for i in range(4)], start)
+    ev.evaluate([], start + timedelta(seconds=5))
+    assert len(_statuses(engine)) == 8
+
+
+def _wait_for(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + 30
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)
+
+
+def _restart_delivers_all_once(engine: Engine, config: Path, receiver: RecordingReceiver) -> None:
+    done = _worker(config, "--once")
+    _out, err = done.communicate(timeout=60)
+    assert done.returncode == 0, err
+    rows = _statuses(engine)
+    assert [status for status, _, _ in rows] == ["sent"] * 8
+    delivered = receiver.delivered()
+    assert sorted(r.key for r in delivered) == sorted(key for _, _, key in rows)
+    assert all(r.valid for r in receiver.requests)  # re-sends are signed too
+    per_group: dict[str, list[str]] = defaultdict(list)
+    for r in delivered:
+        doc = r.json()
+        per_group[doc["groupKey"]].append(doc["status"])
+    assert sorted(per_group.values()) == [["firing", "resolved"]] * 4
+
+
+@contextmanager
+def _writes_blocked(engine: Engine) -> Iterator[None]:
+    """Hold off every write to the outbox (SQLite's write lock; a PostgreSQL table lock)."""
+    conn = engine.raw_connection()
+    try:
+        cur = conn.cursor()
+        if engine.dialect.name == "sqlite":
+            cur.execute("BEGIN IMMEDIATE")
+        else:
+            cur.execute("LOCK TABLE alert_notifications IN EXCLUSIVE MODE")
+        yield
+    finally:
+        conn.rollback()
+        conn.close()
+
+
+def test_kill_9_after_sending_before_recording_resends_with_same_keys(
+    engine: Engine, database_url: str, tmp_path: Path
+) -> None:
+    receiver = RecordingReceiver(secret=SECRET)
+    receiver.gate.clear()  # hold the answers until the worker cannot record them
+    receiver.start()
+    try:
+        config = _config(tmp_path, database_url, receiver.url)
+        _queue(engine, config)
+        proc = _worker(config)
+        _wait_for(lambda: bool(receiver.requests), "worker never sent anything")
+        with _writes_blocked(engine):
+            # The whole first batch (the 4 firing rows) is answered 200, but the worker cannot
+            # record it: kill it there.
+            receiver.gate.set()
+            _wait_for(lambda: receiver.answered == 4, "first batch never answered")
+            time.sleep(0.3)
+            assert [s for s, _, _ in _statuses(engine)].count("sending") == 4
+            proc.kill()
+            proc.wait(timeout=10)
+        assert [s for s, _, _ in _statuses(engine)].count("sending") == 4
+        firing_keys = {r.key for r in receiver.requests}
+        assert len(firing_keys) == 4
+
+        time.sleep(1.2)  # the dead worker's lease runs out
+        _restart_delivers_all_once(engine, config, receiver)
+        sent = Counter(r.key for r in receiver.requests)
+        assert {sent[k] for k in firing_keys} == {2}  # each re-sent once, with its own key
+        assert len(sent) == 8 and sum(sent.values()) == 12
+    finally:
+        receiver.stop()
+
+
 def test_kill_9_mid_send_then_restart_loses_nothing(
     engine: Engine, database_url: str, tmp_path: Path
 ) -> None:
@@ -67,39 +152,16 @@ def test_kill_9_mid_send_then_restart_loses_nothing(
     receiver.start()
     try:
         config = _config(tmp_path, database_url, receiver.url)
-        cfg = parse_config(yaml.safe_load(config.read_text()), env={}).alerts
-        models = [f"m{i}" for i in range(4)]
-        start = utcnow() - timedelta(seconds=10)
-        ev = Evaluator(engine, cfg)
-        ev.evaluate([drift(model=m) for m in models], start)
-        ev.evaluate([], start + timedelta(seconds=5))
-        assert len(_statuses(engine)) == 8  # firing + resolved per model
-
+        _queue(engine, config)
         proc = _worker(config)
-        deadline = time.monotonic() + 30
-        while not receiver.requests and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert receiver.requests, "worker never sent anything"
+        _wait_for(lambda: bool(receiver.requests), "worker never sent anything")
         proc.kill()  # SIGKILL: no cleanup, no acknowledgement
         proc.wait(timeout=10)
         assert any(status == "sending" for status, _, _ in _statuses(engine))
 
         receiver.delay_s = 0.0
         time.sleep(1.2)  # the dead worker's lease runs out
-        done = _worker(config, "--once")
-        out, err = done.communicate(timeout=60)
-        assert done.returncode == 0, err
-
-        rows = _statuses(engine)
-        assert [status for status, _, _ in rows] == ["sent"] * 8
-        delivered = receiver.delivered()
-        assert sorted(r.key for r in delivered) == sorted(key for _, _, key in rows)
-        assert len(receiver.requests) > len(delivered)  # the in-flight one came again...
-        assert all(r.valid for r in receiver.requests)  # ...signed, and dropped by key
-        per_group: dict[str, list[str]] = defaultdict(list)
-        for r in delivered:
-            doc = r.json()
-            per_group[doc["groupKey"]].append(doc["status"])
-        assert sorted(per_group.values()) == [["firing", "resolved"]] * 4
+        _restart_delivers_all_once(engine, config, receiver)
+        assert len(receiver.requests) > len(receiver.delivered())  # the in-flight one came again
     finally:
         receiver.stop()
