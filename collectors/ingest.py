@@ -108,6 +108,10 @@ class Ingestor:
         with transaction(self.engine) as session:
             ensure_counter(session, self.source, source_type)
 
+    def warm_up(self) -> None:
+        """Import what profiling needs before the first batch arrives (a worker's start)."""
+        self.backend.warm_up()
+
     def positions(self, keys: Sequence[str]) -> dict[str, int]:
         """Stored next offsets of `keys` (0 when never seen), refreshed from the database."""
 
@@ -142,10 +146,10 @@ class Ingestor:
             return BatchResult(plan.events, labels, len(plan.dead), plan.late, plan.skipped)
 
     def _plan(self, batch: Batch) -> Plan:
-        plan = self.planner.plan(batch.records, self.states)
+        plan = self.planner.plan_chunked(batch.records, self.states)
         rejected = kind_mismatches(plan, self.specs)
         if rejected:
-            plan = self.planner.plan(batch.records, self.states, rejected)
+            plan = self.planner.plan_chunked(batch.records, self.states, rejected)
         return plan
 
     def _commit(self, plan: Plan, batch: Batch) -> int:

@@ -40,7 +40,10 @@ class MonitorProfileBackend:
         return profile_from_bytes(payload).spec
 
     def build(
-        self, spec: ColumnSpec, values: Sequence[Any], subsets: Sequence[NDArray[np.intp] | None]
+        self,
+        spec: ColumnSpec,
+        values: Sequence[Any] | NDArray[np.float64],
+        subsets: Sequence[NDArray[np.intp] | None],
     ) -> list[Profile]:
         return profile_subsets(spec, values, subsets)
 
@@ -49,3 +52,6 @@ class MonitorProfileBackend:
 
     def kind(self, spec: ColumnSpec) -> str:
         return spec.kind
+
+    def warm_up(self) -> None:
+        import pandas  # noqa: F401 - categorical profiles factorize with it

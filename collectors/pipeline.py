@@ -42,6 +42,11 @@ def _start_worker(database_url: str, config: Any, source_name: str, parent: int)
 
     source = next(s for s in config.sources if s.name == source_name)
     _INGESTOR = make_ingestor(make_engine(database_url), config, source)
+    _INGESTOR.warm_up()
+
+
+def _ready() -> bool:
+    return _INGESTOR is not None
 
 
 def _ingest(
@@ -74,6 +79,8 @@ class PipelinedIngest:
         self.max_records = max_records
         self.inflight: deque[Future[dict[str, int]]] = deque()
         self.pending: list[Batch] = []
+        # Start the worker now: its interpreter and imports load while the source connects.
+        self.pool.submit(_ready)
 
     def submit(self, batch: Batch) -> list[dict[str, int]]:
         """Queue a batch; returns positions of batches committed meanwhile.
@@ -84,6 +91,13 @@ class PipelinedIngest:
         done = self._collect()
         if len(self.inflight) >= self.depth and self._waiting() >= self.max_records:
             done.append(self.inflight.popleft().result())
+        if len(self.inflight) < self.depth:
+            self._send()
+        return done
+
+    def idle(self) -> list[dict[str, int]]:
+        """Nothing new was polled: send what waits if the worker has room; never blocks."""
+        done = self._collect()
         if len(self.inflight) < self.depth:
             self._send()
         return done

@@ -84,6 +84,28 @@ class _Decoded:
     event_rows: list[int] = field(default_factory=list)
 
 
+CHUNK = 2000  # records decoded and validated together: the batch's objects stay in cache
+
+
+def combine(plans: Sequence[Plan], records: Sequence[RawRecord]) -> Plan:
+    """One plan of `records` from plans of its consecutive chunks (each from the last's end)."""
+    out = Plan(start=plans[0].start, records=records, end=plans[-1].end)
+    windows: dict[WindowKey, list[tuple[WindowBatch, int]]] = {}
+    tables, shift = [], 0
+    for plan in plans:
+        for wkey, window in plan.windows.items():
+            windows.setdefault(wkey, []).append((window, shift))
+        tables.append(plan.table.shifted(shift))
+        out.labels.extend(plan.labels)
+        out.dead.extend(plan.dead)
+        out.events, out.late = out.events + plan.events, out.late + plan.late
+        out.skipped += plan.skipped
+        shift += len(plan.records)
+    out.windows = {key: WindowBatch.concat(parts) for key, parts in windows.items()}
+    out.table = EventTable.concat(tables)
+    return out
+
+
 class Planner:
     """Turns records into a :class:`Plan` given the stored state of their keys."""
 
@@ -108,6 +130,26 @@ class Planner:
         self.max_payload = max_payload_bytes
         self.slices = SliceValues(models)
         self.columnar = columnar  # False: validate every event on its own (the reference path)
+
+    def plan_chunked(
+        self,
+        records: Sequence[RawRecord],
+        stored: Mapping[str, KeyState],
+        rejected: Mapping[tuple[str, int], Rejection] | None = None,
+    ) -> Plan:
+        """Like :meth:`plan`, planning `CHUNK` records at a time into one plan.
+
+        A large batch (the pipeline merges what arrives while the worker is busy) is decoded
+        and validated in cache-sized pieces, yet committed as one. Paired formats are planned
+        whole: a half waits for its counterpart within the plan.
+        """
+        if not self.native or len(records) <= CHUNK:
+            return self.plan(records, stored, rejected)
+        plans = []
+        for first in range(0, len(records), CHUNK):
+            plans.append(self.plan(records[first : first + CHUNK], stored, rejected))
+            stored = plans[-1].end
+        return combine(plans, records)
 
     def plan(
         self,

@@ -33,11 +33,13 @@ class ProfileBackend(Protocol):
       collector learns it from the first batch of a model version's first window).
     - `spec_of(payload)`: the spec a stored profile (baseline or window) was built on, so window
       profiles share the baseline's edges and categories.
-    - `build(spec, values, subsets)`: one profile of `values` (None is a null) on `spec` per
+    - `build(spec, values, subsets)`: one profile of `values` (None is a null; a numeric
+      column may come as a float64 array with NaN for null) on `spec` per
       subset of positions (None: every value) — a window's overall and per-slice profiles, so an
       implementation can bucket the values once.
     - `load(payload)`: a stored profile, ready to merge.
     - `kind(spec)`: "numeric" or "categorical", stored next to each window profile.
+    - `warm_up()`: load whatever the first build would load (imports), ahead of time.
     """
 
     def learn(self, column: str, values: Sequence[Any]) -> Any: ...
@@ -45,12 +47,17 @@ class ProfileBackend(Protocol):
     def spec_of(self, payload: bytes) -> Any: ...
 
     def build(
-        self, spec: Any, values: Sequence[Any], subsets: Sequence[NDArray[np.intp] | None]
+        self,
+        spec: Any,
+        values: Sequence[Any] | NDArray[np.float64],
+        subsets: Sequence[NDArray[np.intp] | None],
     ) -> Sequence[Profile]: ...
 
     def load(self, payload: bytes) -> Profile: ...
 
     def kind(self, spec: Any) -> str: ...
+
+    def warm_up(self) -> None: ...
 
 
 def default_backend() -> ProfileBackend:

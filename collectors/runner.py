@@ -74,7 +74,8 @@ def pump_pipelined(
     """Like `pump`, with ingest in a worker process overlapping the next poll."""
     try:
         for batch in source.batches():
-            done = pipe.submit(batch) if batch.records else pipe.drain()
+            # An empty poll must not wait for the worker: fetches are often still in flight.
+            done = pipe.submit(batch) if batch.records else pipe.idle()
             for positions in done:
                 source.committed(positions)
             if state.stop.is_set() or (until_caught_up and source.caught_up()):

@@ -129,7 +129,9 @@ def build_profiles(
             key = (model, version, column)
             spec = resolver.resolve(key, functools.partial(_sample, windows, key))
             kind = backend.kind(spec)
-            profiles = backend.build(spec, values, list(window.slices.values()))
+            encoded = window.arrays.get(column) if kind == "numeric" else None
+            subsets = list(window.slices.values())
+            profiles = backend.build(spec, values if encoded is None else encoded, subsets)
             for slice_key, profile in zip(window.slices, profiles, strict=True):
                 built[((model, version, start, slice_key), column)] = BuiltProfile(kind, profile)
     return built

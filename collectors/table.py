@@ -9,7 +9,7 @@ the index of the record it came from, in the batch's record order.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from operator import itemgetter
 from typing import Any
 
@@ -70,6 +70,12 @@ class EventTable:
             attrs={c: [e.metadata.get(c) for e in events] for c in slices},
             types={c: set(map(type, v)) for c, v in columns.items()},
         )
+
+    def shifted(self, shift: int) -> EventTable:
+        """The same events, their record indices `shift` further on (columns shared)."""
+        if not shift:
+            return self
+        return replace(self, origin=[o + shift for o in self.origin])
 
     def take(self, rows: Sequence[int] | NDArray[np.intp]) -> EventTable:
         """The events at `rows`, in that order."""

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -40,6 +41,8 @@ class WindowBatch:
     columns: dict[str, list[Any]]
     types: dict[str, set[type]]
     slices: dict[str, Rows]  # "" (all traffic) first, then one key per slice value
+    # Numeric columns as float64 (None as NaN), converted while the chunk is in cache.
+    arrays: dict[str, NDArray[np.float64]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.origin)
@@ -48,6 +51,46 @@ class WindowBatch:
         """Events in one slice of this window."""
         rows = self.slices[slice_key]
         return len(self) if rows is None else len(rows)
+
+    @classmethod
+    def concat(cls, parts: Sequence[tuple[WindowBatch, int]]) -> WindowBatch:
+        """One window of consecutive parts, each with the shift of its record indices."""
+        if len(parts) == 1 and parts[0][1] == 0:
+            return parts[0][0]
+        names = list(dict.fromkeys(c for w, _ in parts for c in w.columns))
+        keys = list(dict.fromkeys(k for w, _ in parts for k in w.slices))
+        starts = np.cumsum([0] + [len(w) for w, _ in parts[:-1]])
+        return cls(
+            origin=[o + shift for w, shift in parts for o in w.origin],
+            columns={c: list(chain.from_iterable(_column(w, c) for w, _ in parts)) for c in names},
+            types={c: set().union(*(w.types.get(c, {_NONE}) for w, _ in parts)) for c in names},
+            slices={k: _rows([w for w, _ in parts], starts, k) for k in keys},
+            arrays={
+                c: np.concatenate([w.arrays[c] for w, _ in parts])
+                for c in names
+                if all(c in w.arrays for w, _ in parts)
+            },
+        )
+
+
+_NONE = type(None)
+_NUMERIC = frozenset({int, float, _NONE})
+
+
+def _column(window: WindowBatch, name: str) -> list[Any]:
+    values = window.columns.get(name)
+    return [None] * len(window) if values is None else values
+
+
+def _rows(parts: list[WindowBatch], starts: NDArray[np.intp], key: str) -> Rows:
+    """A slice's rows in the concatenation of `parts` (which start at `starts`)."""
+    if all(w.slices.get(key, ()) is None for w in parts):
+        return None
+    pieces = []
+    for window, start in zip(parts, starts.tolist(), strict=True):
+        rows = window.slices.get(key, np.empty(0, dtype=np.intp))
+        pieces.append((np.arange(len(window)) if rows is None else rows) + start)
+    return np.concatenate(pieces).astype(np.intp)
 
 
 class SliceValues:
@@ -129,7 +172,12 @@ def _window(
     slices: dict[str, Rows] = {"": None}
     for column in config.slices:
         slices.update(_slice_rows(part, key[0], column, values))
-    return WindowBatch(part.origin, part.columns, part.types, slices)
+    arrays = {
+        c: np.array(v, dtype=np.float64)
+        for c, v in part.columns.items()
+        if part.types[c] <= _NUMERIC
+    }
+    return WindowBatch(part.origin, part.columns, part.types, slices, arrays)
 
 
 def _slice_rows(table: EventTable, model: str, column: str, values: SliceValues) -> dict[str, Rows]:
