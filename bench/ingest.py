@@ -1,11 +1,13 @@
 """Ingest throughput: the full collector path vs a bare kafka-python consume-and-commit loop.
 
 Both read the same topic (4 partitions, N events with 20 features each) from the same broker in
-the same run. The bare loop polls and commits offsets to Kafka after every batch; the collector
-polls, decodes (orjson), validates, windows, profiles per (model, version, window, slice) and
-commits aggregates + offsets in one database transaction. Usage:
+the same run. The bare loops (kafka-python, and confluent-kafka for reference) poll and commit
+offsets to Kafka after every batch; the collector, on either Kafka client, polls, decodes,
+validates, windows, profiles per (model, version, window, slice) and commits aggregates +
+offsets in one database transaction. Usage:
 
     MODELWATCH_KAFKA_LIBS=... python bench/ingest.py [--events 100000] [--db sqlite|postgresql]
+        [--pipeline auto|true|false] [--rounds 2]
 """
 
 from __future__ import annotations
@@ -78,8 +80,41 @@ def bare(broker: KafkaBroker, topic: str, n: int) -> float:
     return elapsed
 
 
+def bare_confluent(broker: KafkaBroker, topic: str, n: int) -> float:
+    """Seconds for a confluent-kafka consumer to read and commit all n messages."""
+    from confluent_kafka import Consumer
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": f"bare-ck-{time.time()}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "session.timeout.ms": 10000,
+            "api.version.request": False,
+            "broker.version.fallback": "0.9.0",
+        }
+    )
+    consumer.subscribe([topic])
+    start, seen = time.perf_counter(), 0
+    while seen < n:
+        messages = consumer.consume(5000, timeout=0.5)
+        seen += sum(1 for m in messages if m.error() is None)
+        if messages:
+            consumer.commit(asynchronous=False)
+    elapsed = time.perf_counter() - start
+    consumer.close()
+    return elapsed
+
+
 def collector(
-    broker: KafkaBroker, topic: str, n: int, database_url: str, join: bool, pipeline: bool = True
+    broker: KafkaBroker,
+    topic: str,
+    n: int,
+    database_url: str,
+    join: bool,
+    pipeline: str | bool = "auto",
+    client: str = "kafka-python",
 ) -> float:
     """Seconds for the collector to ingest all n events (until caught up)."""
     from collectors.runner import run
@@ -99,6 +134,7 @@ def collector(
                     "topic": topic,
                     "group_id": f"mw-{time.time()}",
                     "api_version": "0.9",
+                    "client": client,
                 }
             ],
             "collect": {"batch_size": 5000, "join_labels": join, "pipeline": pipeline},
@@ -127,7 +163,12 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--db", choices=["sqlite", "postgresql"], default="sqlite")
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--no-pipeline", action="store_true", help="ingest in the polling process")
+    parser.add_argument(
+        "--pipeline",
+        choices=["auto", "true", "false"],
+        default="auto",
+        help="collect.pipeline: auto (worker process only on kafka-python), true or false",
+    )
     args = parser.parse_args()
     # Warm imports (a running daemon has them): the timings compare consuming, not importing.
     import kafka  # noqa: F401
@@ -150,17 +191,24 @@ def main() -> None:
 
             pg = PostgresServer()
             pg.start()
+        pipeline: str | bool = {"true": True, "false": False}.get(args.pipeline, "auto")
         for r in range(args.rounds):
             b = bare(broker, "bench", args.events)
-            for join in (False, True):
-                with tempfile.TemporaryDirectory() as tmp:
-                    url = pg.create_database() if pg else f"sqlite:///{tmp}/bench.db"
-                    c = collector(broker, "bench", args.events, url, join, not args.no_pipeline)
-                print(
-                    f"round {r + 1}: bare {args.events / b:,.0f} msg/s; collector "
-                    f"(label join {'on' if join else 'off'}) {args.events / c:,.0f} ev/s "
-                    f"= {b / c:.0%} of bare"
-                )
+            bc = bare_confluent(broker, "bench", args.events)
+            print(
+                f"round {r + 1}: bare kafka-python {args.events / b:,.0f} msg/s; "
+                f"bare confluent-kafka {args.events / bc:,.0f} msg/s"
+            )
+            for client in ("kafka-python", "confluent-kafka"):
+                for join in (False, True):
+                    with tempfile.TemporaryDirectory() as tmp:
+                        url = pg.create_database() if pg else f"sqlite:///{tmp}/bench.db"
+                        c = collector(broker, "bench", args.events, url, join, pipeline, client)
+                    print(
+                        f"  collector on {client} (label join {'on' if join else 'off'}): "
+                        f"{args.events / c:,.0f} ev/s = {b / c:.0%} of bare kafka-python, "
+                        f"{bc / c:.0%} of bare confluent-kafka"
+                    )
     finally:
         if pg is not None:
             pg.stop()

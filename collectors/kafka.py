@@ -34,10 +34,40 @@ def partition_key(topic: str, partition: int) -> str:
     return f"{topic}:{partition}"
 
 
-class KafkaSource:
-    """Polls batches from a topic; seeks to database offsets on every assignment."""
+class PartitionProgress:
+    """A Kafka source's settings, and how far each partition is committed against the end
+    offset it had when the source started (what `--until-caught-up` waits for)."""
 
     type = "kafka"
+
+    def __init__(
+        self,
+        config: KafkaSourceConfig,
+        stored: Callable[[list[str]], Mapping[str, int]],
+        batch_size: int = 5000,
+    ) -> None:
+        self.name = config.name
+        self.config = config
+        self.stored = stored
+        self.batch_size = batch_size
+        self.targets: dict[str, int] | None = None  # end offsets at start; None until read
+        self.done: dict[str, int] = {}
+
+    def committed(self, positions: Mapping[str, int]) -> None:
+        self.done.update(positions)
+
+    def caught_up(self) -> bool:
+        """Every partition reached the end offset it had when the source started."""
+        if self.targets is None:
+            return False
+        return all(
+            target == 0 or self.done.get(key, 0) >= target for key, target in self.targets.items()
+        )
+
+
+class KafkaSource(PartitionProgress):
+    """Polls batches from a topic with kafka-python; seeks to database offsets on every
+    assignment."""
 
     def __init__(
         self,
@@ -48,12 +78,7 @@ class KafkaSource:
         from kafka import KafkaConsumer
         from kafka.errors import KafkaError
 
-        self.name = config.name
-        self.config = config
-        self.stored = stored
-        self.batch_size = batch_size
-        self.targets: dict[str, int] | None = None
-        self.done: dict[str, int] = {}
+        super().__init__(config, stored, batch_size)
         kwargs: dict[str, Any] = {
             "bootstrap_servers": config.bootstrap_servers,
             "group_id": config.group_id,
@@ -117,17 +142,6 @@ class KafkaSource:
                 if high is not None:
                     ends[key] = int(high)
             yield Batch(records, ends)
-
-    def committed(self, positions: Mapping[str, int]) -> None:
-        self.done.update(positions)
-
-    def caught_up(self) -> bool:
-        """Every partition reached the end offset it had when the source started."""
-        if self.targets is None:
-            return False
-        return all(
-            target == 0 or self.done.get(key, 0) >= target for key, target in self.targets.items()
-        )
 
     def close(self) -> None:
         self.consumer.close(autocommit=False)

@@ -37,6 +37,10 @@ def make_source(config: Config, source: SourceConfig, ingestor: Ingestor) -> Sou
     """The running source for a config entry; positions come from `ingestor`."""
     batch = config.collect.batch_size
     if isinstance(source, KafkaSourceConfig):
+        if source.client == "confluent-kafka":
+            from collectors.kafka_confluent import ConfluentKafkaSource
+
+            return ConfluentKafkaSource(source, ingestor.positions, batch_size=batch)
         return KafkaSource(source, ingestor.positions, batch_size=batch)
     assert isinstance(source, JsonlSourceConfig)
     return JsonlSource(
@@ -47,6 +51,13 @@ def make_source(config: Config, source: SourceConfig, ingestor: Ingestor) -> Sou
         chunk_bytes=source.read_chunk_bytes,
         poll_interval=source.poll_interval.total_seconds(),
     )
+
+
+def pipelined(setting: str | bool, source: SourceConfig) -> bool:
+    """Whether a source ingests in a worker process (see `collect.pipeline`)."""
+    if setting == "auto":
+        return isinstance(source, KafkaSourceConfig) and source.client == "kafka-python"
+    return bool(setting)
 
 
 @dataclass
@@ -99,7 +110,7 @@ def run(
         ingestor = make_ingestor(engine, config, source_config)
         source = make_source(config, source_config, ingestor)
         pipe = None
-        if config.collect.pipeline:
+        if pipelined(config.collect.pipeline, source_config):
             url = engine.url.render_as_string(hide_password=False)
             pipe = PipelinedIngest(url, config, source_config.name)
         thread = threading.Thread(

@@ -33,10 +33,11 @@ def _source(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> dict[s
         "topic": topic,
         "group_id": f"g-{topic}",
         "api_version": "0.9",
+        "client": "confluent-kafka" if kind == "kafka-confluent" else "kafka-python",
     }
 
 
-@pytest.mark.parametrize("kind", ["jsonl", "kafka"])
+@pytest.mark.parametrize("kind", ["jsonl", "kafka", "kafka-confluent"])
 def test_collect_until_caught_up_then_status(
     kind: str, tmp_path: Path, request: pytest.FixtureRequest, database_url: str
 ) -> None:
@@ -52,7 +53,7 @@ def test_collect_until_caught_up_then_status(
     src = status["sources"][0]
     assert (src["name"], src["type"], src["events"], src["dead_letters"], src["late"]) == (
         source["name"],
-        kind,
+        source["type"],
         500,
         3,
         0,

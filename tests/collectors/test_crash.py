@@ -100,10 +100,12 @@ def finish_and_status(cfg: Path) -> dict[str, object]:
     return dict(json.loads(out.stdout)["sources"][0])
 
 
+@pytest.mark.parametrize("client", ["kafka-python", "confluent-kafka"])
 def test_kafka_kill9_neither_loses_nor_double_counts(
-    kafka: KafkaBroker, topic: str, tmp_path: Path
+    client: str, kafka: KafkaBroker, topic: str, tmp_path: Path
 ) -> None:
     source = {
+        "client": client,
         "name": "stream",
         "type": "kafka",
         "bootstrap_servers": kafka.bootstrap,
