@@ -48,7 +48,7 @@ def fast_table(
     if set(map(type, features)) != {dict} or not set(map(type, prediction)) <= _PREDICTIONS:
         return None
     attrs = _attrs([o.get("metadata") for o in objs], slices)
-    columns = transpose(features)
+    columns, present = transpose(features)
     types = {c: set(map(type, v)) for c, v in columns.items()}
     if attrs is None or not all(t <= _VALUES for t in types.values()):
         return None
@@ -56,7 +56,7 @@ def fast_table(
     types["prediction"] = set(map(type, prediction))
     return EventTable(
         list(origins), list(rid), list(model), list(version), times, list(prediction),
-        columns, attrs, types,
+        columns, attrs, types, present,
     )  # fmt: skip
 
 

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from collectors.base import LabelEvent
 from collectors.table import EventTable
 from collectors.validate import utc
+from collectors.windows import slice_source
 from monitor.config import ModelConfig
 from monitor.storage import LabeledPrediction, PendingLabel, PendingPrediction
 from monitor.storage.base import utcnow
@@ -61,7 +62,7 @@ def _prediction_rows(
     rows = range(len(table)) if set(table.model) == {model} else [
         i for i, m in enumerate(table.model) if m == model
     ]  # fmt: skip
-    slices = {c: _slice_source(table, c) for c in config.slices}
+    slices = {c: slice_source(table, c) for c in config.slices}
     ts = table.ts.tolist()
     return {
         table.request_id[i]: {
@@ -70,21 +71,10 @@ def _prediction_rows(
             "version": table.version[i],
             "ts": utc(ts[i]),
             "prediction": table.prediction[i],
-            "slice_values": {c: _first(a[i], f[i]) for c, (a, f) in slices.items()},
+            "slice_values": {c: values[i] for c, values in slices.items()},
         }
         for i in rows
     }
-
-
-def _slice_source(table: EventTable, column: str) -> tuple[list[Any], list[Any]]:
-    """A slice column's metadata values and feature values (None where absent)."""
-    none = [None] * len(table)
-    feature = None if column.startswith("prediction") else table.columns.get(column)
-    return table.attrs.get(column) or none, feature or none
-
-
-def _first(attr: Any, feature: Any) -> Any:
-    return feature if attr is None else attr
 
 
 def _join_model(

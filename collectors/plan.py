@@ -118,6 +118,7 @@ class Planner:
         max_payload_bytes: int,
         stored_half: Callable[[str, str], Half | None] = lambda pair_id, kind: None,
         columnar: bool = True,
+        chunk: int = CHUNK,
     ) -> None:
         self.adapter = adapter
         self.native = isinstance(adapter, NativeAdapter)
@@ -130,6 +131,7 @@ class Planner:
         self.max_payload = max_payload_bytes
         self.slices = SliceValues(models)
         self.columnar = columnar  # False: validate every event on its own (the reference path)
+        self.chunk = chunk
 
     def plan_chunked(
         self,
@@ -137,17 +139,17 @@ class Planner:
         stored: Mapping[str, KeyState],
         rejected: Mapping[tuple[str, int], Rejection] | None = None,
     ) -> Plan:
-        """Like :meth:`plan`, planning `CHUNK` records at a time into one plan.
+        """Like :meth:`plan`, planning `chunk` records at a time into one plan.
 
         A large batch (the pipeline merges what arrives while the worker is busy) is decoded
         and validated in cache-sized pieces, yet committed as one. Paired formats are planned
         whole: a half waits for its counterpart within the plan.
         """
-        if not self.native or len(records) <= CHUNK:
+        if not self.native or len(records) <= self.chunk:
             return self.plan(records, stored, rejected)
         plans = []
-        for first in range(0, len(records), CHUNK):
-            plans.append(self.plan(records[first : first + CHUNK], stored, rejected))
+        for first in range(0, len(records), self.chunk):
+            plans.append(self.plan(records[first : first + self.chunk], stored, rejected))
             stored = plans[-1].end
         return combine(plans, records)
 

@@ -26,9 +26,11 @@ class EventTable:
     """Prediction events column-wise: ids, event times, profile columns and slice attributes.
 
     `columns` are the profiled columns (features, then `prediction` or `prediction[i]`); a
-    missing value is None. `attrs` hold, per slice column, the event's metadata value (None when
-    absent, so the feature of that name decides). `types` are the value types seen per column,
-    so callers need not rescan values.
+    missing value is None. `present` says, for a column some events lack, which events have it
+    (so a window of events that all lack it gets no such column, as with events of another
+    model). `attrs` hold, per slice column, the event's metadata value (None when absent, so the
+    feature of that name decides). `types` are the value types seen per column, so callers need
+    not rescan values.
     """
 
     origin: list[int]
@@ -40,6 +42,7 @@ class EventTable:
     columns: dict[str, list[Any]] = field(default_factory=dict)
     attrs: dict[str, list[Any]] = field(default_factory=dict)
     types: dict[str, set[type]] = field(default_factory=dict)
+    present: dict[str, list[bool]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.origin)
@@ -56,9 +59,11 @@ class EventTable:
         """The table of validated event objects (the general path: any shape of event)."""
         if not events:
             return cls.empty()
-        columns = transpose([e.features for e in events])
+        columns, present = transpose([e.features for e in events])
         preds = [e.prediction for e in events]
-        columns.update(prediction_table(preds))
+        outputs, outputs_present = prediction_table(preds)
+        columns.update(outputs)
+        present.update(outputs_present)
         return cls(
             origin=list(origins),
             request_id=[e.request_id for e in events],
@@ -69,6 +74,7 @@ class EventTable:
             columns=columns,
             attrs={c: [e.metadata.get(c) for e in events] for c in slices},
             types={c: set(map(type, v)) for c, v in columns.items()},
+            present=present,
         )
 
     def shifted(self, shift: int) -> EventTable:
@@ -90,6 +96,7 @@ class EventTable:
             columns={c: _gather(v, index) for c, v in self.columns.items()},
             attrs={c: _gather(v, index) for c, v in self.attrs.items()},
             types={c: set(map(type, v)) for c, v in self.columns.items()},
+            present={c: _gather(v, index) for c, v in self.present.items()},
         )
 
     @classmethod
@@ -111,6 +118,7 @@ class EventTable:
             prediction=[x for p in parts for x in p.prediction],
             columns={c: _stack([p.columns.get(c) for p in parts], parts) for c in names},
             attrs={c: _stack([p.attrs.get(c) for p in parts], parts) for c in attrs},
+            present={c: _presence(parts, c) for c in names if not _everywhere(parts, c)},
         )
         return joined.in_record_order()
 
@@ -135,10 +143,26 @@ def _stack(columns: list[list[Any] | None], parts: Sequence[EventTable]) -> list
     return out
 
 
-def transpose(maps: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
-    """Values per key of a list of mappings; a key missing from a mapping gives None."""
+def _everywhere(parts: Sequence[EventTable], column: str) -> bool:
+    return all(column in p.columns and column not in p.present for p in parts)
+
+
+def _presence(parts: Sequence[EventTable], column: str) -> list[bool]:
+    out: list[bool] = []
+    for part in parts:
+        mask = part.present.get(column)
+        out.extend(mask if mask is not None else [column in part.columns] * len(part))
+    return out
+
+
+Columns = tuple[dict[str, list[Any]], dict[str, list[bool]]]
+
+
+def transpose(maps: Sequence[Mapping[str, Any]]) -> Columns:
+    """Values per key of a list of mappings (None where a mapping lacks the key), and for each
+    key some mappings lack, which mappings have it."""
     if not maps:
-        return {}
+        return {}, {}
     names = list(maps[0])
     if len(names) > 1 and len(set(map(len, maps))) == 1:
         # Fast path (every mapping has the same keys): C-level gather and transpose.
@@ -147,15 +171,18 @@ def transpose(maps: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
         except KeyError:
             pass
         else:
-            return dict(zip(names, map(list, zip(*rows, strict=True)), strict=True))
+            return dict(zip(names, map(list, zip(*rows, strict=True)), strict=True)), {}
     names = list(dict.fromkeys(c for m in maps for c in m))
-    return {c: [m.get(c) for m in maps] for c in names}
+    present = {c: [c in m for m in maps] for c in names}
+    return {c: [m.get(c) for m in maps] for c in names}, {
+        c: mask for c, mask in present.items() if not all(mask)
+    }
 
 
-def prediction_table(predictions: Sequence[Any]) -> dict[str, list[Any]]:
+def prediction_table(predictions: Sequence[Any]) -> Columns:
     """Prediction columns of validated predictions: `prediction`, or `prediction[i]` each."""
     if set(map(type, predictions)) <= {int, float, str}:
-        return {"prediction": list(predictions)}
+        return {"prediction": list(predictions)}, {}
     return transpose([prediction_columns(p) for p in predictions])
 
 

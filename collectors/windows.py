@@ -152,6 +152,7 @@ def split_windows(
     slice_values: SliceValues,
 ) -> dict[WindowKey, WindowBatch]:
     """The table's events by (model, version, window), each with its slices."""
+    _first_seen(table, models, slice_values)
     starts = np.floor(table.ts / window_s) * window_s
     if len(set(table.model)) == 1 and len(set(table.version)) == 1 and starts.min() == starts.max():
         key = (table.model[0], table.version[0], float(starts[0]))
@@ -169,23 +170,44 @@ def _window(
     table: EventTable, rows: Rows, key: WindowKey, config: ModelConfig, values: SliceValues
 ) -> WindowBatch:
     part = table if rows is None else table.take(rows)
+    # Columns only other windows' events have (another model's features) are not this window's.
+    columns = {
+        c: v for c, v in part.columns.items() if c not in part.present or any(part.present[c])
+    }
     slices: dict[str, Rows] = {"": None}
     for column in config.slices:
         slices.update(_slice_rows(part, key[0], column, values))
-    arrays = {
-        c: np.array(v, dtype=np.float64)
-        for c, v in part.columns.items()
-        if part.types[c] <= _NUMERIC
-    }
-    return WindowBatch(part.origin, part.columns, part.types, slices, arrays)
+    types = {c: part.types[c] for c in columns}
+    arrays = {c: np.array(v, dtype=np.float64) for c, v in columns.items() if types[c] <= _NUMERIC}
+    return WindowBatch(part.origin, columns, types, slices, arrays)
+
+
+def _first_seen(table: EventTable, models: Mapping[str, ModelConfig], values: SliceValues) -> None:
+    """Meet slice values in record order, so which ones pass the cap does not depend on how
+    records were batched or split into windows."""
+    single = len(set(table.model)) == 1
+    for model in dict.fromkeys(table.model):
+        for column in models[model].slices:
+            seen = slice_source(table, column)
+            if not single:
+                seen = [v for v, m in zip(seen, table.model, strict=True) if m == model]
+            for value in dict.fromkeys(seen):
+                if value is not None:
+                    values.key(model, column, value)
+
+
+def slice_source(table: EventTable, column: str) -> list[Any]:
+    """Each event's value of a slice column: its metadata attribute, else its feature."""
+    attr = table.attrs.get(column) or [None] * len(table)
+    feature = table.columns.get(column) if not column.startswith("prediction") else None
+    if feature is None:
+        return attr
+    return [a if a is not None else f for a, f in zip(attr, feature, strict=True)]
 
 
 def _slice_rows(table: EventTable, model: str, column: str, values: SliceValues) -> dict[str, Rows]:
     """Rows per slice key of one slice column (events without a value are in no slice)."""
-    attr = table.attrs.get(column) or [None] * len(table)
-    feature = table.columns.get(column) if not column.startswith("prediction") else None
-    if feature is not None:
-        attr = [a if a is not None else f for a, f in zip(attr, feature, strict=True)]
+    attr = slice_source(table, column)
     distinct = [v for v in dict.fromkeys(attr) if v is not None]
     keys = {v: values.key(model, column, v) for v in distinct}
     order = list(dict.fromkeys(keys.values()))

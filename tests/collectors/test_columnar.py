@@ -22,8 +22,9 @@ MODELS = {
 }
 
 
-def planner(columnar: bool) -> Planner:
-    return Planner(make_adapter("modelwatch"), MODELS, 600, 120, 4096, columnar=columnar)
+def planner(columnar: bool, chunk: int = 2000) -> Planner:
+    adapter = make_adapter("modelwatch")
+    return Planner(adapter, MODELS, 600, 120, 4096, columnar=columnar, chunk=chunk)
 
 
 def _set(path: str, value: Any) -> Any:
@@ -144,6 +145,25 @@ def test_fast_path_plans_like_event_by_event_validation(
     assert summary(fast) == summary(reference)
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    st.randoms(use_true_random=False),
+    st.integers(1, 150),
+    st.sampled_from([0.0, 0.02, 0.3]),
+    st.integers(1, 40),
+)
+def test_a_batch_planned_in_chunks_is_planned_as_a_whole(
+    rng: random.Random, n: int, trouble: float, chunk: int
+) -> None:
+    records = batch(rng, n, trouble)
+    stored = {"p1": KeyState(0, T0 + 900)}
+    chunked = planner(True, chunk).plan_chunked(records, stored)
+    whole = planner(True).plan(records, stored)
+    a, b = summary(chunked), summary(whole)
+    a["labels"], b["labels"] = sorted(a["labels"], key=repr), sorted(b["labels"], key=repr)
+    assert a == b
+
+
 @pytest.mark.parametrize("kind", sorted(TROUBLE))
 def test_one_odd_event_in_a_clean_batch_is_planned_like_event_by_event(kind: str) -> None:
     records = [RawRecord("p0", i, i + 1, orjson.dumps(event(i))) for i in range(30)]
@@ -174,3 +194,19 @@ def test_replayed_records_are_skipped_by_both_paths() -> None:
         plan = planner(columnar).plan(records, {"p0": KeyState(12, None)})
         assert (plan.events, plan.skipped, plan.end["p0"].offset) == (8, 12, 20)
         assert sorted(o for w in plan.windows.values() for o in w.origin) == list(range(12, 20))
+
+
+def test_a_window_profiles_only_the_columns_its_own_events_have() -> None:
+    fraud = [event(i) for i in range(10)]
+    churn = [event(100 + i, model="churn") for i in range(10)]
+    for e in churn:
+        e["features"] = {"tenure": 12, "plan": "gold"}
+    fraud[3]["features"]["note"] = None  # an explicit null is a column of its window
+    records = [RawRecord("p0", i, i + 1, orjson.dumps(e)) for i, e in enumerate(fraud + churn)]
+    for columnar in (True, False):
+        plan = planner(columnar).plan(records, {})
+        columns = {key[0]: sorted(w.columns) for key, w in plan.windows.items()}
+        assert columns == {
+            "fraud": ["amount", "country", "note", "prediction"],
+            "churn": ["plan", "prediction", "tenure"],
+        }
