@@ -73,9 +73,23 @@ class PrometheusServer:
         self._proc = subprocess.Popen(as_user(cmd, self.user), stdout=log, stderr=log)
         try:
             wait_for_port(self.port, 30, "Prometheus")
+            self._wait_ready(30)
         except RuntimeError:
             self.stop()
             raise
+
+    def _wait_ready(self, timeout: float) -> None:
+        """The port opens before the TSDB does; until then the API answers 503."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"{self.url}/-/ready", timeout=5) as resp:
+                    if resp.status == 200:
+                        return
+            except OSError:  # urllib's HTTPError (503) and URLError are OSErrors
+                pass
+            time.sleep(0.2)
+        raise RuntimeError(f"Prometheus on port {self.port} not ready within {timeout:.0f}s")
 
     def stop(self) -> None:
         if self._proc is not None:
