@@ -52,6 +52,11 @@ class PartitionProgress:
         self.batch_size = batch_size
         self.targets: dict[str, int] | None = None  # end offsets at start; None until read
         self.done: dict[str, int] = {}
+        self.consumer = self._connect()
+
+    def _connect(self) -> Any:
+        """The client's consumer, subscribed to the topic (each client implements it)."""
+        raise NotImplementedError
 
     def committed(self, positions: Mapping[str, int]) -> None:
         self.done.update(positions)
@@ -69,22 +74,17 @@ class KafkaSource(PartitionProgress):
     """Polls batches from a topic with kafka-python; seeks to database offsets on every
     assignment."""
 
-    def __init__(
-        self,
-        config: KafkaSourceConfig,
-        stored: Callable[[list[str]], Mapping[str, int]],
-        batch_size: int = 5000,
-    ) -> None:
+    def _connect(self) -> Any:
         from kafka import KafkaConsumer
         from kafka.errors import KafkaError
 
-        super().__init__(config, stored, batch_size)
+        config = self.config
         kwargs: dict[str, Any] = {
             "bootstrap_servers": config.bootstrap_servers,
             "group_id": config.group_id,
             "enable_auto_commit": False,
             "auto_offset_reset": config.start,
-            "max_poll_records": batch_size,
+            "max_poll_records": self.batch_size,
             "request_timeout_ms": config.request_timeout_ms,
             "session_timeout_ms": config.session_timeout_ms,
             "heartbeat_interval_ms": max(config.session_timeout_ms // 3, 300),
@@ -94,12 +94,13 @@ class KafkaSource(PartitionProgress):
         if version is not None:
             kwargs["api_version"] = version
         try:
-            self.consumer = KafkaConsumer(**kwargs)
-            self.consumer.subscribe([config.topic], listener=_seeker(self))
+            consumer = KafkaConsumer(**kwargs)
+            consumer.subscribe([config.topic], listener=_seeker(self))
         except KafkaError as exc:
             raise ServiceError(
                 f"source {config.name!r}: cannot reach Kafka at {config.bootstrap_servers}: {exc}"
             ) from None
+        return consumer
 
     def seek_to_stored(self, partitions: list[Any]) -> None:
         """Move each partition to its stored offset (or let auto_offset_reset decide)."""

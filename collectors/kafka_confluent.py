@@ -9,7 +9,7 @@ older than 0.10 (`api_version: "0.9"`) are spoken to with librdkafka's fallback 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from collectors.base import Batch, RawRecord
@@ -45,22 +45,17 @@ def consumer_settings(config: KafkaSourceConfig) -> dict[str, Any]:
 class ConfluentKafkaSource(PartitionProgress):
     """Consumes batches with confluent-kafka; seeks to database offsets on every assignment."""
 
-    def __init__(
-        self,
-        config: KafkaSourceConfig,
-        stored: Callable[[list[str]], Mapping[str, int]],
-        batch_size: int = 5000,
-    ) -> None:
-        super().__init__(config, stored, batch_size)
+    def _connect(self) -> Any:
         try:
             from confluent_kafka import Consumer
         except ImportError:
             raise ConfigError(
-                f"source {config.name!r}: client 'confluent-kafka' is not installed; "
+                f"source {self.name!r}: client 'confluent-kafka' is not installed; "
                 "pip install 'modelwatch[confluent]'"
             ) from None
-        self.consumer = Consumer(consumer_settings(config))
-        self.consumer.subscribe([config.topic], on_assign=self._on_assign)
+        consumer = Consumer(consumer_settings(self.config))
+        consumer.subscribe([self.config.topic], on_assign=self._on_assign)
+        return consumer
 
     def _on_assign(self, consumer: Any, partitions: list[Any]) -> None:
         """Start each assigned partition at its stored offset (or per `start` when none)."""

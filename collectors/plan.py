@@ -161,8 +161,8 @@ class Planner:
     ) -> Plan:
         """Plan `records` from the `stored` states; `rejected` records become dead letters."""
         self.rejected = rejected or {}
-        plan = Plan(start={k: KeyState(s.offset, s.watermark) for k, s in stored.items()})
-        plan.records = records
+        start = {k: KeyState(s.offset, s.watermark) for k, s in stored.items()}
+        plan = Plan(start=start, records=records)
         state = {k: KeyState(s.offset, s.watermark) for k, s in stored.items()}
         decoded = self._decode_all(records, state)
         if decoded is None:

@@ -152,22 +152,29 @@ def split_windows(
     slice_values: SliceValues,
 ) -> dict[WindowKey, WindowBatch]:
     """The table's events by (model, version, window), each with its slices."""
-    _first_seen(table, models, slice_values)
+    columns = dict.fromkeys(c for m in dict.fromkeys(table.model) for c in models[m].slices)
+    sources = {c: slice_source(table, c) for c in columns}
+    _first_seen(table.model, sources, models, slice_values)
     starts = np.floor(table.ts / window_s) * window_s
     if len(set(table.model)) == 1 and len(set(table.version)) == 1 and starts.min() == starts.max():
         key = (table.model[0], table.version[0], float(starts[0]))
-        return {key: _window(table, None, key, models[key[0]], slice_values)}
+        return {key: _window(table, None, key, models[key[0]], slice_values, sources)}
     rows: dict[WindowKey, list[int]] = defaultdict(list)
     for i, key in enumerate(zip(table.model, table.version, starts.tolist(), strict=True)):
         rows[key].append(i)
     return {
-        key: _window(table, np.asarray(r, dtype=np.intp), key, models[key[0]], slice_values)
+        key: _window(table, np.asarray(r), key, models[key[0]], slice_values, sources)
         for key, r in rows.items()
     }
 
 
 def _window(
-    table: EventTable, rows: Rows, key: WindowKey, config: ModelConfig, values: SliceValues
+    table: EventTable,
+    rows: Rows,
+    key: WindowKey,
+    config: ModelConfig,
+    values: SliceValues,
+    sources: Mapping[str, list[Any]],
 ) -> WindowBatch:
     part = table if rows is None else table.take(rows)
     # Columns only other windows' events have (another model's features) are not this window's.
@@ -176,21 +183,27 @@ def _window(
     }
     slices: dict[str, Rows] = {"": None}
     for column in config.slices:
-        slices.update(_slice_rows(part, key[0], column, values))
+        source = sources[column] if rows is None else [sources[column][i] for i in rows.tolist()]
+        slices.update(_slice_rows(source, key[0], column, values))
     types = {c: part.types[c] for c in columns}
     arrays = {c: np.array(v, dtype=np.float64) for c, v in columns.items() if types[c] <= _NUMERIC}
     return WindowBatch(part.origin, columns, types, slices, arrays)
 
 
-def _first_seen(table: EventTable, models: Mapping[str, ModelConfig], values: SliceValues) -> None:
+def _first_seen(
+    events_model: list[str],
+    sources: Mapping[str, list[Any]],
+    models: Mapping[str, ModelConfig],
+    values: SliceValues,
+) -> None:
     """Meet slice values in record order, so which ones pass the cap does not depend on how
     records were batched or split into windows."""
-    single = len(set(table.model)) == 1
-    for model in dict.fromkeys(table.model):
+    single = len(set(events_model)) == 1
+    for model in dict.fromkeys(events_model):
         for column in models[model].slices:
-            seen = slice_source(table, column)
+            seen = sources[column]
             if not single:
-                seen = [v for v, m in zip(seen, table.model, strict=True) if m == model]
+                seen = [v for v, m in zip(seen, events_model, strict=True) if m == model]
             for value in dict.fromkeys(seen):
                 if value is not None:
                     values.key(model, column, value)
@@ -205,9 +218,8 @@ def slice_source(table: EventTable, column: str) -> list[Any]:
     return [a if a is not None else f for a, f in zip(attr, feature, strict=True)]
 
 
-def _slice_rows(table: EventTable, model: str, column: str, values: SliceValues) -> dict[str, Rows]:
-    """Rows per slice key of one slice column (events without a value are in no slice)."""
-    attr = slice_source(table, column)
+def _slice_rows(attr: list[Any], model: str, column: str, values: SliceValues) -> dict[str, Rows]:
+    """Rows per slice key of one slice column's values (events without one are in no slice)."""
     distinct = [v for v in dict.fromkeys(attr) if v is not None]
     keys = {v: values.key(model, column, v) for v in distinct}
     order = list(dict.fromkeys(keys.values()))
