@@ -99,6 +99,12 @@ class Localization:
     ranges: tuple[ActivationRange, ...] = ()
     remedies: tuple[Remedy, ...] = ()
     truncated: bool = False
+    error: str | None = None
+
+    @classmethod
+    def failed(cls, error: str, seconds: float, tolerance: float) -> Localization:
+        """A localisation that could not run: the gate's verdict stands, the reason is shown."""
+        return cls(None, None, (), 0, seconds, tolerance, error=error)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -112,4 +118,5 @@ class Localization:
             "ranges": [r.to_dict() for r in self.ranges],
             "remedies": [r.to_dict() for r in self.remedies],
             "truncated": self.truncated,
+            "error": self.error,
         }
