@@ -17,7 +17,7 @@ from guards.localize._remedy import remedies
 from guards.localize._results import ActivationRange, Localization, TensorError
 from monitor.errors import InputError
 
-BATCH_ROWS = 256  # small batches keep exposed intermediates small and the budget checked often
+BATCH_ROWS = 1024  # bounded batches keep exposed intermediates small and the budget checked often
 
 
 @dataclass(frozen=True)

@@ -185,7 +185,7 @@ def test_budget_stops_after_one_batch_and_says_so(suite: Suite) -> None:
             suite, suite.models["int8_bad"], "int8", localize="always", localize_budget_s=1e-9
         )
     )
-    assert loc.rows == 256 and loc.truncated
+    assert loc.rows == 1024 and loc.truncated
     assert loc.first_divergent == "features"  # the failing slice's rows come first
 
 
