@@ -211,10 +211,10 @@ def test_one_row_golden_set(suite: Suite, tmp_path: Path) -> None:
 
 
 def test_cli_localize_writes_json_and_markdown(suite: Suite, tmp_path: Path) -> None:
-    js, md = tmp_path / "v.json", tmp_path / "v.md"
+    js, md, html = tmp_path / "v.json", tmp_path / "v.md", tmp_path / "v.html"
     out = run_cli(
         *gate_args(suite, "int8_bad", "int8"), "--no-latency", "--localize",
-        "--localize-budget", "20s", "--json", str(js), "--markdown", str(md),
+        "--localize-budget", "20s", "--json", str(js), "--markdown", str(md), "--html", str(html),
     )  # fmt: skip
     assert out.returncode == 1, out.stderr
     assert "First divergent tensor: features (input)" in out.stdout
@@ -227,6 +227,8 @@ def test_cli_localize_writes_json_and_markdown(suite: Suite, tmp_path: Path) -> 
     text = md.read_text()
     assert "### Localization" in text and "| features | input |" in text
     assert "calibration_data_reader" in text and "#### Calibrated ranges vs reached" in text
+    page = html.read_text()
+    assert "<h2>Localization</h2>" in page and "<td>features</td><td>input</td>" in page
 
 
 def test_cli_no_localize_and_bad_budget(suite: Suite, tmp_path: Path) -> None:
@@ -244,3 +246,30 @@ def test_public_surface() -> None:
     assert set(guards.localize.__all__) == {
         "ActivationRange", "Localization", "LocalizeJob", "Remedy", "TensorError", "localize"
     }  # fmt: skip
+
+
+def test_config_turns_automatic_localisation_off_and_validates_budget(
+    suite: Suite, tmp_path: Path
+) -> None:
+    from pydantic import ValidationError
+
+    from monitor.config import GuardsConfig
+
+    config = tmp_path / "c.yaml"
+    config.write_text("guards:\n  localize:\n    on_fail: false\n")
+    out = run_cli(*gate_args(suite, "int8_bad", "int8"), "--no-latency", "--config", str(config))
+    assert out.returncode == 1 and "First divergent" not in out.stdout, out.stderr
+    with pytest.raises(ValidationError, match="budget"):
+        GuardsConfig.model_validate({"localize": {"budget": "0s"}})
+    with pytest.raises(ValidationError, match="rows"):
+        GuardsConfig.model_validate({"localize": {"rows": 10}})  # unknown key: max_rows
+
+
+def test_reports_show_a_localisation_that_could_not_run(suite: Suite) -> None:
+    from guards.reports import render_html, render_markdown
+
+    verdict = fraud_gate(suite, suite.models["reexport"], "fp32")
+    doc = verdict.to_dict()
+    doc["localization"] = Localization.failed("m.onnx: cannot expose tensors", 0.1, 1e-4).to_dict()
+    for text in (render_markdown(doc), render_html(doc)):
+        assert "Localization failed: m.onnx: cannot expose tensors" in text
