@@ -38,7 +38,7 @@ class Plan:
     """What to compare and the two models, each exposing its side of every matched tensor."""
 
     tensors: tuple[Tensor, ...]
-    parents: Mapping[str, tuple[str, ...]]
+    graph: tuple[Tensor, ...]  # every reference tensor, matched or not, in topological order
     candidate_names: Mapping[str, str]
     ranges: Mapping[str, tuple[float, float]]
     float16: bool
@@ -65,7 +65,7 @@ def plan(reference: Path, candidate: Path) -> Plan:
         names[tensor.name] = other
     return Plan(
         tensors=tuple(matched),
-        parents={t.name: t.inputs for t in ref_tensors},
+        graph=tuple(ref_tensors),
         candidate_names=names,
         ranges=_calibrated(cand.graph),
         float16=_has_float16(cand),

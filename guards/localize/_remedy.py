@@ -1,8 +1,9 @@
 """Suggested fixes, only where the evidence points at one tensor and one tool option.
 
-- An int8 activation whose calibrated range the failing rows exceed, at the first divergent
-  tensor or the culprit: recalibrate with those rows (`quantize_static`'s
-  `calibration_data_reader`), or keep its consumers in float (`nodes_to_exclude`).
+- An int8 activation over tolerance whose calibrated range the failing rows exceed, at the
+  first divergent tensor or the culprit: recalibrate with those rows (`quantize_static`'s
+  `calibration_data_reader`); when no other activation clips, alternatively keep that tensor in
+  float (`nodes_to_exclude` with its producer and consumers).
 - An int8 culprit that no clipping explains: keep its node in float (`nodes_to_exclude`).
 - An fp16 build whose first divergent tensor overflows (Inf/NaN where the reference is finite):
   keep that node in float32 (`convert_float_to_float16`'s `node_block_list`).
@@ -21,30 +22,30 @@ FLOAT16 = "onnxruntime.transformers.float16.convert_float_to_float16"
 
 def remedies(
     p: Plan,
-    errors: Sequence[TensorError],
+    over: Sequence[TensorError],
     ranges: Sequence[ActivationRange],
-    first: str | None,
     culprit: str | None,
     slice_key: Mapping[str, str] | None,
 ) -> tuple[Remedy, ...]:
-    """Remedies for the divergence found, most specific first; empty when nothing is clear."""
-    if first is None:
+    """Remedies for the tensors over tolerance (`over`, topological), most specific first."""
+    if not over:
         return ()
-    by_name = {e.name: e for e in errors}
+    first = over[0]
     if p.float16:
-        return tuple(_overflow(p, by_name[first]))
+        return tuple(_overflow(first))
     if not p.ranges:
         return ()
-    clipped = [r for r in ranges if r.clipped > 0 and r.name in (first, culprit)]
-    if clipped:
-        return tuple(_recalibrate(p, clipped[0], slice_key))
-    target = by_name[culprit or first]
+    diverged = {e.name for e in over}
+    clipped = [r for r in ranges if r.clipped > 0 and r.name in diverged]
+    if clipped and clipped[0].name in (first.name, culprit):
+        return tuple(_recalibrate(p, clipped[0], clipped[1:], slice_key))
+    target = next((e for e in over if e.name == culprit), first)
     option = f"{QUANTIZE}(nodes_to_exclude=[{_node(target.node, target.op_type, target.name)}])"
     text = f"keep the {target.op_type} producing '{target.name}' in float"
     return (Remedy(target.name, option, text),)
 
 
-def _overflow(p: Plan, tensor: TensorError) -> Iterator[Remedy]:
+def _overflow(tensor: TensorError) -> Iterator[Remedy]:
     if tensor.nan_or_inf == 0:
         return
     node = _node(tensor.node, tensor.op_type, tensor.name)
@@ -53,7 +54,10 @@ def _overflow(p: Plan, tensor: TensorError) -> Iterator[Remedy]:
 
 
 def _recalibrate(
-    p: Plan, r: ActivationRange, slice_key: Mapping[str, str] | None
+    p: Plan,
+    r: ActivationRange,
+    later: Sequence[ActivationRange],
+    slice_key: Mapping[str, str] | None,
 ) -> Iterator[Remedy]:
     rows = ", ".join(f"{k}={v}" for k, v in (slice_key or {}).items()) or "the failing rows"
     text = (
@@ -62,11 +66,15 @@ def _recalibrate(
         f"{r.reached_max:.4g}] ({r.clipped:.1%} clipped): recalibrate with {rows} included"
     )
     yield Remedy(r.name, f"{QUANTIZE}(calibration_data_reader=<rows incl. {rows}>)", text)
-    consumers = [t for t in p.tensors if r.name in t.inputs]
-    if consumers:
-        nodes = ", ".join(dict.fromkeys(_node(t.node, t.op_type, t.name) for t in consumers))
-        text = f"or keep the consumers of '{r.name}' in float"
-        yield Remedy(r.name, f"{QUANTIZE}(nodes_to_exclude=[{nodes}])", text)
+    # Keeping one tensor in float takes its producer and every consumer out of quantization
+    # (either side alone still gets a Q/DQ pair); it helps only if no later divergent tensor
+    # clips too.
+    nodes = [t for t in p.graph if t.name == r.name and t.op_type != "input"]
+    nodes += [t for t in p.graph if r.name in t.inputs]
+    if nodes and not later:
+        named = ", ".join(dict.fromkeys(_node(t.node, t.op_type, t.name) for t in nodes))
+        text = f"or keep '{r.name}' in float (its producer and consumers)"
+        yield Remedy(r.name, f"{QUANTIZE}(nodes_to_exclude=[{named}])", text)
 
 
 def _node(name: str, op_type: str, tensor: str) -> str:

@@ -157,7 +157,7 @@ def _result(
         tolerance=tol,
         slice=dict(job.slice_key) if has_slice and job.slice_key else None,
         ranges=ranges,
-        remedies=remedies(p, errors, ranges, first, culprit, job.slice_key),
+        remedies=remedies(p, over, ranges, culprit, job.slice_key),
         truncated=done < planned,
     )
 
@@ -187,7 +187,7 @@ def _growth(
     measured = {t.name: sums[t.name].rel_err for t in kept}
     arriving: dict[str, float] = {}
     out: dict[str, float] = {}
-    for name, inputs in p.parents.items():  # topological order
+    for name, inputs in ((t.name, t.inputs) for t in p.graph):  # topological order
         before = max((arriving.get(i, 0.0) for i in inputs), default=0.0)
         if name not in measured:
             arriving[name] = before
