@@ -42,6 +42,7 @@ class Plan:
     candidate_names: Mapping[str, str]
     ranges: Mapping[str, tuple[float, float]]
     float16: bool
+    dynamic_int8: bool
     reference: bytes
     candidate: bytes
 
@@ -69,6 +70,7 @@ def plan(reference: Path, candidate: Path) -> Plan:
         candidate_names=names,
         ranges=_calibrated(cand.graph),
         float16=_has_float16(cand),
+        dynamic_int8=any(n.op_type == "DynamicQuantizeLinear" for n in cand.graph.node),
         reference=_expose(ref, [t.name for t in matched if t.op_type != "input"], reference),
         candidate=_expose(cand, list(names.values()), candidate),
     )

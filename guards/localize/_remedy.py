@@ -4,7 +4,8 @@
   first divergent tensor or the culprit: recalibrate with those rows (`quantize_static`'s
   `calibration_data_reader`); when no other activation clips, alternatively keep that tensor in
   float (`nodes_to_exclude` with its producer and consumers).
-- An int8 culprit that no clipping explains: keep its node in float (`nodes_to_exclude`).
+- An int8 culprit that no clipping explains (or any culprit of a dynamic int8 build): keep its
+  node in float (`nodes_to_exclude` of `quantize_static`, or of `quantize_dynamic`).
 - An fp16 build whose first divergent tensor overflows (Inf/NaN where the reference is finite):
   keep that node in float32 (`convert_float_to_float16`'s `node_block_list`).
 """
@@ -17,6 +18,7 @@ from guards.localize._graph import Plan
 from guards.localize._results import ActivationRange, Remedy, TensorError
 
 QUANTIZE = "onnxruntime.quantization.quantize_static"
+QUANTIZE_DYNAMIC = "onnxruntime.quantization.quantize_dynamic"
 FLOAT16 = "onnxruntime.transformers.float16.convert_float_to_float16"
 
 
@@ -33,14 +35,15 @@ def remedies(
     first = over[0]
     if p.float16:
         return tuple(_overflow(first))
-    if not p.ranges:
+    if not p.ranges and not p.dynamic_int8:
         return ()
     diverged = {e.name for e in over}
     clipped = [r for r in ranges if r.clipped > 0 and r.name in diverged]
     if clipped and clipped[0].name in (first.name, culprit):
         return tuple(_recalibrate(p, clipped[0], clipped[1:], slice_key))
     target = next((e for e in over if e.name == culprit), first)
-    option = f"{QUANTIZE}(nodes_to_exclude=[{_node(target.node, target.op_type, target.name)}])"
+    tool = QUANTIZE_DYNAMIC if p.dynamic_int8 else QUANTIZE
+    option = f"{tool}(nodes_to_exclude=[{_node(target.node, target.op_type, target.name)}])"
     text = f"keep the {target.op_type} producing '{target.name}' in float"
     return (Remedy(target.name, option, text),)
 

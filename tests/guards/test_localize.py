@@ -345,3 +345,18 @@ def test_clipping_confined_to_one_tensor_also_suggests_excluding_its_nodes(
     assert loc.first_divergent == "mm0" and [r.name for r in loc.ranges if r.clipped] == ["mm0"]
     assert loc.remedies[0].tensor == "mm0" and len(loc.remedies) == 2
     assert loc.remedies[1].option.endswith("(nodes_to_exclude=['dense0', 'bias0'])")
+
+
+def test_dynamic_int8_culprit_gets_quantize_dynamic_exclusion(suite: Suite) -> None:
+    from guards.builders import to_int8_dynamic
+
+    cand = to_int8_dynamic(suite.regressor, suite.directory / "reg_dyn.onnx")
+    rng = np.random.default_rng(0)
+    feeds = {k: rng.normal(size=(300, 1)).astype(np.float32) for k in ("age", "amount", "tenure")}
+    opts = session_options()
+    loc = localize(LocalizeJob(suite.regressor, cand, feeds, ["CPUExecutionProvider"], opts, 5e-3))
+    # Several inputs, each [N, 1], concatenated: the first MatMul on int8 weights diverges.
+    assert [t.name for t in loc.tensors][:2] == ["x", "m0"] and loc.tensors[0].max_abs == 0.0
+    assert loc.first_divergent == "m0" and loc.remedies
+    assert loc.remedies[0].option.startswith("onnxruntime.quantization.quantize_dynamic(")
+    assert "nodes_to_exclude" in loc.remedies[0].option
