@@ -241,6 +241,11 @@ def test_cli_no_localize_and_bad_budget(suite: Suite, tmp_path: Path) -> None:
     bad = run_cli(*gate_args(suite, "int8_bad", "int8"), "--localize-budget", "soon")
     assert bad.returncode == 2 and "--localize-budget" in bad.stderr
     assert "Traceback" not in bad.stderr
+    zero = run_cli(*gate_args(suite, "int8_bad", "int8"), "--localize-rows", "0")
+    assert zero.returncode == 2 and "--localize-rows" in zero.stderr
+    few = run_cli(*gate_args(suite, "int8_bad", "int8"), "--no-latency", "--localize-rows", "300",
+                  "--json", str(js))  # fmt: skip
+    assert json.loads(js.read_text())["localization"]["rows"] == 300, few.stderr
 
 
 def test_public_surface() -> None:
