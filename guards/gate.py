@@ -6,7 +6,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -15,6 +15,7 @@ from guards.compare import Elementwise, compare_output
 from guards.criteria import Evidence, Slice, evaluate
 from guards.feeds import build_feeds, check_comparable
 from guards.golden import GoldenSet
+from guards.localize import Localization, LocalizeJob, localize
 from guards.policy import GatePolicy
 from guards.results import (
     Criterion,
@@ -27,7 +28,7 @@ from guards.results import (
 )
 from guards.runtime import open_session, run_batched, select_providers, session_options, signature
 from guards.tasks import Task, detect_task
-from monitor.errors import InputError, SchemaMismatchError
+from monitor.errors import InputError, ModelwatchError, SchemaMismatchError
 
 MAX_SLICE_VALUES = 100
 
@@ -46,10 +47,16 @@ class GateRequest:
     latency_batch_sizes: tuple[int, ...] = (1, 64)
     intra_op_threads: int = 0
     worst_rows: int = 10
+    # Layer localisation (guards.localize): never, when the verdict is fail, or always.
+    localize: Literal["never", "on_fail", "always"] = "never"
+    localize_budget_s: float = 30.0
+    localize_rows: int = 2048
 
     def __post_init__(self) -> None:
         if self.batch_size < 1 or any(b < 1 for b in self.latency_batch_sizes):
             raise InputError("batch sizes must be >= 1")
+        if self.localize_budget_s <= 0 or self.localize_rows < 1:
+            raise InputError("localisation budget must be > 0 and its rows >= 1")
 
 
 @dataclass(frozen=True)
@@ -72,8 +79,11 @@ def run_gate(request: GateRequest) -> GuardVerdict:
     with _timed(clock, "latency_s"):
         lat = _latency(request, sessions)
     criteria = (*judged.criteria, *_latency_criteria(request.policy, lat))
+    verdict = overall_status(criteria)
+    with _timed(clock, "localize_s"):
+        where = _localize(request, sessions, criteria, verdict)
     return GuardVerdict(
-        verdict=overall_status(criteria),
+        verdict=verdict,
         preset=request.policy.name,
         rows=request.golden.rows,
         providers={
@@ -85,6 +95,7 @@ def run_gate(request: GateRequest) -> GuardVerdict:
         latency=lat,
         worst_rows=judged.worst_rows,
         timing=clock,
+        localization=where,
     )
 
 
@@ -225,6 +236,34 @@ def _worst_rows(request: GateRequest, evidence: Evidence) -> tuple[WorstRow, ...
         )
         for i in top
     )
+
+
+def _localize(
+    request: GateRequest, sessions: _Sessions, criteria: Sequence[Criterion], verdict: Status
+) -> Localization | None:
+    """Where the candidate diverges, on the first failing slice's rows first; never raises."""
+    if request.localize == "never" or (request.localize == "on_fail" and verdict != "fail"):
+        return None
+    key = next((c.slice for c in criteria if c.status == "fail" and c.slice), None)
+    rows = next((s.rows for s in _slices(request.golden) if key and s.key == key), None)
+    job = LocalizeJob(
+        reference=request.reference,
+        candidate=request.candidate,
+        feeds=sessions.feeds,
+        providers=sessions.reference.get_providers(),
+        options=session_options(request.intra_op_threads),
+        tolerance=request.policy.localize_tolerance,
+        budget_s=request.localize_budget_s,
+        max_rows=request.localize_rows,
+        slice_key=key,
+        slice_rows=rows,
+    )
+    start = time.perf_counter()
+    try:
+        return localize(job)
+    except ModelwatchError as exc:  # the verdict stands; the report says why no localisation
+        seconds = time.perf_counter() - start
+        return Localization.failed(str(exc), seconds, job.tolerance)
 
 
 def _plain_id(value: Any) -> Any:

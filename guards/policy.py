@@ -27,6 +27,8 @@ class GatePolicy:
     max_latency_ratio: candidate p95 / reference p95 (1.2 = at most 20% slower).
     min_slice_rows: below this many rows a criterion is inconclusive unless the evidence alone
     shows a breach at `confidence`.
+    localize_tolerance: layer localisation's limit on an intermediate tensor's error relative
+    to its range (max |c - r| / max |r|); the first tensor past it is `first_divergent`.
     """
 
     name: str
@@ -45,6 +47,7 @@ class GatePolicy:
     max_latency_ratio: float | None = None
     min_slice_rows: int = 200
     confidence: float = 0.95
+    localize_tolerance: float = 1e-4
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -67,13 +70,20 @@ class GatePolicy:
 
 PRESETS: Mapping[str, GatePolicy] = {
     "fp32": GatePolicy("fp32", atol=1e-5, rtol=1e-5, max_flip_rate=0.0, max_slice_flip_rate=0.0),
-    "fp16": GatePolicy("fp16", max_abs=1e-2, max_flip_rate=0.001, max_slice_flip_rate=0.005),
+    "fp16": GatePolicy(
+        "fp16",
+        max_abs=1e-2,
+        max_flip_rate=0.001,
+        max_slice_flip_rate=0.005,
+        localize_tolerance=1e-2,
+    ),
     "int8": GatePolicy(
         "int8",
         max_flip_rate=0.01,
         max_slice_flip_rate=0.03,
         max_metric_drop=1.0,
         max_slice_metric_drop=3.0,
+        localize_tolerance=0.1,
     ),
 }
 

@@ -9,7 +9,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from guards.localize import Localization
 
 Status = Literal["pass", "fail", "inconclusive"]
 STATUSES: tuple[Status, ...] = ("pass", "fail", "inconclusive")
@@ -126,6 +129,7 @@ class GuardVerdict:
     latency: Mapping[str, tuple[LatencyStats, ...]] = field(default_factory=dict)
     worst_rows: tuple[WorstRow, ...] = ()
     timing: Mapping[str, float] = field(default_factory=dict)
+    localization: Localization | None = None
 
     @property
     def exit_code(self) -> int:
@@ -137,8 +141,11 @@ class GuardVerdict:
         return tuple(c for c in self.criteria if c.status == "fail")
 
     def to_dict(self) -> dict[str, Any]:
-        """The verdict document served by the CLI (`--json`) and the gate endpoint."""
-        return {
+        """The verdict document served by the CLI (`--json`) and the gate endpoint.
+
+        `localization` is present only when layer localisation ran.
+        """
+        doc = {
             "verdict": self.verdict,
             "preset": self.preset,
             "rows": self.rows,
@@ -151,6 +158,9 @@ class GuardVerdict:
             },
             "worst_rows": [r.to_dict() for r in self.worst_rows],
         }
+        if self.localization is not None:
+            doc["localization"] = self.localization.to_dict()
+        return doc
 
 
 def overall_status(criteria: tuple[Criterion, ...]) -> Status:

@@ -78,3 +78,49 @@ def headline(doc: Mapping[str, Any]) -> str:
         f"rows; reference on {', '.join(providers['reference'])}, candidate on "
         f"{', '.join(providers['candidate'])})"
     )
+
+
+TENSOR_KEYS = ("max_abs", "rel_err", "sqnr_db", "cosine", "slice_max_abs", "growth")
+RANGE_KEYS = ("calibrated_min", "calibrated_max", "reached_min", "reached_max", "clipped")
+MAX_TENSOR_ROWS = 60  # a CI comment stays readable; the JSON report has every tensor
+
+
+def localization_lines(doc: Mapping[str, Any]) -> list[str]:
+    """Culprit first, then what was replayed, then remedies; [] when localisation did not run."""
+    loc = doc.get("localization")
+    if not loc:
+        return []
+    if loc.get("error"):
+        return [f"Localization failed: {loc['error']}"]
+    ops = {t["name"]: t["op_type"] for t in loc["tensors"]}
+
+    def named(name: str | None) -> str:
+        return f"{name} ({ops[name]})" if name else "none"
+
+    first = loc["first_divergent"]
+    culprit = named(first) if first else f"none over tolerance {fmt(loc['tolerance'])}"
+    rows = f"{loc['rows']} rows" + (f" ({slice_text(loc['slice'])} first)" if loc["slice"] else "")
+    cut = "; stopped by the time budget" if loc["truncated"] else ""
+    return [
+        f"First divergent tensor: {culprit}; largest error growth: {named(loc['largest_growth'])}",
+        f"Replayed {rows} in {loc['seconds']:.2f}s; tolerance {fmt(loc['tolerance'])} "
+        f"(max abs error / max |reference|){cut}",
+        *(f"Remedy: {r['text']}: {r['option']}" for r in loc["remedies"]),
+    ]
+
+
+def tensor_rows(doc: Mapping[str, Any]) -> list[list[str]]:
+    """Matched tensors in topological order, the first divergent and the culprit marked."""
+    loc = doc.get("localization") or {}
+    marks = {loc.get("largest_growth"): "largest growth", loc.get("first_divergent"): "first"}
+    if loc.get("first_divergent") == loc.get("largest_growth"):
+        marks = {loc.get("first_divergent"): "first, largest growth"}
+    return [
+        [t["name"], t["op_type"], *(fmt(t[k]) for k in TENSOR_KEYS), marks.get(t["name"], "")]
+        for t in loc.get("tensors", [])[:MAX_TENSOR_ROWS]
+    ]
+
+
+def range_rows(doc: Mapping[str, Any]) -> list[list[str]]:
+    loc = doc.get("localization") or {}
+    return [[r["name"], *(fmt(r[k]) for k in RANGE_KEYS)] for r in loc.get("ranges", [])]

@@ -46,6 +46,20 @@ def render_html(doc: Mapping[str, Any]) -> str:
         _table(["model", "batch", *t.LATENCY_KEYS], t.latency_rows(doc)),
         "<h2>Worst rows</h2>",
         _table(["id", "slice", "max_abs", "flip"], t.worst_rows(doc)),
+        *_localization(doc),
         "</body></html>",
     ]
     return "\n".join(parts) + "\n"
+
+
+def _localization(doc: Mapping[str, Any]) -> list[str]:
+    summary = t.localization_lines(doc)
+    if not summary:
+        return []
+    parts = ["<h2>Localization</h2>", "<ul>"]
+    parts += [f"<li>{escape(line)}</li>" for line in summary]
+    parts += ["</ul>", _table(["tensor", "op", *t.TENSOR_KEYS, ""], t.tensor_rows(doc))]
+    if t.range_rows(doc):
+        parts += ["<h3>Calibrated ranges vs reached</h3>"]
+        parts += [_table(["tensor", *t.RANGE_KEYS], t.range_rows(doc))]
+    return parts

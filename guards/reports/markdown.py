@@ -27,4 +27,25 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
     lines += _table(["model", "batch", *t.LATENCY_KEYS], t.latency_rows(doc))
     lines += ["### Worst rows", ""]
     lines += _table(["id", "slice", "max_abs", "flip"], t.worst_rows(doc))
+    lines += _localization(doc)
     return "\n".join(lines)
+
+
+def _localization(doc: Mapping[str, Any]) -> list[str]:
+    summary = t.localization_lines(doc)
+    if not summary:
+        return []
+    lines = ["### Localization", "", *(f"- {line}" for line in summary), ""]
+    tensors = t.tensor_rows(doc)
+    if tensors:
+        lines += _table(["tensor", "op", *t.TENSOR_KEYS, ""], tensors)
+        lines += _more(doc, len(tensors))
+    if t.range_rows(doc):
+        lines += ["#### Calibrated ranges vs reached", ""]
+        lines += _table(["tensor", *t.RANGE_KEYS], t.range_rows(doc))
+    return lines
+
+
+def _more(doc: Mapping[str, Any], shown: int) -> list[str]:
+    hidden = len(doc["localization"]["tensors"]) - shown
+    return [f"_{hidden} more tensors in the JSON report_", ""] if hidden > 0 else []

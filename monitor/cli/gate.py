@@ -37,6 +37,13 @@ FILE = click.Path(dir_okay=False, path_type=Path)
 @click.option("--max-latency-ratio", type=float, help="Candidate p95 / reference p95 limit.")
 @click.option("--batch-size", multiple=True, type=int, help="Latency batch size (repeatable).")
 @click.option("--no-latency", is_flag=True, help="Skip the latency measurement.")
+@click.option(
+    "--localize/--no-localize",
+    default=None,
+    help="Say where in the graph the candidate diverges (default: when the verdict is fail).",
+)
+@click.option("--localize-budget", help="Time budget for localisation, e.g. 30s (default 30s).")
+@click.option("--localize-rows", type=click.IntRange(min=1), help="Rows replayed (default 2048).")
 @click.option("--json", "json_path", type=FILE, help="Write the verdict JSON here.")
 @click.option("--html", "html_path", type=FILE, help="Write an offline HTML report here.")
 @click.option("--markdown", "markdown_path", type=FILE, help="Write a Markdown report here.")
@@ -60,6 +67,7 @@ def gate(**opts: Any) -> None:
         batch_size=cfg.guards.batch_size,
         latency_batch_sizes=_latency_sizes(opts, cfg.guards),
         intra_op_threads=cfg.guards.intra_op_threads,
+        **_localize(opts, cfg.guards),
     )
     verdict = run_gate(request)
     _write_reports(opts, verdict.to_dict())
@@ -106,6 +114,26 @@ def _latency_sizes(opts: dict[str, Any], cfg: GuardsConfig) -> tuple[int, ...]:
     return tuple(opts["batch_size"]) or tuple(cfg.latency_batch_sizes)
 
 
+def _localize(opts: dict[str, Any], cfg: GuardsConfig) -> dict[str, Any]:
+    from monitor.config.sources import parse_duration
+
+    flag = opts["localize"]
+    mode = "always" if flag else "never" if flag is False or not cfg.localize.on_fail else "on_fail"
+    budget = cfg.localize.budget
+    if opts["localize_budget"] is not None:
+        try:
+            budget = parse_duration(opts["localize_budget"])
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--localize-budget") from None
+        if budget.total_seconds() <= 0:
+            raise click.BadParameter("must be a positive duration", param_hint="--localize-budget")
+    return {
+        "localize": mode,
+        "localize_budget_s": budget.total_seconds(),
+        "localize_rows": opts["localize_rows"] or cfg.localize.max_rows,
+    }
+
+
 def _write_reports(opts: dict[str, Any], doc: dict[str, Any]) -> None:
     from guards.reports import render_html, render_json, render_markdown
 
@@ -120,12 +148,15 @@ def _write_reports(opts: dict[str, Any], doc: dict[str, Any]) -> None:
 
 
 def _summary(verdict: Any) -> None:
-    from guards.reports._table import headline
+    from guards.reports._table import headline, localization_lines
 
-    click.echo(headline(verdict.to_dict()))
+    doc = verdict.to_dict()
+    click.echo(headline(doc))
     for criterion in verdict.criteria:
         if criterion.status != "pass":
             click.echo(f"  {criterion.status.upper()}: {criterion.describe()}")
+    for line in localization_lines(doc):
+        click.echo(f"  {line}")
 
 
 def _record(opts: dict[str, Any], verdict: Any) -> None:

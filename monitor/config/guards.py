@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from monitor.config.base import StrictModel
+from monitor.config.sources import Duration
 
 
 class GatePolicyConfig(StrictModel):
@@ -27,6 +29,7 @@ class GatePolicyConfig(StrictModel):
     max_latency_ratio: float | None = Field(default=None, gt=0)
     min_slice_rows: int | None = Field(default=None, ge=1)
     confidence: float | None = Field(default=None, gt=0.5, lt=1)
+    localize_tolerance: float | None = Field(default=None, gt=0)
 
 
 class GoldenSetConfig(StrictModel):
@@ -41,6 +44,23 @@ class GoldenSetConfig(StrictModel):
     output: str | None = None
 
 
+class LocalizeConfig(StrictModel):
+    """Layer localisation in `modelwatch gate` (`--localize` runs it on any verdict)."""
+
+    # Run it by itself when the verdict is fail.
+    on_fail: bool = True
+    # Stop replaying rows once this much time is spent (at least one batch always runs).
+    budget: Duration = Field(default=timedelta(seconds=30))
+    max_rows: int = Field(default=2048, ge=1)
+
+    @field_validator("budget")
+    @classmethod
+    def _positive(cls, value: timedelta) -> timedelta:
+        if value <= timedelta(0):
+            raise ValueError("must be a positive duration, e.g. 30s")
+        return value
+
+
 class GuardsConfig(StrictModel):
     """The gate's runtime settings and per-preset threshold overrides."""
 
@@ -52,3 +72,4 @@ class GuardsConfig(StrictModel):
     intra_op_threads: int = Field(default=0, ge=0)
     # Golden set per model name, used when a gate run request names none.
     golden_sets: dict[str, GoldenSetConfig] = Field(default_factory=dict)
+    localize: LocalizeConfig = Field(default_factory=LocalizeConfig)
