@@ -13,8 +13,7 @@ import click
 from sqlalchemy import select
 
 from monitor.cli.common import database_options, engine_from_options, resolve_database_url
-from monitor.config import load_config
-from monitor.config.alerts import parse_duration
+from monitor.config import load_config, parse_duration
 from monitor.errors import InputError
 from monitor.storage import (
     AlertNotification,

@@ -9,7 +9,8 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 from pydantic import BaseModel, Field, field_validator
 from sqlalchemy import select
 
-from monitor.config.alerts import Matcher, parse_duration
+from monitor.config import parse_duration
+from monitor.config.alerts import Matcher
 from monitor.daemon.auth import requires
 from monitor.daemon.common import ApiModel, daemon, errors
 from monitor.storage import AlertState, transaction, utcnow
