@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from monitor.config import load_config, parse_config
+from monitor.cli.common import load_checked_config
+from monitor.config import parse_config
 from monitor.daemon.wiring import build_service
 from monitor.storage import make_engine
 
@@ -25,7 +26,9 @@ LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 @click.option("--port", type=int, default=None, help="Listen port (default: api.port, 8080).")
 def serve(config_path: Path | None, host: str | None, port: int | None) -> None:
     """Run the daemon: collectors, scheduled jobs and the HTTP API."""
-    config = load_config(config_path) if config_path else parse_config({}, source="defaults")
+    config = (
+        load_checked_config(config_path) if config_path else parse_config({}, source="defaults")
+    )
     logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
     service = build_service(config, make_engine(config.database_url))
     host = host or config.api.host

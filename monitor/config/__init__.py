@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from monitor.config._durations import MAX_DURATION, Duration, parse_duration
+from monitor.config._names import RegistryNames
 from monitor.config.api import ApiConfig, SchedulerConfig, TokenConfig
 from monitor.config.base import StrictModel
 from monitor.config.guards import GatePolicyConfig, GuardsConfig
@@ -29,6 +30,7 @@ __all__ = [
     "TokenConfig",
     "DEFAULT_DATABASE_URL",
     "ENV_OVERRIDES",
+    "RegistryNames",
     "CollectConfig",
     "Config",
     "GatePolicyConfig",

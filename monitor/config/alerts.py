@@ -15,22 +15,9 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from monitor.config._durations import Duration
+from monitor.config._names import ReceiverType, SignalKind
 from monitor.config._regex import compile_regex, fullmatch
 from monitor.config.base import StrictModel
-
-SIGNAL_KINDS = (
-    "drift",
-    "drift_count",
-    "outcome",
-    "guard",
-    "ingest_lag",
-    "dead_letter_rate",
-    "no_data",
-)
-SignalKindName = Literal[
-    "drift", "drift_count", "outcome", "guard", "ingest_lag", "dead_letter_rate", "no_data"
-]
-RECEIVER_TYPES = ("webhook", "slack", "pagerduty", "alertmanager")
 
 _MATCHER = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*(.*?)\s*$")
 _LABEL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -119,7 +106,7 @@ class RuleConfig(StrictModel):
     """An alerting rule over one kind of signal."""
 
     name: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z_][A-Za-z0-9_:.-]*$")
-    kind: SignalKindName
+    kind: SignalKind
     matchers: list[Matcher] = Field(default_factory=list)
     # None: fire when the signal says so; a number: fire when the signal's value exceeds it.
     above: float | None = None
@@ -163,7 +150,7 @@ class ReceiverConfig(StrictModel):
     secret (the secret itself never appears in config, logs or reprs)."""
 
     name: str = Field(min_length=1, max_length=200)
-    type: Literal["webhook", "slack", "pagerduty", "alertmanager"]
+    type: ReceiverType
     url: str = Field(min_length=1)
     secret_env: str | None = None
     # PagerDuty: environment variable holding the integration (routing) key.

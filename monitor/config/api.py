@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from monitor.config._names import check_env_name
 from monitor.config.base import StrictModel
 
 Scope = Literal["ingest", "read", "admin"]
@@ -19,6 +20,9 @@ class TokenConfig(StrictModel):
     scopes: list[Scope] = Field(min_length=1)
     token_env: str | None = None
     token: str | None = Field(default=None, repr=False)
+
+    # An unset variable would silently drop the token (and lock its users out): a config error.
+    _env_is_set = field_validator("token_env")(check_env_name)
 
     @model_validator(mode="after")
     def _one_source(self) -> TokenConfig:

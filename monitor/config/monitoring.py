@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from monitor.config._names import DriftMethod, OutcomeMetric
 from monitor.config.base import StrictModel
 
 
@@ -26,7 +27,7 @@ class DriftConfig(StrictModel):
     baseline: str = "default"
     # Empty: the documented default per column kind (wasserstein numeric, jensen_shannon
     # categorical) plus missing_rate where nulls occur.
-    methods: list[str] = Field(default_factory=list)
+    methods: list[DriftMethod] = Field(default_factory=list)
     alpha: float = Field(default=0.01, gt=0, lt=1)
     min_n: int = Field(default=30, ge=1)
     thresholds: ThresholdsConfig = Field(default_factory=ThresholdsConfig)
@@ -36,10 +37,10 @@ class OutcomeConfig(StrictModel):
     """Per-slice outcome metrics from joined predictions and labels."""
 
     task: Literal["classification", "regression"] = "classification"
-    metrics: list[str] = Field(default_factory=list)
+    metrics: list[OutcomeMetric] = Field(default_factory=list)
     # Baseline value per metric (e.g. from validation); no value means the metric is reported
     # without a verdict.
-    baseline: dict[str, float] = Field(default_factory=dict)
+    baseline: dict[OutcomeMetric, float] = Field(default_factory=dict)
     tolerance: float = Field(default=0.02, ge=0)
     threshold: float = 0.5
     min_support: int = Field(default=30, ge=1)

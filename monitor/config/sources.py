@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator
 
 from monitor.config._durations import Duration
+from monitor.config._names import FormatName
 from monitor.config.base import StrictModel
 
 
@@ -22,7 +23,7 @@ class KafkaSourceConfig(StrictModel):
     # "auto" probes the broker; old brokers (0.9) need an explicit "0.9".
     api_version: str = Field(default="auto", pattern=r"^(auto|\d+(\.\d+){1,2})$")
     # Payload adapter (collectors.adapters): modelwatch, sagemaker or cloudevents.
-    format: str = "modelwatch"
+    format: FormatName = "modelwatch"
     format_options: dict[str, Any] = Field(default_factory=dict)
     # Where a partition with no stored position starts.
     start: Literal["earliest", "latest"] = "earliest"
@@ -41,7 +42,7 @@ class JsonlSourceConfig(StrictModel):
     type: Literal["jsonl"]
     name: str = Field(min_length=1)
     path: str = Field(min_length=1)
-    format: str = "modelwatch"
+    format: FormatName = "modelwatch"
     format_options: dict[str, Any] = Field(default_factory=dict)
     poll_interval: Duration = timedelta(seconds=0.5)
     read_chunk_bytes: int = Field(default=1 << 20, ge=4096)
