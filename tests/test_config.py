@@ -156,3 +156,17 @@ def test_names_from_the_registries_pass() -> None:
     empty = {"api": {"tokens": [{"name": "o", "scopes": ["read"], "token_env": "MW_EMPTY"}]}}
     with pytest.raises(ConfigError, match="MW_EMPTY is not set"):
         parse_config(empty, env={"MW_EMPTY": ""})
+
+
+@pytest.mark.parametrize(
+    ("data", "key"),
+    [
+        ({"scheduler": {"evaluate_interval_s": float("inf")}}, "scheduler.evaluate_interval_s"),
+        ({"scheduler": {"lease_s": 1e300}}, "scheduler.lease_s"),
+        ({"scheduler": {"retention_days": 10**400}}, "scheduler.retention_days"),
+        (_model(outcomes={"baseline": {"recall": float("nan")}}), "models[0].outcomes.baseline"),
+    ],
+)
+def test_numbers_that_would_overflow_later_are_refused_at_load(data: object, key: str) -> None:
+    with pytest.raises(ConfigError, match=r"invalid value for '" + key.replace("[", r"\[")):
+        parse_config(data, source="mw.yaml", env={})

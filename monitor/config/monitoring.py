@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -40,9 +40,11 @@ class OutcomeConfig(StrictModel):
     metrics: list[OutcomeMetric] = Field(default_factory=list)
     # Baseline value per metric (e.g. from validation); no value means the metric is reported
     # without a verdict.
-    baseline: dict[OutcomeMetric, float] = Field(default_factory=dict)
-    tolerance: float = Field(default=0.02, ge=0)
-    threshold: float = 0.5
+    baseline: dict[OutcomeMetric, Annotated[float, Field(allow_inf_nan=False)]] = Field(
+        default_factory=dict
+    )
+    tolerance: float = Field(default=0.02, ge=0, allow_inf_nan=False)
+    threshold: float = Field(default=0.5, allow_inf_nan=False)
     min_support: int = Field(default=30, ge=1)
     # The prediction output used as the score when predictions are objects or lists.
     output: str | None = None
