@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import os
+import sys
 from pathlib import Path
 
 import click
@@ -35,3 +37,18 @@ def serve(config_path: Path | None, host: str | None, port: int | None) -> None:
     port = config.api.port if port is None else port
     click.echo(f"modelwatch serving on http://{host}:{port} (replica {service.holder})", err=True)
     service.serve(host, port)
+    _exit_despite_blocked_jobs(service.scheduler.running())
+
+
+def _exit_despite_blocked_jobs(running: list[str]) -> None:
+    """Exit now even if a job is blocked: Python would otherwise join its thread at exit, and
+    SIGTERM would wait on, e.g., a locked database for as long as that takes."""
+    if not running:
+        return
+    logging.getLogger(__name__).warning(
+        "exiting while job(s) %s still run; their work is not committed", ", ".join(running)
+    )
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
