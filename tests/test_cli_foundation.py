@@ -137,7 +137,7 @@ def test_config_check_names_an_unknown_registry_name(tmp_path: Path) -> None:
     out = run_cli("config", "check", str(cfg))
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert out.stderr.strip() == (
-        f"modelwatch: error: {cfg}: invalid value for 'models[0].drift.methods[0]': unknown drift method "
-        "'pis' (did you mean 'psi'?); valid: chi2, hellinger, jensen_shannon, ks, l_infinity, "
-        "missing_rate, psi, wasserstein"
+        f"modelwatch: error: {cfg}: invalid value for 'models[0].drift.methods[0]': "
+        "unknown drift method 'pis' (did you mean 'psi'?); valid: chi2, hellinger, "
+        "jensen_shannon, ks, l_infinity, missing_rate, psi, wasserstein"
     )
