@@ -8,6 +8,7 @@ from pathlib import Path
 import httpx
 import pytest
 from sqlalchemy import func, select
+from sqlalchemy.engine import Engine
 
 from guards.registry import list_models, register_version
 from monitor.storage import GateRun, RollbackEvent, transaction
@@ -55,12 +56,18 @@ def _run(server: ServerProcess, version: str, body: dict[str, object]) -> httpx.
     )
 
 
+def _register_reference_and_fp16(tmp_path: Path, models: ReleaseModels) -> Engine:
+    """Version 1 (the reference, active) and version 2 (its float16 build)."""
+    engine = db_engine(tmp_path)
+    register_version(engine, "fraud", "1", models.reference, activate=True)
+    register_version(engine, "fraud", "2", models.fp16)
+    return engine
+
+
 def test_gate_endpoint_404_then_200_after_pass_then_409_after_fail(
     server: ServerProcess, tmp_path: Path, release_models: ReleaseModels
 ) -> None:
-    engine = db_engine(tmp_path)
-    register_version(engine, "fraud", "1", release_models.reference, activate=True)
-    register_version(engine, "fraud", "2", release_models.fp16)
+    engine = _register_reference_and_fp16(tmp_path, release_models)
     gate = f"{server.url}/v1/gate/fraud/2"
 
     before = httpx.get(gate, headers=auth("MW_T_READ"))
@@ -134,9 +141,7 @@ def test_gate_run_errors_name_the_problem(
 def test_gate_run_refuses_paths_without_touching_them(
     server: ServerProcess, tmp_path: Path, release_models: ReleaseModels
 ) -> None:
-    engine = db_engine(tmp_path)
-    register_version(engine, "fraud", "1", release_models.reference, activate=True)
-    register_version(engine, "fraud", "2", release_models.fp16)
+    engine = _register_reference_and_fp16(tmp_path, release_models)
     secret = tmp_path / "private.csv"
     secret.write_text("f0,label\n1,0\n")
     golden_answers = set()
@@ -212,9 +217,7 @@ def test_rollback_errors(
 def test_gate_run_uses_the_configured_golden_set(
     server: ServerProcess, tmp_path: Path, release_models: ReleaseModels
 ) -> None:
-    engine = db_engine(tmp_path)
-    register_version(engine, "fraud", "1", release_models.reference, activate=True)
-    register_version(engine, "fraud", "2", release_models.fp16)
+    _register_reference_and_fp16(tmp_path, release_models)
     passed = _run(server, "2", {})
     assert passed.status_code == 200, passed.text
     assert passed.json()["preset"] == "fp16"
