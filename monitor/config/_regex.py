@@ -22,6 +22,8 @@ def compile_regex(pattern: str) -> Any:
     """The compiled RE2 pattern; ValueError naming the pattern and RE2's reason otherwise."""
     try:
         return re2.compile(pattern, _OPTIONS)
+    except UnicodeEncodeError:
+        raise ValueError(f"invalid regex {pattern!r}: not valid Unicode") from None
     except re2.error as exc:
         reason = exc.args[0] if exc.args else "rejected"
         if isinstance(reason, bytes):
@@ -31,4 +33,11 @@ def compile_regex(pattern: str) -> Any:
 
 def fullmatch(pattern: str, text: str) -> bool:
     """Whether `pattern` matches the whole of `text`."""
-    return compile_regex(pattern).fullmatch(text) is not None
+    compiled = compile_regex(pattern)
+    try:
+        return compiled.fullmatch(text) is not None
+    except UnicodeEncodeError:
+        # RE2 reads UTF-8; a lone surrogate (possible in a label from lenient JSON) must not
+        # stop the tick, so it is matched as U+FFFD.
+        safe = text.encode("utf-8", "replace").decode("utf-8")
+        return compiled.fullmatch(safe) is not None

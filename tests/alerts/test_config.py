@@ -103,3 +103,17 @@ def test_errors_name_the_key(alerts: dict[str, object], expected: str) -> None:
 )
 def test_matchers(text: str, labels: dict[str, str], hit: bool) -> None:
     assert Matcher.parse(text).matches(labels) is hit
+
+
+@pytest.mark.parametrize(
+    ("text", "labels", "hit"),
+    [
+        ('alertname=~"(.*){20}X"', {"alertname": "FeatureDriftOnTheFraudModel" * 4}, False),
+        ('alertname=~"(.*){20}X"', {"alertname": "FeatureDriftX"}, True),
+        ('alertname!~"(a|aa)+b"', {"alertname": "a" * 5000}, True),
+        ('column=~"am.*"', {"column": "tamount"}, False),  # fully anchored
+        ('column=~"a."', {"column": "a\ud800"}, True),  # a lone surrogate never raises
+    ],
+)
+def test_regexes_are_linear_time_and_anchored(text: str, labels: dict[str, str], hit: bool) -> None:
+    assert Matcher.parse(text).matches(labels) is hit
