@@ -256,7 +256,7 @@ class DeliveryWorker:
         if secret is not None:
             # Signed with the wall clock: the receiver checks the timestamp against its own.
             stamp = int(self.clock().timestamp())
-            headers[SIGNATURE_HEADER] = sign(request.body, secret.value, stamp)
+            headers[SIGNATURE_HEADER] = sign(request.body, secret.value, stamp, idempotency_key=key)
         try:
             response = self.client.post(
                 request.url,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -12,6 +13,8 @@ from sqlalchemy.orm import Session
 from monitor.config.alerts import Matcher, matches_all
 from monitor.errors import ConflictError, InputError, NotFoundError
 from monitor.storage import AlertSilence
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -42,9 +45,12 @@ def parse_matchers(texts: list[str]) -> tuple[Matcher, ...]:
         try:
             out.append(Matcher.parse(text))
         except ValidationError as exc:
-            msg = exc.errors()[0]["msg"].removeprefix("Value error, ")
-            raise InputError(f"matcher {text!r}: {msg}") from None
+            raise InputError(f"matcher {text!r}: {_first_error(exc)}") from None
     return tuple(out)
+
+
+def _first_error(exc: ValidationError) -> str:
+    return str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
 
 
 def _to_silence(row: AlertSilence) -> Silence:
@@ -87,10 +93,20 @@ def add_silence(
 
 
 def list_silences(session: Session, now: datetime, include_expired: bool = False) -> list[Silence]:
-    """Silences by id; by default only those not yet expired."""
-    rows = session.scalars(select(AlertSilence).order_by(AlertSilence.id)).all()
-    out = [_to_silence(r) for r in rows]
-    return out if include_expired else [s for s in out if s.ends_at > now]
+    """Silences by id; by default only those not yet expired.
+
+    A stored silence whose matchers no longer parse (written before regexes were RE2) is
+    skipped with a warning: it must not stop alert evaluation, and it mutes nothing."""
+    query = select(AlertSilence).order_by(AlertSilence.id)
+    if not include_expired:
+        query = query.where(AlertSilence.ends_at > now)
+    out = []
+    for row in session.scalars(query):
+        try:
+            out.append(_to_silence(row))
+        except ValidationError as exc:
+            log.warning("silence %s is ignored: %s", row.id, _first_error(exc))
+    return out
 
 
 def expire_silence(session: Session, silence_id: int, now: datetime) -> Silence:

@@ -129,3 +129,15 @@ def test_config_check_missing_file(tmp_path: Path) -> None:
     out = run_cli("config", "check", str(tmp_path / "nope.yaml"))
     assert out.returncode == 2
     assert "nope.yaml: config file not found" in out.stderr
+
+
+def test_config_check_names_an_unknown_registry_name(tmp_path: Path) -> None:
+    cfg = tmp_path / "mw.yaml"
+    cfg.write_text("models:\n  - name: fraud\n    drift: {methods: [pis]}\n")
+    out = run_cli("config", "check", str(cfg))
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.strip() == (
+        f"modelwatch: error: {cfg}: invalid value for 'models[0].drift.methods[0]': "
+        "unknown drift method 'pis' (did you mean 'psi'?); valid: chi2, hellinger, "
+        "jensen_shannon, ks, l_infinity, missing_rate, psi, wasserstein"
+    )

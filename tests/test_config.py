@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from monitor.config import KafkaSourceConfig, load_config, parse_config
+from monitor.daemon.names import registry_names
 from monitor.errors import ConfigError
 
 
@@ -58,3 +59,114 @@ def test_config_is_frozen(tmp_path: Path) -> None:
     cfg = load_config(p, env={})
     with pytest.raises(ValueError, match="frozen"):
         cfg.models[0].name = "other"  # type: ignore[misc]
+
+
+def _model(**sections: object) -> dict[str, object]:
+    return {"models": [{"name": "fraud", **sections}]}
+
+
+@pytest.mark.parametrize(
+    ("data", "key", "message"),
+    [
+        (
+            _model(drift={"methods": ["psi", "pis"]}),
+            "models[0].drift.methods[1]",
+            "unknown drift method 'pis' (did you mean 'psi'?); valid: chi2, hellinger, "
+            "jensen_shannon, ks, l_infinity, missing_rate, psi, wasserstein",
+        ),
+        (
+            _model(outcomes={"metrics": ["accuracy", "mae"]}),
+            "models[0].outcomes.metrics[1]",
+            "unknown outcome metric 'mae' for task classification; valid: accuracy, ece, f1, "
+            "log_loss, precision, recall, roc_auc",
+        ),
+        (
+            _model(outcomes={"task": "regression", "baseline": {"rsme": 0.3}}),
+            "models[0].outcomes.baseline.rsme",
+            "unknown outcome metric 'rsme' for task regression (did you mean 'rmse'?)",
+        ),
+        (
+            {"sources": [{"name": "s", "type": "jsonl", "path": "x", "format": "sagemkaer"}]},
+            "sources[0].format",
+            "unknown format 'sagemkaer' (did you mean 'sagemaker'?); valid: cloudevents, "
+            "modelwatch, sagemaker",
+        ),
+        (
+            {"alerts": {"receivers": [{"name": "a", "type": "sms", "url": "http://x"}]}},
+            "alerts.receivers[0].type",
+            "unknown receiver type 'sms'; valid: alertmanager, pagerduty, slack, webhook",
+        ),
+        (
+            {"alerts": {"rules": [{"name": "r", "kind": "no-data"}]}},
+            "alerts.rules[0].kind",
+            "unknown signal kind 'no-data' (did you mean 'no_data'?)",
+        ),
+        (
+            {"api": {"tokens": [{"name": "ops", "scopes": ["admin"], "token_env": "MW_UNSET"}]}},
+            "api.tokens[0].token_env",
+            "environment variable MW_UNSET is not set (or is empty)",
+        ),
+        (
+            {"collect": {"window": "9" * 400}},
+            "collect.window",
+            "characters) is too long (at most 36500d)",
+        ),
+        ({"collect": {"window": 1e400}}, "collect.window", "duration inf is too long"),
+        ({"collect": {"window": 10**400}}, "collect.window", "is too long"),
+        ({"collect": {"window": float("nan")}}, "collect.window", "must not be negative"),
+        ({"collect": {"allowed_lateness": -1}}, "collect.allowed_lateness", "must not be neg"),
+        (
+            {"alerts": {"rules": [{"name": "r", "kind": "drift", "for": "9" * 30 + "d"}]}},
+            "alerts.rules[0].for",
+            "is too long",
+        ),
+        (
+            {"alerts": {"rules": [{"name": "r", "kind": "drift", "matchers": ["a=~(x)\\1"]}]}},
+            "alerts.rules[0].matchers[0]",
+            "invalid regex '(x)\\\\1' (RE2 syntax): invalid escape sequence: \\1",
+        ),
+        (
+            {
+                "alerts": {
+                    "inhibit_rules": [{"source_matchers": ["a=~(?!x)"], "target_matchers": []}]
+                }
+            },
+            "alerts.inhibit_rules[0].source_matchers[0]",
+            "invalid perl operator: (?!",
+        ),
+    ],
+)
+def test_registry_names_env_durations_and_regexes_are_checked_at_load(
+    data: object, key: str, message: str
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config(data, source="mw.yaml", env={"MW_EMPTY": ""}, names=registry_names())
+    assert str(info.value).startswith(f"mw.yaml: invalid value for '{key}': ")
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_names_from_the_registries_pass() -> None:
+    data = {
+        **_model(drift={"methods": ["psi", "ks"]}, outcomes={"baseline": {"recall": 0.8}}),
+        "api": {"tokens": [{"name": "ops", "scopes": ["admin"], "token_env": "MW_SET"}]},
+        "alerts": {"rules": [{"name": "r", "kind": "no_data", "for": "100y".replace("y", "d")}]},
+    }
+    cfg = parse_config(data, env={"MW_SET": "s3cret"}, names=registry_names())
+    assert cfg.models[0].drift.methods == ["psi", "ks"]
+    empty = {"api": {"tokens": [{"name": "o", "scopes": ["read"], "token_env": "MW_EMPTY"}]}}
+    with pytest.raises(ConfigError, match="MW_EMPTY is not set"):
+        parse_config(empty, env={"MW_EMPTY": ""})
+
+
+@pytest.mark.parametrize(
+    ("data", "key"),
+    [
+        ({"scheduler": {"evaluate_interval_s": float("inf")}}, "scheduler.evaluate_interval_s"),
+        ({"scheduler": {"lease_s": 1e300}}, "scheduler.lease_s"),
+        ({"scheduler": {"retention_days": 10**400}}, "scheduler.retention_days"),
+        (_model(outcomes={"baseline": {"recall": float("nan")}}), "models[0].outcomes.baseline"),
+    ],
+)
+def test_numbers_that_would_overflow_later_are_refused_at_load(data: object, key: str) -> None:
+    with pytest.raises(ConfigError, match=r"invalid value for '" + key.replace("[", r"\[")):
+        parse_config(data, source="mw.yaml", env={})

@@ -12,9 +12,13 @@ from typing import Any
 import click
 from sqlalchemy import select
 
-from monitor.cli.common import database_options, engine_from_options, resolve_database_url
-from monitor.config import load_config
-from monitor.config.alerts import parse_duration
+from monitor.cli.common import (
+    database_options,
+    engine_from_options,
+    load_checked_config,
+    resolve_database_url,
+)
+from monitor.config import parse_duration
 from monitor.errors import InputError
 from monitor.storage import (
     AlertNotification,
@@ -109,7 +113,7 @@ def deliver_cmd(config_path: Path, database_url: str | None, once: bool) -> None
 
     from alerts.delivery import DeliveryWorker
 
-    cfg = load_config(config_path)
+    cfg = load_checked_config(config_path)
     engine = make_engine(resolve_database_url(database_url, config_path))
     require_head(engine)
     stop = threading.Event()

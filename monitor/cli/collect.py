@@ -12,7 +12,8 @@ from types import FrameType
 import click
 from sqlalchemy.engine import Engine
 
-from monitor.config import Config, load_config
+from monitor.cli.common import load_checked_config
+from monitor.config import Config
 from monitor.storage import make_engine, require_head
 
 CONFIG_OPTION = click.option(
@@ -48,7 +49,7 @@ def collect(
         level=logging.INFO if verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    config = load_config(config_path)
+    config = load_checked_config(config_path)
     engine = make_engine(config.database_url)
     require_head(engine)
     state = RunState()
@@ -92,7 +93,7 @@ def status(config_path: Path, as_json: bool) -> None:
     """Per-source counters (events, dead letters, late, lag) and per-model windows."""
     from collectors.status import collect_status
 
-    config = load_config(config_path)
+    config = load_checked_config(config_path)
     engine = make_engine(config.database_url)
     require_head(engine)
     result = collect_status(engine, config.sources)

@@ -10,7 +10,8 @@ from typing import Any, TypeVar
 import click
 from sqlalchemy.engine import Engine
 
-from monitor.config import DEFAULT_DATABASE_URL, load_config
+from monitor.config import DEFAULT_DATABASE_URL, Config, load_config
+from monitor.daemon.names import registry_names
 from monitor.storage import make_engine
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -42,8 +43,13 @@ def resolve_database_url(database_url: str | None, config_path: Path | None) -> 
     if env:
         return env
     if config_path is not None:
-        return load_config(config_path).database_url
+        return load_checked_config(config_path).database_url
     return DEFAULT_DATABASE_URL
+
+
+def load_checked_config(path: Path) -> Config:
+    """Load a config file with every registry name checked (what every command reads)."""
+    return load_config(path, names=registry_names())
 
 
 def engine_from_options(database_url: str | None, config_path: Path | None) -> Engine:

@@ -11,8 +11,8 @@ from typing import Any
 
 import click
 
-from monitor.cli.common import database_options, resolve_database_url
-from monitor.config import Config, GuardsConfig, load_config
+from monitor.cli.common import database_options, load_checked_config, resolve_database_url
+from monitor.config import Config, GuardsConfig
 
 FILE = click.Path(dir_okay=False, path_type=Path)
 
@@ -78,7 +78,7 @@ def gate(**opts: Any) -> None:
 
 
 def _config(path: Path | None) -> Config:
-    return load_config(path) if path is not None else Config()
+    return load_checked_config(path) if path is not None else Config()
 
 
 def _golden(opts: dict[str, Any]) -> Any:

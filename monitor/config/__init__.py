@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from monitor.config._durations import MAX_DURATION, Duration, parse_duration
+from monitor.config._names import RegistryNames
 from monitor.config.api import ApiConfig, SchedulerConfig, TokenConfig
 from monitor.config.base import StrictModel
 from monitor.config.guards import GatePolicyConfig, GuardsConfig
@@ -18,15 +20,17 @@ from monitor.config.sources import (
     JsonlSourceConfig,
     KafkaSourceConfig,
     SourceConfig,
-    parse_duration,
 )
 
 __all__ = [
+    "MAX_DURATION",
+    "Duration",
     "ApiConfig",
     "SchedulerConfig",
     "TokenConfig",
     "DEFAULT_DATABASE_URL",
     "ENV_OVERRIDES",
+    "RegistryNames",
     "CollectConfig",
     "Config",
     "GatePolicyConfig",

@@ -1,8 +1,8 @@
 """Config of alerting (read by `alerts`): rules, grouping, inhibition, receivers, delivery.
 
 Durations are written as `30s`, `5m`, `4h`, `1d` (or a number of seconds). Label matchers use
-Alertmanager's syntax: `name=value`, `name!=value`, `name=~regex`, `name!~regex` (regexes are
-anchored at both ends).
+Alertmanager's syntax: `name=value`, `name!=value`, `name=~regex`, `name!~regex`; regexes are RE2
+(linear time, no backreferences or lookaround) and anchored at both ends.
 """
 
 from __future__ import annotations
@@ -10,46 +10,18 @@ from __future__ import annotations
 import re
 import string
 from datetime import timedelta
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BeforeValidator, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from monitor.config._durations import Duration
+from monitor.config._names import ReceiverType, SignalKind
+from monitor.config._regex import compile_regex, fullmatch
 from monitor.config.base import StrictModel
 
-SIGNAL_KINDS = (
-    "drift",
-    "drift_count",
-    "outcome",
-    "guard",
-    "ingest_lag",
-    "dead_letter_rate",
-    "no_data",
-)
-SignalKindName = Literal[
-    "drift", "drift_count", "outcome", "guard", "ingest_lag", "dead_letter_rate", "no_data"
-]
-RECEIVER_TYPES = ("webhook", "slack", "pagerduty", "alertmanager")
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
-_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
 _MATCHER = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*(.*?)\s*$")
 _LABEL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def parse_duration(value: Any) -> Any:
-    """`30s`, `5m`, `4h`, `1d`, or seconds as a number -> timedelta (other values unchanged)."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return timedelta(seconds=float(value))
-    if isinstance(value, str):
-        m = _DURATION.match(value)
-        if m is None:
-            raise ValueError(f"cannot parse duration {value!r}; use e.g. 30s, 5m, 4h, 1d")
-        return timedelta(seconds=float(m.group(1)) * _UNIT_SECONDS[m.group(2)])
-    return value
-
-
-Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
 
 
 class Matcher(StrictModel):
@@ -78,10 +50,7 @@ class Matcher(StrictModel):
     @model_validator(mode="after")
     def _regex_compiles(self) -> Matcher:
         if self.op in ("=~", "!~"):
-            try:
-                re.compile(self.value)
-            except re.error as exc:
-                raise ValueError(f"invalid regex {self.value!r} in matcher: {exc}") from None
+            compile_regex(self.value)
         return self
 
     @classmethod
@@ -96,7 +65,7 @@ class Matcher(StrictModel):
             return actual == self.value
         if self.op == "!=":
             return actual != self.value
-        hit = re.fullmatch(self.value, actual) is not None
+        hit = fullmatch(self.value, actual)
         return hit if self.op == "=~" else not hit
 
     def __str__(self) -> str:
@@ -137,7 +106,7 @@ class RuleConfig(StrictModel):
     """An alerting rule over one kind of signal."""
 
     name: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z_][A-Za-z0-9_:.-]*$")
-    kind: SignalKindName
+    kind: SignalKind
     matchers: list[Matcher] = Field(default_factory=list)
     # None: fire when the signal says so; a number: fire when the signal's value exceeds it.
     above: float | None = None
@@ -181,7 +150,7 @@ class ReceiverConfig(StrictModel):
     secret (the secret itself never appears in config, logs or reprs)."""
 
     name: str = Field(min_length=1, max_length=200)
-    type: Literal["webhook", "slack", "pagerduty", "alertmanager"]
+    type: ReceiverType
     url: str = Field(min_length=1)
     secret_env: str | None = None
     # PagerDuty: environment variable holding the integration (routing) key.

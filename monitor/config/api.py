@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from monitor.config._names import check_env_name
 from monitor.config.base import StrictModel
 
 Scope = Literal["ingest", "read", "admin"]
+_YEAR_S = 366 * 86400
 
 
 class TokenConfig(StrictModel):
@@ -19,6 +21,9 @@ class TokenConfig(StrictModel):
     scopes: list[Scope] = Field(min_length=1)
     token_env: str | None = None
     token: str | None = Field(default=None, repr=False)
+
+    # An unset variable would silently drop the token (and lock its users out): a config error.
+    _env_is_set = field_validator("token_env")(check_env_name)
 
     @model_validator(mode="after")
     def _one_source(self) -> TokenConfig:
@@ -57,11 +62,12 @@ class ApiConfig(StrictModel):
 
 
 class SchedulerConfig(StrictModel):
-    """Intervals of the daemon's scheduled jobs (seconds)."""
+    """Intervals of the daemon's scheduled jobs (seconds), bounded so that no date arithmetic
+    on them can overflow."""
 
-    evaluate_interval_s: float = Field(default=60.0, gt=0)
-    alerts_interval_s: float = Field(default=15.0, gt=0)
-    retention_interval_s: float = Field(default=3600.0, gt=0)
-    retention_days: int = Field(default=90, ge=1)
+    evaluate_interval_s: float = Field(default=60.0, gt=0, le=_YEAR_S, allow_inf_nan=False)
+    alerts_interval_s: float = Field(default=15.0, gt=0, le=_YEAR_S, allow_inf_nan=False)
+    retention_interval_s: float = Field(default=3600.0, gt=0, le=_YEAR_S, allow_inf_nan=False)
+    retention_days: int = Field(default=90, ge=1, le=36_500)
     # A job claimed by a replica that died is taken over after this long.
-    lease_s: float = Field(default=300.0, gt=0)
+    lease_s: float = Field(default=300.0, gt=0, le=_YEAR_S, allow_inf_nan=False)

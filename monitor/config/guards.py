@@ -33,7 +33,8 @@ class GatePolicyConfig(StrictModel):
 
 
 class GoldenSetConfig(StrictModel):
-    """A model's golden set for gate runs started over HTTP (`POST /v1/guard/.../run`)."""
+    """A golden set for gate runs started over HTTP (`POST /v1/guard/.../run`); requests name
+    it, and the daemon alone knows its path."""
 
     path: str = Field(min_length=1)
     preset: Literal["fp32", "fp16", "int8"] = "fp32"
@@ -70,6 +71,6 @@ class GuardsConfig(StrictModel):
     batch_size: int = Field(default=4096, ge=1)
     latency_batch_sizes: list[int] = Field(default_factory=lambda: [1, 64])
     intra_op_threads: int = Field(default=0, ge=0)
-    # Golden set per model name, used when a gate run request names none.
+    # Golden sets by name; a gate run request names one (default: the model's name).
     golden_sets: dict[str, GoldenSetConfig] = Field(default_factory=dict)
     localize: LocalizeConfig = Field(default_factory=LocalizeConfig)

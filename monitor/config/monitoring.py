@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
+from monitor.config._names import DriftMethod, OutcomeMetric
 from monitor.config.base import StrictModel
 
 
@@ -26,7 +27,7 @@ class DriftConfig(StrictModel):
     baseline: str = "default"
     # Empty: the documented default per column kind (wasserstein numeric, jensen_shannon
     # categorical) plus missing_rate where nulls occur.
-    methods: list[str] = Field(default_factory=list)
+    methods: list[DriftMethod] = Field(default_factory=list)
     alpha: float = Field(default=0.01, gt=0, lt=1)
     min_n: int = Field(default=30, ge=1)
     thresholds: ThresholdsConfig = Field(default_factory=ThresholdsConfig)
@@ -36,12 +37,14 @@ class OutcomeConfig(StrictModel):
     """Per-slice outcome metrics from joined predictions and labels."""
 
     task: Literal["classification", "regression"] = "classification"
-    metrics: list[str] = Field(default_factory=list)
+    metrics: list[OutcomeMetric] = Field(default_factory=list)
     # Baseline value per metric (e.g. from validation); no value means the metric is reported
     # without a verdict.
-    baseline: dict[str, float] = Field(default_factory=dict)
-    tolerance: float = Field(default=0.02, ge=0)
-    threshold: float = 0.5
+    baseline: dict[OutcomeMetric, Annotated[float, Field(allow_inf_nan=False)]] = Field(
+        default_factory=dict
+    )
+    tolerance: float = Field(default=0.02, ge=0, allow_inf_nan=False)
+    threshold: float = Field(default=0.5, allow_inf_nan=False)
     min_support: int = Field(default=30, ge=1)
     # The prediction output used as the score when predictions are objects or lists.
     output: str | None = None

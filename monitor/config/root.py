@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 from pydantic import Field, ValidationError, field_validator
 
+from monitor.config._names import CONTEXT_KEY, ENV_KEY, RegistryNames
 from monitor.config.alerts import AlertsConfig
 from monitor.config.api import ApiConfig, SchedulerConfig
 from monitor.config.base import StrictModel
@@ -80,6 +81,8 @@ class Config(StrictModel):
 def _format_location(loc: tuple[int | str, ...]) -> str:
     out = ""
     for part in loc:
+        if part == "[key]":  # pydantic's marker for a mapping key: the key is already named
+            continue
         if isinstance(part, int):
             out += f"[{part}]"
         else:
@@ -100,32 +103,39 @@ def format_validation_error(source: str, exc: ValidationError) -> str:
     elif err["type"] == "missing":
         msg = f"missing required key '{key}'"
     else:
-        msg = f"invalid value for '{key}': {err['msg']}"
+        msg = f"invalid value for '{key}': {str(err['msg']).removeprefix('Value error, ')}"
     more = len(errors) - 1
     suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
     return f"{source}: {msg}{suffix}"
 
 
 def parse_config(
-    data: Any, source: str = "<config>", env: Mapping[str, str] | None = None
+    data: Any,
+    source: str = "<config>",
+    env: Mapping[str, str] | None = None,
+    names: RegistryNames | None = None,
 ) -> Config:
-    """Validate already-parsed YAML data, applying environment overrides."""
+    """Validate already-parsed YAML data, applying environment overrides; with `names`, every
+    registry name is checked against them (the composition root always passes them)."""
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: the top level must be a mapping of keys")
     merged = dict(data)
+    environ = os.environ if env is None else env
     for var, key in ENV_OVERRIDES.items():
-        value = (os.environ if env is None else env).get(var)
+        value = environ.get(var)
         if value:
             merged[key] = value
     try:
-        return Config.model_validate(merged)
+        return Config.model_validate(merged, context={CONTEXT_KEY: names, ENV_KEY: environ})
     except ValidationError as exc:
         raise ConfigError(format_validation_error(source, exc)) from None
 
 
-def load_config(path: str | Path, env: Mapping[str, str] | None = None) -> Config:
+def load_config(
+    path: str | Path, env: Mapping[str, str] | None = None, names: RegistryNames | None = None
+) -> Config:
     """Read and validate a YAML config file; every problem is a one-line ConfigError."""
     p = Path(path)
     try:
@@ -141,4 +151,4 @@ def load_config(path: str | Path, env: Mapping[str, str] | None = None) -> Confi
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or "invalid YAML"
         raise ConfigError(f"{p}: invalid YAML{where}: {problem}") from None
-    return parse_config(data, source=str(p), env=env)
+    return parse_config(data, source=str(p), env=env, names=names)

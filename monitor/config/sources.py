@@ -2,31 +2,14 @@
 
 from __future__ import annotations
 
-import re
 from datetime import timedelta
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, field_validator
+from pydantic import Field, field_validator
 
+from monitor.config._durations import Duration
+from monitor.config._names import FormatName
 from monitor.config.base import StrictModel
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
-_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-
-
-def parse_duration(value: object) -> timedelta:
-    """`90`, `"90s"`, `"10m"`, `"1h"`, `"1d"` (bare numbers are seconds) as a timedelta."""
-    if isinstance(value, timedelta):
-        return value
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise ValueError("expected a duration such as 30s, 10m, 1h or 1d")
-    match = _DURATION.match(str(value))
-    if match is None:
-        raise ValueError(f"cannot parse {value!r} as a duration (e.g. 30s, 10m, 1h, 1d)")
-    return timedelta(seconds=float(match.group(1)) * _UNIT_SECONDS[match.group(2) or "s"])
-
-
-Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
 
 
 class KafkaSourceConfig(StrictModel):
@@ -40,7 +23,7 @@ class KafkaSourceConfig(StrictModel):
     # "auto" probes the broker; old brokers (0.9) need an explicit "0.9".
     api_version: str = Field(default="auto", pattern=r"^(auto|\d+(\.\d+){1,2})$")
     # Payload adapter (collectors.adapters): modelwatch, sagemaker or cloudevents.
-    format: str = "modelwatch"
+    format: FormatName = "modelwatch"
     format_options: dict[str, Any] = Field(default_factory=dict)
     # Where a partition with no stored position starts.
     start: Literal["earliest", "latest"] = "earliest"
@@ -59,7 +42,7 @@ class JsonlSourceConfig(StrictModel):
     type: Literal["jsonl"]
     name: str = Field(min_length=1)
     path: str = Field(min_length=1)
-    format: str = "modelwatch"
+    format: FormatName = "modelwatch"
     format_options: dict[str, Any] = Field(default_factory=dict)
     poll_interval: Duration = timedelta(seconds=0.5)
     read_chunk_bytes: int = Field(default=1 << 20, ge=4096)

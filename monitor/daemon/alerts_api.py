@@ -6,10 +6,11 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 from fastapi import APIRouter, Depends, Path, Query, Request
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator
 from sqlalchemy import select
 
-from monitor.config.alerts import Matcher, parse_duration
+from monitor.config import parse_duration
+from monitor.config.alerts import Matcher
 from monitor.daemon.auth import requires
 from monitor.daemon.common import ApiModel, daemon, errors
 from monitor.storage import AlertState, transaction, utcnow
@@ -49,8 +50,12 @@ class SilenceRequest(ApiModel):
     @field_validator("matchers")
     @classmethod
     def _matchers(cls, value: list[str]) -> list[str]:
-        for text in value:
-            Matcher.parse(text)  # ValueError names the matcher
+        for i, text in enumerate(value):
+            try:
+                Matcher.parse(text)
+            except ValidationError as exc:
+                msg = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
+                raise ValueError(f"matchers[{i}] {text!r}: {msg}") from None
         return value
 
     @field_validator("duration")

@@ -7,13 +7,15 @@ Rollouts' web provider reads `{$.verdict}`. Gate runs happen in a worker thread,
 
 from __future__ import annotations
 
+import re
 import threading
 from pathlib import Path
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.json_schema import SkipJsonSchema
 from sqlalchemy.orm import Session
 
 from monitor.config import GatePolicyConfig, GuardsConfig
@@ -27,6 +29,9 @@ router = APIRouter(tags=["release"])
 
 # One gate run at a time per daemon: a run loads two models and replays the whole golden set.
 _GATE_LOCK = threading.Lock()
+
+# A golden set's name: no path separators, so nothing in a request can address a file.
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:-]*")
 
 
 class Verdict(BaseModel):
@@ -46,7 +51,7 @@ class RunInfo(BaseModel):
     action: str
     reference: str
     candidate: str
-    golden: str
+    golden: str = Field(description="Name of the configured golden set replayed.")
 
 
 class RunVerdict(Verdict):
@@ -56,10 +61,21 @@ class RunVerdict(Verdict):
 
 
 class GuardRunRequest(ApiModel):
-    """A gate run of a registered version. Paths are on the daemon's host."""
+    """A gate run of a registered version, by names only.
 
-    golden: str | None = Field(default=None, description="Golden set (.parquet/.csv).")
-    reference: str | None = Field(default=None, description="Reference ONNX file.")
+    The golden set is an entry of `guards.golden_sets` and both models are registered
+    artifacts, so a request can never make the daemon read a file it names: a path is refused
+    (422) before anything touches the file system. Other keys override the golden set's.
+    """
+
+    golden: str | None = Field(
+        default=None,
+        max_length=200,
+        description="Name of a configured golden set (guards.golden_sets); default: the model's.",
+        examples=["fraud"],
+    )
+    # Paths were accepted once; refused with a message saying what to do instead.
+    reference: SkipJsonSchema[str | None] = None
     reference_version: str | None = Field(
         default=None, description="Registered version to compare with (default: last-known-good)."
     )
@@ -71,6 +87,25 @@ class GuardRunRequest(ApiModel):
     output: str | None = None
     thresholds: GatePolicyConfig | None = None
     latency: bool = True
+
+    @field_validator("golden")
+    @classmethod
+    def _a_name(cls, value: str | None) -> str | None:
+        if value is not None and not _NAME.fullmatch(value):
+            raise ValueError(
+                "takes the name of a configured golden set (guards.golden_sets), not a path"
+            )
+        return value
+
+    @field_validator("reference")
+    @classmethod
+    def _no_path(cls, value: str | None) -> None:
+        if value is not None:
+            raise ValueError(
+                "file paths are not accepted; register the reference version "
+                "(modelwatch models register) and pass reference_version"
+            )
+        return None
 
 
 class RollbackRequest(ApiModel):
@@ -140,8 +175,8 @@ def run_guard(
 
     state = daemon(request)
     body = body or GuardRunRequest()
+    golden_name, golden_cfg = _golden_config(state.config.guards, model, body)
     reference, candidate = _artifacts(state.engine, model, version, body)
-    golden_cfg = _golden_config(state.config.guards, model, body)
     gate_request = _gate_request(reference, candidate, golden_cfg, body, state.config.guards)
     golden_path = Path(golden_cfg.path)
     with _GATE_LOCK:
@@ -160,7 +195,7 @@ def run_guard(
         action=record.action,
         reference=str(reference),
         candidate=str(candidate),
-        golden=str(golden_path),
+        golden=golden_name,
     ).model_dump()
     return _verdict_response(doc, strict=True)
 
@@ -184,11 +219,6 @@ def _reference(
 ) -> Path:
     from guards import registry
 
-    if body.reference is not None:
-        path = Path(body.reference)
-        if not path.is_file():
-            raise InputError(f"reference: {path}: file not found")
-        return path
     chosen: ModelVersion | None
     if body.reference_version is not None:
         chosen = registry.find_version(session, row, body.reference_version)
@@ -198,22 +228,25 @@ def _reference(
     if chosen is None or chosen.artifact_uri is None:
         raise ConflictError(
             f"model {row.name!r} has no last-known-good or active version other than "
-            f"{candidate.version!r} with an artifact; pass `reference` or `reference_version`"
+            f"{candidate.version!r} with an artifact; pass `reference_version`"
         )
     return Path(chosen.artifact_uri)
 
 
-def _golden_config(cfg: GuardsConfig, model: str, body: GuardRunRequest) -> GoldenSetConfig:
-    base = cfg.golden_sets.get(model)
-    path = body.golden or (base.path if base else None)
-    if path is None:
+def _golden_config(
+    cfg: GuardsConfig, model: str, body: GuardRunRequest
+) -> tuple[str, GoldenSetConfig]:
+    """The named (default: the model's) configured golden set with the request's overrides."""
+    name = body.golden or model
+    base = cfg.golden_sets.get(name)
+    if base is None:
+        configured = ", ".join(sorted(cfg.golden_sets)) or "none"
         raise InputError(
-            f"golden: no golden set given and none configured (guards.golden_sets.{model})"
+            f"golden: no golden set named {name!r} in guards.golden_sets; configured: {configured}"
         )
     fields = ("preset", "label_column", "id_column", "slice_by", "features", "output")
     given = {f: getattr(body, f) for f in fields if getattr(body, f) is not None}
-    start = base.model_dump() if base is not None and body.golden is None else {}
-    return GoldenSetConfig.model_validate({**start, **given, "path": path})
+    return name, GoldenSetConfig.model_validate({**base.model_dump(), **given})
 
 
 def _gate_request(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -49,6 +50,9 @@ class Scheduler:
         self._holder = holder
         self._lease_s = lease_s
         self._jobs: dict[str, JobSpec] = {}
+        # Jobs in progress, so that shutdown can wait for them with a bound.
+        self._active: dict[str, int] = {}
+        self._idle = threading.Condition()
         self._scheduler = BackgroundScheduler(
             jobstores={"default": MemoryJobStore()},
             executors={"default": ThreadPoolExecutor(4)},
@@ -73,12 +77,21 @@ class Scheduler:
     def tick(self, name: str, now: datetime | None = None) -> bool:
         """Run job `name` for the current window if this replica claims it; True if it ran."""
         spec = self._jobs[name]
-        start = window_start(now or utcnow(), spec.interval_s)
-        run = claim(self._engine, name, start.isoformat(), self._holder, self._lease_s)
-        if run is None:
-            return False
-        self._run(spec, run, start)
-        return True
+        with self._idle:
+            self._active[name] = self._active.get(name, 0) + 1
+        try:
+            start = window_start(now or utcnow(), spec.interval_s)
+            run = claim(self._engine, name, start.isoformat(), self._holder, self._lease_s)
+            if run is None:
+                return False
+            self._run(spec, run, start)
+            return True
+        finally:
+            with self._idle:
+                self._active[name] -= 1
+                if not self._active[name]:
+                    del self._active[name]
+                self._idle.notify_all()
 
     def _run(self, spec: JobSpec, run: Claim, start: datetime) -> None:
         try:
@@ -92,6 +105,19 @@ class Scheduler:
     def start(self) -> None:
         self._scheduler.start()
 
-    def shutdown(self, wait: bool = True) -> None:
+    def running(self) -> list[str]:
+        """Names of the jobs in progress now."""
+        with self._idle:
+            return sorted(self._active)
+
+    def shutdown(self, timeout: float | None = None) -> list[str]:
+        """Start no more jobs and wait up to `timeout` seconds (None: without bound) for the
+        running ones; the names of those still running.
+
+        A tick can block (a locked database, a slow query); SIGTERM must not wait for it. An
+        abandoned tick's transaction never commits and its claim expires after the lease."""
         if self._scheduler.running:
-            self._scheduler.shutdown(wait=wait)
+            self._scheduler.shutdown(wait=False)
+        with self._idle:
+            self._idle.wait_for(lambda: not self._active, timeout)
+            return sorted(self._active)

@@ -25,6 +25,9 @@ from monitor.storage import require_head
 
 log = logging.getLogger(__name__)
 
+# How long stopping waits for a running job (a tick blocked on the database is abandoned).
+JOB_STOP_WAIT_S = 3.0
+
 
 class Component:
     """Something the daemon runs beside the API (a collector, a delivery worker)."""
@@ -99,7 +102,7 @@ class Service:
                 component.stop(share)
             except Exception:
                 log.exception("component %s failed to stop cleanly", component.name)
-        self.scheduler.shutdown(wait=True)
+        self.scheduler.shutdown(timeout=min(share, JOB_STOP_WAIT_S))
 
     def serve(self, host: str, port: int) -> None:
         """Run until SIGTERM/SIGINT, then stop intake, flush and exit normally (status 0)."""

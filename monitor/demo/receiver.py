@@ -57,7 +57,7 @@ class SignedWebhookReceiver:
 
     def _accept(self, body: bytes, signature: str, key: str) -> int:
         rec = self.received
-        if not verify_signature(body, signature, self.secret):
+        if not verify_signature(body, signature, self.secret, idempotency_key=key):
             with rec.lock:
                 rec.rejected.append(signature)
             return 401

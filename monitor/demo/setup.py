@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -9,6 +10,7 @@ import numpy as np
 from sqlalchemy.engine import Engine
 
 from monitor.config import Config, parse_config
+from monitor.daemon.names import registry_names
 from monitor.demo.traffic import FEATURES, Scorer, training_frame
 
 SECRET_ENV = "MODELWATCH_DEMO_WEBHOOK_SECRET"
@@ -82,7 +84,9 @@ def demo_config(workdir: Path, receiver_url: str, baseline: dict[str, float]) ->
             },
         },
         source="demo",
-        env={},
+        # Only the demo's own token is read from the environment (no database URL override).
+        env={TOKEN_ENV: os.environ.get(TOKEN_ENV, "")},
+        names=registry_names(),
     )
 
 

@@ -60,8 +60,10 @@ class RecordingReceiver:
         if len(body) < length:  # the sender died mid-request: a server drops it, unprocessed
             return None
         sig = handler.headers.get(SIGNATURE_HEADER, "")
-        valid = self.secret is not None and verify_signature(body, sig, self.secret)
         key = handler.headers.get(IDEMPOTENCY_HEADER, "")
+        valid = self.secret is not None and verify_signature(
+            body, sig, self.secret, idempotency_key=key
+        )
         with self._lock:
             status = 503 if self.fail_next > 0 else 200
             self.fail_next = max(self.fail_next - 1, 0)

@@ -64,6 +64,19 @@ def test_user_mistakes_exit_2_with_one_line(sqlite_engine: Engine, tmp_path: Pat
             ),
             "--duration",
         ),
+        (
+            ("silences", "add", "a=~(x)\\1", "--author", "a", "--comment", "c", *db),
+            "matcher 'a=~(x)\\\\1': invalid regex",
+        ),
+        (
+            ("silences", "add", "a=~(?=x)", "--author", "a", "--comment", "c", *db),
+            "RE2 syntax",
+        ),
+        (
+            ("silences", "add", "a=b", "--author", "a", "--comment", "c", "--duration", "9" * 400)
+            + db,
+            "characters) is too long (at most 36500d)",
+        ),
         (("silences", "expire", "42", *db), "no silence with id 42"),
         (
             ("alerts", "deliver", "--config", str(tmp_path / "missing.yaml")),

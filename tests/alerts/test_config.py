@@ -9,6 +9,7 @@ import pytest
 
 from monitor.config import load_config, parse_config
 from monitor.config.alerts import Matcher
+from monitor.daemon.names import registry_names
 from monitor.errors import ConfigError
 
 EXAMPLE = """
@@ -84,7 +85,7 @@ def test_example_loads(tmp_path: Path) -> None:
 )
 def test_errors_name_the_key(alerts: dict[str, object], expected: str) -> None:
     with pytest.raises(ConfigError) as info:
-        parse_config({"alerts": alerts}, source="mw.yaml", env={})
+        parse_config({"alerts": alerts}, source="mw.yaml", env={}, names=registry_names())
     assert expected in str(info.value) and str(info.value).startswith("mw.yaml")
 
 
@@ -101,4 +102,18 @@ def test_errors_name_the_key(alerts: dict[str, object], expected: str) -> None:
     ],
 )
 def test_matchers(text: str, labels: dict[str, str], hit: bool) -> None:
+    assert Matcher.parse(text).matches(labels) is hit
+
+
+@pytest.mark.parametrize(
+    ("text", "labels", "hit"),
+    [
+        ('alertname=~"(.*){20}X"', {"alertname": "FeatureDriftOnTheFraudModel" * 4}, False),
+        ('alertname=~"(.*){20}X"', {"alertname": "FeatureDriftX"}, True),
+        ('alertname!~"(a|aa)+b"', {"alertname": "a" * 5000}, True),
+        ('column=~"am.*"', {"column": "tamount"}, False),  # fully anchored
+        ('column=~"a."', {"column": "a\ud800"}, True),  # a lone surrogate never raises
+    ],
+)
+def test_regexes_are_linear_time_and_anchored(text: str, labels: dict[str, str], hit: bool) -> None:
     assert Matcher.parse(text).matches(labels) is hit

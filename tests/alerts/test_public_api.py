@@ -49,7 +49,7 @@ def test_receivers_all_is_pinned() -> None:
     }
 
 
-def test_signal_kinds_match_the_config_literal() -> None:
-    from monitor.config.alerts import SIGNAL_KINDS
+def test_config_checks_signal_kinds_against_the_alerts_registry() -> None:
+    from monitor.daemon.names import registry_names
 
-    assert alerts.SIGNAL_KINDS == SIGNAL_KINDS
+    assert tuple(registry_names().signal_kinds) == alerts.SIGNAL_KINDS

@@ -80,10 +80,19 @@ def test_silence_validation_names_the_field(server: ServerProcess) -> None:
         "body.author": {k: v for k, v in good.items() if k != "author"},
         "body.colour": {**good, "colour": "red"},
     }
+    # RE2 refuses what needs backtracking; a duration past 100 years is refused, not a 500.
+    refused = {
+        "body.matchers": [
+            {**good, "matchers": ["model=fraud", "column=~(a)\\1"]},
+            {**good, "matchers": ["column=~(?=a)b"]},
+        ],
+        "body.duration": [{**good, "duration": "9" * 400}, {**good, "duration": "9" * 400 + "d"}],
+    }
+    cases.update({f"{field}#{i}": b for field, bs in refused.items() for i, b in enumerate(bs)})
     for field, body in cases.items():
         resp = httpx.post(url, json=body, headers=admin)
         assert resp.status_code == 422, (field, resp.text)
-        assert resp.json()["errors"][0]["field"] == field
+        assert resp.json()["errors"][0]["field"] == field.partition("#")[0]
         assert "Traceback" not in resp.text
     not_json = httpx.post(url, content=b"{", headers={**admin, "content-type": "application/json"})
     assert not_json.status_code == 422
