@@ -115,7 +115,7 @@ def _latency_sizes(opts: dict[str, Any], cfg: GuardsConfig) -> tuple[int, ...]:
 
 
 def _localize(opts: dict[str, Any], cfg: GuardsConfig) -> dict[str, Any]:
-    from monitor.config.sources import parse_duration
+    from monitor.config import parse_duration
 
     flag = opts["localize"]
     mode = "always" if flag else "never" if flag is False or not cfg.localize.on_fail else "on_fail"

@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from monitor.config.base import StrictModel
-from monitor.config.sources import Duration
+from monitor.config._durations import Duration
 
 
 class GatePolicyConfig(StrictModel):
