@@ -8,7 +8,7 @@ exactly and detectors compare like with like.
 from __future__ import annotations
 
 from monitor.profiles.categorical import CategoricalProfile
-from monitor.profiles.codec import profile_from_bytes
+from monitor.profiles.codec import profile_from_bytes, profile_spec
 from monitor.profiles.dataset import (
     OVERALL,
     ProfileSet,
@@ -40,6 +40,7 @@ __all__ = [
     "parse_slice_key",
     "profile_frame",
     "profile_from_bytes",
+    "profile_spec",
     "profile_subsets",
     "slice_key",
     "spec_from_dict",

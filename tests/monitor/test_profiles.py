@@ -199,3 +199,57 @@ def test_profile_sets_with_other_slicing_refuse_to_merge(rng: np.random.Generato
     a: ProfileSet = profile_frame(df, specs, ["region"])
     with pytest.raises(ConflictError, match="sliced by"):
         a.merge(profile_frame(df, specs))
+
+
+huge = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([1e200, -1e200, 1e308, -1.7976931348623157e308, 5e-324]),
+    st.none(),
+)
+
+
+def finite_summary(p: NumericProfile) -> bool:
+    return bool(np.isfinite([p.mean, p.m2]).all() and np.isfinite(p.sums).all() and p.m2 >= 0)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(huge, max_size=40), st.lists(huge, max_size=40), st.lists(huge, max_size=40))
+def test_merge_of_huge_and_non_finite_values_stays_finite_and_round_trips(
+    a: list[float], b: list[float], c: list[float]
+) -> None:
+    parts = [NUM_SPEC.profile(v) for v in (a, b, c)]
+    merged = parts[0].merge(parts[1]).merge(parts[2])  # type: ignore[arg-type]
+    assert isinstance(merged, NumericProfile) and finite_summary(merged)
+    again = profile_from_bytes(merged.to_bytes())
+    assert isinstance(again, NumericProfile) and same(again, merged)
+    whole = NUM_SPEC.profile(a + b + c)
+    # Moments agree only up to rounding relative to the largest magnitude here; counts exactly.
+    assert np.array_equal(merged.counts, whole.counts) and merged.null_count == whole.null_count
+
+
+def test_huge_values_keep_true_bounds_and_count_non_finite_as_null() -> None:
+    p = NUM_SPEC.profile([1e308, 1e308, -1.7976931348623157e308, 1.0, float("inf"), float("nan")])
+    assert isinstance(p, NumericProfile) and finite_summary(p)
+    assert (p.n, p.null_count) == (4, 2)
+    assert (p.minimum, p.maximum) == (-1.7976931348623157e308, 1e308)
+    assert p.counts[-1] == 2 and p.counts[0] == 1  # still binned by their true values
+
+
+def _with_header(payload: bytes, **changes: object) -> bytes:
+    import orjson
+
+    size = int.from_bytes(payload[4:8], "little")
+    header = {**orjson.loads(payload[8 : 8 + size]), **changes}
+    head = orjson.dumps(header)
+    return payload[:4] + len(head).to_bytes(4, "little") + head + payload[8 + size :]
+
+
+@pytest.mark.parametrize(
+    "change", [{"m2": None}, {"mean": None}, {"mean": "nan"}, {"null_count": -1}, {"minimum": None}]
+)
+def test_decoding_an_invalid_profile_names_where_and_column(change: dict[str, object]) -> None:
+    from monitor.errors import CorruptProfileError
+
+    bad = _with_header(NUM_SPEC.profile([1.0, 2.0]).to_bytes(), **change)
+    with pytest.raises(CorruptProfileError, match="model 'm' window w column 'x'"):
+        profile_from_bytes(bad, where="of model 'm' window w")

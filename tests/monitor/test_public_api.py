@@ -61,6 +61,7 @@ PINNED: dict[str, set[str]] = {
         "parse_slice_key",
         "profile_frame",
         "profile_from_bytes",
+        "profile_spec",
         "profile_subsets",
         "slice_key",
         "spec_from_dict",
