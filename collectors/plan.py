@@ -9,6 +9,7 @@ events are then validated, windowed and sliced as one column-wise table
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,7 +29,7 @@ from collectors.base import (
 )
 from collectors.columnar import fast_table
 from collectors.table import EventTable
-from collectors.validate import validate
+from collectors.validate import utc, validate
 from collectors.windows import (
     GroupKey,
     SliceValues,
@@ -119,6 +120,8 @@ class Planner:
         stored_half: Callable[[str, str], Half | None] = lambda pair_id, kind: None,
         columnar: bool = True,
         chunk: int = CHUNK,
+        max_future_s: float = 300.0,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.adapter = adapter
         self.native = isinstance(adapter, NativeAdapter)
@@ -132,6 +135,8 @@ class Planner:
         self.slices = SliceValues(models)
         self.columnar = columnar  # False: validate every event on its own (the reference path)
         self.chunk = chunk
+        self.max_future_s = max_future_s
+        self.clock = clock
 
     def plan_chunked(
         self,
@@ -175,7 +180,7 @@ class Planner:
                 key_state.offset = record.end
                 self._decode(row, record, plan, decoded)
         plan.end = state
-        self._window(self._table(decoded, plan), plan)
+        self._window(self._drop_future(self._table(decoded, plan), plan), plan)
         return plan
 
     def _decode_all(
@@ -294,6 +299,24 @@ class Planner:
         else:
             del plan.open_halves[key]
         return events
+
+    def _drop_future(self, table: EventTable, plan: Plan) -> EventTable:
+        """Dead-letter records with an event dated past the clock plus `max_future_s`.
+
+        Such a time is a typo (ms for s, a wrong year): kept, it would raise the watermark past
+        the clock and make every later event of its key late. A record's events go together.
+        """
+        future = table.ts > self.clock() + self.max_future_s
+        if not len(table) or not future.any():
+            return table
+        bad = {table.origin[i]: float(table.ts[i]) for i in np.flatnonzero(future).tolist()}
+        for row, ts in sorted(bad.items()):
+            detail = (
+                f"timestamp: {utc(ts).isoformat()} is more than "
+                f"{self.max_future_s:g}s ahead of the clock (collect.max_future_skew)"
+            )
+            plan.dead.append((plan.records[row], Rejection("future_timestamp", detail)))
+        return table.take([i for i, o in enumerate(table.origin) if o not in bad])
 
     def _window(self, table: EventTable, plan: Plan) -> None:
         """Drop late events (raising watermarks), then split the rest into windows and slices."""

@@ -4,7 +4,7 @@ An event is late when its window closed (window end + allowed lateness) at or be
 watermark of its partition/file, the highest event time seen there before it. Windows are
 `[start, start + size)` by event time. Slices are per configured column: the event's metadata
 attribute, or else its feature of that name; values past a model's `max_slice_values` share the
-`__other__` slice.
+`(other)` slice. Keys are written by `monitor.profiles.slice_key`, the one slice-key format.
 """
 
 from __future__ import annotations
@@ -16,15 +16,13 @@ from itertools import chain
 from typing import Any
 
 import numpy as np
-import orjson
 from numpy.typing import NDArray
 
 from collectors.table import EventTable
 from monitor.config import ModelConfig
+from monitor.profiles.slicekeys import OTHER_VALUE, slice_key, value_text
 
 __all__ = ["GroupKey", "SliceValues", "WindowBatch", "WindowKey", "late_rows", "split_windows"]
-
-OTHER = "__other__"
 
 # (model, version, window_start epoch seconds)
 WindowKey = tuple[str, str, float]
@@ -94,7 +92,7 @@ def _rows(parts: list[WindowBatch], starts: NDArray[np.intp], key: str) -> Rows:
 
 
 class SliceValues:
-    """Bounded slice values per (model, column): past the cap a value becomes "__other__"."""
+    """Bounded slice values per (model, column): past the cap a value becomes "(other)"."""
 
     def __init__(self, models: Mapping[str, ModelConfig]) -> None:
         self.models = models
@@ -102,22 +100,22 @@ class SliceValues:
         self.keys: dict[tuple[str, str, object], str] = {}
 
     def key(self, model: str, column: str, value: object) -> str:
-        """The slice key (canonical JSON `{column: value}`) of one value."""
+        """The slice key (`monitor.profiles.slice_key`) of one non-null value."""
         cached = self.keys.get((model, column, value))
         if cached is None:
-            cached = orjson.dumps({column: self._bucket(model, column, value)}).decode()
+            cached = slice_key(column, self._bucket(model, column, value))
             if len(self.keys) > 100_000:  # bounded memory with high-cardinality values
                 self.keys.clear()
             self.keys[(model, column, value)] = cached
         return cached
 
     def _bucket(self, model: str, column: str, value: object) -> str:
-        text = value if isinstance(value, str) else orjson.dumps(value).decode()
+        text = str(value_text(value))
         seen = self.known[(model, column)]
         if text in seen:
             return text
         if len(seen) >= self.models[model].max_slice_values:
-            return OTHER
+            return OTHER_VALUE
         seen.add(text)
         return text
 

@@ -23,7 +23,7 @@ from monitor.daemon.scheduler import window_start
 from monitor.detectors import DriftResult, ThresholdStrategy, evaluate, threshold_strategy
 from monitor.errors import NotFoundError
 from monitor.outcomes import OutcomeResult, evaluate_outcomes
-from monitor.profiles import OVERALL, ProfileSet, profile_from_bytes
+from monitor.profiles import OVERALL, ProfileSet, profile_from_bytes, value_text
 from monitor.results import store_drift_results, store_outcome_results
 from monitor.storage import (
     DriftResultRow,
@@ -280,7 +280,7 @@ class WindowEvaluator:
             scores.append(score)
             for c in cfg.slices:
                 v = (values or {}).get(c)
-                slices[c].append(None if v is None else str(v))
+                slices[c].append(value_text(v))
         if not ys:
             return []
         oc = cfg.outcomes
