@@ -29,7 +29,7 @@ from collectors.base import (
 )
 from collectors.columnar import fast_table
 from collectors.table import EventTable
-from collectors.validate import utc, validate
+from collectors.validate import MAX_DEPTH, check_depth, utc, validate
 from collectors.windows import (
     GroupKey,
     SliceValues,
@@ -196,6 +196,8 @@ class Planner:
         payloads = [r.payload for r in records]
         if max(map(len, payloads)) > self.max_payload:
             return None
+        if max(p.count(b"[") + p.count(b"{") for p in payloads) > MAX_DEPTH:
+            return None  # maybe too deep: checked record by record
         offsets = {k: s.offset for k, s in state.items()}
         for record in records:
             if record.start < offsets.get(record.key, 0):
@@ -228,12 +230,15 @@ class Planner:
                     obj = orjson.loads(payload)
                 except orjson.JSONDecodeError:
                     obj = loads(payload)  # raises the DecodeError that says what is broken
+                check_depth(payload, obj)
                 if type(obj) is dict:
                     out.objects.append(obj)
                     out.object_rows.append(row)
                     return
                 objs = obj if isinstance(obj, list) else [obj]
             else:
+                if payload.count(b"[") + payload.count(b"{") > MAX_DEPTH:
+                    check_depth(payload, loads(payload))
                 objs = list(self.adapter.decode(payload))
             self._events(row, objs, plan, out)
         except DecodeError as err:

@@ -67,6 +67,11 @@ TROUBLE = {
     "boolean prediction": _set("prediction", False),
     "null metadata": _set("metadata", None),
     "numeric slice": _set("metadata", {"region": 3}),
+    "integral float slice": _set("metadata", {"region": 3.0}),
+    "boolean slice": _set("metadata", {"region": True}),
+    "boolean slice feature": _set("features.country", False),
+    "huge feature": _set("features.amount", 1e308),
+    "future time": _set("timestamp", T0 + 200 * 365 * 86400),
     "nested metadata": _set("metadata", {"x": [1]}),
     "unknown model": _set("model", "unknown"),
     "numeric model": _set("model", 7),
@@ -179,12 +184,12 @@ def test_a_clean_batch_takes_the_fast_path_and_a_bad_event_does_not_cost_its_nei
     assert (clean.events, clean.dead) == (50, [])
     assert sum(len(w) for w in clean.windows.values()) == 50
     bad = event(50)
-    bad["features"]["amount"] = True
+    bad["features"]["amount"] = [1]
     records.append(RawRecord("p0", 50, 51, orjson.dumps(bad)))
     mixed = planner(True).plan(records, {})
     assert mixed.events == 50
     assert [(r.start, j.reason, j.detail) for r, j in mixed.dead] == [
-        (50, "wrong_type", "features.amount: expected number, string or null, got boolean")
+        (50, "wrong_type", "features.amount: expected number, string, boolean or null, got array")
     ]
 
 
