@@ -211,9 +211,13 @@ def slice_source(table: EventTable, column: str) -> list[Any]:
     """Each event's value of a slice column: its metadata attribute, else its feature."""
     attr = table.attrs.get(column) or [None] * len(table)
     feature = table.columns.get(column) if not column.startswith("prediction") else None
-    if feature is None:
-        return attr
-    return [a if a is not None else f for a, f in zip(attr, feature, strict=True)]
+    values = attr
+    if feature is not None:
+        values = [a if a is not None else f for a, f in zip(attr, feature, strict=True)]
+    if bool in set(map(type, values)):
+        # True == 1 as a dict key: as text now, so `true` and `1` stay different slices.
+        values = [value_text(v) if type(v) is bool else v for v in values]
+    return values
 
 
 def _slice_rows(attr: list[Any], model: str, column: str, values: SliceValues) -> dict[str, Rows]:

@@ -215,3 +215,20 @@ def test_a_window_profiles_only_the_columns_its_own_events_have() -> None:
             "fraud": ["amount", "country", "note", "prediction"],
             "churn": ["plan", "prediction", "tenure"],
         }
+
+
+def test_boolean_and_integer_slice_values_are_different_slices() -> None:
+    values: list[object] = [1, True, 1.0, False, 0, "true"]
+    records = [
+        RawRecord("p0", i, i + 1, orjson.dumps(event(i, metadata={"region": v})))
+        for i, v in enumerate(values)
+    ]
+    for columnar in (True, False):
+        (window,) = planner(columnar).plan(records, {}).windows.values()
+        counts = {k: window.count(k) for k in window.slices if k.startswith('{"region"')}
+        assert counts == {
+            '{"region":"1"}': 2,
+            '{"region":"true"}': 2,
+            '{"region":"false"}': 1,
+            '{"region":"(other)"}': 1,  # 0: past max_slice_values=3
+        }

@@ -253,3 +253,48 @@ def test_decoding_an_invalid_profile_names_where_and_column(change: dict[str, ob
     bad = _with_header(NUM_SPEC.profile([1.0, 2.0]).to_bytes(), **change)
     with pytest.raises(CorruptProfileError, match="model 'm' window w column 'x'"):
         profile_from_bytes(bad, where="of model 'm' window w")
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (True, "true"),
+        (np.bool_(False), "false"),
+        (3, "3"),
+        (3.0, "3"),
+        (np.int64(3), "3"),
+        (np.float32(2.5), "2.5"),
+        (-0.0, "0"),
+        (0.1, "0.1"),
+        (1e300, "1e+300"),
+        ("eu", "eu"),
+        (None, None),
+        (float("nan"), None),
+        (pd.NA, None),
+    ],
+)
+def test_one_text_per_slice_value(value: object, text: str | None) -> None:
+    from monitor.profiles import slice_key, value_text
+
+    assert value_text(value) == text
+    expected = "(null)" if text is None else text
+    assert slice_key("c", value) == '{"c":"' + expected + '"}'
+
+
+def test_slice_keys_from_text_and_back() -> None:
+    from monitor.profiles import slice_key_from_text, slice_label
+
+    assert slice_key_from_text("overall") == ""
+    assert slice_key_from_text('{"tier": 3.0, "is_new": true}') == '{"is_new":"true","tier":"3"}'
+    assert slice_key_from_text("tier=3, is_new=true") == '{"is_new":"true","tier":"3"}'
+    assert slice_label('{"is_new":"true","tier":"3"}') == "is_new=true,tier=3"
+    assert parse_slice_key('{"tier":3}') == {"tier": "3"}  # keys written before one format
+    for bad in ("{nope", '{"a":[1]}', "region", "=eu"):
+        with pytest.raises(InputError, match="slice"):
+            slice_key_from_text(bad)
+
+
+def test_baseline_slices_of_bool_and_int_columns_use_the_one_format() -> None:
+    frame = pd.DataFrame({"x": [1.0, 2.0, 3.0, 4.0], "b": [True, False, True, None], "t": [3] * 4})
+    ps = profile_frame(frame, specs_for(["x"], frame), ["b", "t"])
+    assert ps.slice_keys == ['{"b":"(null)"}', '{"b":"false"}', '{"b":"true"}', '{"t":"3"}']
