@@ -148,3 +148,12 @@ def test_deeply_nested_json_is_a_too_deep_dead_letter(engine: Engine, depth: int
     assert (result.events, result.dead_letters) == (2, 1)
     with Session(engine) as s:
         assert s.execute(select(DeadLetter.reason)).scalar_one() == "too_deep"
+
+
+def test_a_boolean_in_a_numeric_column_is_a_wrong_type_dead_letter(engine: Engine) -> None:
+    make(engine).ingest(records([with_amount(i, float(i)) for i in range(5)]))
+    result = make(engine).ingest(records([with_amount(5, True), with_amount(6, 2.0)], first=5))
+    assert (result.events, result.dead_letters) == (1, 1)
+    with Session(engine) as s:
+        detail = s.execute(select(DeadLetter.detail)).scalar_one()
+    assert detail == "features.amount: expected number (column is numeric)"
