@@ -134,7 +134,11 @@ def window_profiles(engine: Engine, window: Window, slice_by: Sequence[str]) -> 
                 WindowCount.window_start == window.start,
             )
         ).all()
-    profiles = {(key, col): profile_from_bytes(payload) for key, col, payload in prof_rows}
+    where = f"model '{window.model}' version '{window.version}' window {window.start.isoformat()}"
+    profiles = {
+        (key, col): profile_from_bytes(payload, f"{where} slice {key or 'overall'}")
+        for key, col, payload in prof_rows
+    }
     rows = {key: int(n) for key, n in counts}
     specs = {col: p.spec for (key, col), p in profiles.items() if key == OVERALL}
     return ProfileSet(profiles, rows, tuple(slice_by), specs)

@@ -40,8 +40,8 @@ def encode(profile: Profile) -> bytes:
 def profile_from_bytes(payload: bytes, where: str = "") -> Profile:
     """Decode and validate a profile written by `Profile.to_bytes`.
 
-    CorruptProfileError (naming `where`, e.g. model/window, and the column) when it is not one,
-    or holds what no profile can: negative counts, non-finite sums or moments.
+    CorruptProfileError (naming `where`, e.g. "model 'm' window ...", and the column) when it is
+    not one, or holds what no profile can: negative counts, non-finite sums or moments.
     """
     spec, header, body = _parts(payload, where)
     nb = spec.n_buckets

@@ -252,7 +252,7 @@ def test_decoding_an_invalid_profile_names_where_and_column(change: dict[str, ob
 
     bad = _with_header(NUM_SPEC.profile([1.0, 2.0]).to_bytes(), **change)
     with pytest.raises(CorruptProfileError, match="model 'm' window w column 'x'"):
-        profile_from_bytes(bad, where="of model 'm' window w")
+        profile_from_bytes(bad, where="model 'm' window w")
 
 
 @pytest.mark.parametrize(
