@@ -137,6 +137,7 @@ class Planner:
         self.chunk = chunk
         self.max_future_s = max_future_s
         self.clock = clock
+        self.latest = clock() + max_future_s
 
     def plan_chunked(
         self,
@@ -166,6 +167,7 @@ class Planner:
     ) -> Plan:
         """Plan `records` from the `stored` states; `rejected` records become dead letters."""
         self.rejected = rejected or {}
+        self.latest = self.clock() + self.max_future_s  # later event times are typos
         start = {k: KeyState(s.offset, s.watermark) for k, s in stored.items()}
         plan = Plan(start=start, records=records)
         state = {k: KeyState(s.offset, s.watermark) for k, s in stored.items()}
@@ -253,6 +255,9 @@ class Planner:
         else:
             events = [validate(obj, self.model_names) for obj in objs]
         for event in events:
+            if isinstance(event, LabelEvent) and event.ts > self.latest:
+                raise self._future(event.ts)
+        for event in events:
             if isinstance(event, LabelEvent):
                 plan.labels.append(event)
             else:
@@ -311,17 +316,21 @@ class Planner:
         Such a time is a typo (ms for s, a wrong year): kept, it would raise the watermark past
         the clock and make every later event of its key late. A record's events go together.
         """
-        future = table.ts > self.clock() + self.max_future_s
+        future = table.ts > self.latest
         if not len(table) or not future.any():
             return table
         bad = {table.origin[i]: float(table.ts[i]) for i in np.flatnonzero(future).tolist()}
         for row, ts in sorted(bad.items()):
-            detail = (
-                f"timestamp: {utc(ts).isoformat()} is more than "
-                f"{self.max_future_s:g}s ahead of the clock (collect.max_future_skew)"
-            )
-            plan.dead.append((plan.records[row], Rejection("future_timestamp", detail)))
+            err = self._future(ts)
+            plan.dead.append((plan.records[row], Rejection(err.reason, err.detail)))
         return table.take([i for i, o in enumerate(table.origin) if o not in bad])
+
+    def _future(self, ts: float) -> DecodeError:
+        return DecodeError(
+            "future_timestamp",
+            f"timestamp: {utc(ts).isoformat()} is more than {self.max_future_s:g}s ahead of "
+            "the clock (collect.max_future_skew)",
+        )
 
     def _window(self, table: EventTable, plan: Plan) -> None:
         """Drop late events (raising watermarks), then split the rest into windows and slices."""

@@ -157,3 +157,12 @@ def test_a_boolean_in_a_numeric_column_is_a_wrong_type_dead_letter(engine: Engin
     with Session(engine) as s:
         detail = s.execute(select(DeadLetter.detail)).scalar_one()
     assert detail == "features.amount: expected number (column is numeric)"
+
+
+def test_a_label_dated_in_the_future_is_a_dead_letter_too(engine: Engine) -> None:
+    label = {"request_id": "r1", "model": "fraud", "label": 1, "timestamp": time.time() + 86400}
+    ok = {**label, "request_id": "r2", "timestamp": T0}
+    result = make(engine).ingest(records([orjson.dumps(label), orjson.dumps(ok)]))
+    assert (result.labels, result.dead_letters) == (1, 1)
+    with Session(engine) as s:
+        assert s.execute(select(DeadLetter.reason)).scalar_one() == "future_timestamp"
