@@ -29,7 +29,7 @@ from collectors.base import (
 )
 from collectors.columnar import fast_table
 from collectors.table import EventTable
-from collectors.validate import MAX_DEPTH, check_depth, utc, validate
+from collectors.validate import check_depth, maybe_too_deep, utc, validate
 from collectors.windows import (
     GroupKey,
     SliceValues,
@@ -198,7 +198,7 @@ class Planner:
         payloads = [r.payload for r in records]
         if max(map(len, payloads)) > self.max_payload:
             return None
-        if max(p.count(b"[") + p.count(b"{") for p in payloads) > MAX_DEPTH:
+        if any(map(maybe_too_deep, payloads)):
             return None  # maybe too deep: checked record by record
         offsets = {k: s.offset for k, s in state.items()}
         for record in records:
@@ -239,7 +239,7 @@ class Planner:
                     return
                 objs = obj if isinstance(obj, list) else [obj]
             else:
-                if payload.count(b"[") + payload.count(b"{") > MAX_DEPTH:
+                if maybe_too_deep(payload):
                     check_depth(payload, loads(payload))
                 objs = list(self.adapter.decode(payload))
             self._events(row, objs, plan, out)

@@ -25,13 +25,18 @@ _SCALAR_OUT = frozenset({int, float, str})
 MAX_DEPTH = 64  # no event needs deeper JSON; deeper is an attack or a bug upstream
 
 
+def maybe_too_deep(payload: bytes) -> bool:
+    """Whether `payload` has enough brackets to nest past MAX_DEPTH (one C-level byte scan)."""
+    return payload.count(b"[") + payload.count(b"{") > MAX_DEPTH
+
+
 def check_depth(payload: bytes, obj: object) -> None:
     """DecodeError `too_deep` if `obj` (decoded from `payload`) nests deeper than MAX_DEPTH.
 
     Counting brackets in the bytes is a C-level pass that clears almost every payload at once;
     only a payload with that many brackets has its decoded object walked.
     """
-    if payload.count(b"[") + payload.count(b"{") <= MAX_DEPTH:
+    if not maybe_too_deep(payload):
         return
     stack: list[tuple[Any, int]] = [(obj, 1)]
     while stack:

@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 
 from collectors.table import EventTable
 from monitor.config import ModelConfig
-from monitor.profiles.slicekeys import OTHER_VALUE, slice_key, value_text
+from monitor.profiles import OTHER_VALUE, slice_key, value_text
 
 __all__ = ["GroupKey", "SliceValues", "WindowBatch", "WindowKey", "late_rows", "split_windows"]
 
