@@ -3,8 +3,9 @@
 An event is late when its window closed (window end + allowed lateness) at or before the
 watermark of its partition/file, the highest event time seen there before it. Windows are
 `[start, start + size)` by event time. Slices are per configured column: the event's metadata
-attribute, or else its feature of that name; values past a model's `max_slice_values` share the
-`(other)` slice. Keys are written by `monitor.profiles.slice_key`, the one slice-key format.
+attribute, or else its feature of that name; events with neither are in the `(null)` slice (as
+nulls are in a baseline); values past a model's `max_slice_values` share the `(other)` slice.
+Keys are written by `monitor.profiles.slice_key`, the one slice-key format.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from numpy.typing import NDArray
 
 from collectors.table import EventTable
 from monitor.config import ModelConfig
-from monitor.profiles import OTHER_VALUE, slice_key, value_text
+from monitor.profiles import NULL_VALUE, OTHER_VALUE, slice_key, value_text
 
 __all__ = ["GroupKey", "SliceValues", "WindowBatch", "WindowKey", "late_rows", "split_windows"]
 
@@ -100,7 +101,7 @@ class SliceValues:
         self.keys: dict[tuple[str, str, object], str] = {}
 
     def key(self, model: str, column: str, value: object) -> str:
-        """The slice key (`monitor.profiles.slice_key`) of one non-null value."""
+        """The slice key (`monitor.profiles.slice_key`) of one value (None: the null slice)."""
         cached = self.keys.get((model, column, value))
         if cached is None:
             cached = slice_key(column, self._bucket(model, column, value))
@@ -110,7 +111,8 @@ class SliceValues:
         return cached
 
     def _bucket(self, model: str, column: str, value: object) -> str:
-        text = str(value_text(value))
+        text = value_text(value)
+        text = NULL_VALUE if text is None else text
         seen = self.known[(model, column)]
         if text in seen:
             return text
@@ -203,8 +205,7 @@ def _first_seen(
             if not single:
                 seen = [v for v, m in zip(seen, events_model, strict=True) if m == model]
             for value in dict.fromkeys(seen):
-                if value is not None:
-                    values.key(model, column, value)
+                values.key(model, column, value)
 
 
 def slice_source(table: EventTable, column: str) -> list[Any]:
@@ -221,12 +222,11 @@ def slice_source(table: EventTable, column: str) -> list[Any]:
 
 
 def _slice_rows(attr: list[Any], model: str, column: str, values: SliceValues) -> dict[str, Rows]:
-    """Rows per slice key of one slice column's values (events without one are in no slice)."""
-    distinct = [v for v in dict.fromkeys(attr) if v is not None]
-    keys = {v: values.key(model, column, v) for v in distinct}
+    """Rows per slice key of one slice column's values (events without one: the null slice)."""
+    keys = {v: values.key(model, column, v) for v in dict.fromkeys(attr)}
     order = list(dict.fromkeys(keys.values()))
-    if len(order) == 1 and None not in attr:
+    if len(order) == 1:
         return {order[0]: None}
     code_of = {v: order.index(k) for v, k in keys.items()}
-    codes = np.fromiter((code_of.get(v, -1) for v in attr), np.intp, len(attr))
+    codes = np.fromiter(map(code_of.__getitem__, attr), np.intp, len(attr))
     return {k: np.flatnonzero(codes == i) for i, k in enumerate(order)}

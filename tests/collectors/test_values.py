@@ -166,3 +166,16 @@ def test_a_label_dated_in_the_future_is_a_dead_letter_too(engine: Engine) -> Non
     assert (result.labels, result.dead_letters) == (1, 1)
     with Session(engine) as s:
         assert s.execute(select(DeadLetter.reason)).scalar_one() == "future_timestamp"
+
+
+def test_events_without_a_slice_value_are_in_the_null_slice_like_a_baselines_nulls(
+    engine: Engine,
+) -> None:
+    batch = [
+        orjson.dumps(event(i, metadata={"region": "eu"} if i % 2 else {"region": None}))
+        for i in range(6)
+    ]
+    make(engine).ingest(records(batch))
+    assert aggregated(engine, slice_key='{"region":"eu"}') == 3
+    assert aggregated(engine, slice_key='{"region":"(null)"}') == 3
+    assert aggregated(engine, slice_key='{"tier":"(null)"}') == 6  # no event carries a tier
