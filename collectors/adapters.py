@@ -53,6 +53,8 @@ def loads(payload: bytes) -> Any:
             raise DecodeError(
                 "invalid_utf8", f"payload: {uerr.reason} at byte {uerr.start}"
             ) from None
+        if "depth limit" in str(exc):
+            raise DecodeError("too_deep", f"payload: {exc}") from None
         raise DecodeError("invalid_json", f"payload: {exc}") from None
 
 

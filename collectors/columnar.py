@@ -25,7 +25,7 @@ __all__ = ["fast_table"]
 
 _FIELDS = itemgetter("request_id", "model", "model_version", "timestamp", "features", "prediction")
 _NONE = type(None)
-_VALUES = frozenset({int, float, str, _NONE})
+_VALUES = frozenset({int, float, str, bool, _NONE})
 _PREDICTIONS = frozenset({int, float, str})
 _NUMBERS = frozenset({int, float})
 

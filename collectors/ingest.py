@@ -99,6 +99,7 @@ class Ingestor:
             self.settings.allowed_lateness.total_seconds(),
             self.settings.max_payload_bytes,
             functools.partial(stored_half, engine, source),
+            max_future_s=self.settings.max_future_skew.total_seconds(),
         )
         self.states: dict[str, KeyState] = {}
         self.sleep = sleep

@@ -12,6 +12,7 @@ from monitor.profiles import (
     ColumnSpec,
     Profile,
     profile_from_bytes,
+    profile_spec,
     profile_subsets,
     spec_from_reference,
 )
@@ -37,7 +38,7 @@ class MonitorProfileBackend:
         return spec_from_reference(column, present, kind="numeric" if numeric else "categorical")
 
     def spec_of(self, payload: bytes) -> ColumnSpec:
-        return profile_from_bytes(payload).spec
+        return profile_spec(payload)
 
     def build(
         self,

@@ -9,6 +9,7 @@ events are then validated, windowed and sliced as one column-wise table
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,7 +29,7 @@ from collectors.base import (
 )
 from collectors.columnar import fast_table
 from collectors.table import EventTable
-from collectors.validate import validate
+from collectors.validate import check_depth, maybe_too_deep, utc, validate
 from collectors.windows import (
     GroupKey,
     SliceValues,
@@ -119,6 +120,8 @@ class Planner:
         stored_half: Callable[[str, str], Half | None] = lambda pair_id, kind: None,
         columnar: bool = True,
         chunk: int = CHUNK,
+        max_future_s: float = 300.0,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.adapter = adapter
         self.native = isinstance(adapter, NativeAdapter)
@@ -132,6 +135,9 @@ class Planner:
         self.slices = SliceValues(models)
         self.columnar = columnar  # False: validate every event on its own (the reference path)
         self.chunk = chunk
+        self.max_future_s = max_future_s
+        self.clock = clock
+        self.latest = clock() + max_future_s
 
     def plan_chunked(
         self,
@@ -161,6 +167,7 @@ class Planner:
     ) -> Plan:
         """Plan `records` from the `stored` states; `rejected` records become dead letters."""
         self.rejected = rejected or {}
+        self.latest = self.clock() + self.max_future_s  # later event times are typos
         start = {k: KeyState(s.offset, s.watermark) for k, s in stored.items()}
         plan = Plan(start=start, records=records)
         state = {k: KeyState(s.offset, s.watermark) for k, s in stored.items()}
@@ -175,7 +182,7 @@ class Planner:
                 key_state.offset = record.end
                 self._decode(row, record, plan, decoded)
         plan.end = state
-        self._window(self._table(decoded, plan), plan)
+        self._window(self._drop_future(self._table(decoded, plan), plan), plan)
         return plan
 
     def _decode_all(
@@ -191,6 +198,8 @@ class Planner:
         payloads = [r.payload for r in records]
         if max(map(len, payloads)) > self.max_payload:
             return None
+        if any(map(maybe_too_deep, payloads)):
+            return None  # maybe too deep: checked record by record
         offsets = {k: s.offset for k, s in state.items()}
         for record in records:
             if record.start < offsets.get(record.key, 0):
@@ -223,12 +232,15 @@ class Planner:
                     obj = orjson.loads(payload)
                 except orjson.JSONDecodeError:
                     obj = loads(payload)  # raises the DecodeError that says what is broken
+                check_depth(payload, obj)
                 if type(obj) is dict:
                     out.objects.append(obj)
                     out.object_rows.append(row)
                     return
                 objs = obj if isinstance(obj, list) else [obj]
             else:
+                if maybe_too_deep(payload):
+                    check_depth(payload, loads(payload))
                 objs = list(self.adapter.decode(payload))
             self._events(row, objs, plan, out)
         except DecodeError as err:
@@ -242,6 +254,9 @@ class Planner:
             raise DecodeError("empty", "payload: no events")
         else:
             events = [validate(obj, self.model_names) for obj in objs]
+        for event in events:
+            if isinstance(event, LabelEvent) and event.ts > self.latest:
+                raise self._future(event.ts)
         for event in events:
             if isinstance(event, LabelEvent):
                 plan.labels.append(event)
@@ -294,6 +309,28 @@ class Planner:
         else:
             del plan.open_halves[key]
         return events
+
+    def _drop_future(self, table: EventTable, plan: Plan) -> EventTable:
+        """Dead-letter records with an event dated past the clock plus `max_future_s`.
+
+        Such a time is a typo (ms for s, a wrong year): kept, it would raise the watermark past
+        the clock and make every later event of its key late. A record's events go together.
+        """
+        future = table.ts > self.latest
+        if not len(table) or not future.any():
+            return table
+        bad = {table.origin[i]: float(table.ts[i]) for i in np.flatnonzero(future).tolist()}
+        for row, ts in sorted(bad.items()):
+            err = self._future(ts)
+            plan.dead.append((plan.records[row], Rejection(err.reason, err.detail)))
+        return table.take([i for i, o in enumerate(table.origin) if o not in bad])
+
+    def _future(self, ts: float) -> DecodeError:
+        return DecodeError(
+            "future_timestamp",
+            f"timestamp: {utc(ts).isoformat()} is more than {self.max_future_s:g}s ahead of "
+            "the clock (collect.max_future_skew)",
+        )
 
     def _window(self, table: EventTable, plan: Plan) -> None:
         """Drop late events (raising watermarks), then split the rest into windows and slices."""

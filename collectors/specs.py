@@ -26,6 +26,7 @@ from collectors.windows import WindowBatch
 from monitor.storage import Baseline, BaselineProfile, Model, ModelVersion, WindowProfile
 
 SpecKey = tuple[str, str, str]  # (model, version, column)
+_NOT_NUMBERS = frozenset({str, bool})  # a boolean is categorical, never silently 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,18 +38,18 @@ class BuiltProfile:
 
 
 def kind_mismatches(plan: Plan, resolver: SpecResolver) -> dict[tuple[str, int], Rejection]:
-    """Records holding a string in a column whose known spec is numeric."""
+    """Records holding a string or boolean in a column whose known spec is numeric."""
     bad: dict[tuple[str, int], Rejection] = {}
     for (model, version, _), window in plan.windows.items():
         for column, values in window.columns.items():
-            if str not in window.types[column]:
+            if not _NOT_NUMBERS & window.types[column]:
                 continue
             if resolver.kind_of(model, version, column) != "numeric":
                 continue
             where = column if column.startswith("prediction") else f"features.{column}"
             reason = Rejection("wrong_type", f"{where}: expected number (column is numeric)")
             for i, value in enumerate(values):
-                if type(value) is str:
+                if type(value) in _NOT_NUMBERS:
                     bad[plan.origin(window.origin[i])] = reason
     return bad
 

@@ -9,6 +9,7 @@ transaction back and the batch is planned again from the stored state.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -21,8 +22,11 @@ from collectors.plan import GroupKey, KeyState, Plan, WindowKey
 from collectors.profiling import ProfileBackend
 from collectors.specs import BuiltProfile
 from collectors.validate import utc
+from monitor.errors import CorruptProfileError
 from monitor.storage import DeadLetter, IngestCounter, SourcePosition, WindowCount, WindowProfile
 from monitor.storage.base import utcnow
+
+log = logging.getLogger(__name__)
 
 
 class StalePlan(Exception):
@@ -140,10 +144,30 @@ def merge_profiles(
                 row = {"slice_key": slice_key, "column": column, "kind": prof.kind}
                 new.append({**row, "n": prof.profile.n, "payload": prof.profile.to_bytes()})
                 continue
-            merged = backend.load(payload).merge(prof.profile)
+            merged = _merged(backend, payload, prof.profile, (*wkey, slice_key, column))
             key = {"k_slice": slice_key, "k_column": column}
             changed.append({**key, "v_n": merged.n, "v_payload": merged.to_bytes()})
         _write_window_rows(session, table, wkey, window_s, now, new, changed)
+
+
+def _merged(
+    backend: ProfileBackend, payload: bytes, batch: Any, where: tuple[str, str, float, str, str]
+) -> Any:
+    """The stored profile merged with the batch's; a corrupt stored one is started afresh.
+
+    A profile written by an older version with non-finite moments (stored as JSON null) can
+    never merge again: keeping it would fail every later batch of its window forever.
+    """
+    try:
+        return backend.load(payload).merge(batch)
+    except CorruptProfileError as exc:
+        model, version, start, slice_key, column = where
+        log.warning(
+            "model %r version %r window %s slice %r column %r: %s; the window's profile of "
+            "this column starts afresh from this batch",
+            model, version, utc(start).isoformat(), slice_key, column, exc,
+        )  # fmt: skip
+        return batch
 
 
 def merge_counts(session: Session, plan: Plan, window_s: float) -> None:

@@ -1,8 +1,9 @@
 """Validation of decoded objects into prediction and label events.
 
 Reason codes (stored on dead letters): `missing_field`, `wrong_type`, `invalid_timestamp`,
-`unknown_model`. Details name the offending field, e.g. "features.amount: expected number,
-string or null, got list".
+`unknown_model`, `too_deep` (JSON nested deeper than MAX_DEPTH); the planner adds
+`future_timestamp`. Details name the offending field, e.g. "features.amount: expected number,
+string, boolean or null, got list".
 """
 
 from __future__ import annotations
@@ -13,11 +14,39 @@ from typing import Any
 
 from collectors.base import DecodeError, Event, LabelEvent, PredictionEvent
 
-_SCALARS = (int, float, str)
+_SCALARS = (int, float, str)  # bool is an int subclass: booleans are feature values too
 MAX_TIMESTAMP = 32503680000  # the year 3000: later times are typos (ms for s)
-# Exact types (bool is an int subclass but not a feature value): the fast path of validation.
-_SCALAR_TYPES = frozenset({int, float, str, type(None)})
+# Exact types of feature and metadata values: the fast path of validation. Booleans are
+# categorical ("true"/"false", as a pandas bool column of a baseline).
+_SCALAR_TYPES = frozenset({int, float, str, bool, type(None)})
 _SCALAR_OUT = frozenset({int, float, str})
+
+
+MAX_DEPTH = 64  # no event needs deeper JSON; deeper is an attack or a bug upstream
+
+
+def maybe_too_deep(payload: bytes) -> bool:
+    """Whether `payload` has enough brackets to nest past MAX_DEPTH (one C-level byte scan)."""
+    return payload.count(b"[") + payload.count(b"{") > MAX_DEPTH
+
+
+def check_depth(payload: bytes, obj: object) -> None:
+    """DecodeError `too_deep` if `obj` (decoded from `payload`) nests deeper than MAX_DEPTH.
+
+    Counting brackets in the bytes is a C-level pass that clears almost every payload at once;
+    only a payload with that many brackets has its decoded object walked.
+    """
+    if not maybe_too_deep(payload):
+        return
+    stack: list[tuple[Any, int]] = [(obj, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if not isinstance(item, dict | list):
+            continue
+        if depth > MAX_DEPTH:
+            raise DecodeError("too_deep", f"payload: JSON nested deeper than {MAX_DEPTH} levels")
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children)
 
 
 def _type_name(value: object) -> str:
@@ -70,10 +99,10 @@ def _scalar_map(obj: dict[str, Any], name: str) -> dict[str, Any]:
     if _SCALAR_TYPES.issuperset(map(type, value.values())):
         return value
     for key, item in value.items():
-        if item is not None and (isinstance(item, bool) or not isinstance(item, _SCALARS)):
+        if item is not None and not isinstance(item, _SCALARS):
             raise DecodeError(
                 "wrong_type",
-                f"{name}.{key}: expected number, string or null, got {_type_name(item)}",
+                f"{name}.{key}: expected number, string, boolean or null, got {_type_name(item)}",
             )
     return value
 

@@ -3,8 +3,9 @@
 An event is late when its window closed (window end + allowed lateness) at or before the
 watermark of its partition/file, the highest event time seen there before it. Windows are
 `[start, start + size)` by event time. Slices are per configured column: the event's metadata
-attribute, or else its feature of that name; values past a model's `max_slice_values` share the
-`__other__` slice.
+attribute, or else its feature of that name; events with neither are in the `(null)` slice (as
+nulls are in a baseline); values past a model's `max_slice_values` share the `(other)` slice.
+Keys are written by `monitor.profiles.slice_key`, the one slice-key format.
 """
 
 from __future__ import annotations
@@ -16,15 +17,13 @@ from itertools import chain
 from typing import Any
 
 import numpy as np
-import orjson
 from numpy.typing import NDArray
 
 from collectors.table import EventTable
 from monitor.config import ModelConfig
+from monitor.profiles import NULL_VALUE, OTHER_VALUE, slice_key, value_text
 
 __all__ = ["GroupKey", "SliceValues", "WindowBatch", "WindowKey", "late_rows", "split_windows"]
-
-OTHER = "__other__"
 
 # (model, version, window_start epoch seconds)
 WindowKey = tuple[str, str, float]
@@ -94,7 +93,7 @@ def _rows(parts: list[WindowBatch], starts: NDArray[np.intp], key: str) -> Rows:
 
 
 class SliceValues:
-    """Bounded slice values per (model, column): past the cap a value becomes "__other__"."""
+    """Bounded slice values per (model, column): past the cap a value becomes "(other)"."""
 
     def __init__(self, models: Mapping[str, ModelConfig]) -> None:
         self.models = models
@@ -102,22 +101,23 @@ class SliceValues:
         self.keys: dict[tuple[str, str, object], str] = {}
 
     def key(self, model: str, column: str, value: object) -> str:
-        """The slice key (canonical JSON `{column: value}`) of one value."""
+        """The slice key (`monitor.profiles.slice_key`) of one value (None: the null slice)."""
         cached = self.keys.get((model, column, value))
         if cached is None:
-            cached = orjson.dumps({column: self._bucket(model, column, value)}).decode()
+            cached = slice_key(column, self._bucket(model, column, value))
             if len(self.keys) > 100_000:  # bounded memory with high-cardinality values
                 self.keys.clear()
             self.keys[(model, column, value)] = cached
         return cached
 
     def _bucket(self, model: str, column: str, value: object) -> str:
-        text = value if isinstance(value, str) else orjson.dumps(value).decode()
+        text = value_text(value)
+        text = NULL_VALUE if text is None else text
         seen = self.known[(model, column)]
         if text in seen:
             return text
         if len(seen) >= self.models[model].max_slice_values:
-            return OTHER
+            return OTHER_VALUE
         seen.add(text)
         return text
 
@@ -205,26 +205,28 @@ def _first_seen(
             if not single:
                 seen = [v for v, m in zip(seen, events_model, strict=True) if m == model]
             for value in dict.fromkeys(seen):
-                if value is not None:
-                    values.key(model, column, value)
+                values.key(model, column, value)
 
 
 def slice_source(table: EventTable, column: str) -> list[Any]:
     """Each event's value of a slice column: its metadata attribute, else its feature."""
     attr = table.attrs.get(column) or [None] * len(table)
     feature = table.columns.get(column) if not column.startswith("prediction") else None
-    if feature is None:
-        return attr
-    return [a if a is not None else f for a, f in zip(attr, feature, strict=True)]
+    values = attr
+    if feature is not None:
+        values = [a if a is not None else f for a, f in zip(attr, feature, strict=True)]
+    if bool in set(map(type, values)):
+        # True == 1 as a dict key: as text now, so `true` and `1` stay different slices.
+        values = [value_text(v) if type(v) is bool else v for v in values]
+    return values
 
 
 def _slice_rows(attr: list[Any], model: str, column: str, values: SliceValues) -> dict[str, Rows]:
-    """Rows per slice key of one slice column's values (events without one are in no slice)."""
-    distinct = [v for v in dict.fromkeys(attr) if v is not None]
-    keys = {v: values.key(model, column, v) for v in distinct}
+    """Rows per slice key of one slice column's values (events without one: the null slice)."""
+    keys = {v: values.key(model, column, v) for v in dict.fromkeys(attr)}
     order = list(dict.fromkeys(keys.values()))
-    if len(order) == 1 and None not in attr:
+    if len(order) == 1:
         return {order[0]: None}
     code_of = {v: order.index(k) for v, k in keys.items()}
-    codes = np.fromiter((code_of.get(v, -1) for v in attr), np.intp, len(attr))
+    codes = np.fromiter(map(code_of.__getitem__, attr), np.intp, len(attr))
     return {k: np.flatnonzero(codes == i) for i, k in enumerate(order)}

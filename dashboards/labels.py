@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Iterable
 
 from monitor.config import ModelConfig
+from monitor.errors import InputError
+from monitor.profiles import OTHER_VALUE, parse_slice_key, slice_key_from_text
 
 OTHER = "other"
 ALL_SLICES = "all"
@@ -40,23 +41,18 @@ class LabelLimiter:
 
 
 def slice_pairs(slice_key: str) -> list[tuple[str, str]] | None:
-    """(column, value) pairs of a slice key, or None when it is malformed.
+    """(column, value text) pairs of a slice key, or None when it is malformed.
 
-    Accepts the collectors' canonical JSON (``{"region": "eu"}``) and the display form
-    (``region=eu`` or ``region=eu,channel=web``).
+    Accepts the stored key (``{"region":"eu"}``) and the display form (``region=eu`` or
+    ``region=eu,channel=web``); values are in the one slice-key format (`monitor.profiles`).
     """
-    if slice_key.startswith("{"):
-        try:
-            parsed = json.loads(slice_key)
-        except ValueError:
-            return None
-        if not isinstance(parsed, dict) or not parsed:
-            return None
-        return sorted((str(k), str(v)) for k, v in parsed.items())
-    pairs = [part.partition("=") for part in slice_key.split(",")]
-    if any(not col or not sep or not value for col, sep, value in pairs):
+    try:
+        parsed = parse_slice_key(slice_key_from_text(slice_key))
+    except InputError:
         return None
-    return sorted((col, value) for col, _, value in pairs)
+    if parsed is None or not all(parsed.values()):
+        return None
+    return sorted(parsed.items())
 
 
 class SliceLabels:
@@ -66,7 +62,7 @@ class SliceLabels:
     ``region=eu``); an empty key is the whole window (label ``all``). A key naming a column
     that is not among the model's configured `slices`, a key for an unconfigured model, or a
     malformed key maps to ``other``. Past the model's `max_slice_values` distinct values per
-    column combination, new values map to ``region=other``.
+    column combination, new values map to ``region=(other)``, the slice-key format's "other".
     """
 
     def __init__(self, models: Iterable[ModelConfig]) -> None:
@@ -86,5 +82,5 @@ class SliceLabels:
         values = "\x00".join(v for _, v in pairs)
         admitted = self._limiter.limit(f"{model}\x00{columns}", values, config.max_slice_values)
         if admitted == OTHER:
-            return ",".join(f"{c}={OTHER}" for c, _ in pairs)
+            return ",".join(f"{c}={OTHER_VALUE}" for c, _ in pairs)
         return ",".join(f"{c}={v}" for c, v in pairs)

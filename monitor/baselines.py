@@ -131,7 +131,10 @@ def load_stored_baseline(
         row = None if mv is None else _find(session, mv.id, name)
         if row is None:
             raise NotFoundError(f"no baseline '{name}' for model '{model}' version '{version}'")
-        profiles = {(p.slice_key, p.column): profile_from_bytes(p.payload) for p in row.profiles}
+        where = f"baseline '{name}' of model '{model}' version '{version}'"
+        profiles = {
+            (p.slice_key, p.column): profile_from_bytes(p.payload, where) for p in row.profiles
+        }
         rows = {str(k): int(v) for k, v in row.settings.get("rows", {OVERALL: row.n_rows}).items()}
         overall = {col: p.spec for (key, col), p in profiles.items() if key == OVERALL}
         order = row.settings.get("columns") or sorted(overall)

@@ -7,7 +7,8 @@ catch them idiomatically::
     ModelwatchError(Exception)
     ├── ConfigError(ValueError)            bad YAML, unknown or invalid key (names file and key)
     ├── InputError(ValueError)             bad data file, missing column, unreadable input
-    │   └── SchemaMismatchError            model inputs/outputs do not match the data
+    │   ├── SchemaMismatchError            model inputs/outputs do not match the data
+    │   └── CorruptProfileError            a stored profile fails validation (non-finite, bad shape)
     ├── NotFoundError(LookupError)         unknown model, version, baseline, run
     ├── ConflictError(ValueError)          duplicate registration, state that forbids the action
     ├── StorageError(RuntimeError)         database unreachable or not at the expected schema
@@ -21,6 +22,7 @@ from __future__ import annotations
 __all__ = [
     "ConfigError",
     "ConflictError",
+    "CorruptProfileError",
     "InputError",
     "ModelwatchError",
     "NotFoundError",
@@ -52,6 +54,10 @@ class InputError(ModelwatchError, ValueError):
 
 class SchemaMismatchError(InputError):
     """Data and model (or two models) disagree on inputs or outputs."""
+
+
+class CorruptProfileError(InputError):
+    """A stored profile is unreadable or holds impossible values; names where it is stored."""
 
 
 class NotFoundError(ModelwatchError, LookupError):

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-import orjson
 from sqlalchemy import Table
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 
 from monitor.detectors import DriftResult
 from monitor.errors import InputError
+from monitor.profiles import key_of
 from monitor.storage import DriftResultRow, OutcomeResultRow, transaction, utcnow
 
 if TYPE_CHECKING:
@@ -22,11 +22,9 @@ _DRIFT_KEY = ["model", "version", "window_start", "slice_key", "column", "method
 _OUTCOME_KEY = ["model", "version", "window_start", "slice_key", "metric"]
 
 
-def slice_key_of(slice_: dict[str, str] | None) -> str:
-    """The stored slice key of a result's slice ("" for overall)."""
-    if slice_ is None:
-        return ""
-    return orjson.dumps(slice_, option=orjson.OPT_SORT_KEYS).decode()
+def slice_key_of(slice_: Mapping[str, Any] | None) -> str:
+    """The stored slice key of a result's slice ("" for overall): the one slice-key format."""
+    return key_of(slice_)
 
 
 def store_drift_results(

@@ -28,6 +28,7 @@ PINNED: dict[str, set[str]] = {
     "monitor.errors": {
         "ConfigError",
         "ConflictError",
+        "CorruptProfileError",
         "InputError",
         "ModelwatchError",
         "NotFoundError",

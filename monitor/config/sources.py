@@ -58,6 +58,9 @@ class CollectConfig(StrictModel):
     window: Duration = timedelta(hours=1)
     # A late event whose window ended less than this before the watermark still updates it.
     allowed_lateness: Duration = timedelta(minutes=10)
+    # Events dated further than this ahead of the wall clock are dead letters
+    # (`future_timestamp`): one mistyped time must not move a watermark into the future.
+    max_future_skew: Duration = timedelta(minutes=5)
     # Predictions wait this long (event time) for labels, and labels for predictions.
     label_horizon: Duration = timedelta(days=1)
     join_labels: bool = True
@@ -73,6 +76,13 @@ class CollectConfig(StrictModel):
     # most db_retry_timeout in total before the collector gives up.
     db_retry_backoff_max: Duration = timedelta(seconds=5)
     db_retry_timeout: Duration = timedelta(minutes=10)
+
+    @field_validator("max_future_skew")
+    @classmethod
+    def _not_negative(cls, value: timedelta) -> timedelta:
+        if value < timedelta(0):
+            raise ValueError("must not be negative")
+        return value
 
     @field_validator("window", "label_horizon")
     @classmethod

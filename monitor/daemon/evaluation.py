@@ -23,7 +23,7 @@ from monitor.daemon.scheduler import window_start
 from monitor.detectors import DriftResult, ThresholdStrategy, evaluate, threshold_strategy
 from monitor.errors import NotFoundError
 from monitor.outcomes import OutcomeResult, evaluate_outcomes
-from monitor.profiles import OVERALL, ProfileSet, profile_from_bytes
+from monitor.profiles import OVERALL, ProfileSet, profile_from_bytes, value_text
 from monitor.results import store_drift_results, store_outcome_results
 from monitor.storage import (
     DriftResultRow,
@@ -134,7 +134,11 @@ def window_profiles(engine: Engine, window: Window, slice_by: Sequence[str]) -> 
                 WindowCount.window_start == window.start,
             )
         ).all()
-    profiles = {(key, col): profile_from_bytes(payload) for key, col, payload in prof_rows}
+    where = f"model '{window.model}' version '{window.version}' window {window.start.isoformat()}"
+    profiles = {
+        (key, col): profile_from_bytes(payload, f"{where} slice {key or 'overall'}")
+        for key, col, payload in prof_rows
+    }
     rows = {key: int(n) for key, n in counts}
     specs = {col: p.spec for (key, col), p in profiles.items() if key == OVERALL}
     return ProfileSet(profiles, rows, tuple(slice_by), specs)
@@ -280,7 +284,7 @@ class WindowEvaluator:
             scores.append(score)
             for c in cfg.slices:
                 v = (values or {}).get(c)
-                slices[c].append(None if v is None else str(v))
+                slices[c].append(value_text(v))
         if not ys:
             return []
         oc = cfg.outcomes

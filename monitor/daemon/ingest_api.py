@@ -8,6 +8,7 @@ Each event is one record: a bad event is a dead letter, the others count.
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict
 from typing import Annotated, Any
 
@@ -124,8 +125,24 @@ def _parse(body: bytes) -> Any:
         raise InputError(f"body: invalid JSON: {exc}") from None
 
 
+# orjson writes at most 254 levels; a payload past orjson's 1024-level read limit is one the
+# collector dead-letters as `too_deep`, like any event nested past collectors' MAX_DEPTH.
+_TOO_DEEP = b"[" * 1100 + b"]" * 1100
+
+
+def _dump(item: Any) -> bytes:
+    """One event as its own payload; a deeply nested one still becomes a (dead-letter) record."""
+    try:
+        return orjson.dumps(item)
+    except orjson.JSONEncodeError:
+        try:
+            return json.dumps(item, separators=(",", ":")).encode()
+        except (RecursionError, ValueError):
+            return _TOO_DEEP
+
+
 def _dump_all(items: list[Any]) -> list[bytes]:
-    return [orjson.dumps(item) for item in items]
+    return [_dump(item) for item in items]
 
 
 def _native(body: bytes) -> tuple[list[bytes], str | None]:
@@ -152,7 +169,7 @@ def _binary_cloudevent(request: Request, body: bytes) -> bytes:
         event["data"] = orjson.loads(body) if body else None
     except orjson.JSONDecodeError:
         event["data"] = body.decode("utf-8", "replace")
-    return orjson.dumps(event)
+    return _dump(event)
 
 
 def _payloads(request: Request, body: bytes) -> tuple[str, list[bytes], str | None]:

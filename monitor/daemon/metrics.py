@@ -16,6 +16,7 @@ from sqlalchemy.engine import Engine
 
 from dashboards.metrics import ModelwatchMetrics
 from monitor.daemon.signals import latest_rows
+from monitor.profiles import key_of
 from monitor.storage import (
     AlertNotification,
     DeadLetter,
@@ -116,7 +117,5 @@ class MetricsPublisher:
                     )
 
 
-def _slice_key(slice_: dict[str, str] | None) -> str | None:
-    from monitor.results import slice_key_of
-
-    return slice_key_of(slice_) if slice_ else None
+def _slice_key(slice_: dict[str, Any] | None) -> str | None:
+    return key_of(slice_) or None

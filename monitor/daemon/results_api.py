@@ -10,7 +10,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-import orjson
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel
 from sqlalchemy import exists, func, select
@@ -19,6 +18,7 @@ from sqlalchemy.orm import Session
 from monitor.daemon.auth import requires
 from monitor.daemon.common import daemon, errors
 from monitor.errors import InputError, NotFoundError
+from monitor.profiles import parse_slice_key, slice_key_from_text
 from monitor.storage import DriftResultRow, Model, OutcomeResultRow, transaction
 
 router = APIRouter(tags=["results"])
@@ -111,26 +111,6 @@ def _filters(
     )
 
 
-def slice_key(text: str) -> str:
-    """The stored slice key of a `slice` query value; InputError naming the parameter."""
-    text = text.strip()
-    if text in ("", "overall"):
-        return ""
-    if text.startswith("{"):
-        try:
-            parsed = orjson.loads(text)
-        except orjson.JSONDecodeError:
-            raise InputError(f"slice: not valid JSON: {text!r}") from None
-        if not isinstance(parsed, dict) or not all(isinstance(v, str) for v in parsed.values()):
-            raise InputError('slice: use a JSON object of strings such as {"region":"eu"}')
-    else:
-        name, sep, value = text.partition("=")
-        if not sep or not name.strip():
-            raise InputError(f"slice: use col=value or a JSON object, not {text!r}")
-        parsed = {name.strip(): value.strip()}
-    return orjson.dumps(parsed, option=orjson.OPT_SORT_KEYS).decode()
-
-
 def _check_time(name: str, value: datetime | None) -> None:
     if value is not None and value.tzinfo is None:
         raise InputError(f"{name}: give a timezone offset (e.g. 2026-01-01T00:00:00Z)")
@@ -159,7 +139,7 @@ def _query(
     if f.version is not None:
         conds.append(table.version == f.version)
     if f.slice is not None:
-        conds.append(table.slice_key == slice_key(f.slice))
+        conds.append(table.slice_key == slice_key_from_text(f.slice))
     if f.status is not None:
         conds.append(table.status == f.status)
     conds += [getattr(table, k) == v for k, v in extra.items() if v is not None]
@@ -179,7 +159,7 @@ def _common(row: Any) -> dict[str, Any]:
         "version": row.version,
         "window_start": row.window_start,
         "window_end": row.window_end,
-        "slice": orjson.loads(row.slice_key) if row.slice_key else None,
+        "slice": parse_slice_key(row.slice_key),
         "status": row.status,
         "value": row.value,
         "computed_at": row.computed_at,

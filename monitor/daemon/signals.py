@@ -10,20 +10,12 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-import orjson
 from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
 from alerts import Signal
+from monitor.profiles import slice_label
 from monitor.storage import DriftResultRow, GateRun, OutcomeResultRow, session_factory
-
-
-def slice_label(slice_key: str) -> str:
-    """'' for overall, else 'col=value' (joined with ',' for several columns)."""
-    if not slice_key:
-        return ""
-    parsed: dict[str, Any] = orjson.loads(slice_key)
-    return ",".join(f"{k}={v}" for k, v in sorted(parsed.items()))
 
 
 def latest_rows(engine: Engine, table: Any, model: str) -> list[Any]:

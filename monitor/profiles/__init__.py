@@ -8,17 +8,21 @@ exactly and detectors compare like with like.
 from __future__ import annotations
 
 from monitor.profiles.categorical import CategoricalProfile
-from monitor.profiles.codec import profile_from_bytes
-from monitor.profiles.dataset import (
-    OVERALL,
-    ProfileSet,
-    parse_slice_key,
-    profile_frame,
-    profile_subsets,
-    slice_key,
-)
+from monitor.profiles.codec import profile_from_bytes, profile_spec
+from monitor.profiles.dataset import ProfileSet, profile_frame, profile_subsets
 from monitor.profiles.kinds import Profile
 from monitor.profiles.numeric import NumericProfile
+from monitor.profiles.slicekeys import (
+    NULL_VALUE,
+    OTHER_VALUE,
+    OVERALL,
+    key_of,
+    parse_slice_key,
+    slice_key,
+    slice_key_from_text,
+    slice_label,
+    value_text,
+)
 from monitor.profiles.spec import (
     DEFAULT_BINS,
     DEFAULT_TOP_K,
@@ -31,18 +35,25 @@ from monitor.profiles.spec import (
 __all__ = [
     "DEFAULT_BINS",
     "DEFAULT_TOP_K",
+    "NULL_VALUE",
+    "OTHER_VALUE",
     "OVERALL",
     "CategoricalProfile",
     "ColumnSpec",
     "NumericProfile",
     "Profile",
     "ProfileSet",
+    "key_of",
     "parse_slice_key",
     "profile_frame",
     "profile_from_bytes",
+    "profile_spec",
     "profile_subsets",
     "slice_key",
+    "slice_key_from_text",
+    "slice_label",
     "spec_from_dict",
     "spec_from_reference",
     "specs_for",
+    "value_text",
 ]

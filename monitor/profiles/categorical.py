@@ -11,18 +11,14 @@ from numpy.typing import NDArray
 
 from monitor.errors import InputError
 from monitor.profiles.numeric import _check_same_spec
+from monitor.profiles.slicekeys import value_text
 from monitor.profiles.spec import ColumnSpec
 
 
 def category_label(value: Any) -> str:
-    """The canonical string of a category value (bools as 'True'/'False', numbers via str)."""
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    return str(value)
+    """The canonical text of a non-null category value: the slice-key text (`value_text`)."""
+    text = value_text(value)
+    return "nan" if text is None else text
 
 
 def _factorize(values: Any) -> tuple[NDArray[np.intp], list[str]]:

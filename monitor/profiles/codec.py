@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import math
 import struct
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import orjson
 
-from monitor.errors import InputError
+from monitor.errors import CorruptProfileError
 from monitor.profiles.categorical import CategoricalProfile
 from monitor.profiles.numeric import NumericProfile
-from monitor.profiles.spec import spec_from_dict
+from monitor.profiles.spec import ColumnSpec, spec_from_dict
 
 if TYPE_CHECKING:
     from monitor.profiles.kinds import Profile
@@ -36,34 +37,73 @@ def encode(profile: Profile) -> bytes:
     return MAGIC + _LEN.pack(len(head)) + head + b"".join(arrays)
 
 
-def profile_from_bytes(payload: bytes) -> Profile:
-    """Decode a profile written by `Profile.to_bytes`; InputError if it is not one."""
+def profile_from_bytes(payload: bytes, where: str = "") -> Profile:
+    """Decode and validate a profile written by `Profile.to_bytes`.
+
+    CorruptProfileError (naming `where`, e.g. "model 'm' window ...", and the column) when it is
+    not one, or holds what no profile can: negative counts, non-finite sums or moments.
+    """
+    spec, header, body = _parts(payload, where)
+    nb = spec.n_buckets
+    counts = np.frombuffer(body, dtype="<i8", count=nb).astype(np.int64)
+    null_count = header.get("null_count")
+    if type(null_count) is not int or null_count < 0 or bool((counts < 0).any()):
+        raise _corrupt(where, spec.column, "negative or missing counts")
+    if spec.kind == "categorical":
+        return CategoricalProfile(spec, counts, null_count)
+    sums = np.frombuffer(body, dtype="<f8", offset=nb * 8).astype(np.float64)
+    mean, m2 = header.get("mean"), header.get("m2")
+    for name, value in (("mean", mean), ("m2", m2)):
+        if not _is_finite(value):
+            raise _corrupt(where, spec.column, f"{name} is {value!r}")
+    if not np.isfinite(sums).all():
+        raise _corrupt(where, spec.column, "non-finite bin sums")
+    return NumericProfile(
+        spec=spec,
+        counts=counts,
+        sums=sums,
+        null_count=null_count,
+        minimum=_bound(header.get("minimum"), where, spec.column),
+        maximum=_bound(header.get("maximum"), where, spec.column),
+        mean=float(mean),  # type: ignore[arg-type]
+        m2=max(float(m2), 0.0),  # type: ignore[arg-type]
+    )
+
+
+def profile_spec(payload: bytes, where: str = "") -> ColumnSpec:
+    """The spec a stored profile was built on (its header only; its values are not checked)."""
+    return _parts(payload, where)[0]
+
+
+def _parts(payload: bytes, where: str) -> tuple[ColumnSpec, dict[str, Any], bytes]:
     if payload[:4] != MAGIC or len(payload) < 8:
-        raise InputError("not a modelwatch profile payload (bad magic)")
+        raise _corrupt(where, None, "not a modelwatch profile payload (bad magic)")
     (size,) = _LEN.unpack_from(payload, 4)
     try:
         header = orjson.loads(payload[8 : 8 + size])
         spec = spec_from_dict(header["spec"])
-    except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
-        raise InputError(f"corrupt profile payload header: {exc}") from None
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise _corrupt(where, None, f"corrupt header: {exc}") from None
     body = payload[8 + size :]
-    nb = spec.n_buckets
-    expected = nb * 8 * (2 if spec.kind == "numeric" else 1)
-    if len(body) != expected:
-        raise InputError(f"corrupt profile payload for column '{spec.column}': bad length")
-    counts = np.frombuffer(body, dtype="<i8", count=nb).astype(np.int64)
-    if spec.kind == "categorical":
-        return CategoricalProfile(spec, counts, int(header["null_count"]))
-    return NumericProfile(
-        spec=spec,
-        counts=counts,
-        sums=np.frombuffer(body, dtype="<f8", offset=nb * 8).astype(np.float64),
-        null_count=int(header["null_count"]),
-        minimum=float(header["minimum"]),
-        maximum=float(header["maximum"]),
-        mean=float(header["mean"]),
-        m2=float(header["m2"]),
-    )
+    expected = spec.n_buckets * 8 * (2 if spec.kind == "numeric" else 1)
+    if len(body) != expected or not isinstance(header, dict):
+        raise _corrupt(where, spec.column, "bad length")
+    return spec, header, body
+
+
+def _corrupt(where: str, column: str | None, why: str) -> CorruptProfileError:
+    place = " ".join(p for p in (where, f"column '{column}'" if column else "") if p)
+    return CorruptProfileError(f"stored profile{' of ' + place if place else ''} is invalid: {why}")
+
+
+def _is_finite(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _bound(value: object, where: str, column: str) -> float:
+    if _is_finite(value) or value in ("inf", "-inf"):
+        return float(value)  # type: ignore[arg-type]
+    raise _corrupt(where, column, f"minimum/maximum is {value!r}")
 
 
 def _finite_or_str(value: float) -> float | str:

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import orjson
 from numpy.typing import NDArray
 
 from monitor.errors import ConflictError, InputError
@@ -15,29 +14,12 @@ from monitor.profiles.categorical import category_label, encode_categorical, pro
 from monitor.profiles.kinds import Profile
 from monitor.profiles.numeric import as_float_array, encode_numeric, profile_encoded
 from monitor.profiles.parallel import map_columns
+from monitor.profiles.slicekeys import NULL_VALUE, OTHER_VALUE, OVERALL, slice_key
 from monitor.profiles.spec import ColumnSpec
 
-OVERALL = ""
-NULL_SLICE = "(null)"
-OTHER_SLICE = "(other)"
 DEFAULT_MAX_SLICE_VALUES = 50
 
 Key = tuple[str, str]  # (slice_key, column)
-
-
-def slice_key(column: str, value: str) -> str:
-    """Canonical JSON of one slice, e.g. ``{"region":"eu"}``."""
-    return orjson.dumps({column: value}, option=orjson.OPT_SORT_KEYS).decode()
-
-
-def parse_slice_key(key: str) -> dict[str, str] | None:
-    """Inverse of `slice_key`; None for the overall key ""."""
-    if key == OVERALL:
-        return None
-    data = orjson.loads(key)
-    if not isinstance(data, dict):
-        raise InputError(f"bad slice key {key!r}")
-    return {str(k): str(v) for k, v in data.items()}
 
 
 @dataclass(frozen=True)
@@ -160,14 +142,14 @@ def _slice_positions(
     import pandas as pd
 
     codes, uniques = pd.factorize(values, use_na_sentinel=True)
-    labels = [category_label(u) for u in np.asarray(uniques)] + [NULL_SLICE]
+    labels = [category_label(u) for u in np.asarray(uniques)] + [NULL_VALUE]
     codes = np.where(codes < 0, len(labels) - 1, codes)
     counts = np.bincount(codes, minlength=len(labels))
     ranked = sorted((i for i in range(len(labels)) if counts[i]), key=lambda i: -counts[i])
     keep = set(ranked[:max_values])
     if len(ranked) > max_values:
         codes = np.where(np.isin(codes, list(keep)), codes, len(labels))
-        labels.append(OTHER_SLICE)
+        labels.append(OTHER_VALUE)
         keep.add(len(labels) - 1)
     order = np.argsort(codes, kind="stable")
     bounds = np.searchsorted(codes[order], np.arange(len(labels) + 1))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,6 +72,7 @@ class NumericProfile:
     ``counts``/``sums`` follow the spec's buckets (underflow, interior bins, overflow). Nulls
     are None, NaN and ±inf. ``mean``/``m2`` are over non-null values and merge with Chan's
     parallel update, so merging is exact for counts and exact up to float rounding otherwise.
+    Sums and moments see values clamped to ±MOMENT_LIMIT, so they are always finite.
     """
 
     spec: ColumnSpec
@@ -85,6 +87,9 @@ class NumericProfile:
     def __post_init__(self) -> None:
         if self.counts.shape != (self.spec.n_buckets,) or self.sums.shape != self.counts.shape:
             raise InputError(f"column '{self.spec.column}': profile arrays do not match its spec")
+        if not (math.isfinite(self.mean) and math.isfinite(self.m2)):
+            # JSON would store NaN/inf as null, which no later merge can read back.
+            raise InputError(f"column '{self.spec.column}': non-finite mean or m2")
 
     @property
     def kind(self) -> str:
@@ -147,9 +152,13 @@ def profile_encoded(
     all_counts = np.bincount(idx, minlength=nb + 1)
     null_count = int(all_counts[nb])
     valid = x if null_count == 0 else x[idx < nb]
+    n = valid.size
+    minimum = float(valid.min()) if n else float("inf")
+    maximum = float(valid.max()) if n else float("-inf")
+    if n and (maximum > MOMENT_LIMIT or minimum < -MOMENT_LIMIT):
+        x, valid = clamp_moments(x), clamp_moments(valid)
     weights = x if null_count == 0 else np.where(idx < nb, x, 0.0)
     sums = np.bincount(idx, weights=weights, minlength=nb + 1)[:nb]
-    n = valid.size
     mean = float(sums.sum() / n) if n else 0.0
     centred = valid - mean
     m2 = float(np.dot(centred, centred)) if n else 0.0
@@ -158,11 +167,22 @@ def profile_encoded(
         counts=all_counts[:nb].astype(np.int64),
         sums=sums.astype(np.float64),
         null_count=null_count,
-        minimum=float(valid.min()) if n else float("inf"),
-        maximum=float(valid.max()) if n else float("-inf"),
+        minimum=minimum,
+        maximum=maximum,
         mean=mean,
         m2=m2,
     )
+
+
+# Sums and moments see values clamped to ±MOMENT_LIMIT: with at most 2**63 values, per-bin
+# sums stay below 1e120 and m2 below 1e221, so no sum, mean, m2 or merge of them can overflow
+# to inf (and then to NaN). Histogram counts, min and max keep the true values.
+MOMENT_LIMIT = 1e100
+
+
+def clamp_moments(x: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Values as sums and moments see them: finite ones clamped to ±MOMENT_LIMIT."""
+    return np.clip(x, -MOMENT_LIMIT, MOMENT_LIMIT)
 
 
 def _check_same_spec(a: Any, b: Any) -> None:

@@ -77,3 +77,28 @@ def test_collect_config_errors_are_one_line(tmp_path: Path) -> None:
     assert out.returncode == 2 and "unknown format 'avro'" in out.stderr
     assert "'sources[0].format'" in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_jsonl_with_a_future_event_huge_values_and_deep_json_collects_every_normal_line(
+    tmp_path: Path, database_url: str
+) -> None:
+    from tests.collectors.conftest import T0, event
+
+    lines = [orjson.dumps(event(0, ts=T0 + 200 * 365 * 86400))]  # 200 years ahead
+    for i in range(1, 150):
+        e = event(i)
+        if i % 10 == 0:  # huge numbers (that once poisoned a window) and booleans are values
+            e["features"].update(amount=[1e200, 1e308][i % 20 // 10], is_new=i % 20 == 0)
+        lines.append(orjson.dumps(e))
+    lines.append(b'{"model": "fraud", "x": ' + b"[" * 300 + b"]" * 300 + b"}")
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "a.jsonl").write_bytes(b"".join(line + b"\n" for line in lines))
+    source = {"name": "logs", "type": "jsonl", "path": str(tmp_path / "logs" / "*.jsonl")}
+    cfg = write_config(tmp_path / "mw.yaml", database_url, [source])
+    assert run_cli("db", "upgrade", "--config", str(cfg)).returncode == 0
+    for _ in range(2):  # a restart finds stored profiles it can still merge into
+        done = run_cli("collect", "--config", str(cfg), "--until-caught-up", timeout=120)
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    out = run_cli("status", "--config", str(cfg), "--json")
+    src = json.loads(out.stdout)["sources"][0]
+    assert (src["events"], src["dead_letters"], src["late"]) == (149, 2, 0)

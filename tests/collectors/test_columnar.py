@@ -67,6 +67,11 @@ TROUBLE = {
     "boolean prediction": _set("prediction", False),
     "null metadata": _set("metadata", None),
     "numeric slice": _set("metadata", {"region": 3}),
+    "integral float slice": _set("metadata", {"region": 3.0}),
+    "boolean slice": _set("metadata", {"region": True}),
+    "boolean slice feature": _set("features.country", False),
+    "huge feature": _set("features.amount", 1e308),
+    "future time": _set("timestamp", T0 + 200 * 365 * 86400),
     "nested metadata": _set("metadata", {"x": [1]}),
     "unknown model": _set("model", "unknown"),
     "numeric model": _set("model", 7),
@@ -179,12 +184,12 @@ def test_a_clean_batch_takes_the_fast_path_and_a_bad_event_does_not_cost_its_nei
     assert (clean.events, clean.dead) == (50, [])
     assert sum(len(w) for w in clean.windows.values()) == 50
     bad = event(50)
-    bad["features"]["amount"] = True
+    bad["features"]["amount"] = [1]
     records.append(RawRecord("p0", 50, 51, orjson.dumps(bad)))
     mixed = planner(True).plan(records, {})
     assert mixed.events == 50
     assert [(r.start, j.reason, j.detail) for r, j in mixed.dead] == [
-        (50, "wrong_type", "features.amount: expected number, string or null, got boolean")
+        (50, "wrong_type", "features.amount: expected number, string, boolean or null, got array")
     ]
 
 
@@ -209,4 +214,21 @@ def test_a_window_profiles_only_the_columns_its_own_events_have() -> None:
         assert columns == {
             "fraud": ["amount", "country", "note", "prediction"],
             "churn": ["plan", "prediction", "tenure"],
+        }
+
+
+def test_boolean_and_integer_slice_values_are_different_slices() -> None:
+    values: list[object] = [1, True, 1.0, False, 0, "true"]
+    records = [
+        RawRecord("p0", i, i + 1, orjson.dumps(event(i, metadata={"region": v})))
+        for i, v in enumerate(values)
+    ]
+    for columnar in (True, False):
+        (window,) = planner(columnar).plan(records, {}).windows.values()
+        counts = {k: window.count(k) for k in window.slices if k.startswith('{"region"')}
+        assert counts == {
+            '{"region":"1"}': 2,
+            '{"region":"true"}': 2,
+            '{"region":"false"}': 1,
+            '{"region":"(other)"}': 1,  # 0: past max_slice_values=3
         }

@@ -302,3 +302,26 @@ def test_concurrent_retries_on_two_replicas_count_once(
     assert (accepted, duplicates) == (60, 180)
     assert totals(tmp_path)[0] == 60
     assert window_events(tmp_path) == 60
+
+
+def test_huge_boolean_future_and_deeply_nested_events_never_500(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    deep: Any = 1
+    for _ in range(300):
+        deep = [deep]
+    batch = [
+        event(40),
+        event(41, features={"amount": 1e308, "country": "de"}),
+        event(42, features={"amount": 1e200, "country": "fr", "is_new": True}),
+        event(43, timestamp="2226-01-01T00:00:00Z"),  # 200 years ahead
+        {**event(44), "extra": deep},
+    ]
+    resp = post(server, batch)
+    assert resp.status_code == 200, resp.text
+    assert (resp.json()["accepted"], resp.json()["dead_letters"]) == (3, 2)
+    again = post(server, [event(45, features={"amount": -1.7e308, "country": "de"})])
+    assert again.status_code == 200 and again.json()["accepted"] == 1  # window still writable
+    with transaction(db_engine(tmp_path)) as s:
+        reasons = sorted(s.scalars(select(DeadLetter.reason)).all())
+    assert reasons == ["future_timestamp", "too_deep"]

@@ -71,6 +71,6 @@ def test_slice_labels_only_from_configured_slices(
 def test_slice_values_past_the_models_cap_go_to_column_other(models: list[ModelConfig]) -> None:
     labels = SliceLabels(models)  # max_slice_values=3
     got = [labels.label("fraud", f"region={r}") for r in ["eu", "us", "apac", "latam", "eu"]]
-    assert got == ["region=eu", "region=us", "region=apac", "region=other", "region=eu"]
+    assert got == ["region=eu", "region=us", "region=apac", "region=(other)", "region=eu"]
     # The cap is per column: another column still has room.
     assert labels.label("fraud", "channel=web") == "channel=web"

@@ -36,7 +36,7 @@ def test_drift_gauges_use_bounded_slice_labels(
         if s.name == "modelwatch_drift_score"
         for s in s.samples
     }
-    assert slices == {"region=eu", "region=us", "region=apac", "region=other", "other"}
+    assert slices == {"region=eu", "region=us", "region=apac", "region=(other)", "other"}
     base = {"model": "fraud", "version": "3", "column": "amount", "method": "psi"}
     assert value(registry, "modelwatch_drift_score", slice="region=us", **base) == pytest.approx(
         0.1

@@ -199,3 +199,102 @@ def test_profile_sets_with_other_slicing_refuse_to_merge(rng: np.random.Generato
     a: ProfileSet = profile_frame(df, specs, ["region"])
     with pytest.raises(ConflictError, match="sliced by"):
         a.merge(profile_frame(df, specs))
+
+
+huge = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([1e200, -1e200, 1e308, -1.7976931348623157e308, 5e-324]),
+    st.none(),
+)
+
+
+def finite_summary(p: NumericProfile) -> bool:
+    return bool(np.isfinite([p.mean, p.m2]).all() and np.isfinite(p.sums).all() and p.m2 >= 0)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(huge, max_size=40), st.lists(huge, max_size=40), st.lists(huge, max_size=40))
+def test_merge_of_huge_and_non_finite_values_stays_finite_and_round_trips(
+    a: list[float], b: list[float], c: list[float]
+) -> None:
+    parts = [NUM_SPEC.profile(v) for v in (a, b, c)]
+    merged = parts[0].merge(parts[1]).merge(parts[2])  # type: ignore[arg-type]
+    assert isinstance(merged, NumericProfile) and finite_summary(merged)
+    again = profile_from_bytes(merged.to_bytes())
+    assert isinstance(again, NumericProfile) and same(again, merged)
+    whole = NUM_SPEC.profile(a + b + c)
+    # Moments agree only up to rounding relative to the largest magnitude here; counts exactly.
+    assert np.array_equal(merged.counts, whole.counts) and merged.null_count == whole.null_count
+
+
+def test_huge_values_keep_true_bounds_and_count_non_finite_as_null() -> None:
+    p = NUM_SPEC.profile([1e308, 1e308, -1.7976931348623157e308, 1.0, float("inf"), float("nan")])
+    assert isinstance(p, NumericProfile) and finite_summary(p)
+    assert (p.n, p.null_count) == (4, 2)
+    assert (p.minimum, p.maximum) == (-1.7976931348623157e308, 1e308)
+    assert p.counts[-1] == 2 and p.counts[0] == 1  # still binned by their true values
+
+
+def _with_header(payload: bytes, **changes: object) -> bytes:
+    import orjson
+
+    size = int.from_bytes(payload[4:8], "little")
+    header = {**orjson.loads(payload[8 : 8 + size]), **changes}
+    head = orjson.dumps(header)
+    return payload[:4] + len(head).to_bytes(4, "little") + head + payload[8 + size :]
+
+
+@pytest.mark.parametrize(
+    "change", [{"m2": None}, {"mean": None}, {"mean": "nan"}, {"null_count": -1}, {"minimum": None}]
+)
+def test_decoding_an_invalid_profile_names_where_and_column(change: dict[str, object]) -> None:
+    from monitor.errors import CorruptProfileError
+
+    bad = _with_header(NUM_SPEC.profile([1.0, 2.0]).to_bytes(), **change)
+    with pytest.raises(CorruptProfileError, match="model 'm' window w column 'x'"):
+        profile_from_bytes(bad, where="model 'm' window w")
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (True, "true"),
+        (np.bool_(False), "false"),
+        (3, "3"),
+        (3.0, "3"),
+        (np.int64(3), "3"),
+        (np.float32(2.5), "2.5"),
+        (-0.0, "0"),
+        (0.1, "0.1"),
+        (1e300, "1e+300"),
+        ("eu", "eu"),
+        (None, None),
+        (float("nan"), None),
+        (pd.NA, None),
+    ],
+)
+def test_one_text_per_slice_value(value: object, text: str | None) -> None:
+    from monitor.profiles import slice_key, value_text
+
+    assert value_text(value) == text
+    expected = "(null)" if text is None else text
+    assert slice_key("c", value) == '{"c":"' + expected + '"}'
+
+
+def test_slice_keys_from_text_and_back() -> None:
+    from monitor.profiles import slice_key_from_text, slice_label
+
+    assert slice_key_from_text("overall") == ""
+    assert slice_key_from_text('{"tier": 3.0, "is_new": true}') == '{"is_new":"true","tier":"3"}'
+    assert slice_key_from_text("tier=3, is_new=true") == '{"is_new":"true","tier":"3"}'
+    assert slice_label('{"is_new":"true","tier":"3"}') == "is_new=true,tier=3"
+    assert parse_slice_key('{"tier":3}') == {"tier": "3"}  # keys written before one format
+    for bad in ("{nope", '{"a":[1]}', "region", "=eu"):
+        with pytest.raises(InputError, match="slice"):
+            slice_key_from_text(bad)
+
+
+def test_baseline_slices_of_bool_and_int_columns_use_the_one_format() -> None:
+    frame = pd.DataFrame({"x": [1.0, 2.0, 3.0, 4.0], "b": [True, False, True, None], "t": [3] * 4})
+    ps = profile_frame(frame, specs_for(["x"], frame), ["b", "t"])
+    assert ps.slice_keys == ['{"b":"(null)"}', '{"b":"false"}', '{"b":"true"}', '{"t":"3"}']
