@@ -65,3 +65,8 @@ class SchedulerConfig(StrictModel):
     retention_days: int = Field(default=90, ge=1)
     # A job claimed by a replica that died is taken over after this long.
     lease_s: float = Field(default=300.0, gt=0)
+    # A failing item of a job (a window, a model) is retried after retry_initial_s, doubling
+    # per failure up to retry_max_s; after `failing_after` failures in a row /readyz reports it.
+    retry_initial_s: float = Field(default=30.0, gt=0)
+    retry_max_s: float = Field(default=3600.0, gt=0)
+    failing_after: int = Field(default=3, ge=1)
