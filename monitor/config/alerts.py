@@ -24,9 +24,17 @@ SIGNAL_KINDS = (
     "ingest_lag",
     "dead_letter_rate",
     "no_data",
+    "evaluation_failed",
 )
 SignalKindName = Literal[
-    "drift", "drift_count", "outcome", "guard", "ingest_lag", "dead_letter_rate", "no_data"
+    "drift",
+    "drift_count",
+    "outcome",
+    "guard",
+    "ingest_lag",
+    "dead_letter_rate",
+    "no_data",
+    "evaluation_failed",
 ]
 RECEIVER_TYPES = ("webhook", "slack", "pagerduty", "alertmanager")
 
