@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TypeVar
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.engine import Engine
 
-from monitor.storage import JobFailure, session_factory, transaction, utcnow
+from monitor.storage import JobFailure, JobRun, session_factory, transaction, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -207,3 +207,14 @@ def failing_jobs(engine: Engine, at_least: int) -> dict[str, str]:
         for f in list_failures(engine)
         if f.failures >= at_least
     }
+
+
+def last_successes(engine: Engine) -> dict[str, datetime]:
+    """When each scheduled job last finished without an error (any replica)."""
+    stmt = (
+        select(JobRun.job, func.max(JobRun.finished_at))
+        .where(JobRun.status == "done")
+        .group_by(JobRun.job)
+    )
+    with session_factory(engine)() as s:
+        return {job: at for job, at in s.execute(stmt) if at is not None}

@@ -17,7 +17,6 @@ from sqlalchemy.engine import Engine
 from alerts import Signal
 from monitor.storage import DriftResultRow, GateRun, OutcomeResultRow, session_factory
 
-
 FIRING_DRIFT = ("drift", "missing")
 
 

@@ -25,7 +25,9 @@ class SupervisedComponent(Component):
     """Runs `target(stop)` on a thread; when it raises (or returns unasked) it is restarted.
 
     Restarts wait `backoff` (doubling per failure in a row; a run that lasted `stable_s`
-    resets the count) and call `on_restart(name)`. `problem()` says why it is degraded.
+    resets the count) and call `on_restart(name)`. `on_death(name, error)` is told of each
+    death, `on_recovered(name)` once a restarted run has lasted `stable_s`. `problem()` says
+    why it is degraded.
     """
 
     def __init__(
@@ -35,10 +37,15 @@ class SupervisedComponent(Component):
         on_restart: Callable[[str], None] | None = None,
         backoff: Backoff | None = None,
         stable_s: float = 60.0,
+        on_death: Callable[[str, str], None] | None = None,
+        on_recovered: Callable[[str], None] | None = None,
     ) -> None:
         self.name = name
         self._target = target
         self._on_restart = on_restart
+        self._on_death = on_death
+        self._on_recovered = on_recovered
+        self._deaths = 0
         self._backoff = backoff or Backoff(initial_s=1.0, max_s=60.0)
         self._stable_s = stable_s
         self._stop = threading.Event()
@@ -60,13 +67,32 @@ class SupervisedComponent(Component):
                 return
             failures = 1 if time.monotonic() - started >= self._stable_s else failures + 1
             self._error = error
+            self._deaths += 1
+            self._tell(self._on_death, error)
             if self._stop.wait(self._backoff.delay(failures).total_seconds()):
                 return
             self.restarts += 1
             log.warning("component %s restarting (restart %d)", self.name, self.restarts)
-            if self._on_restart is not None:
-                self._on_restart(self.name)
+            self._tell(self._on_restart)
             self._error = None
+            self._watch_recovery(self._deaths)
+
+    def _watch_recovery(self, deaths: int) -> None:
+        def check() -> None:
+            if self._deaths == deaths and not self._stop.is_set():
+                self._tell(self._on_recovered)
+
+        timer = threading.Timer(self._stable_s, check)
+        timer.daemon = True
+        timer.start()
+
+    def _tell(self, hook: Callable[..., None] | None, *args: str) -> None:
+        if hook is None:
+            return
+        try:
+            hook(self.name, *args)
+        except Exception as exc:  # a hook (a database write) must not kill the supervisor
+            log.warning("component %s: hook failed: %s", self.name, redact(exc))
 
     def _run_once(self) -> str | None:
         """Run the target once; None when it ended because it was asked to stop."""

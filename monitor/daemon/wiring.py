@@ -28,7 +28,7 @@ from monitor.daemon.scheduler import JobSpec
 from monitor.daemon.service import Component, Service
 from monitor.daemon.signals import drift_signals, guard_signals, outcome_signals
 from monitor.daemon.supervisor import SupervisedComponent
-from monitor.failures import Backoff, Isolation
+from monitor.failures import Backoff, Isolation, clear_failure, record_failure
 from monitor.storage import utcnow
 
 log = logging.getLogger(__name__)
@@ -44,11 +44,38 @@ MONITOR_KINDS = (
     "no_data",
 )
 ALERTS_JOB = "alerts"
+COMPONENTS_JOB = "components"
 SignalsOf = Callable[[datetime], list[Signal]]
 
 
+class ComponentHealth:
+    """Hooks of supervised components: count restarts; record deaths in `job_failures`
+    (job `components`, item the component) so /readyz and `modelwatch status` show them."""
+
+    def __init__(self, engine: Engine, metrics: ModelwatchMetrics | None = None) -> None:
+        self.engine = engine
+        self.metrics = metrics
+
+    def supervise(
+        self, name: str, target: Callable[[threading.Event], None]
+    ) -> SupervisedComponent:
+        return SupervisedComponent(
+            name,
+            target,
+            on_restart=self.metrics.record_component_restart if self.metrics else None,
+            on_death=self.died,
+            on_recovered=self.recovered,
+        )
+
+    def died(self, name: str, error: str) -> None:
+        record_failure(self.engine, COMPONENTS_JOB, name, error, Backoff(1.0, 60.0))
+
+    def recovered(self, name: str) -> None:
+        clear_failure(self.engine, COMPONENTS_JOB, name)
+
+
 def collectors_components(
-    engine: Engine, config: Config, on_restart: Callable[[str], None] | None = None
+    engine: Engine, config: Config, health: ComponentHealth | None = None
 ) -> list[SupervisedComponent]:
     """One supervised component per configured source (`collectors:<source>`), so a source
     that dies is restarted alone and never stops the others."""
@@ -58,10 +85,9 @@ def collectors_components(
         one = config.model_copy(update={"sources": [source_config]})
         run(engine, one, state=RunState(stop=stop))
 
+    health = health or ComponentHealth(engine)
     return [
-        SupervisedComponent(
-            f"collectors:{src.name}", functools.partial(loop, src), on_restart=on_restart
-        )
+        health.supervise(f"collectors:{src.name}", functools.partial(loop, src))
         for src in config.sources
     ]
 
@@ -77,7 +103,7 @@ def rollback_handler(engine: Engine) -> Callable[[dict[str, Any]], None]:
 
 
 def delivery_component(
-    engine: Engine, config: Config, on_restart: Callable[[str], None] | None = None
+    engine: Engine, config: Config, health: ComponentHealth | None = None
 ) -> SupervisedComponent:
     """Sends the alert outbox, and performs rollback actions; restarted when it dies."""
 
@@ -88,7 +114,7 @@ def delivery_component(
             )
             worker.run(stop)
 
-    return SupervisedComponent("delivery", loop, on_restart=on_restart)
+    return (health or ComponentHealth(engine)).supervise("delivery", loop)
 
 
 class Monitoring:
@@ -177,10 +203,10 @@ def build_service(
     metrics = ModelwatchMetrics(registry, config.models)
     monitoring = Monitoring(engine, config, metrics)
     jobs = [JobSpec(EVALUATE_JOB, monitoring, config.scheduler.evaluate_interval_s)]
-    restarted = metrics.record_component_restart
-    components: list[Component] = [*collectors_components(engine, config, restarted)]
+    health = ComponentHealth(engine, metrics)
+    components: list[Component] = [*collectors_components(engine, config, health)]
     if config.alerts.receivers:
-        components.append(delivery_component(engine, config, restarted))
+        components.append(delivery_component(engine, config, health))
     return Service(
         config=config,
         engine=engine,
