@@ -26,8 +26,8 @@ class SupervisedComponent(Component):
 
     Restarts wait `backoff` (doubling per failure in a row; a run that lasted `stable_s`
     resets the count) and call `on_restart(name)`. `on_death(name, error)` is told of each
-    death, `on_recovered(name)` once a restarted run has lasted `stable_s`. `problem()` says
-    why it is degraded.
+    death (when it is restarted), `on_recovered(name)` once a restarted run has lasted
+    `stable_s`. `problem()` says why it is degraded.
     """
 
     def __init__(
@@ -68,11 +68,12 @@ class SupervisedComponent(Component):
             failures = 1 if time.monotonic() - started >= self._stable_s else failures + 1
             self._error = error
             self._deaths += 1
-            self._tell(self._on_death, error)
             if self._stop.wait(self._backoff.delay(failures).total_seconds()):
                 return
             self.restarts += 1
             log.warning("component %s restarting (restart %d)", self.name, self.restarts)
+            # Told now, not at death: a death by outage could not be recorded while it lasts.
+            self._tell(self._on_death, error)
             self._tell(self._on_restart)
             self._error = None
             self._watch_recovery(self._deaths)
