@@ -10,22 +10,12 @@ from __future__ import annotations
 import re
 import string
 from datetime import timedelta
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from monitor.config.base import StrictModel
 
-SIGNAL_KINDS = (
-    "drift",
-    "drift_count",
-    "outcome",
-    "guard",
-    "ingest_lag",
-    "dead_letter_rate",
-    "no_data",
-    "evaluation_failed",
-)
 SignalKindName = Literal[
     "drift",
     "drift_count",
@@ -36,6 +26,7 @@ SignalKindName = Literal[
     "no_data",
     "evaluation_failed",
 ]
+SIGNAL_KINDS: tuple[str, ...] = get_args(SignalKindName)
 RECEIVER_TYPES = ("webhook", "slack", "pagerduty", "alertmanager")
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")

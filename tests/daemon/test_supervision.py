@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -92,16 +92,6 @@ def _outage_then_delivery(engine: Engine, outage: Callable[[], None]) -> None:
     assert receiver.received.rejected == []
     [death] = [f for f in list_failures(engine) if f.job == "components"]
     assert death.item == "delivery" and death.failures >= 1 and "://" not in death.error
-
-
-@pytest.fixture
-def own_postgres() -> Iterator[PostgresServer]:
-    server = PostgresServer()
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def test_delivery_survives_a_postgresql_restart(
