@@ -14,10 +14,12 @@ from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
 from dashboards.metrics import ModelwatchMetrics
+from monitor.baselines import load_baseline
 from monitor.config import Config, parse_config
 from monitor.daemon.wiring import Monitoring
 from monitor.failures import list_failures
-from monitor.storage import AlertState, DriftResultRow, session_factory
+from monitor.profiles import profile_from_bytes
+from monitor.storage import AlertState, DriftResultRow, WindowProfile, session_factory
 from tests.daemon.isolation_data import START, WINDOW, baseline, events, ingest, poison_window
 
 FEATURES = ["f0", "f1"]
@@ -153,3 +155,27 @@ def test_windows_on_a_replaced_baseline_are_still_compared(engine: Engine) -> No
     assert {r.column for r in fraud} == set(FEATURES)
     assert {r.status for r in fraud} == {"ok"}, [(r.column, r.value) for r in fraud]
     assert list_failures(engine) == []
+
+
+def test_a_new_version_uses_the_models_baseline_for_specs_and_comparison(engine: Engine) -> None:
+    config = _config(str(engine.url))
+    baseline(engine, "fraud", FEATURES)  # version 1 only
+    two = [{**e, "model_version": "2"} for e in events("fraud", FEATURES, 1, 300)]
+    ingest(engine, config.models, two)
+    Monitoring(engine, config)(now=datetime.now(UTC))
+    results = [r for r in _results(engine, "fraud") if r.version == "2"]
+    assert {r.column for r in results if r.method == "wasserstein"} == set(FEATURES)
+    assert {r.status for r in results if r.method == "wasserstein"} <= {"ok", "drift"}
+    assert list_failures(engine) == []
+    with session_factory(engine)() as s:
+        payload = s.scalars(
+            select(WindowProfile.payload).where(
+                WindowProfile.version == "2",
+                WindowProfile.column == "f0",
+                WindowProfile.slice_key == "",
+            )
+        ).one()
+    ref = load_baseline(engine, "fraud", "1")
+    assert profile_from_bytes(payload).spec == ref.specs["f0"], (
+        "window built on the baseline's edges"
+    )
