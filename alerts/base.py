@@ -17,8 +17,16 @@ from typing import Any, Literal, Protocol, get_args
 
 from monitor.errors import InputError
 
+# The one list of kinds: config checks rule kinds against it at load (monitor/daemon/names.py).
 SignalKind = Literal[
-    "drift", "drift_count", "outcome", "guard", "ingest_lag", "dead_letter_rate", "no_data"
+    "drift",
+    "drift_count",
+    "outcome",
+    "guard",
+    "ingest_lag",
+    "dead_letter_rate",
+    "no_data",
+    "evaluation_failed",
 ]
 SIGNAL_KINDS: tuple[str, ...] = get_args(SignalKind)
 
@@ -34,8 +42,9 @@ class Signal:
     """One observation that rules are evaluated over.
 
     kind: what produced it (``drift`` per column/slice, ``drift_count`` of drifted columns,
-    ``outcome`` for a degraded outcome metric, ``guard`` for a gate verdict, ``ingest_lag``,
-    ``dead_letter_rate``, ``no_data`` in minutes since the last event).
+    ``outcome`` for a degraded outcome metric, ``guard`` for a gate verdict, ``ingest_lag``
+    in messages behind, ``dead_letter_rate`` as a fraction, ``no_data`` in minutes since the
+    last event, ``evaluation_failed`` in failing windows of a model version).
     labels: identify the subject (model, version, column, slice, window, method, ...); they
     become the alert's labels, so keep their values bounded.
     value/threshold: the number that decided it and its bound (None when there is none).

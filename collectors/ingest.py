@@ -91,7 +91,8 @@ class Ingestor:
         self.settings = settings or CollectConfig()
         self.models = {m.name: m for m in models}
         self.backend = backend or default_backend()
-        self.specs = SpecResolver(engine, self.backend)
+        baselines = {m.name: m.drift.baseline for m in models}
+        self.specs = SpecResolver(engine, self.backend, baselines)
         self.planner = Planner(
             make_adapter(format, format_options),
             self.models,

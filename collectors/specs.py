@@ -1,7 +1,9 @@
 """Which spec (bin edges, categories) a window profile is built on, and building batch profiles.
 
 Order, per (model, version, column), cached for the life of the collector:
-1. the model version's stored baseline (the newest one; its overall profile of the column);
+1. the baseline the evaluator will compare the version with (`monitor.baselines.choose_baseline`:
+   the version's own baseline of the model's configured name, else another version's), so
+   windows and their baseline share edges;
 2. an existing window profile of the same model version and column (so restarts and replicas
    keep the spec they started with);
 3. learned from the first batch of the model version's first window (all its values of that
@@ -11,7 +13,7 @@ Order, per (model, version, column), cached for the life of the collector:
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +25,8 @@ from collectors.base import Rejection
 from collectors.plan import GroupKey, Plan, WindowKey
 from collectors.profiling import Profile, ProfileBackend
 from collectors.windows import WindowBatch
-from monitor.storage import Baseline, BaselineProfile, Model, ModelVersion, WindowProfile
+from monitor.baselines import baseline_spec_payload
+from monitor.storage import WindowProfile
 
 SpecKey = tuple[str, str, str]  # (model, version, column)
 _NOT_NUMBERS = frozenset({str, bool})  # a boolean is categorical, never silently 1.0
@@ -57,9 +60,16 @@ def kind_mismatches(plan: Plan, resolver: SpecResolver) -> dict[tuple[str, int],
 class SpecResolver:
     """Finds or learns the spec of each (model, version, column)."""
 
-    def __init__(self, engine: Engine, backend: ProfileBackend) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        backend: ProfileBackend,
+        baselines: Mapping[str, str] | None = None,
+    ) -> None:
         self.engine = engine
         self.backend = backend
+        # model -> name of the baseline it is compared with (default "default")
+        self.baselines = dict(baselines or {})
         self.cache: dict[SpecKey, Any] = {}
         self.missing: set[SpecKey] = set()
 
@@ -76,8 +86,13 @@ class SpecResolver:
         return None if spec is None else self.backend.kind(spec)
 
     def _stored(self, key: SpecKey) -> bytes | None:
+        model, version, column = key
+        name = self.baselines.get(model, "default")
+        found = baseline_spec_payload(self.engine, model, version, column, name)
+        if found is not None:
+            return found
         with Session(self.engine) as session:
-            return _baseline_payload(session, key) or _window_payload(session, key)
+            return _window_payload(session, key)
 
     def resolve(self, key: SpecKey, sample: Callable[[], Sequence[Any]]) -> Any:
         """The spec of `key`: cached, stored, or learned from `sample()`."""
@@ -91,21 +106,6 @@ class SpecResolver:
             self.cache[key] = spec
             self.missing.discard(key)
         return spec
-
-
-def _baseline_payload(session: Session, key: SpecKey) -> bytes | None:
-    model, version, column = key
-    stmt = (
-        select(BaselineProfile.payload)
-        .join(Baseline, BaselineProfile.baseline_id == Baseline.id)
-        .join(ModelVersion, Baseline.model_version_id == ModelVersion.id)
-        .join(Model, ModelVersion.model_id == Model.id)
-        .where(Model.name == model, ModelVersion.version == version)
-        .where(BaselineProfile.slice_key == "", BaselineProfile.column == column)
-        .order_by(Baseline.created_at.desc(), Baseline.id.desc())
-        .limit(1)
-    )
-    return session.execute(stmt).scalar_one_or_none()
 
 
 def _window_payload(session: Session, key: SpecKey) -> bytes | None:

@@ -36,6 +36,7 @@ class ModelwatchMetrics:
         self._reasons = LabelLimiter(MAX_DEAD_LETTER_REASONS)
         self._define_ingest_metrics(registry)
         self._define_result_metrics(registry)
+        self._define_health_metrics(registry)
 
     def _define_ingest_metrics(self, registry: CollectorRegistry) -> None:
         self.events_ingested = Counter(
@@ -103,6 +104,36 @@ class ModelwatchMetrics:
             ["model", "version", "slice"],
             registry=registry,
         )
+
+    def _define_health_metrics(self, registry: CollectorRegistry) -> None:
+        # `job` and `component` are names fixed in code (evaluate, alerts, retention, ...).
+        self.job_failures = Counter(
+            "modelwatch_job_failures",
+            "Failures of scheduled jobs or of one of their items (a window, a model).",
+            ["job"],
+            registry=registry,
+        )
+        self.job_last_success = Gauge(
+            "modelwatch_job_last_success_timestamp_seconds",
+            "Unix time a scheduled job last finished without an error.",
+            ["job"],
+            registry=registry,
+        )
+        self.component_restarts = Counter(
+            "modelwatch_component_restarts",
+            "Restarts of a supervised component (collectors, delivery) after it died.",
+            ["component"],
+            registry=registry,
+        )
+
+    def record_job_failure(self, job: str) -> None:
+        self.job_failures.labels(job=job).inc()
+
+    def set_job_success(self, job: str, timestamp: float) -> None:
+        self.job_last_success.labels(job=job).set(timestamp)
+
+    def record_component_restart(self, component: str) -> None:
+        self.component_restarts.labels(component=component).inc()
 
     def record_ingested(self, model: str, source: str, count: int = 1) -> None:
         """Count accepted events."""

@@ -146,6 +146,55 @@ def load_stored_baseline(
         )
 
 
+def choose_baseline(
+    engine: Engine, model: str, version: str, name: str = "default"
+) -> tuple[str, str] | None:
+    """Which baseline model/version is compared with, as (version, name); None if none.
+
+    The one owner of this choice (collectors build window profiles on its specs; the
+    evaluator compares with it): the version's own baseline `name`, else the newest baseline
+    `name` of another version of the model.
+    """
+    stmt = (
+        select(ModelVersion.version)
+        .join(Baseline, Baseline.model_version_id == ModelVersion.id)
+        .join(Model, ModelVersion.model_id == Model.id)
+        .where(Model.name == model, Baseline.name == name)
+        .order_by((ModelVersion.version == version).desc(), Baseline.id.desc())
+        .limit(1)
+    )
+    with transaction(engine) as session:
+        found = session.scalar(stmt)
+    return None if found is None else (found, name)
+
+
+def baseline_for(
+    engine: Engine, model: str, version: str, name: str = "default"
+) -> StoredBaseline | None:
+    """The baseline `choose_baseline` picks for model/version, loaded; None when none."""
+    chosen = choose_baseline(engine, model, version, name)
+    return None if chosen is None else load_stored_baseline(engine, model, *chosen)
+
+
+def baseline_spec_payload(
+    engine: Engine, model: str, version: str, column: str, name: str = "default"
+) -> bytes | None:
+    """The chosen baseline's overall profile of `column` (its spec), encoded; None if absent."""
+    chosen = choose_baseline(engine, model, version, name)
+    if chosen is None:
+        return None
+    stmt = (
+        select(BaselineProfile.payload)
+        .join(Baseline, BaselineProfile.baseline_id == Baseline.id)
+        .join(ModelVersion, Baseline.model_version_id == ModelVersion.id)
+        .join(Model, ModelVersion.model_id == Model.id)
+        .where(Model.name == model, ModelVersion.version == chosen[0], Baseline.name == name)
+        .where(BaselineProfile.slice_key == OVERALL, BaselineProfile.column == column)
+    )
+    with transaction(engine) as session:
+        return session.scalar(stmt)
+
+
 def list_baselines(engine: Engine, model: str | None = None) -> list[BaselineInfo]:
     """Stored baselines, newest first, optionally of one model."""
     stmt = (

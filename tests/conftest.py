@@ -17,15 +17,25 @@ from tests.services.postgres import PostgresServer
 REPO = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(scope="session")
-def postgres() -> Iterator[PostgresServer]:
-    """One throwaway PostgreSQL cluster for the session; a missing server fails, never skips."""
+def _cluster() -> Iterator[PostgresServer]:
     server = PostgresServer()
     server.start()
     try:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """One throwaway PostgreSQL cluster for the session; a missing server fails, never skips."""
+    yield from _cluster()
+
+
+@pytest.fixture
+def own_postgres() -> Iterator[PostgresServer]:
+    """A PostgreSQL cluster of one test alone: it may be stopped and started again."""
+    yield from _cluster()
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -6,14 +6,17 @@ import json
 import logging
 import signal
 import threading
+from datetime import datetime
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 import click
 from sqlalchemy.engine import Engine
 
 from monitor.cli.common import load_checked_config
 from monitor.config import Config
+from monitor.failures import Failure, last_successes, list_failures
 from monitor.storage import make_engine, require_head
 
 CONFIG_OPTION = click.option(
@@ -90,15 +93,18 @@ def _serve_metrics(engine: Engine, config: Config, port: int, stop: threading.Ev
 @CONFIG_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def status(config_path: Path, as_json: bool) -> None:
-    """Per-source counters (events, dead letters, late, lag) and per-model windows."""
+    """Per-source counters (events, dead letters, late, lag), per-model windows, and the
+    daemon's jobs: last success, failing items, component restarts."""
     from collectors.status import collect_status
 
     config = load_checked_config(config_path)
     engine = make_engine(config.database_url)
     require_head(engine)
     result = collect_status(engine, config.sources)
+    successes, failing = last_successes(engine), list_failures(engine)
     if as_json:
-        click.echo(json.dumps(result.to_dict(), indent=2))
+        doc = {**result.to_dict(), **_jobs_doc(successes, failing)}
+        click.echo(json.dumps(doc, indent=2))
         return
     click.echo(f"{'source':20} {'type':6} {'events':>10} {'dead':>8} {'late':>8} {'lag':>10}")
     for s in result.sources:
@@ -107,3 +113,27 @@ def status(config_path: Path, as_json: bool) -> None:
         )
     for m in result.models:
         click.echo(f"model {m.name} version {m.version}: {m.events} events in {m.windows} windows")
+    for job, at in sorted(successes.items()):
+        click.echo(f"job {job}: last success {at.isoformat(timespec='seconds')}")
+    for f in failing:
+        since = f.first_failed_at.isoformat(timespec="seconds")
+        click.echo(f"FAILING {f.job}: {f.item}: {f.failures} times since {since}: {f.error}")
+
+
+def _jobs_doc(successes: dict[str, datetime], failing: list[Failure]) -> dict[str, Any]:
+    return {
+        "jobs": {job: {"last_success": at.isoformat()} for job, at in sorted(successes.items())},
+        "failures": [
+            {
+                "job": f.job,
+                "item": f.item,
+                "model": f.model,
+                "version": f.version,
+                "error": f.error,
+                "failures": f.failures,
+                "since": f.first_failed_at.isoformat(),
+                "retry_at": f.retry_at.isoformat(),
+            }
+            for f in failing
+        ],
+    }

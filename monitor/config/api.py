@@ -71,3 +71,8 @@ class SchedulerConfig(StrictModel):
     retention_days: int = Field(default=90, ge=1, le=36_500)
     # A job claimed by a replica that died is taken over after this long.
     lease_s: float = Field(default=300.0, gt=0, le=_YEAR_S, allow_inf_nan=False)
+    # A failing item of a job (a window, a model) is retried after retry_initial_s, doubling
+    # per failure up to retry_max_s; after `failing_after` failures in a row /readyz reports it.
+    retry_initial_s: float = Field(default=30.0, gt=0, le=_YEAR_S, allow_inf_nan=False)
+    retry_max_s: float = Field(default=3600.0, gt=0, le=_YEAR_S, allow_inf_nan=False)
+    failing_after: int = Field(default=3, ge=1, le=1_000_000)

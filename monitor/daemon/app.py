@@ -32,6 +32,7 @@ from monitor.errors import (
     NotFoundError,
     StorageError,
 )
+from monitor.failures import failing_jobs, redact
 from monitor.storage import schema_state
 
 if TYPE_CHECKING:
@@ -47,8 +48,8 @@ class DaemonState:
     engine: Engine
     config: Config
     registry: CollectorRegistry
-    # name -> callable telling whether that component is running (collectors, scheduler...)
-    components: dict[str, Callable[[], bool]] = field(default_factory=dict)
+    # name -> callable saying what is wrong with that component (None: healthy)
+    components: dict[str, Callable[[], str | None]] = field(default_factory=dict)
     # Told about rollbacks made through the API (gate runs, POST .../rollback), e.g. to notify.
     rollback_listener: RollbackListener | None = None
     # HTTP ingest; None: one on this engine and config (ingestors made on first use).
@@ -116,16 +117,18 @@ def _install_health(app: FastAPI, state: DaemonState) -> None:
 
     @app.get("/readyz", dependencies=deps, tags=["health"])
     def readyz() -> JSONResponse:
-        """Readiness: database reachable, schema at head, components running."""
+        """Readiness: database reachable, schema at head, components healthy, no job failing."""
         checks: dict[str, str] = {}
         try:
             db = schema_state(state.engine)
             checks["database"] = "ok"
             checks["schema"] = "ok" if db.at_head else f"at {db.current}, head is {db.head}"
+            if db.at_head:
+                checks.update(failing_jobs(state.engine, state.config.scheduler.failing_after))
         except ModelwatchError as exc:
-            checks["database"] = str(exc)
-        for name, running in state.components.items():
-            checks[name] = "ok" if running() else "not running"
+            checks["database"] = redact(exc)
+        for name, problem in state.components.items():
+            checks[name] = problem() or "ok"
         ready = all(v == "ok" for v in checks.values())
         return JSONResponse({"ready": ready, "checks": checks}, status_code=200 if ready else 503)
 

@@ -7,6 +7,7 @@ upserted per (model, version, window, slice, column, method)).
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Sequence
@@ -17,11 +18,11 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
-from monitor.baselines import StoredBaseline, list_baselines, load_stored_baseline
+from monitor.baselines import StoredBaseline, baseline_for
 from monitor.config import ModelConfig
 from monitor.daemon.scheduler import window_start
 from monitor.detectors import DriftResult, ThresholdStrategy, evaluate, threshold_strategy
-from monitor.errors import NotFoundError
+from monitor.failures import Isolation
 from monitor.outcomes import OutcomeResult, evaluate_outcomes
 from monitor.profiles import OVERALL, ProfileSet, profile_from_bytes, value_text
 from monitor.results import store_drift_results, store_outcome_results
@@ -35,6 +36,8 @@ from monitor.storage import (
 )
 
 log = logging.getLogger(__name__)
+
+EVALUATE_JOB = "evaluate"
 
 
 @dataclass(frozen=True)
@@ -145,21 +148,9 @@ def window_profiles(engine: Engine, window: Window, slice_by: Sequence[str]) -> 
 
 
 def reference_for(engine: Engine, model: str, version: str, name: str) -> ProfileSet | None:
-    """The version's baseline, else the model's newest baseline; None when there is none."""
+    """The profiles of the baseline `choose_baseline` picks; None when there is none."""
     found = baseline_for(engine, model, version, name)
     return None if found is None else found.profiles
-
-
-def baseline_for(engine: Engine, model: str, version: str, name: str) -> StoredBaseline | None:
-    """`reference_for` with the baseline's stored variability."""
-    try:
-        return load_stored_baseline(engine, model, version, name)
-    except NotFoundError:
-        pass
-    for info in list_baselines(engine, model):
-        if info.name == name:
-            return load_stored_baseline(engine, model, info.version, name)
-    return None
 
 
 def thresholds_for(cfg: ModelConfig, baseline: StoredBaseline) -> ThresholdStrategy:
@@ -188,19 +179,33 @@ def score_of(prediction: Any, output: str | None) -> float | None:
 
 
 class WindowEvaluator:
-    """Evaluates changed windows of every configured model and stores the results."""
+    """Evaluates changed windows of every configured model and stores the results.
 
-    def __init__(self, engine: Engine, models: Sequence[ModelConfig], window_s: float) -> None:
+    Each model's listing, each version's baseline and each window is an item of the
+    `evaluate` job (see `monitor.failures`): one that fails is recorded and retried with
+    backoff while the other windows and models go on.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        models: Sequence[ModelConfig],
+        window_s: float,
+        isolation: Isolation | None = None,
+    ) -> None:
         self.engine = engine
         self.models = list(models)
         self.window_s = window_s
+        self.isolation = isolation or Isolation(engine, EVALUATE_JOB)
 
-    def run(self) -> list[WindowEvaluation]:
+    def run(self, now: datetime | None = None) -> list[WindowEvaluation]:
         """Evaluate what changed since the last run; returns what was evaluated."""
+        self.isolation.begin(now)
         out: list[WindowEvaluation] = []
         for cfg in self.models:
-            out += self._drift(cfg)
-            out += self._outcomes(cfg)
+            attempt = functools.partial(self.isolation.attempt, model=cfg.name)
+            out += attempt(f"drift {cfg.name}", functools.partial(self._drift, cfg)) or []
+            out += attempt(f"outcomes {cfg.name}", functools.partial(self._outcomes, cfg)) or []
         return out
 
     def _drift(self, cfg: ModelConfig) -> list[WindowEvaluation]:
@@ -208,28 +213,42 @@ class WindowEvaluator:
         refs: dict[str, tuple[ProfileSet, ThresholdStrategy] | None] = {}
         for window in changed_windows(self.engine, cfg.name):
             if window.version not in refs:
-                refs[window.version] = self._reference(cfg, window.version)
+                refs[window.version] = self.isolation.attempt(
+                    f"baseline {cfg.name}/{window.version}",
+                    functools.partial(self._reference, cfg, window.version),
+                    cfg.name,
+                    window.version,
+                )
             found = refs[window.version]
             if found is None:
                 continue
-            started = time.perf_counter()
-            reference, thresholds = found
-            current = window_profiles(self.engine, window, reference.slice_by or cfg.slices)
-            results = evaluate(
-                reference,
-                current,
-                methods=cfg.drift.methods or None,
-                thresholds=thresholds,
-                alpha=cfg.drift.alpha,
-                min_n=cfg.drift.min_n,
+            done = self.isolation.attempt(
+                f"drift {cfg.name}/{window.version} {window.start.isoformat()}",
+                functools.partial(self._drift_window, cfg, window, *found),
+                cfg.name,
+                window.version,
             )
-            store_drift_results(
-                self.engine, cfg.name, window.version, (window.start, window.end), results
-            )
-            out.append(
-                WindowEvaluation(window, drift=results, seconds=time.perf_counter() - started)
-            )
+            if done is not None:
+                out.append(done)
         return out
+
+    def _drift_window(
+        self, cfg: ModelConfig, window: Window, reference: ProfileSet, thresholds: ThresholdStrategy
+    ) -> WindowEvaluation:
+        started = time.perf_counter()
+        current = window_profiles(self.engine, window, reference.slice_by or cfg.slices)
+        results = evaluate(
+            reference,
+            current,
+            methods=cfg.drift.methods or None,
+            thresholds=thresholds,
+            alpha=cfg.drift.alpha,
+            min_n=cfg.drift.min_n,
+        )
+        store_drift_results(
+            self.engine, cfg.name, window.version, (window.start, window.end), results
+        )
+        return WindowEvaluation(window, drift=results, seconds=time.perf_counter() - started)
 
     def _reference(
         self, cfg: ModelConfig, version: str
@@ -252,13 +271,24 @@ class WindowEvaluator:
     def _outcomes(self, cfg: ModelConfig) -> list[WindowEvaluation]:
         out = []
         for window in labeled_windows(self.engine, cfg.name, self.window_s):
-            results = self.outcomes(window, cfg)
-            if results:
-                store_outcome_results(
-                    self.engine, cfg.name, window.version, (window.start, window.end), results
-                )
-                out.append(WindowEvaluation(window, outcomes=results))
+            done = self.isolation.attempt(
+                f"outcomes {cfg.name}/{window.version} {window.start.isoformat()}",
+                functools.partial(self._outcome_window, cfg, window),
+                cfg.name,
+                window.version,
+            )
+            if done is not None:
+                out.append(done)
         return out
+
+    def _outcome_window(self, cfg: ModelConfig, window: Window) -> WindowEvaluation | None:
+        results = self.outcomes(window, cfg)
+        if not results:
+            return None
+        store_outcome_results(
+            self.engine, cfg.name, window.version, (window.start, window.end), results
+        )
+        return WindowEvaluation(window, outcomes=results)
 
     def outcomes(self, window: Window, cfg: ModelConfig) -> list[OutcomeResult]:
         """Per-slice outcome metrics of the window's joined predictions and labels."""

@@ -11,16 +11,20 @@ period; a retry after that would count again.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import delete, or_
 from sqlalchemy.engine import Engine
 
+from monitor.failures import Isolation
 from monitor.storage import (
     AlertNotification,
     DeadLetter,
     DriftResultRow,
+    JobFailure,
     JobRun,
     LabeledPrediction,
     OutcomeResultRow,
@@ -33,8 +37,8 @@ from monitor.storage import (
 HTTP_KEY_PREFIXES = ("idem:", "labels:", "replica:")
 
 
-def purge(engine: Engine, cutoff: datetime) -> dict[str, int]:
-    """Delete what is older than `cutoff`; returns rows deleted per table."""
+def purge(engine: Engine, cutoff: datetime, isolation: Isolation | None = None) -> dict[str, int]:
+    """Delete what is older than `cutoff`; returns rows deleted per table purged."""
     statements = {
         "window_profiles": delete(WindowProfile).where(WindowProfile.updated_at < cutoff),
         "window_counts": delete(WindowCount).where(WindowCount.updated_at < cutoff),
@@ -54,17 +58,31 @@ def purge(engine: Engine, cutoff: datetime) -> dict[str, int]:
             or_(*(SourcePosition.key.startswith(p) for p in HTTP_KEY_PREFIXES)),
         ),
     }
+    statements["job_failures"] = delete(JobFailure).where(JobFailure.last_failed_at < cutoff)
+    # One transaction per table: a table that cannot be purged now (locked, say) is recorded
+    # and retried, and never keeps the others from being purged.
+    isolation = isolation or Isolation(engine, "retention")
+    isolation.begin()
     deleted: dict[str, int] = {}
-    with transaction(engine) as s:
-        for table, stmt in statements.items():
-            deleted[table] = int(getattr(s.execute(stmt), "rowcount", 0) or 0)
+    for table, stmt in statements.items():
+        count = isolation.attempt(f"purge {table}", functools.partial(_delete, engine, stmt))
+        if count is not None:
+            deleted[table] = count
     return deleted
 
 
-def retention_job(engine: Engine, days: int) -> Callable[[datetime], None]:
+def _delete(engine: Engine, stmt: Any) -> int:
+    with transaction(engine) as s:
+        return int(getattr(s.execute(stmt), "rowcount", 0) or 0)
+
+
+def retention_job(
+    engine: Engine, days: int, on_failure: Callable[[str], None] | None = None
+) -> Callable[[datetime], None]:
     """The scheduled job: purge what fell out of the retention period."""
+    isolation = Isolation(engine, "retention", on_failure=on_failure)
 
     def run(window: datetime) -> None:
-        purge(engine, window - timedelta(days=days))
+        purge(engine, window - timedelta(days=days), isolation)
 
     return run

@@ -16,11 +16,14 @@ from datetime import UTC, datetime
 from sqlalchemy.engine import Engine
 
 from monitor.daemon.leases import Claim, claim, finish
+from monitor.failures import Backoff, clear_failure, record_failure, redact
 from monitor.storage import utcnow
 
 log = logging.getLogger(__name__)
 
 JobFunc = Callable[[datetime], object]
+# The job_failures item of a whole run (its items, e.g. windows, have their own names).
+RUN_ITEM = "run"
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,15 @@ def window_start(now: datetime, interval_s: float) -> datetime:
 class Scheduler:
     """Runs registered jobs on a background thread pool with cross-replica claims."""
 
-    def __init__(self, engine: Engine, holder: str, lease_s: float) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        holder: str,
+        lease_s: float,
+        backoff: Backoff | None = None,
+        on_failure: Callable[[str], None] | None = None,
+        on_success: Callable[[str, float], None] | None = None,
+    ) -> None:
         from apscheduler.executors.pool import ThreadPoolExecutor
         from apscheduler.jobstores.memory import MemoryJobStore
         from apscheduler.schedulers.background import BackgroundScheduler
@@ -49,6 +60,9 @@ class Scheduler:
         self._engine = engine
         self._holder = holder
         self._lease_s = lease_s
+        self._backoff = backoff or Backoff()
+        self._on_failure = on_failure
+        self._on_success = on_success
         self._jobs: dict[str, JobSpec] = {}
         # Jobs in progress, so that shutdown can wait for them with a bound.
         self._active: dict[str, int] = {}
@@ -75,13 +89,20 @@ class Scheduler:
         )
 
     def tick(self, name: str, now: datetime | None = None) -> bool:
-        """Run job `name` for the current window if this replica claims it; True if it ran."""
+        """Run job `name` for the current window if this replica claims it; True if it ran.
+
+        Never raises: a database that is down while claiming counts as a failure of the job.
+        """
         spec = self._jobs[name]
         with self._idle:
             self._active[name] = self._active.get(name, 0) + 1
         try:
             start = window_start(now or utcnow(), spec.interval_s)
-            run = claim(self._engine, name, start.isoformat(), self._holder, self._lease_s)
+            try:
+                run = claim(self._engine, name, start.isoformat(), self._holder, self._lease_s)
+            except Exception as exc:  # e.g. the database restarting; the next tick tries again
+                self._failed(spec.name, exc)
+                return False
             if run is None:
                 return False
             self._run(spec, run, start)
@@ -98,9 +119,35 @@ class Scheduler:
             spec.func(start)
         except Exception as exc:  # a failing job must not kill the scheduler
             log.exception("job %s for window %s failed", spec.name, run.window_key)
-            finish(self._engine, run, error=f"{type(exc).__name__}: {exc}")
-        else:
-            finish(self._engine, run)
+            self._failed(spec.name, exc)
+            self._finish(run, redact(exc))
+            return
+        if self._finish(run, None):
+            self._succeeded(spec.name)
+
+    def _finish(self, run: Claim, error: str | None) -> bool:
+        try:
+            finish(self._engine, run, error=error)
+            return True
+        except Exception as exc:  # the run's lease expires and another tick retries it
+            log.warning("job %s: cannot record its end: %s", run.job, redact(exc))
+            return False
+
+    def _failed(self, job: str, exc: Exception) -> None:
+        if self._on_failure is not None:
+            self._on_failure(job)
+        try:
+            record_failure(self._engine, job, RUN_ITEM, exc, self._backoff)
+        except Exception as db_exc:
+            log.warning("job %s: cannot record its failure: %s", job, redact(db_exc))
+
+    def _succeeded(self, job: str) -> None:
+        if self._on_success is not None:
+            self._on_success(job, utcnow().timestamp())
+        try:
+            clear_failure(self._engine, job, RUN_ITEM)
+        except Exception as exc:
+            log.warning("job %s: cannot clear its failure: %s", job, redact(exc))
 
     def start(self) -> None:
         self._scheduler.start()

@@ -21,6 +21,7 @@ from monitor.daemon.app import DaemonState, create_app
 from monitor.daemon.intake import HttpIntake
 from monitor.daemon.retention import retention_job
 from monitor.daemon.scheduler import JobSpec, Scheduler
+from monitor.failures import Backoff
 from monitor.storage import require_head
 
 log = logging.getLogger(__name__)
@@ -44,6 +45,10 @@ class Component:
     def running(self) -> bool:
         raise NotImplementedError
 
+    def problem(self) -> str | None:
+        """None while healthy, else a short reason shown by /readyz (never a secret)."""
+        return None if self.running() else "not running"
+
 
 def replica_id() -> str:
     """A name unique to this process, shown in job claims."""
@@ -60,9 +65,20 @@ class Service:
     jobs: Sequence[JobSpec] = ()
     components: Sequence[Component] = ()
     holder: str = field(default_factory=replica_id)
+    # Told of each job failure / success (job name; success also its unix time): metrics.
+    on_job_failure: Callable[[str], None] | None = None
+    on_job_success: Callable[[str, float], None] | None = None
 
     def __post_init__(self) -> None:
-        self.scheduler = Scheduler(self.engine, self.holder, self.config.scheduler.lease_s)
+        sched = self.config.scheduler
+        self.scheduler = Scheduler(
+            self.engine,
+            self.holder,
+            sched.lease_s,
+            backoff=Backoff(sched.retry_initial_s, sched.retry_max_s),
+            on_failure=self.on_job_failure,
+            on_success=self.on_job_success,
+        )
         self._stopped = threading.Event()
 
     def all_jobs(self) -> list[JobSpec]:
@@ -70,15 +86,15 @@ class Service:
         base = [
             JobSpec(
                 "retention",
-                retention_job(self.engine, sched.retention_days),
+                retention_job(self.engine, sched.retention_days, self.on_job_failure),
                 sched.retention_interval_s,
             )
         ]
         return base + list(self.jobs)
 
     def state(self) -> DaemonState:
-        comps: dict[str, Callable[[], bool]] = {c.name: c.running for c in self.components}
-        comps["scheduler"] = lambda: not self._stopped.is_set()
+        comps: dict[str, Callable[[], str | None]] = {c.name: c.problem for c in self.components}
+        comps["scheduler"] = lambda: "stopped" if self._stopped.is_set() else None
         intake = HttpIntake(self.engine, self.config, replica=self.holder)
         return DaemonState(self.engine, self.config, self.registry, comps, intake=intake)
 

@@ -17,6 +17,8 @@ from alerts import Signal
 from monitor.profiles import slice_label
 from monitor.storage import DriftResultRow, GateRun, OutcomeResultRow, session_factory
 
+FIRING_DRIFT = ("drift", "missing")
+
 
 def latest_rows(engine: Engine, table: Any, model: str) -> list[Any]:
     newest = (
@@ -35,7 +37,10 @@ def latest_rows(engine: Engine, table: Any, model: str) -> list[Any]:
 
 
 def drift_signals(engine: Engine, models: Iterable[str], now: datetime) -> list[Signal]:
-    """A `drift` signal per column/slice/method and a `drift_count` per model version."""
+    """A `drift` signal per column/slice/method and a `drift_count` per model version.
+
+    `missing` columns fire (method `schema`) and count as drifted; `new` ones do not fire.
+    """
     out: list[Signal] = []
     for model in models:
         rows = latest_rows(engine, DriftResultRow, model)
@@ -50,9 +55,11 @@ def drift_signals(engine: Engine, models: Iterable[str], now: datetime) -> list[
                 "slice": slice_label(r.slice_key),
                 "method": r.method,
             }
-            out.append(Signal("drift", labels, r.value, r.threshold, r.status == "drift", now))
+            # A baseline column the window lacks (`missing`) is itself worth an alert.
+            firing = r.status in FIRING_DRIFT
+            out.append(Signal("drift", labels, r.value, r.threshold, firing, now))
             drifted.setdefault(r.version, set())
-            if r.status == "drift" and not r.slice_key:
+            if firing and not r.slice_key:
                 drifted[r.version].add(r.column)
         for version, columns in drifted.items():
             out.append(

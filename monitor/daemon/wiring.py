@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable
@@ -12,60 +13,83 @@ import httpx
 from prometheus_client import CollectorRegistry
 from sqlalchemy.engine import Engine
 
-from alerts import DeliveryWorker, Evaluator
+from alerts import DeliveryWorker, Evaluator, Signal
 from dashboards.metrics import ModelwatchMetrics
 from monitor.config import Config
-from monitor.daemon.evaluation import WindowEvaluation, WindowEvaluator
+from monitor.daemon.evaluation import EVALUATE_JOB, WindowEvaluation, WindowEvaluator
+from monitor.daemon.health_signals import (
+    DeadLetterRate,
+    evaluation_failed_signals,
+    ingest_lag_signals,
+    no_data_signals,
+)
 from monitor.daemon.metrics import MetricsPublisher
 from monitor.daemon.scheduler import JobSpec
 from monitor.daemon.service import Component, Service
 from monitor.daemon.signals import drift_signals, guard_signals, outcome_signals
+from monitor.daemon.supervisor import SupervisedComponent
+from monitor.failures import Backoff, Isolation, clear_failure, record_failure
 from monitor.storage import utcnow
 
 log = logging.getLogger(__name__)
 
-MONITOR_KINDS = ("drift", "drift_count", "outcome", "guard")
+MONITOR_KINDS = (
+    "drift",
+    "drift_count",
+    "outcome",
+    "guard",
+    "evaluation_failed",
+    "ingest_lag",
+    "dead_letter_rate",
+    "no_data",
+)
+ALERTS_JOB = "alerts"
+COMPONENTS_JOB = "components"
+SignalsOf = Callable[[datetime], list[Signal]]
 
 
-class ThreadComponent(Component):
-    """A component whose work loops in one thread until its stop event is set."""
+class ComponentHealth:
+    """Hooks of supervised components: count restarts; record deaths in `job_failures`
+    (job `components`, item the component) so /readyz and `modelwatch status` show them."""
 
-    def __init__(self, name: str, target: Callable[[threading.Event], None]) -> None:
-        self.name = name
-        self._target = target
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._failed = False
+    def __init__(self, engine: Engine, metrics: ModelwatchMetrics | None = None) -> None:
+        self.engine = engine
+        self.metrics = metrics
 
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._main, name=self.name, daemon=True)
-        self._thread.start()
+    def supervise(
+        self, name: str, target: Callable[[threading.Event], None]
+    ) -> SupervisedComponent:
+        return SupervisedComponent(
+            name,
+            target,
+            on_restart=self.metrics.record_component_restart if self.metrics else None,
+            on_death=self.died,
+            on_recovered=self.recovered,
+        )
 
-    def _main(self) -> None:
-        try:
-            self._target(self._stop)
-        except Exception:
-            self._failed = True
-            log.exception("component %s stopped with an error", self.name)
+    def died(self, name: str, error: str) -> None:
+        record_failure(self.engine, COMPONENTS_JOB, name, error, Backoff(1.0, 60.0))
 
-    def stop(self, timeout: float) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-
-    def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive() and not self._failed
+    def recovered(self, name: str) -> None:
+        clear_failure(self.engine, COMPONENTS_JOB, name)
 
 
-def collectors_component(engine: Engine, config: Config) -> ThreadComponent:
-    """Runs every configured source until the daemon stops."""
+def collectors_components(
+    engine: Engine, config: Config, health: ComponentHealth | None = None
+) -> list[SupervisedComponent]:
+    """One supervised component per configured source (`collectors:<source>`), so a source
+    that dies is restarted alone and never stops the others."""
     from collectors.runner import RunState, run
 
-    def loop(stop: threading.Event) -> None:
-        state = RunState(stop=stop)
-        run(engine, config, state=state)
+    def loop(source_config: Any, stop: threading.Event) -> None:
+        one = config.model_copy(update={"sources": [source_config]})
+        run(engine, one, state=RunState(stop=stop))
 
-    return ThreadComponent("collectors", loop)
+    health = health or ComponentHealth(engine)
+    return [
+        health.supervise(f"collectors:{src.name}", functools.partial(loop, src))
+        for src in config.sources
+    ]
 
 
 def rollback_handler(engine: Engine) -> Callable[[dict[str, Any]], None]:
@@ -78,8 +102,10 @@ def rollback_handler(engine: Engine) -> Callable[[dict[str, Any]], None]:
     return handle
 
 
-def delivery_component(engine: Engine, config: Config) -> ThreadComponent:
-    """Sends the alert outbox, and performs rollback actions."""
+def delivery_component(
+    engine: Engine, config: Config, health: ComponentHealth | None = None
+) -> SupervisedComponent:
+    """Sends the alert outbox, and performs rollback actions; restarted when it dies."""
 
     def loop(stop: threading.Event) -> None:
         with httpx.Client(timeout=10.0, verify=True) as client:
@@ -88,40 +114,85 @@ def delivery_component(engine: Engine, config: Config) -> ThreadComponent:
             )
             worker.run(stop)
 
-    return ThreadComponent("delivery", loop)
+    return (health or ComponentHealth(engine)).supervise("delivery", loop)
 
 
 class Monitoring:
-    """The evaluation job: score changed windows, then evaluate alert rules on the results."""
+    """The evaluation job: score changed windows, then evaluate alert rules on the results.
+
+    Every step is an isolated item: the windows (per model, version and window, see
+    `WindowEvaluator`), each signal producer per model, the rules, the metrics. A producer
+    that fails re-presents its last good signals, so its alerts keep their state instead of
+    resolving, and the rest of the tick goes on.
+    """
 
     def __init__(
         self, engine: Engine, config: Config, metrics: ModelwatchMetrics | None = None
     ) -> None:
         self.engine = engine
         self.config = config
+        backoff = Backoff(config.scheduler.retry_initial_s, config.scheduler.retry_max_s)
+        failed = metrics.record_job_failure if metrics is not None else None
         window_s = config.collect.window.total_seconds()
-        self.windows = WindowEvaluator(engine, config.models, window_s)
+        self.windows = WindowEvaluator(
+            engine, config.models, window_s, Isolation(engine, EVALUATE_JOB, backoff, failed)
+        )
+        self.isolation = Isolation(engine, ALERTS_JOB, backoff, failed)
         self.alerts = Evaluator(engine, config.alerts)
         self.metrics = metrics
         self.publisher = MetricsPublisher(engine, metrics) if metrics is not None else None
+        self.dead_letter_rate = DeadLetterRate()
+        self._last: dict[str, list[Signal]] = {}
 
     def __call__(
         self, _window: datetime | None = None, now: datetime | None = None
     ) -> list[WindowEvaluation]:
         now = now or utcnow()
-        evaluated = self.windows.run()
-        names = [m.name for m in self.config.models]
+        evaluated = self.windows.run(now)
+        self.isolation.begin(now)
         signals = [
-            *drift_signals(self.engine, names, now),
-            *outcome_signals(self.engine, names, now),
-            *guard_signals(self.engine, names, now),
+            s for name, produce in self.producers() for s in self._signals(name, produce, now)
         ]
-        self.alerts.evaluate(signals, now, kinds=MONITOR_KINDS)
+        self.isolation.attempt(
+            "rules", functools.partial(self.alerts.evaluate, signals, now, kinds=MONITOR_KINDS)
+        )
         if self.publisher is not None and self.metrics is not None:
             for done in evaluated:
                 self.metrics.observe_window_evaluation(done.window.model, done.seconds)
-            self.publisher.publish(names)
+            names = [m.name for m in self.config.models]
+            self.isolation.attempt("metrics", functools.partial(self.publisher.publish, names))
         return evaluated
+
+    def producers(self) -> list[tuple[str, SignalsOf]]:
+        """(item name, producer) of every signal, per model where a producer is per model."""
+        e = self.engine
+        out: list[tuple[str, SignalsOf]] = []
+        for model in (m.name for m in self.config.models):
+            for kind, produce in (
+                ("drift", drift_signals),
+                ("outcome", outcome_signals),
+                ("guard", guard_signals),
+            ):
+                out.append((f"signals {kind} {model}", functools.partial(produce, e, [model])))
+        names = [m.name for m in self.config.models]
+        window = self.config.collect.window
+        out += [
+            (
+                "signals evaluation_failed",
+                functools.partial(evaluation_failed_signals, e, EVALUATE_JOB, names),
+            ),
+            ("signals ingest_lag", functools.partial(ingest_lag_signals, e)),
+            ("signals dead_letter_rate", functools.partial(self.dead_letter_rate, e)),
+            ("signals no_data", functools.partial(no_data_signals, e, names, window)),
+        ]
+        return out
+
+    def _signals(self, name: str, produce: SignalsOf, now: datetime) -> list[Signal]:
+        got = self.isolation.attempt(name, functools.partial(produce, now))
+        if got is None:
+            return self._last.get(name, [])
+        self._last[name] = got
+        return got
 
 
 def build_service(
@@ -129,17 +200,19 @@ def build_service(
 ) -> Service:
     """The daemon with every configured capability wired in."""
     registry = registry or CollectorRegistry()
-    monitoring = Monitoring(engine, config, ModelwatchMetrics(registry, config.models))
-    jobs = [JobSpec("evaluate", monitoring, config.scheduler.evaluate_interval_s)]
-    components: list[Component] = []
-    if config.sources:
-        components.append(collectors_component(engine, config))
+    metrics = ModelwatchMetrics(registry, config.models)
+    monitoring = Monitoring(engine, config, metrics)
+    jobs = [JobSpec(EVALUATE_JOB, monitoring, config.scheduler.evaluate_interval_s)]
+    health = ComponentHealth(engine, metrics)
+    components: list[Component] = [*collectors_components(engine, config, health)]
     if config.alerts.receivers:
-        components.append(delivery_component(engine, config))
+        components.append(delivery_component(engine, config, health))
     return Service(
         config=config,
         engine=engine,
-        registry=registry or CollectorRegistry(),
+        registry=registry,
         jobs=jobs,
         components=components,
+        on_job_failure=metrics.record_job_failure,
+        on_job_success=metrics.set_job_success,
     )

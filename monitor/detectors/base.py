@@ -26,8 +26,11 @@ from numpy.typing import NDArray
 from monitor.errors import InputError, RegistryError
 from monitor.profiles.kinds import Profile
 
-Status = Literal["ok", "drift", "insufficient_data"]
-STATUSES: tuple[Status, ...] = ("ok", "drift", "insufficient_data")
+# `missing`: a reference column the current data does not carry (or carries as another kind);
+# `new`: a current column the reference does not have. Both come with method SCHEMA_METHOD.
+Status = Literal["ok", "drift", "insufficient_data", "missing", "new"]
+STATUSES: tuple[Status, ...] = ("ok", "drift", "insufficient_data", "missing", "new")
+SCHEMA_METHOD = "schema"
 EPSILON = 1e-4
 MIN_N = 30
 # False-discovery level across one evaluation. 0.01, not 0.05: under "no drift anywhere" BH

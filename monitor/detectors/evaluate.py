@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from monitor.detectors._respec import rebin
 from monitor.detectors.base import (
     DEFAULT_ALPHA,
     MIN_N,
+    SCHEMA_METHOD,
     ConstantThresholds,
     Detector,
     DriftResult,
+    Status,
     ThresholdStrategy,
     get_detector,
 )
@@ -39,12 +42,20 @@ def evaluate(
     Methods: `methods` that accept the column's kind, else the kind's default, plus
     ``missing_rate`` for columns with nulls on either side. Verdicts need value > threshold
     and a Benjamini–Hochberg-adjusted p-value < `alpha` across all results of this call.
+
+    Schema changes are results, not errors (method ``schema``): a reference column the current
+    data lacks, or holds as another kind, is ``missing``; with `columns` unset, a current column
+    the reference lacks is ``new``. A current profile built on other edges or categories than
+    the reference (a replaced baseline) is moved onto the reference's spec first.
     """
     strategy = thresholds or ConstantThresholds()
     chosen = [get_detector(m) for m in methods or ()]
-    results: list[DriftResult] = []
     keys = [OVERALL, *_slice_keys(reference, current)]
-    for column in _columns(reference, current, columns):
+    wanted = _columns(reference, current, columns)
+    comparable = [c for c in wanted if _comparable(reference, current, c)]
+    current = _on_reference_specs(reference, current, comparable)
+    results = _schema_results(reference, current, wanted, comparable, new=not columns)
+    for column in comparable:
         ref_all = reference.get(column)
         for detector in _detectors_for(ref_all, current.get(column), chosen):
             bound = strategy.bound(detector, column)
@@ -71,9 +82,62 @@ def _columns(
     for col in wanted:
         if col not in reference.specs:
             raise InputError(f"column '{col}' not in the reference")
-        if col not in current.specs:
-            raise InputError(f"column '{col}' not in the current data")
     return wanted
+
+
+def _comparable(reference: ProfileSet, current: ProfileSet, column: str) -> bool:
+    spec = current.specs.get(column)
+    return spec is not None and spec.kind == reference.specs[column].kind
+
+
+def _on_reference_specs(
+    reference: ProfileSet, current: ProfileSet, columns: Sequence[str]
+) -> ProfileSet:
+    """`current` with every profile of `columns` on the reference's spec of that column."""
+    moved = [c for c in columns if current.specs[c].fingerprint != reference.specs[c].fingerprint]
+    if not moved:
+        return current
+    profiles = dict(current.profiles)
+    for (key, column), profile in current.profiles.items():
+        if column in moved:
+            on_ref = rebin(profile, reference.specs[column])
+            assert on_ref is not None  # same kind, checked by _comparable
+            profiles[(key, column)] = on_ref
+    specs = {**current.specs, **{c: reference.specs[c] for c in moved}}
+    return ProfileSet(profiles, dict(current.rows), current.slice_by, specs)
+
+
+def _schema_results(
+    reference: ProfileSet,
+    current: ProfileSet,
+    wanted: Sequence[str],
+    comparable: Sequence[str],
+    new: bool,
+) -> list[DriftResult]:
+    out = [
+        _schema_result(reference.get(c), "missing", reference.get(c).n, 0)
+        for c in wanted
+        if c not in comparable
+    ]
+    if new:
+        added = [c for c in current.columns if c not in reference.specs]
+        out += [_schema_result(current.get(c), "new", 0, current.get(c).n) for c in added]
+    return out
+
+
+def _schema_result(profile: Profile, status: Status, n_ref: int, n_cur: int) -> DriftResult:
+    return DriftResult(
+        column=profile.spec.column,
+        slice=None,
+        kind=profile.kind,
+        method=SCHEMA_METHOD,
+        value=None,
+        threshold=0.0,
+        p_value=None,
+        n_reference=n_ref,
+        n_current=n_cur,
+        status=status,
+    )
 
 
 def _slice_keys(reference: ProfileSet, current: ProfileSet) -> list[str]:

@@ -16,7 +16,7 @@ _REF, _CUR = "#4c78a8", "#f58518"
 _STYLE = """body{font-family:system-ui,sans-serif;margin:24px;color:#222}
 table{border-collapse:collapse;margin-bottom:24px}
 td,th{padding:3px 8px;border-bottom:1px solid #ddd}
-.drift{color:#b00;font-weight:600}.ok{color:#070}.insufficient_data{color:#888}
+.drift{color:#b00;font-weight:600}.ok{color:#070}.insufficient_data{color:#888}.missing{color:#b00}.new{color:#05a}
 section{margin:18px 0;padding-top:8px;border-top:1px solid #ccc}.legend span{margin-right:12px}"""
 
 
@@ -45,7 +45,7 @@ def render_html(
 
 
 def _severity(r: DriftResult) -> tuple[int, float, str]:
-    rank = {"drift": 0, "ok": 1, "insufficient_data": 2}[r.status]
+    rank = {"missing": 0, "drift": 1, "new": 2, "ok": 3, "insufficient_data": 4}[r.status]
     ratio = (r.value or 0.0) / r.threshold if r.threshold else 0.0
     return rank, -ratio, r.column
 

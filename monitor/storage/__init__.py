@@ -26,7 +26,7 @@ from monitor.storage.core import (
     ModelAlias,
     ModelVersion,
 )
-from monitor.storage.daemon import JobRun
+from monitor.storage.daemon import JobFailure, JobRun
 from monitor.storage.engine import make_engine, normalize_url, session_factory, transaction
 from monitor.storage.guards import GateRun, RollbackEvent
 from monitor.storage.results import DriftResultRow, OutcomeResultRow
@@ -53,6 +53,7 @@ __all__ = [
     "DriftResultRow",
     "GateRun",
     "IngestCounter",
+    "JobFailure",
     "JobRun",
     "LabeledPrediction",
     "Model",

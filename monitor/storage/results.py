@@ -36,7 +36,10 @@ class DriftResultRow(_WindowResult, Base):
             "model", "version", "window_start", "slice_key", "column", "method",
             name="uq_drift_results_key",
         ),
-        CheckConstraint("status IN ('ok', 'drift', 'insufficient_data')", name="status_known"),
+        CheckConstraint(
+            "status IN ('ok', 'drift', 'insufficient_data', 'missing', 'new')",
+            name="status_known",
+        ),
     )  # fmt: skip
 
     column: Mapped[str] = mapped_column(String(200))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from datetime import timedelta
 
 import orjson
@@ -19,17 +18,6 @@ from tests.collectors.conftest import aggregated, counters, event
 from tests.services.postgres import PostgresServer
 
 MODELS = [ModelConfig(name="fraud", slices=["region"])]
-
-
-@pytest.fixture
-def own_postgres() -> Iterator[PostgresServer]:
-    """A PostgreSQL cluster of this test alone: it will be stopped and started again."""
-    server = PostgresServer()
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def batch(first: int, n: int) -> list[RawRecord]:

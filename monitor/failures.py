@@ -1,0 +1,220 @@
+"""Failures of scheduled-job items: recorded, retried with backoff, never fatal to the loop.
+
+A job (evaluate, retention...) works through items (a model's windows, a signal producer). An
+item that raises is recorded in `job_failures` (since when, how often, the last error, when it
+is retried) and skipped until its retry time; the job goes on with the other items. A success
+deletes the row. Errors are stored redacted: one line, no URLs or credentials, bounded length,
+because they are served by `/readyz`, `modelwatch status` and alert labels.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TypeVar
+
+from sqlalchemy import delete, func, select
+from sqlalchemy.engine import Engine
+
+from monitor.storage import JobFailure, JobRun, session_factory, transaction, utcnow
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+MAX_ERROR = 300
+# scheme://anything (connection strings, URLs with tokens), and key=value secrets.
+_URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://\S+")
+_SECRET = re.compile(r"(?i)\b(password|passwd|pwd|token|secret|user)=\S+")
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One failing item of a job."""
+
+    job: str
+    item: str
+    model: str | None
+    version: str | None
+    error: str
+    failures: int
+    first_failed_at: datetime
+    last_failed_at: datetime
+    retry_at: datetime
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Retry delay after `n` failures in a row: initial * 2**(n-1), capped."""
+
+    initial_s: float = 30.0
+    max_s: float = 3600.0
+
+    def delay(self, failures: int) -> timedelta:
+        exponent = min(max(failures - 1, 0), 40)
+        return timedelta(seconds=min(self.initial_s * 2.0**exponent, self.max_s))
+
+
+def redact(error: BaseException | str) -> str:
+    """A one-line error safe to show: type and first line, no URLs or credentials, bounded."""
+    if isinstance(error, BaseException):
+        text = f"{type(error).__name__}: {error}"
+    else:
+        text = error
+    line = next((part.strip() for part in text.splitlines() if part.strip()), "")
+    line = _SECRET.sub(r"\1=<redacted>", _URL.sub("<redacted>", line))
+    return line if len(line) <= MAX_ERROR else line[: MAX_ERROR - 1] + "…"
+
+
+def list_failures(engine: Engine, job: str | None = None) -> list[Failure]:
+    """Failing items (of one job, or all), longest failing first."""
+    stmt = select(JobFailure).order_by(JobFailure.first_failed_at, JobFailure.id)
+    if job is not None:
+        stmt = stmt.where(JobFailure.job == job)
+    with session_factory(engine)() as s:
+        return [_failure(row) for row in s.scalars(stmt)]
+
+
+def record_failure(
+    engine: Engine,
+    job: str,
+    item: str,
+    error: BaseException | str,
+    backoff: Backoff,
+    now: datetime | None = None,
+    model: str | None = None,
+    version: str | None = None,
+) -> Failure:
+    """Count one more failure of `item` and schedule its retry; returns the updated record."""
+    now = now or utcnow()
+    with transaction(engine) as s:
+        row = s.scalars(
+            select(JobFailure).where(JobFailure.job == job, JobFailure.item == item)
+        ).one_or_none()
+        if row is None:
+            row = JobFailure(job=job, item=item[:500], failures=0, first_failed_at=now)
+            s.add(row)
+        row.failures += 1
+        row.model, row.version = model, version
+        row.error = redact(error)
+        row.last_failed_at = now
+        row.retry_at = now + backoff.delay(row.failures)
+        s.flush()
+        return _failure(row)
+
+
+def clear_failure(engine: Engine, job: str, item: str) -> None:
+    """The item succeeded: forget its failures."""
+    with transaction(engine) as s:
+        s.execute(delete(JobFailure).where(JobFailure.job == job, JobFailure.item == item))
+
+
+def _failure(row: JobFailure) -> Failure:
+    return Failure(
+        row.job,
+        row.item,
+        row.model,
+        row.version,
+        row.error,
+        row.failures,
+        row.first_failed_at,
+        row.last_failed_at,
+        row.retry_at,
+    )
+
+
+class Isolation:
+    """Runs a job's items one by one so that one failing item never stops the others.
+
+    `begin` loads the job's failing items once per run (one query), so items that are fine
+    cost nothing extra; `attempt` skips an item whose retry time has not come, records a
+    failure, or clears a recovered item. `on_failure(job)` is told of every failure (metrics).
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        job: str,
+        backoff: Backoff | None = None,
+        on_failure: Callable[[str], None] | None = None,
+    ) -> None:
+        self.engine = engine
+        self.job = job
+        self.backoff = backoff or Backoff()
+        self.on_failure = on_failure
+        self._failing: dict[str, Failure] = {}
+        self._now = utcnow()
+
+    def begin(self, now: datetime | None = None) -> None:
+        """Start a run at `now`: load which items are failing."""
+        self._now = now or utcnow()
+        self._failing = {f.item: f for f in list_failures(self.engine, self.job)}
+
+    def due(self, item: str) -> bool:
+        """Whether `item` may run now (not failing, or its retry time has come)."""
+        failing = self._failing.get(item)
+        return failing is None or failing.retry_at <= self._now
+
+    def attempt(
+        self,
+        item: str,
+        work: Callable[[], T],
+        model: str | None = None,
+        version: str | None = None,
+    ) -> T | None:
+        """`work()`'s result; None when the item is not due or failed (then it is recorded)."""
+        if not self.due(item):
+            return None
+        try:
+            result = work()
+        except Exception as exc:  # one failing item must not stop the job's other items
+            log.warning("job %s: %s failed: %s", self.job, item, redact(exc))
+            self._record(item, exc, model, version)
+            return None
+        if item in self._failing:
+            self._forget(item)
+        return result
+
+    def _record(self, item: str, exc: Exception, model: str | None, version: str | None) -> None:
+        if self.on_failure is not None:
+            self.on_failure(self.job)
+        try:
+            self._failing[item] = record_failure(
+                self.engine, self.job, item, exc, self.backoff, self._now, model, version
+            )
+        except Exception as db_exc:  # the database itself may be what failed
+            log.warning(
+                "job %s: cannot record the failure of %s: %s", self.job, item, redact(db_exc)
+            )
+
+    def _forget(self, item: str) -> None:
+        try:
+            clear_failure(self.engine, self.job, item)
+            del self._failing[item]
+        except Exception as exc:
+            log.warning("job %s: cannot clear the failure of %s: %s", self.job, item, redact(exc))
+
+
+def failing_jobs(engine: Engine, at_least: int) -> dict[str, str]:
+    """Checks for `/readyz` and `status`: each item failed `at_least` times in a row."""
+    return {
+        f"job {f.job}: {f.item}": (
+            f"failing since {f.first_failed_at.isoformat(timespec='seconds')} "
+            f"({f.failures} times): {f.error}"
+        )
+        for f in list_failures(engine)
+        if f.failures >= at_least
+    }
+
+
+def last_successes(engine: Engine) -> dict[str, datetime]:
+    """When each scheduled job last finished without an error (any replica)."""
+    stmt = (
+        select(JobRun.job, func.max(JobRun.finished_at))
+        .where(JobRun.status == "done")
+        .group_by(JobRun.job)
+    )
+    with session_factory(engine)() as s:
+        return {job: at for job, at in s.execute(stmt) if at is not None}

@@ -1,0 +1,107 @@
+"""`modelwatch serve` with two models, one of them poisoned: the other keeps being evaluated,
+and /readyz, /metrics and `modelwatch status` say what fails (SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import httpx
+from sqlalchemy import select
+from sqlalchemy.engine import Engine
+
+from monitor.config import ModelConfig
+from monitor.storage import DriftResultRow, session_factory, upgrade
+from tests.conftest import run_cli
+from tests.daemon.conftest import ServerProcess
+from tests.daemon.isolation_data import START, WINDOW, baseline, events, ingest, poison_window
+
+CONFIG = """\
+database_url: {url}
+models:
+  - name: fraud
+  - name: churn
+scheduler:
+  evaluate_interval_s: 1
+  retry_initial_s: 3600
+  failing_after: 1
+"""
+
+
+def _statuses(engine: Engine, model: str) -> dict[tuple[str, str], str]:
+    with session_factory(engine)() as s:
+        rows = s.scalars(select(DriftResultRow).where(DriftResultRow.model == model))
+        return {(r.column, r.window_start.isoformat()): r.status for r in rows}
+
+
+def _wait_not_ready(url: str, timeout: float = 60) -> dict[str, object]:
+    deadline = time.monotonic() + timeout
+    body: dict[str, object] = {}
+    while time.monotonic() < deadline:
+        answer = httpx.get(f"{url}/readyz", timeout=5)
+        body = answer.json()
+        checks = body["checks"]
+        assert isinstance(checks, dict)
+        if answer.status_code == 503 and any(k.startswith("job evaluate") for k in checks):
+            return body
+        time.sleep(0.3)
+    raise AssertionError(f"/readyz never reported the failing window: {body}")
+
+
+def _wait_metric(url: str, name: str, timeout: float = 30) -> str:
+    deadline = time.monotonic() + timeout
+    text = ""
+    while time.monotonic() < deadline:
+        text = httpx.get(f"{url}/metrics", timeout=5).text
+        if f"\n{name}" in text:
+            return text
+        time.sleep(0.3)
+    raise AssertionError(f"{name} never appeared: {text}")
+
+
+def test_one_poisoned_model_never_stops_the_other(
+    engine: Engine, database_url: str, tmp_path: Path
+) -> None:
+    upgrade(engine)
+    models = [ModelConfig(name="fraud"), ModelConfig(name="churn")]
+    baseline(engine, "fraud", ["f0", "f1", "score"])  # `score`: a column events never carry
+    baseline(engine, "churn", ["f0", "f1"])
+    ingest(
+        engine,
+        models,
+        events("fraud", ["f0", "f1"], 2, 200) + events("churn", ["f0", "f1"], 2, 200),
+    )
+    poison_window(engine, "fraud", 1)
+    path = tmp_path / "mw.yaml"
+    path.write_text(CONFIG.format(url=database_url))
+    server = ServerProcess(path)
+    try:
+        server.wait_ready()
+        body = _wait_not_ready(server.url)
+        metrics = _wait_metric(
+            server.url, 'modelwatch_job_last_success_timestamp_seconds{job="evaluate"}'
+        )
+    finally:
+        assert server.terminate() == 0
+
+    checks = body["checks"]
+    assert isinstance(checks, dict)
+    item = f"job evaluate: drift fraud/1 {(START + WINDOW).isoformat()}"
+    assert "failing since" in checks[item] and "InputError" in checks[item]
+    assert checks["database"] == "ok"
+    assert "://" not in str(body) and "password" not in str(body).lower()
+    assert 'modelwatch_job_failures_total{job="evaluate"}' in metrics
+    assert 'modelwatch_job_last_success_timestamp_seconds{job="evaluate"}' in metrics
+
+    churn = _statuses(engine, "churn")
+    assert {w for _, w in churn} == {START.isoformat(), (START + WINDOW).isoformat()}
+    fraud = _statuses(engine, "fraud")
+    assert fraud[("score", START.isoformat())] == "missing"
+    assert {w for _, w in fraud} == {START.isoformat()}, "the poisoned window has no results"
+
+    status = run_cli("status", "--config", str(path))
+    assert status.returncode == 0, status.stderr
+    assert (
+        f"FAILING evaluate: drift fraud/1 {(START + WINDOW).isoformat()}: 1 times" in status.stdout
+    )
+    assert "job evaluate: last success" in status.stdout

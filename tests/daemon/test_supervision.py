@@ -1,0 +1,174 @@
+"""Supervised components: the delivery worker dies with its database and comes back.
+
+After a PostgreSQL restart or a SQLite exclusive lock longer than the busy timeout, the
+delivery loop raises; the supervisor restarts it with backoff, counts the restart, and
+alerts raised afterwards are still delivered.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from prometheus_client import CollectorRegistry
+from sqlalchemy.engine import Engine
+
+from alerts import Evaluator
+from dashboards.metrics import ModelwatchMetrics
+from monitor.config import Config, parse_config
+from monitor.daemon.signals import guard_signal
+from monitor.daemon.supervisor import SupervisedComponent
+from monitor.daemon.wiring import ComponentHealth, delivery_component
+from monitor.demo.receiver import SignedWebhookReceiver
+from monitor.failures import Backoff, list_failures
+from monitor.storage import make_engine, upgrade
+from tests.services.postgres import PostgresServer
+
+SECRET = "supervision-secret"
+
+
+def _config(url: str, receiver: str) -> Config:
+    return parse_config(
+        {
+            "database_url": url,
+            "models": [{"name": "fraud"}],
+            "alerts": {
+                "grouping": {"group_wait": "0s"},
+                "receivers": [
+                    {"name": "hook", "type": "webhook", "url": receiver, "secret_env": "MW_SUP"}
+                ],
+                "rules": [{"name": "GateFailed", "kind": "guard", "receivers": ["hook"]}],
+                "delivery": {"poll_interval": "0.1s", "backoff_initial": "0.1s"},
+            },
+        },
+        env={},
+    )
+
+
+def _raise_alert(engine: Engine, config: Config, version: str) -> None:
+    now = datetime.now(UTC)
+    signal = guard_signal("fraud", version, "fail", now)
+    Evaluator(engine, config.alerts).evaluate([signal], now, kinds=("guard",))
+
+
+def _wait(condition: Callable[[], bool], timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.1)
+    raise AssertionError("condition not met in time")
+
+
+def _versions(receiver: SignedWebhookReceiver) -> set[str]:
+    return {a["labels"]["version"] for p in receiver.received.verified for a in p["alerts"]}
+
+
+def _outage_then_delivery(engine: Engine, outage: Callable[[], None]) -> None:
+    registry = CollectorRegistry()
+    with SignedWebhookReceiver(SECRET) as receiver:
+        config = _config(str(engine.url), receiver.url)
+        health = ComponentHealth(engine, ModelwatchMetrics(registry))
+        worker = delivery_component(engine, config, health)
+        worker.start()
+        try:
+            _raise_alert(engine, config, "1")
+            _wait(lambda: "1" in _versions(receiver))
+            outage()
+            restarts = lambda: registry.get_sample_value(  # noqa: E731
+                "modelwatch_component_restarts_total", {"component": "delivery"}
+            )
+            _wait(lambda: (restarts() or 0) >= 1)
+            _raise_alert(engine, config, "2")
+            _wait(lambda: "2" in _versions(receiver))
+            _wait(lambda: worker.problem() is None)
+        finally:
+            worker.stop(5)
+    assert receiver.received.rejected == []
+    [death] = [f for f in list_failures(engine) if f.job == "components"]
+    assert death.item == "delivery" and death.failures >= 1 and "://" not in death.error
+
+
+def test_delivery_survives_a_postgresql_restart(
+    own_postgres: PostgresServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MW_SUP", SECRET)
+    engine = make_engine(own_postgres.create_database())
+    upgrade(engine)
+
+    def restart() -> None:
+        own_postgres.pause()
+        time.sleep(2)
+        own_postgres.resume()
+
+    _outage_then_delivery(engine, restart)
+    engine.dispose()
+
+
+def test_delivery_survives_a_sqlite_exclusive_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MW_SUP", SECRET)
+    path = tmp_path / "mw.db"
+    engine = make_engine(f"sqlite:///{path}")
+    upgrade(engine)
+
+    def lock() -> None:
+        # Held past the 30 s busy timeout, so the worker's next claim fails.
+        conn = sqlite3.connect(path, isolation_level=None)
+        conn.execute("BEGIN EXCLUSIVE")
+        time.sleep(32)
+        conn.execute("ROLLBACK")
+        conn.close()
+
+    _outage_then_delivery(engine, lock)
+    engine.dispose()
+
+
+def test_a_component_that_dies_is_restarted_with_backoff() -> None:
+    runs: list[float] = []
+    recovered = threading.Event()
+
+    def target(stop: threading.Event) -> None:
+        runs.append(time.monotonic())
+        if len(runs) <= 2:
+            raise ConnectionError("postgresql://user:secret@db/x went away")
+        stop.wait()
+
+    component = SupervisedComponent(
+        "worker",
+        target,
+        backoff=Backoff(initial_s=0.2, max_s=1.0),
+        stable_s=0.3,
+        on_recovered=lambda _name: recovered.set(),
+    )
+    component.start()
+    try:
+        _wait(lambda: len(runs) == 3, timeout=10)
+        assert component.restarts == 2
+        assert runs[2] - runs[1] >= 0.4 - 0.05, "the second restart waits twice as long"
+        assert recovered.wait(5) and component.problem() is None
+    finally:
+        component.stop(2)
+    assert component.problem() == "not running"
+
+
+def test_a_dead_component_is_reported_without_secrets() -> None:
+    def target(_stop: threading.Event) -> None:
+        raise ConnectionError("connection to postgresql://u:hunter2@10.0.0.1/db refused")
+
+    component = SupervisedComponent("worker", target, backoff=Backoff(initial_s=30, max_s=30))
+    component.start()
+    try:
+        _wait(lambda: component.problem() != None, timeout=5)  # noqa: E711
+        problem = component.problem() or ""
+        assert problem.startswith("restarting after: ConnectionError")
+        assert "hunter2" not in problem and "://" not in problem
+        assert not component.running()
+    finally:
+        component.stop(2)
