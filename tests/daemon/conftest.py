@@ -47,8 +47,13 @@ scheduler:
 class ServerProcess:
     """`python -m monitor serve` as a user would start it."""
 
-    def __init__(self, config: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, config: Path, env: dict[str, str] | None = None, log: Path | None = None
+    ) -> None:
+        """`log`: write the server's output there (a long run would fill a pipe nobody reads)."""
         self.port = free_port()
+        self.log = log
+        out = log.open("w") if log is not None else subprocess.PIPE
         self.url = f"http://127.0.0.1:{self.port}"
         full_env = {**os.environ, **TOKENS, **(env or {}), "PYTHONPATH": str(REPO)}
         full_env.pop("MODELWATCH_DATABASE_URL", None)
@@ -64,8 +69,8 @@ class ServerProcess:
                 str(self.port),
             ],
             env=full_env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stdout=out,
+            stderr=subprocess.STDOUT if log is not None else subprocess.PIPE,
             text=True,
         )
 
