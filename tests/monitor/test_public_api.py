@@ -58,6 +58,7 @@ PINNED: dict[str, set[str]] = {
         "NumericProfile",
         "Profile",
         "ProfileSet",
+        "compared_columns",
         "parse_slice_key",
         "profile_frame",
         "profile_from_bytes",
