@@ -4,7 +4,10 @@ A criterion passes when its value is within its threshold. On fewer than `min_sl
 rows (a slice, or the whole golden set) a statistical criterion is `inconclusive`, unless the
 evidence alone shows the breach: the lower end of the two-sided Wilson interval at
 `confidence` of the flip rate lies above the threshold (for accuracy, a paired lower bound of
-the drop; ROC-AUC and regression errors on small slices stay inconclusive).
+the drop; ROC-AUC and regression errors on small slices stay inconclusive). A slice where the
+two models agree exactly (no flip, identical task outputs) passes whatever its size: no
+floating-point bound decides a criterion the evidence settles, so a zero limit holds for a
+count of zero.
 """
 
 from __future__ import annotations
@@ -84,8 +87,8 @@ def _flip_rate(
 ) -> Criterion:
     n, k = len(flips), int(np.count_nonzero(flips))
     value = k / n if n else math.nan
-    if n >= policy.min_slice_rows:
-        status = _plain(value, limit)
+    if n >= policy.min_slice_rows or k == 0:
+        status = _plain(value, limit) if n else "inconclusive"
     else:
         low, _ = wilson_interval(k, n, policy.confidence)
         status = "fail" if low > limit else "inconclusive"
@@ -98,7 +101,7 @@ def _overlap(output: str, overlap: np.ndarray, policy: GatePolicy, sl: Slice) ->
     value = float(overlap.mean()) if n else math.nan
     limit = policy.min_topk_overlap
     status: Status = "pass" if value >= limit else "fail"
-    if n < policy.min_slice_rows:
+    if n < policy.min_slice_rows and not (n and bool(np.all(overlap == 1.0))):
         status = "inconclusive"
     return Criterion(f"topk_overlap[{output}]", value, limit, status, sl.key, n)
 
@@ -109,9 +112,16 @@ def _metric(
     drop = metric_drop(task, metric, labels, sl.rows, policy.confidence)
     n = len(sl.rows)
     name = f"metric_drop:{metric}[{task.output}]"
+    if _agree(task, sl.rows):  # exact: no change can be a drop, even of an undefined metric
+        return Criterion(name, 0.0, limit, "pass", sl.key, n)
     if math.isnan(drop.drop):
         return Criterion(name, drop.drop, limit, "inconclusive", sl.key, n)
     if n >= policy.min_slice_rows:
         return Criterion(name, drop.drop, limit, _plain(drop.drop, limit), sl.key, n)
     breach = drop.drop_lower_bound is not None and drop.drop_lower_bound > limit
     return Criterion(name, drop.drop, limit, "fail" if breach else "inconclusive", sl.key, n)
+
+
+def _agree(task: Task, rows: np.ndarray) -> bool:
+    """Both models gave identical outputs on every row: the drop is exactly 0."""
+    return len(rows) > 0 and bool(np.array_equal(task.reference[rows], task.candidate[rows]))
