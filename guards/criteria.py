@@ -41,6 +41,8 @@ class Evidence:
     task: Task | None
     labels: np.ndarray | None
     slices: Sequence[Slice]
+    # Class outputs besides `task` (a label beside its probabilities, other heads): flips only.
+    extra: Sequence[Task] = ()
 
 
 def evaluate(policy: GatePolicy, evidence: Evidence) -> tuple[Criterion, ...]:
@@ -70,6 +72,11 @@ def _task(policy: GatePolicy, evidence: Evidence) -> Iterator[Criterion]:
         rate_limit = policy.max_flip_rate if whole else policy.max_slice_flip_rate
         if flips is not None and rate_limit is not None:
             yield _flip_rate(f"flip_rate[{task.output}]", flips[sl.rows], rate_limit, policy, sl)
+        for other in evidence.extra:
+            more = other.flips()
+            if more is not None and rate_limit is not None:
+                name = f"flip_rate[{other.output}]"
+                yield _flip_rate(name, more[sl.rows], rate_limit, policy, sl)
         if overlap is not None and policy.min_topk_overlap is not None:
             yield _overlap(task.output, overlap[sl.rows], policy, sl)
         drop_limit = policy.max_metric_drop if whole else policy.max_slice_metric_drop
