@@ -13,6 +13,7 @@ from monitor.detectors.base import (
     ThresholdStrategy,
     get_detector,
 )
+from monitor.detectors._slice_columns import with_slice_columns
 from monitor.detectors.compare import benjamini_hochberg, compare
 from monitor.errors import InputError
 from monitor.profiles import OVERALL, ProfileSet, parse_slice_key
@@ -43,7 +44,10 @@ def evaluate(
     Methods: `methods` that accept the column's kind, else the kind's default, plus
     ``missing_rate`` for columns with nulls on either side. Verdicts need value > threshold
     and a Benjamini–Hochberg-adjusted p-value < `alpha` across all results of this call.
+    Slice columns are compared too (overall only), from their slices' row counts where a
+    side did not profile them.
     """
+    reference, current = with_slice_columns(reference, current)
     strategy = thresholds or ConstantThresholds()
     chosen = [get_detector(m) for m in methods or ()]
     results: list[DriftResult] = []
@@ -73,6 +77,9 @@ def _columns(
     reference: ProfileSet, current: ProfileSet, columns: Sequence[str] | None
 ) -> list[str]:
     wanted = list(columns) if columns else reference.columns
+    if columns:  # the slice columns are compared whatever columns were asked for
+        both = [c for c in reference.slice_by if c in reference.specs and c in current.specs]
+        wanted += [c for c in both if c not in wanted]
     for col in wanted:
         if col not in reference.specs:
             raise InputError(f"column '{col}' not in the reference")
