@@ -100,8 +100,7 @@ def status(config_path: Path, as_json: bool) -> None:
         click.echo(json.dumps(result.to_dict(), indent=2))
         return
     click.echo(
-        f"{'source':20} {'type':6} {'events':>10} {'labels':>8} {'dead':>8} {'late':>8} "
-        f"{'lag':>10}"
+        f"{'source':20} {'type':6} {'events':>10} {'labels':>8} {'dead':>8} {'late':>8} {'lag':>10}"
     )
     for s in result.sources:
         click.echo(

@@ -80,9 +80,8 @@ def drift(
 ) -> None:
     """Compare CURRENT with REFERENCE (Parquet or CSV), overall and per slice."""
     from monitor.datafile import read_frame, require_columns
-    from monitor.profiles import compared_columns
     from monitor.detectors import evaluate, get_detector, profile_variability, threshold_strategy
-    from monitor.profiles import profile_frame, specs_for
+    from monitor.profiles import compared_columns, profile_frame, specs_for
     from monitor.reports import drift_report, render_html, write_json
 
     method_names = _split(methods)

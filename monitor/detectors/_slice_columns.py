@@ -14,9 +14,7 @@ import pandas as pd
 from monitor.profiles import OVERALL, ColumnSpec, ProfileSet, parse_slice_key, spec_from_reference
 
 
-def with_slice_columns(
-    reference: ProfileSet, current: ProfileSet
-) -> tuple[ProfileSet, ProfileSet]:
+def with_slice_columns(reference: ProfileSet, current: ProfileSet) -> tuple[ProfileSet, ProfileSet]:
     """Both sets with an overall profile of each slice column either set lacks."""
     for column in reference.slice_by:
         if column in reference.specs and column in current.specs:

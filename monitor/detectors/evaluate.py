@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from monitor.detectors._slice_columns import with_slice_columns
 from monitor.detectors.base import (
     DEFAULT_ALPHA,
     MIN_N,
@@ -13,7 +14,6 @@ from monitor.detectors.base import (
     ThresholdStrategy,
     get_detector,
 )
-from monitor.detectors._slice_columns import with_slice_columns
 from monitor.detectors.compare import benjamini_hochberg, compare
 from monitor.errors import InputError
 from monitor.profiles import OVERALL, ProfileSet, parse_slice_key

@@ -53,7 +53,9 @@ def test_slice_column_drift_is_reported_overall(files: tuple[Path, Path], tmp_pa
         assert all(r["slice"] is None or "region" in r["slice"] for r in rows)
 
 
-def test_binary_column_drifts_and_discrete_default(files: tuple[Path, Path], tmp_path: Path) -> None:
+def test_binary_column_drifts_by_the_discrete_default(
+    files: tuple[Path, Path], tmp_path: Path
+) -> None:
     ref, cur = files
     _, _, rows = _rows(tmp_path, str(ref), str(cur), "--columns", "approved,amount")
     by = {r["column"]: r for r in rows}
@@ -103,7 +105,7 @@ def test_baseline_create_profiles_slice_columns_and_configured_categories(
     assert made.returncode == 0, made.stderr
     stored = load_stored_baseline(make_engine(db), "m", "1").profiles
     assert stored.columns == ["amount", "zip", "approved", "region"]
-    assert stored.specs["zip"].kind == "categorical" and stored.specs["region"].kind == "categorical"
+    assert stored.specs["zip"].kind == stored.specs["region"].kind == "categorical"
     assert stored.specs["approved"].discrete and stored.specs["approved"].edges == (0.0, 1.0, 1.0)
     # Within its own slices the slice column is not profiled (it holds one value there).
     assert not [k for k in stored.profiles if k[0] and k[1] == "region"]
