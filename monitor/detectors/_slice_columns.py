@@ -9,7 +9,6 @@ the per-slice row counts already hold C's exact distribution over its bounded sl
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from monitor.profiles import OVERALL, ColumnSpec, ProfileSet, parse_slice_key, spec_from_reference
 
@@ -48,7 +47,14 @@ def _added(profiles: ProfileSet, spec: ColumnSpec, values: object) -> ProfileSet
     if spec.column in profiles.specs:
         return profiles
     if spec.kind == "numeric":  # slice values are strings; "(other)" and the like are nulls
-        values = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy()
+        values = np.array([_number(v) for v in np.asarray(values, dtype=object)], dtype=float)
     merged = {**profiles.profiles, (OVERALL, spec.column): spec.profile(values)}
     specs = {**profiles.specs, spec.column: spec}
     return ProfileSet(merged, profiles.rows, profiles.slice_by, specs)
+
+
+def _number(value: object) -> float:
+    try:
+        return float(str(value))
+    except ValueError:
+        return float("nan")

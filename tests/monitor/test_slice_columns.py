@@ -52,3 +52,17 @@ def test_slice_column_profile_from_counts_equals_the_profiled_one() -> None:
     derived = with_slice_columns(*_sets(0.7, False))
     for a, b in zip(profiled, derived, strict=True):
         assert a.get("region").counts.tolist() == b.get("region").counts.tolist()
+
+
+def test_numeric_slice_column_known_only_by_its_slices() -> None:
+    # A numeric slice column profiled in the reference but absent from the current side:
+    # its slice values (strings) become numbers; "(null)" counts as null.
+    ref = pd.DataFrame({"amount": np.arange(100.0), "tier": np.repeat([1, 2, 3, 4], 25)})
+    cur = ref.assign(tier=np.repeat([1, 2, 3, 4], [70, 10, 10, 10]).astype(object))
+    cur.loc[0, "tier"] = None
+    ref_set = profile_frame(ref, specs_for(["amount", "tier"], ref), ["tier"])
+    cur_set = profile_frame(cur, specs_for(["amount"], ref), ["tier"])
+    (tier,) = [
+        r for r in evaluate(ref_set, cur_set) if r.column == "tier" and r.method != "missing_rate"
+    ]
+    assert tier.kind == "numeric" and tier.status == "drift" and tier.n_current == 99
