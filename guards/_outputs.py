@@ -53,12 +53,15 @@ def comparable(
 
 
 def is_class_output(values: np.ndarray) -> bool:
-    """Integer or bool, one value per row: class ids, compared by flips, not by distance."""
+    """Integer (bools and strings arrive as codes), one value per row: class ids, compared by
+    flips, not by distance."""
     column = values.ndim == 1 or (values.ndim == 2 and values.shape[1] == 1)
-    return column and (np.issubdtype(values.dtype, np.integer) or values.dtype == np.bool_)
+    return column and bool(np.issubdtype(values.dtype, np.integer))
 
 
 def _pair(name: str, ref: np.ndarray, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    if ref.dtype == np.bool_:  # decisions: class ids 0/1, so they are judged by flips
+        return ref.astype(np.int64), cand.astype(np.int64)
     if ref.dtype != object and ref.dtype.kind not in "US":
         return ref, cand
     first = _first(ref)

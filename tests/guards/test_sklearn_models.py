@@ -223,3 +223,39 @@ def test_lightgbm_via_onnxmltools(tmp_path: Path) -> None:
     assert {"flip_rate[label]", "flip_rate[probabilities]"} <= names
     assert "metric_drop:roc_auc[probabilities]" not in names  # fp32 has no metric criterion
     assert verdict.outputs["probabilities"].max_abs == 0.0
+
+
+def test_multi_output_model_with_bool_and_int_heads(tmp_path: Path) -> None:
+    from onnx import TensorProto, helper
+
+    # Three heads: a float score, a bool decision and an int64 class; the candidate's decision
+    # head is inverted, so it flips on every row while the float head is identical.
+    def model(invert: bool) -> Any:
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 2])
+        outs = [
+            helper.make_tensor_value_info("score", TensorProto.FLOAT, [None, 2]),
+            helper.make_tensor_value_info("decision", TensorProto.BOOL, [None]),
+            helper.make_tensor_value_info("cls", TensorProto.INT64, [None]),
+        ]
+        nodes = [
+            helper.make_node("Identity", ["x"], ["score"]),
+            helper.make_node("ArgMax", ["x"], ["am"], axis=1, keepdims=0),
+            helper.make_node("Identity", ["am"], ["cls"]),
+            helper.make_node("Cast", ["am"], ["b"], to=TensorProto.BOOL),
+            helper.make_node("Not" if invert else "Identity", ["b"], ["decision"]),
+        ]
+        graph = helper.make_graph(nodes, "heads", [x], outs)
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+    ref, cand = _save(model(False), tmp_path / "r.onnx"), _save(model(True), tmp_path / "c.onnx")
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0, 1, (300, 2)).astype(np.float32)
+    family = Family(
+        {"reference": ref, "copy": cand}, _golden(tmp_path / "g.parquet", x, x[:, 1] > x[:, 0])
+    )
+    verdict = _gate(family, "copy", "fp16", labels=False)
+    by = {c.name: c for c in verdict.criteria if c.slice is None}
+    assert by["flip_rate[decision]"].status == "fail" and by["flip_rate[decision]"].value == 1.0
+    assert by["flip_rate[score]"].status == "pass" and by["flip_rate[cls]"].status == "pass"
+    assert set(verdict.outputs) == {"score"}  # class heads get no distance statistics
+    assert verdict.verdict == "fail"
