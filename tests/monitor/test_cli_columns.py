@@ -91,10 +91,10 @@ def test_threshold_floor_flag_matches_the_yaml_key(
 
 
 def test_baseline_create_profiles_slice_columns_and_configured_categories(
-    files: tuple[Path, Path], tmp_path: Path
+    files: tuple[Path, Path], tmp_path: Path, database_url: str
 ) -> None:
     ref, _ = files
-    db = f"sqlite:///{tmp_path / 'mw.db'}"
+    db = database_url
     cfg = tmp_path / "mw.yaml"
     cfg.write_text(f"database_url: {db}\nmodels:\n  - {{name: m, categorical: [zip]}}\n")
     assert run_cli("db", "upgrade", "--config", str(cfg)).returncode == 0
