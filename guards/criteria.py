@@ -4,7 +4,10 @@ A criterion passes when its value is within its threshold. On fewer than `min_sl
 rows (a slice, or the whole golden set) a statistical criterion is `inconclusive`, unless the
 evidence alone shows the breach: the lower end of the two-sided Wilson interval at
 `confidence` of the flip rate lies above the threshold (for accuracy, a paired lower bound of
-the drop; ROC-AUC and regression errors on small slices stay inconclusive).
+the drop; ROC-AUC and regression errors on small slices stay inconclusive). A slice where the
+two models agree exactly (no flip, identical task outputs) passes whatever its size: no
+floating-point bound decides a criterion the evidence settles, so a zero limit holds for a
+count of zero.
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ class Evidence:
     task: Task | None
     labels: np.ndarray | None
     slices: Sequence[Slice]
+    # Class outputs besides `task` (a label beside its probabilities, other heads): flips only.
+    extra: Sequence[Task] = ()
 
 
 def evaluate(policy: GatePolicy, evidence: Evidence) -> tuple[Criterion, ...]:
@@ -67,6 +72,11 @@ def _task(policy: GatePolicy, evidence: Evidence) -> Iterator[Criterion]:
         rate_limit = policy.max_flip_rate if whole else policy.max_slice_flip_rate
         if flips is not None and rate_limit is not None:
             yield _flip_rate(f"flip_rate[{task.output}]", flips[sl.rows], rate_limit, policy, sl)
+        for other in evidence.extra:
+            more = other.flips()
+            if more is not None and rate_limit is not None:
+                name = f"flip_rate[{other.output}]"
+                yield _flip_rate(name, more[sl.rows], rate_limit, policy, sl)
         if overlap is not None and policy.min_topk_overlap is not None:
             yield _overlap(task.output, overlap[sl.rows], policy, sl)
         drop_limit = policy.max_metric_drop if whole else policy.max_slice_metric_drop
@@ -84,8 +94,8 @@ def _flip_rate(
 ) -> Criterion:
     n, k = len(flips), int(np.count_nonzero(flips))
     value = k / n if n else math.nan
-    if n >= policy.min_slice_rows:
-        status = _plain(value, limit)
+    if n >= policy.min_slice_rows or k == 0:
+        status = _plain(value, limit) if n else "inconclusive"
     else:
         low, _ = wilson_interval(k, n, policy.confidence)
         status = "fail" if low > limit else "inconclusive"
@@ -98,7 +108,7 @@ def _overlap(output: str, overlap: np.ndarray, policy: GatePolicy, sl: Slice) ->
     value = float(overlap.mean()) if n else math.nan
     limit = policy.min_topk_overlap
     status: Status = "pass" if value >= limit else "fail"
-    if n < policy.min_slice_rows:
+    if n < policy.min_slice_rows and not (n and bool(np.all(overlap == 1.0))):
         status = "inconclusive"
     return Criterion(f"topk_overlap[{output}]", value, limit, status, sl.key, n)
 
@@ -109,9 +119,16 @@ def _metric(
     drop = metric_drop(task, metric, labels, sl.rows, policy.confidence)
     n = len(sl.rows)
     name = f"metric_drop:{metric}[{task.output}]"
+    if _agree(task, sl.rows):  # exact: no change can be a drop, even of an undefined metric
+        return Criterion(name, 0.0, limit, "pass", sl.key, n)
     if math.isnan(drop.drop):
         return Criterion(name, drop.drop, limit, "inconclusive", sl.key, n)
     if n >= policy.min_slice_rows:
         return Criterion(name, drop.drop, limit, _plain(drop.drop, limit), sl.key, n)
     breach = drop.drop_lower_bound is not None and drop.drop_lower_bound > limit
     return Criterion(name, drop.drop, limit, "fail" if breach else "inconclusive", sl.key, n)
+
+
+def _agree(task: Task, rows: np.ndarray) -> bool:
+    """Both models gave identical outputs on every row: the drop is exactly 0."""
+    return len(rows) > 0 and bool(np.array_equal(task.reference[rows], task.candidate[rows]))

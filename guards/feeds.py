@@ -54,7 +54,8 @@ def _matrix(golden: GoldenSet, spec: TensorSpec) -> np.ndarray:
     if width is not None and width != len(cols):
         raise SchemaMismatchError(
             f"{golden.path}: model input {spec.describe()} expects {width} feature columns, "
-            f"the golden set has {len(cols)} ({_names(cols)}); choose them with --features"
+            f"the golden set has {len(cols)} ({_names(cols)}){_suspects(golden, cols, width)}; "
+            "choose them with --features"
         )
     return _cast(golden, cols, spec)
 
@@ -83,6 +84,19 @@ def _cast(golden: GoldenSet, cols: list[str], spec: TensorSpec) -> np.ndarray:
             f"{spec.describe()}"
         )
     return np.ascontiguousarray(block.to_numpy(dtype=dtype))
+
+
+def _suspects(golden: GoldenSet, cols: list[str], width: int) -> str:
+    """Name the columns that are most likely not features: the non-numeric ones, else the tail.
+
+    A list cut at six names would hide the one extra column among 65.
+    """
+    text = [c for c in cols if not _numeric(golden.frame[c].dtype)]
+    if text:
+        return f"; not numeric, so not a feature: {', '.join(text)}"
+    if len(cols) > width:
+        return f"; columns past the first {width}: {', '.join(cols[width:][:10])}"
+    return ""
 
 
 def _numeric(dtype: Any) -> bool:

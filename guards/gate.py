@@ -11,6 +11,7 @@ from typing import Any, Literal
 import numpy as np
 
 from guards import latency
+from guards._outputs import check_supported, comparable, is_class_output
 from guards.compare import Elementwise, compare_output
 from guards.criteria import Evidence, Slice, evaluate
 from guards.feeds import build_feeds, check_comparable
@@ -138,6 +139,7 @@ def _open(request: GateRequest) -> _Sessions:
     cand = open_session(request.candidate, providers, opts)
     ref_sig = signature(ref)
     check_comparable(ref_sig, signature(cand))
+    check_supported(ref_sig.outputs)
     return _Sessions(ref, cand, build_feeds(request.golden, ref_sig))
 
 
@@ -145,6 +147,7 @@ def _evidence(
     request: GateRequest, ref: Mapping[str, np.ndarray], cand: Mapping[str, np.ndarray]
 ) -> Evidence:
     policy = request.policy
+    ref, cand = comparable(ref, cand)
     elementwise: dict[str, Elementwise] = {}
     for name in ref:
         if ref[name].shape != cand[name].shape:
@@ -152,15 +155,32 @@ def _evidence(
                 f"output {name!r}: reference shape {ref[name].shape} "
                 f"but candidate shape {cand[name].shape}"
             )
-        elementwise[name] = compare_output(ref[name], cand[name], policy.atol or 0.0, policy.rtol)
-    out = _task_output(request, list(ref))
+        if not is_class_output(ref[name]):  # class ids agree or flip; they have no distance
+            elementwise[name] = compare_output(
+                ref[name], cand[name], policy.atol or 0.0, policy.rtol
+            )
+    out = _task_output(request, ref)
     task = detect_task(out, ref[out], cand[out], policy.decision_threshold)
     labels = _labels(request.golden, task)
-    return Evidence(elementwise, task, labels, tuple(_slices(request.golden)))
+    # Other class outputs (the label beside a ZipMap, heads of a multi-output model) are
+    # judged by their flips too.
+    extra = tuple(
+        detect_task(name, ref[name], cand[name], policy.decision_threshold)
+        for name in ref
+        if name != out and is_class_output(ref[name])
+    )
+    return Evidence(elementwise, task, labels, tuple(_slices(request.golden)), extra)
 
 
-def _task_output(request: GateRequest, names: Sequence[str]) -> str:
+def _task_output(request: GateRequest, outputs: Mapping[str, np.ndarray]) -> str:
+    """`--output`, else the first class-score output, else the first class output or any."""
+    names = list(outputs)
     if request.output is None:
+        kinds = {n: detect_task(n, outputs[n], outputs[n], 0.5).kind for n in names}
+        for wanted in (("scores", "binary"), ("labels",)):
+            found = [n for n in names if kinds[n] in wanted]
+            if found:
+                return found[0]
         return names[0]
     if request.output not in names:
         raise InputError(
@@ -217,15 +237,17 @@ def _slices(golden: GoldenSet) -> Iterator[Slice]:
 
 def _worst_rows(request: GateRequest, evidence: Evidence) -> tuple[WorstRow, ...]:
     golden = request.golden
-    score = np.max(np.vstack([e.row_max_abs for e in evidence.elementwise.values()]), axis=0)
-    flips = evidence.task.flips() if evidence.task is not None else None
+    rows = [e.row_max_abs for e in evidence.elementwise.values()]
+    score = np.max(np.vstack(rows), axis=0) if rows else np.zeros(golden.rows)
+    flips = _any_flips(evidence)
     # Rows where the models agree exactly are not "worst"; a flip always is.
     differing = int(np.count_nonzero((score > 0) | (flips if flips is not None else False)))
     k = min(request.worst_rows, differing)
     if k == 0:
         return ()
-    top = np.argpartition(-score, k - 1)[:k]
-    top = top[np.argsort(-score[top], kind="stable")]
+    rank = score if flips is None else np.where(flips, np.inf, score)  # a flip ranks first
+    top = np.argpartition(-rank, k - 1)[:k]
+    top = top[np.argsort(-rank[top], kind="stable")]
     ids = golden.ids()
     return tuple(
         WorstRow(
@@ -264,6 +286,13 @@ def _localize(
     except ModelwatchError as exc:  # the verdict stands; the report says why no localisation
         seconds = time.perf_counter() - start
         return Localization.failed(str(exc), seconds, job.tolerance)
+
+
+def _any_flips(evidence: Evidence) -> np.ndarray | None:
+    """Per row: did any judged class output flip."""
+    tasks = [t for t in (evidence.task, *evidence.extra) if t is not None]
+    found = [f for f in (t.flips() for t in tasks) if f is not None]
+    return np.logical_or.reduce(found) if found else None
 
 
 def _plain_id(value: Any) -> Any:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import math
 from statistics import NormalDist
+
+from monitor.outcomes import wilson
 
 
 def z_for(confidence: float) -> float:
@@ -14,12 +15,7 @@ def z_for(confidence: float) -> float:
 
 
 def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval of a proportion; (0, 1) when n is 0."""
-    if n <= 0:
-        return 0.0, 1.0
-    z = z_for(confidence)
-    p = successes / n
-    denom = 1.0 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    """Wilson score interval of a proportion; (0, 1) when n is 0; exact for 0/n and n/n."""
+    if n > 0 and not 0 <= successes <= n:
+        raise ValueError(f"successes must be in 0..{n}, got {successes}")
+    return wilson(successes, n, z_for(confidence))

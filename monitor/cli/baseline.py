@@ -26,6 +26,13 @@ def baseline() -> None:
 @click.option("--bins", default=64, show_default=True, help="Quantile bins per numeric column.")
 @click.option("--top-k", default=50, show_default=True, help="Categories kept per column.")
 @click.option(
+    "--categorical",
+    multiple=True,
+    metavar="COL",
+    help="Profile COL as categories even if it holds numbers (repeatable; adds to the "
+    "model's `categorical` in --config).",
+)
+@click.option(
     "--chunks",
     default=10,
     show_default=True,
@@ -42,6 +49,7 @@ def create_cmd(
     columns: str | None,
     bins: int,
     top_k: int,
+    categorical: tuple[str, ...],
     chunks: int,
     replace: bool,
     data: Path,
@@ -52,16 +60,20 @@ def create_cmd(
     from monitor.baselines import save_baseline
     from monitor.datafile import read_frame
     from monitor.detectors import profile_variability
-    from monitor.profiles import profile_frame, specs_for
+    from monitor.profiles import compared_columns, profile_frame, specs_for
 
     if chunks < 0:
         raise InputError(f"--chunks must be 0 or more, got {chunks}")
     wanted = _split(columns)
+    for col in categorical:
+        if wanted is not None and col not in wanted and col not in slice_by:
+            raise InputError(f"--categorical {col}: not among --columns or --slice-by")
+    forced = [*_configured_categorical(config_path, model), *categorical]
     frame = read_frame(data, [*(wanted or []), *slice_by])
-    cols = wanted or [c for c in frame.columns if c not in slice_by]
+    cols = compared_columns(wanted or list(frame.columns), slice_by)
     engine = engine_from_options(database_url, config_path)
     require_head(engine)
-    specs = specs_for(cols, frame, bins, top_k)
+    specs = specs_for(cols, frame, bins, top_k, [c for c in forced if c in cols])
     profiles = profile_frame(frame, specs, slice_by)
     variability = profile_variability(frame, specs, profiles, chunks) if chunks else None
     baseline_id = save_baseline(
@@ -98,6 +110,16 @@ def list_cmd(model: str | None, database_url: str | None, config_path: Path | No
             f"{b.id}\t{b.model}\t{b.version}\t{b.name}\t{b.n_rows} rows\t"
             f"{b.n_profiles} profiles\tslice_by={slices}\t{b.created_at:%Y-%m-%dT%H:%M:%SZ}"
         )
+
+
+def _configured_categorical(config_path: Path | None, model: str) -> list[str]:
+    """The model's `categorical` columns from the config file, if one was given."""
+    if config_path is None:
+        return []
+    from monitor.config import load_config
+
+    models = {m.name: m for m in load_config(config_path).models}
+    return list(models[model].categorical) if model in models else []
 
 
 def _split(columns: str | None) -> list[str] | None:

@@ -93,7 +93,7 @@ def _serve_metrics(engine: Engine, config: Config, port: int, stop: threading.Ev
 @CONFIG_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def status(config_path: Path, as_json: bool) -> None:
-    """Per-source counters (events, dead letters, late, lag), per-model windows, and the
+    """Per-source counters (events, labels, dead letters, late, lag), per-model windows, and the
     daemon's jobs: last success, failing items, component restarts."""
     from collectors.status import collect_status
 
@@ -106,10 +106,13 @@ def status(config_path: Path, as_json: bool) -> None:
         doc = {**result.to_dict(), **_jobs_doc(successes, failing)}
         click.echo(json.dumps(doc, indent=2))
         return
-    click.echo(f"{'source':20} {'type':6} {'events':>10} {'dead':>8} {'late':>8} {'lag':>10}")
+    click.echo(
+        f"{'source':20} {'type':6} {'events':>10} {'labels':>8} {'dead':>8} {'late':>8} {'lag':>10}"
+    )
     for s in result.sources:
         click.echo(
-            f"{s.name:20} {s.type:6} {s.events:>10} {s.dead_letters:>8} {s.late:>8} {s.lag:>10}"
+            f"{s.name:20} {s.type:6} {s.events:>10} {s.labels:>8} {s.dead_letters:>8} "
+            f"{s.late:>8} {s.lag:>10}"
         )
     for m in result.models:
         click.echo(f"model {m.name} version {m.version}: {m.events} events in {m.windows} windows")

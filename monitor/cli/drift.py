@@ -29,6 +29,14 @@ import click
     "--threshold-k", default=3.0, show_default=True, help="reference: bound = mean + k·std."
 )
 @click.option(
+    "--threshold-floor",
+    "floor_fraction",
+    default=0.5,
+    show_default=True,
+    help="reference: bounds never go below this fraction of the constant bound "
+    "(YAML floor_fraction); 0 keeps the reference-derived bound as it is.",
+)
+@click.option(
     "--reference-chunks",
     default=10,
     show_default=True,
@@ -36,6 +44,12 @@ import click
 )
 @click.option("--bins", default=64, show_default=True, help="Quantile bins per numeric column.")
 @click.option("--top-k", default=50, show_default=True, help="Categories kept per column.")
+@click.option(
+    "--categorical",
+    multiple=True,
+    metavar="COL",
+    help="Profile COL as categories even if it holds numbers (repeatable).",
+)
 @click.option("--json", "json_path", type=click.Path(path_type=Path), help="Write JSON here.")
 @click.option("--html", "html_path", type=click.Path(path_type=Path), help="Write HTML here.")
 @click.option(
@@ -54,9 +68,11 @@ def drift(
     alpha: float,
     strategy: str,
     threshold_k: float,
+    floor_fraction: float,
     reference_chunks: int,
     bins: int,
     top_k: int,
+    categorical: tuple[str, ...],
     json_path: Path | None,
     html_path: Path | None,
     evidently_path: Path | None,
@@ -65,19 +81,20 @@ def drift(
     """Compare CURRENT with REFERENCE (Parquet or CSV), overall and per slice."""
     from monitor.datafile import read_frame, require_columns
     from monitor.detectors import evaluate, get_detector, profile_variability, threshold_strategy
-    from monitor.profiles import profile_frame, specs_for
+    from monitor.profiles import compared_columns, profile_frame, specs_for
     from monitor.reports import drift_report, render_html, write_json
 
     method_names = _split(methods)
     for name in method_names or []:
         get_detector(name)
-    threshold_strategy(strategy, k=threshold_k)  # a bad name or k fails before any reading
+    # A bad name, k or floor fails before any reading.
+    threshold_strategy(strategy, k=threshold_k, floor_fraction=floor_fraction)
     wanted = _split(columns)
     ref = read_frame(reference, [*(wanted or []), *slice_by])
     cur = read_frame(current, [*(wanted or []), *slice_by])
-    cols = wanted or [c for c in ref.columns if c not in slice_by]
+    cols = compared_columns(wanted or list(ref.columns), slice_by)
     require_columns(cur, cols, current)
-    specs = specs_for(cols, ref, bins, top_k)
+    specs = specs_for(cols, ref, bins, top_k, categorical)
     ref_set = profile_frame(ref, specs, slice_by)
     cur_set = profile_frame(cur, specs, slice_by)
     variability = (
@@ -85,7 +102,7 @@ def drift(
         if strategy == "reference"
         else None
     )
-    bounds = threshold_strategy(strategy, variability, k=threshold_k)
+    bounds = threshold_strategy(strategy, variability, k=threshold_k, floor_fraction=floor_fraction)
     results = evaluate(ref_set, cur_set, cols, methods=method_names, thresholds=bounds, alpha=alpha)
     document = drift_report(results, ref_set.n_rows, cur_set.n_rows)
     if json_path is not None:

@@ -34,6 +34,8 @@ class ModelConfig(StrictModel):
     slices: list[str] = Field(default_factory=list)
     # Bounded metric labels: slice values past this many per column go to "other".
     max_slice_values: int = Field(default=50, ge=1, le=1000)
+    # Numeric columns profiled as categories by `baseline create --config` (codes, ids).
+    categorical: list[str] = Field(default_factory=list)
     drift: DriftConfig = Field(default_factory=DriftConfig)
     outcomes: OutcomeConfig = Field(default_factory=OutcomeConfig)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from monitor.detectors._respec import rebin
+from monitor.detectors._slice_columns import with_slice_columns
 from monitor.detectors.base import (
     DEFAULT_ALPHA,
     MIN_N,
@@ -25,6 +26,10 @@ DEFAULT_METHODS: Mapping[str, tuple[str, ...]] = {
     "numeric": ("wasserstein",),
     "categorical": ("jensen_shannon",),
 }
+# Numeric columns with one bucket per distinct value (flags, hard labels, ratings): their
+# values are classes more often than magnitudes, and a mass shift between two values must not
+# be scaled down by how far apart they sit (wasserstein/sd), so they default like categories.
+DISCRETE_METHODS: tuple[str, ...] = ("jensen_shannon",)
 DEFAULT_DRIFT_SHARE = 0.5
 
 
@@ -47,7 +52,10 @@ def evaluate(
     data lacks, or holds as another kind, is ``missing``; with `columns` unset, a current column
     the reference lacks is ``new``. A current profile built on other edges or categories than
     the reference (a replaced baseline) is moved onto the reference's spec first.
+    Slice columns are compared too (overall only), from their slices' row counts where a
+    side did not profile them.
     """
+    reference, current = with_slice_columns(reference, current)
     strategy = thresholds or ConstantThresholds()
     chosen = [get_detector(m) for m in methods or ()]
     keys = [OVERALL, *_slice_keys(reference, current)]
@@ -60,10 +68,11 @@ def evaluate(
         for detector in _detectors_for(ref_all, current.get(column), chosen):
             bound = strategy.bound(detector, column)
             for key in keys:
+                slice_ = parse_slice_key(key)
+                if slice_ is not None and column in slice_:
+                    continue  # a slice column within its own slice holds one value: trivial
                 ref, cur = _pair(reference, current, key, column, ref_all)
-                results.append(
-                    compare(detector, ref, cur, bound, parse_slice_key(key), min_n=min_n)
-                )
+                results.append(compare(detector, ref, cur, bound, slice_, min_n=min_n))
     return benjamini_hochberg(results, alpha)
 
 
@@ -79,6 +88,9 @@ def _columns(
     reference: ProfileSet, current: ProfileSet, columns: Sequence[str] | None
 ) -> list[str]:
     wanted = list(columns) if columns else reference.columns
+    if columns:  # the slice columns are compared whatever columns were asked for
+        both = [c for c in reference.slice_by if c in reference.specs and c in current.specs]
+        wanted += [c for c in both if c not in wanted]
     for col in wanted:
         if col not in reference.specs:
             raise InputError(f"column '{col}' not in the reference")
@@ -147,11 +159,18 @@ def _slice_keys(reference: ProfileSet, current: ProfileSet) -> list[str]:
 def _detectors_for(ref: Profile, cur: Profile, chosen: Sequence[Detector]) -> list[Detector]:
     picked = [d for d in chosen if ref.kind in d.kinds and d.name != "missing_rate"]
     if not picked:
-        picked = [get_detector(m) for m in DEFAULT_METHODS[ref.kind]]
+        picked = [get_detector(m) for m in default_methods(ref)]
     wants_missing = any(d.name == "missing_rate" for d in chosen)
     if wants_missing or ref.null_count or cur.null_count:
         picked.append(get_detector("missing_rate"))
     return picked
+
+
+def default_methods(profile: Profile) -> tuple[str, ...]:
+    """The methods a column gets when none of the chosen ones accepts it."""
+    if profile.spec.discrete:
+        return DISCRETE_METHODS
+    return DEFAULT_METHODS[profile.kind]
 
 
 def _pair(

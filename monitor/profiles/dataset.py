@@ -102,6 +102,8 @@ def profile_frame(
         for key, positions in _slice_positions(frame[scol], scol, max_slice_values):
             rows[key] = int(positions.size)
             for col, spec in specs.items():
+                if col == scol:
+                    continue  # within its own slices a slice column holds one value
                 enc = done[col][0]
                 assert enc is not None
                 profiles[(key, col)] = _profile(spec, enc, positions)

@@ -33,8 +33,10 @@ class ColumnSpec:
     """How one column is binned: quantile edges (numeric) or top-K categories (categorical).
 
     Numeric buckets are ``[underflow, [e0,e1), ..., [e_{B-1}, e_B], overflow]``: ``B`` interior
-    bins on the reference's quantile edges (duplicates removed, so discrete columns get fewer)
-    plus one bucket each for values below the reference minimum and above its maximum.
+    bins on the reference's quantile edges plus one bucket each for values below the reference
+    minimum and above its maximum. A reference with at most ``bins`` distinct values gets one
+    bucket per value (exact counts); in other columns a heavily repeated value gets a bucket
+    of its own. Edges may repeat (``[e, e]`` is the bucket of exactly ``e``).
     Categorical buckets are ``[*categories, other, unseen]``: ``other`` holds values the
     reference had beyond its top K (the ``tail``), ``unseen`` values the reference never had.
     When the reference had more than ``MAX_TAIL`` tail values (``tail_complete`` false), a
@@ -47,6 +49,8 @@ class ColumnSpec:
     categories: tuple[str, ...] = ()
     tail: frozenset[str] = field(default_factory=frozenset)
     tail_complete: bool = True
+    # Numeric with one bucket per distinct reference value: compared like categories by default.
+    discrete: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -55,6 +59,10 @@ class ColumnSpec:
             pairs = zip(self.edges, self.edges[1:], strict=False)
             if not self.edges or any(b < a for a, b in pairs):
                 raise InputError(f"column '{self.column}': numeric spec needs sorted edges")
+            if self.discrete and (len(self.edges) < 2 or self.edges[-1] != self.edges[-2]):
+                raise InputError(f"column '{self.column}': discrete spec needs a closing edge")
+        elif self.discrete:
+            raise InputError(f"column '{self.column}': only numeric specs can be discrete")
         elif len(set(self.categories)) != len(self.categories):
             raise InputError(f"column '{self.column}': categories must be unique")
 
@@ -77,7 +85,7 @@ class ColumnSpec:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready description; `spec_from_dict` restores it exactly."""
-        return {
+        out: dict[str, Any] = {
             "column": self.column,
             "kind": self.kind,
             "edges": list(self.edges),
@@ -85,6 +93,10 @@ class ColumnSpec:
             "tail": sorted(self.tail),
             "tail_complete": self.tail_complete,
         }
+        # Only when set, so specs stored before the flag existed keep their fingerprints.
+        if self.discrete:
+            out["discrete"] = True
+        return out
 
     def empty(self) -> Profile:
         """A profile of no rows."""
@@ -110,6 +122,7 @@ def spec_from_dict(data: dict[str, Any]) -> ColumnSpec:
         categories=tuple(str(c) for c in data["categories"]),
         tail=frozenset(str(t) for t in data["tail"]),
         tail_complete=bool(data["tail_complete"]),
+        discrete=bool(data.get("discrete", False)),
     )
 
 
@@ -140,11 +153,12 @@ def spec_from_reference(
         raise InputError(f"column '{column}': bins and top_k must be >= 1")
     kind = kind or infer_kind(column, values)
     if kind == "numeric":
-        return ColumnSpec(column, "numeric", edges=_quantile_edges(column, values, bins))
+        edges, discrete = _quantile_edges(column, values, bins)
+        return ColumnSpec(column, "numeric", edges=edges, discrete=discrete)
     return _categorical_spec(column, values, top_k)
 
 
-def _quantile_edges(column: str, values: Any, bins: int) -> tuple[float, ...]:
+def _quantile_edges(column: str, values: Any, bins: int) -> tuple[tuple[float, ...], bool]:
     from monitor.profiles.numeric import as_float_array
 
     x = as_float_array(column, values)
@@ -157,12 +171,54 @@ def _quantile_edges(column: str, values: Any, bins: int) -> tuple[float, ...]:
     sample = x
     if x.size > QUANTILE_SAMPLE:
         sample = x[np.random.default_rng(0).integers(0, x.size, QUANTILE_SAMPLE)]
-    inner = np.quantile(sample, np.linspace(0.0, 1.0, bins + 1)[1:-1])
-    edges = np.unique(np.concatenate([[x.min()], inner, [x.max()]]))
+    discrete = _discrete_edges(x, sample, bins)
+    if discrete is not None:
+        return discrete, True
+    raw = np.quantile(sample, np.linspace(0.0, 1.0, bins + 1)[1:-1])
+    edges = np.unique(np.concatenate([[x.min()], raw, [x.max()]]))
     edges = edges[(edges >= x.min()) & (edges <= x.max())]
-    if edges.size == 1:
-        edges = np.array([edges[0], edges[0]])
-    return tuple(float(e) for e in edges)
+    return _isolate_atoms(edges, raw, x), False
+
+
+def _discrete_edges(
+    x: NDArray[np.float64], sample: NDArray[np.float64], bins: int
+) -> tuple[float, ...] | None:
+    """One bucket per distinct value when the reference has at most `bins` of them.
+
+    Edges ``(v0, v1, ..., vk, vk)``: each ``[v_i, v_{i+1})`` holds exactly ``v_i`` and the
+    closed ``[vk, vk]`` exactly the largest value, so every detector sees exact per-value
+    counts (a 0/1 column has two buckets, not one closed ``[0, 1]``).
+    """
+    if np.unique(sample[: 4 * bins]).size > bins or np.unique(sample).size > bins:
+        return None
+    distinct = np.unique(x)  # the subsample may have missed a rare value
+    if distinct.size > bins:
+        return None
+    return (*(float(v) for v in distinct), float(distinct[-1]))
+
+
+def _isolate_atoms(
+    edges: NDArray[np.float64], raw: NDArray[np.float64], x: NDArray[np.float64]
+) -> tuple[float, ...]:
+    """Give each heavy repeated value (a point mass) a bucket of its own.
+
+    A value that fills more than one quantile step is an atom: without this, ``[a, e_next)``
+    mixes it with the continuum above it and the closed top bin merges a repeated maximum
+    with the values below it, hiding mass moving between them.
+    """
+    heavy = set(raw[1:][raw[1:] == raw[:-1]].tolist())
+    top = float(x.max())
+    out: list[float] = []
+    for i, e in enumerate(edges.tolist()):
+        out.append(e)
+        nxt = edges[i + 1] if i + 1 < edges.size else None
+        if e in heavy and nxt is not None:
+            step = float(np.nextafter(e, np.inf))
+            if step < nxt:
+                out.append(step)
+    if len(out) == 1 or int(np.count_nonzero(x == top)) > 1:
+        out.append(top)
+    return tuple(out)
 
 
 def _categorical_spec(column: str, values: Any, top_k: int) -> ColumnSpec:
@@ -185,13 +241,36 @@ def _categorical_spec(column: str, values: Any, top_k: int) -> ColumnSpec:
 
 
 def specs_for(
-    columns: Sequence[str], frame: Any, bins: int = DEFAULT_BINS, top_k: int = DEFAULT_TOP_K
+    columns: Sequence[str],
+    frame: Any,
+    bins: int = DEFAULT_BINS,
+    top_k: int = DEFAULT_TOP_K,
+    categorical: Sequence[str] = (),
 ) -> dict[str, ColumnSpec]:
-    """Specs for several columns of a pandas DataFrame, kinds inferred from dtypes."""
+    """Specs for several columns of a pandas DataFrame, kinds inferred from dtypes.
+
+    Columns named in `categorical` are profiled as categories whatever their dtype (a numeric
+    code whose values are names, not magnitudes).
+    """
     from monitor.profiles.parallel import map_columns
 
-    for col in columns:
+    for col in [*columns, *categorical]:
         if col not in frame.columns:
             raise InputError(f"column '{col}' not found")
-    specs = map_columns(lambda c: spec_from_reference(c, frame[c], bins=bins, top_k=top_k), columns)
+    forced = set(categorical)
+
+    def job(c: str) -> ColumnSpec:
+        kind: Kind | None = "categorical" if c in forced else None
+        return spec_from_reference(c, frame[c], kind=kind, bins=bins, top_k=top_k)
+
+    specs = map_columns(job, columns)
     return dict(zip(columns, specs, strict=True))
+
+
+def compared_columns(columns: Sequence[str], slice_by: Sequence[str]) -> list[str]:
+    """The columns profiled and compared: `columns` plus every slice column not among them.
+
+    A slice column is a column too: its own drift (overall) is reported, not only used to
+    split the others.
+    """
+    return [*columns, *(s for s in slice_by if s not in columns)]

@@ -133,6 +133,16 @@ def test_drift_is_found_in_the_drifted_slice_only(evaluated: tuple[Engine, Confi
     assert all(r.window_start in late for r in rows)
 
 
+def test_the_slice_column_is_evaluated_overall(evaluated: tuple[Engine, Config, Any]) -> None:
+    # The baseline did not profile `region` (only sliced by it) and events carry it as an
+    # attribute: its mix still comes from the slices' row counts, once per window, overall.
+    engine = evaluated[0]
+    region = [r for r in _rows(engine, DriftResultRow) if r.column == "region"]
+    assert {r.slice_key for r in region} == {""}
+    assert len({r.window_start for r in region}) == len(region) == 4
+    assert {r.status for r in region} == {"ok"}  # the region mix does not move
+
+
 def test_outcome_degradation_is_found_in_the_drifted_slice_only(
     evaluated: tuple[Engine, Config, Any],
 ) -> None:

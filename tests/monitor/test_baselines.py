@@ -71,9 +71,10 @@ def test_cli_create_and_list(tmp_path: Path) -> None:
         db,
     )
     assert out.returncode == 0, out.stderr
-    assert "2000 rows, 2 columns, 2 slices" in out.stdout
+    # the slice column is profiled too (overall only)
+    assert "2000 rows, 3 columns, 2 slices" in out.stdout
     listed = run_cli("baseline", "list", "--database-url", db)
-    assert "fraud\t1\tdefault\t2000 rows\t6 profiles\tslice_by=region" in listed.stdout
+    assert "fraud\t1\tdefault\t2000 rows\t7 profiles\tslice_by=region" in listed.stdout
 
 
 @pytest.mark.parametrize(

@@ -47,10 +47,11 @@ def test_json_contract_and_no_drift(files: tuple[Path, Path, Path], tmp_path: Pa
     assert doc["dataset_drift"] is False and doc["n_reference"] == doc["n_current"] == 5000
     rows = doc["results"]
     assert all(list(r) == KEYS for r in rows)
-    # one overall row per column plus one per column per slice value
+    # one overall row per column plus one per column per slice value; the slice column is a
+    # column too (overall only: within its own slices it holds one value)
     assert [(r["column"], r["slice"]) for r in rows] == [
         (c, s) for c in ("amount", "channel") for s in (None, {"region": "eu"}, {"region": "us"})
-    ]
+    ] + [("region", None)]
     assert {r["status"] for r in rows} == {"ok"}
 
 

@@ -88,6 +88,21 @@ def test_small_slice_is_insufficient_and_noisy_slice_not_degraded(
     assert small.n == 40 and small.status == "ok"  # interval of 40 rows covers the baseline
 
 
+def test_perfect_slices_meet_a_perfect_baseline_at_every_size() -> None:
+    # Zero tolerance is exact: 100% accuracy against a baseline of 1.0 with tolerance 0 is
+    # never "degraded" by rounding (the closed-form Wilson bound of n/n is 1 - 1e-16 for some n).
+    for n in range(1, 1001):
+        assert wilson(0, n)[0] == 0.0 and wilson(n, n)[1] == 1.0
+    sizes = np.arange(1, 301)
+    size = np.repeat(sizes, sizes).astype(str)  # one slice of every size 1..300
+    y = np.tile([0.0, 1.0], size.size // 2 + 1)[: size.size]
+    results = evaluate_outcomes(
+        y, y, slices={"size": size}, metrics=["accuracy"], baseline={"accuracy": 1.0},
+        tolerance=0.0, min_support=1,
+    )  # fmt: skip
+    assert len(results) == 301 and {r.status for r in results} == {"ok"}
+
+
 def test_bad_inputs() -> None:
     with pytest.raises(RegistryError, match="valid: accuracy"):
         get_metric("auc")

@@ -58,7 +58,9 @@ def test_numeric_spec_has_requested_bins_and_dedupes_discrete() -> None:
     spec = spec_from_reference("x", np.random.default_rng(0).normal(size=5000))
     assert len(spec.edges) == 65 and spec.n_buckets == 66
     discrete = spec_from_reference("d", [1, 2, 3] * 100)
-    assert discrete.edges == (1.0, 2.0, 3.0)
+    # One bucket per distinct value: the top value is not merged into a closed [2, 3] bin.
+    assert discrete.edges == (1.0, 2.0, 3.0, 3.0)
+    assert discrete.profile([1, 2, 2, 3, 3, 3]).counts.tolist() == [0, 1, 2, 3, 0]
     constant = spec_from_reference("k", [7.0] * 10)
     assert constant.profile([6.0, 7.0, 8.0]).counts.tolist() == [1, 1, 1]
 

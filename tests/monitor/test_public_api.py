@@ -60,6 +60,7 @@ PINNED: dict[str, set[str]] = {
         "NumericProfile",
         "Profile",
         "ProfileSet",
+        "compared_columns",
         "key_of",
         "parse_slice_key",
         "profile_frame",
