@@ -201,7 +201,7 @@ class RegressionSummary:
         seen = self.buckets.get("z", 0)
         if rank < seen:
             return 0.0
-        for key in sorted((int(k) for k in self.buckets if k != "z")):
+        for key in sorted(int(k) for k in self.buckets if k != "z"):
             seen += self.buckets[str(key)]
             if rank < seen:
                 return 2 * _GAMMA**key / (_GAMMA + 1)
