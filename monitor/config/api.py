@@ -63,5 +63,8 @@ class SchedulerConfig(StrictModel):
     alerts_interval_s: float = Field(default=15.0, gt=0)
     retention_interval_s: float = Field(default=3600.0, gt=0)
     retention_days: int = Field(default=90, ge=1)
+    # Raw joined predictions are drill-down data only (outcome metrics come from summaries),
+    # so they may be kept for a shorter time; at most `retention_days`.
+    labeled_retention_days: int | None = Field(default=14, ge=1)
     # A job claimed by a replica that died is taken over after this long.
     lease_s: float = Field(default=300.0, gt=0)

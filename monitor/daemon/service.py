@@ -67,7 +67,7 @@ class Service:
         base = [
             JobSpec(
                 "retention",
-                retention_job(self.engine, sched.retention_days),
+                retention_job(self.engine, sched.retention_days, sched.labeled_retention_days),
                 sched.retention_interval_s,
             )
         ]
