@@ -22,6 +22,8 @@ from typing import Any
 import sqlalchemy as sa
 from alembic import op
 
+from monitor.storage.base import UTCDateTime
+
 revision = "0011_scale"
 down_revision = "0008_thresholds"
 branch_labels = None
@@ -65,43 +67,53 @@ def upgrade() -> None:
 
 def _mark_existing() -> None:
     conn = op.get_bind()
-    sqlite = conn.dialect.name == "sqlite"
-
-    def stamp(ts: datetime) -> datetime:
-        # SQLite keeps UTC timestamps naive (monitor/storage/base.py UTCDateTime).
-        return ts.replace(tzinfo=None) if sqlite else ts
-
-    now = stamp(datetime.now(UTC))
-    done = {
-        (m, v, s): at
+    # Typed, so timestamps are read and written in the stored format of each backend.
+    profiles = sa.table(
+        "window_profiles",
+        *_cols("model", "version"),
+        *_ts("window_start", "window_end", "updated_at"),
+    )
+    drift = sa.table(
+        "drift_results", *_cols("model", "version"), *_ts("window_start", "computed_at")
+    )
+    joined = sa.table("labeled_predictions", *_cols("model"))
+    changes = sa.table(
+        "window_changes",
+        *_cols("model", "kind", "version"),
+        *_ts("window_start", "window_end", "changed_at"),
+        sa.column("seq", sa.BigInteger()),
+        sa.column("pending", sa.Boolean()),
+    )
+    key = (drift.c.model, drift.c.version, drift.c.window_start)
+    done = dict(
+        ((m, v, s), at)
         for m, v, s, at in conn.execute(
-            sa.text(
-                "SELECT model, version, window_start, MAX(computed_at) FROM drift_results "
-                "GROUP BY model, version, window_start"
-            )
+            sa.select(*key, sa.func.max(drift.c.computed_at)).group_by(*key)
         )
-    }
-    rows: list[dict[str, Any]] = []
-    for m, v, start, end, updated in conn.execute(
-        sa.text(
-            "SELECT model, version, window_start, MAX(window_end), MAX(updated_at) "
-            "FROM window_profiles GROUP BY model, version, window_start"
-        )
-    ):
-        if (m, v, start) not in done or done[(m, v, start)] < updated:
-            rows.append(_row(m, "drift", v, start, end, now))
-    epoch = stamp(datetime(1970, 1, 1, tzinfo=UTC))
-    for (model,) in conn.execute(sa.text("SELECT DISTINCT model FROM labeled_predictions")):
+    )
+    key = (profiles.c.model, profiles.c.version, profiles.c.window_start)
+    windows = sa.select(
+        *key, sa.func.max(profiles.c.window_end), sa.func.max(profiles.c.updated_at)
+    ).group_by(*key)
+    now = datetime.now(UTC)
+    rows: list[dict[str, Any]] = [
+        _row(m, "drift", v, start, end, now)
+        for m, v, start, end, updated in conn.execute(windows)
+        if (m, v, start) not in done or done[(m, v, start)] < updated
+    ]
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    for (model,) in conn.execute(sa.select(joined.c.model).distinct()):
         rows.append(_row(model, "backfill", "", epoch, epoch, now))
     if rows:
-        conn.execute(
-            sa.text(
-                "INSERT INTO window_changes (model, kind, version, window_start, window_end, "
-                "seq, pending, changed_at) VALUES (:model, :kind, :version, :window_start, "
-                ":window_end, 1, :pending, :changed_at)"
-            ).bindparams(sa.bindparam("pending", type_=sa.Boolean())),
-            rows,
-        )
+        conn.execute(sa.insert(changes), rows)
+
+
+def _cols(*names: str) -> list[sa.ColumnClause[Any]]:
+    return [sa.column(n, sa.String()) for n in names]
+
+
+def _ts(*names: str) -> list[sa.ColumnClause[Any]]:
+    return [sa.column(n, UTCDateTime()) for n in names]
 
 
 def _row(
@@ -113,6 +125,7 @@ def _row(
         "version": version,
         "window_start": start,
         "window_end": end,
+        "seq": 1,
         "pending": True,
         "changed_at": now,
     }
