@@ -2,7 +2,9 @@
 
 Without `window_start` or `since`, only the newest window (of the matching rows) is returned.
 A slice is given as canonical JSON (`{"region":"eu"}`) or `col=value`; `overall` (or an empty
-value) selects whole-window rows.
+value) selects whole-window rows. With `granularity` (e.g. `1d`, `7d`: a whole number of
+windows) results are computed on demand for periods of that length by merging the periods'
+window summaries (monitor/daemon/periods.py); `window_start` then names a time in the period.
 """
 
 from __future__ import annotations
@@ -18,8 +20,20 @@ from sqlalchemy.orm import Session
 
 from monitor.daemon.auth import requires
 from monitor.daemon.common import daemon, errors
+from monitor.daemon.periods import (
+    SUMMARY_TABLES,
+    Period,
+    granularity_of,
+    newest_window,
+    period_drift,
+    period_of,
+    period_outcomes,
+    periods_between,
+    versions_in,
+)
 from monitor.errors import InputError, NotFoundError
-from monitor.storage import DriftResultRow, Model, OutcomeResultRow, transaction
+from monitor.results import slice_key_of
+from monitor.storage import DriftResultRow, Model, OutcomeResultRow, transaction, utcnow
 
 router = APIRouter(tags=["results"])
 
@@ -81,6 +95,7 @@ class Filters(BaseModel):
     slice: str | None = None
     status: str | None = None
     limit: int = 500
+    granularity: str | None = None
 
 
 SliceText = Annotated[
@@ -100,6 +115,10 @@ def _filters(
     slice: SliceText = None,
     status: Annotated[str | None, Query(max_length=50)] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 500,
+    granularity: Annotated[
+        str | None,
+        Query(description="Merge windows into periods this long (1d, 7d).", max_length=20),
+    ] = None,
 ) -> Filters:
     return Filters(
         version=version,
@@ -108,6 +127,7 @@ def _filters(
         slice=slice,
         status=status,
         limit=limit,
+        granularity=granularity,
     )
 
 
@@ -202,6 +222,9 @@ def model_drift(
     """Drift results of the newest window (or the windows asked for), per column and slice."""
     with transaction(daemon(request).engine) as session:
         _known(session, request, model)
+        if filters.granularity is not None:
+            wanted = {"column": column, "method": method}
+            return DriftList(model=model, results=_period_drift(request, model, filters, wanted))
         rows = _query(session, DriftResultRow, model, filters, {"column": column, "method": method})
         results = [
             DriftRow(
@@ -234,6 +257,9 @@ def model_metrics(
     """Outcome metrics of the newest window (or the windows asked for), per slice."""
     with transaction(daemon(request).engine) as session:
         _known(session, request, model)
+        if filters.granularity is not None:
+            rows_ = _period_metrics(request, model, filters, {"metric": metric})
+            return MetricList(model=model, results=rows_)
         rows = _query(session, OutcomeResultRow, model, filters, {"metric": metric})
         results = [
             MetricRow(
@@ -248,3 +274,64 @@ def model_metrics(
             for r in rows
         ]
     return MetricList(model=model, results=results)
+
+
+def _periods(request: Request, model: str, f: Filters, kind: str) -> tuple[Any, list[Period]]:
+    """The configured model and the periods the filters ask for (newest first)."""
+    config = daemon(request).config
+    cfg = next((m for m in config.models if m.name == model), None)
+    if cfg is None:
+        raise InputError(f"granularity: model {model!r} is not configured here")
+    _check_time("window_start", f.window_start)
+    _check_time("since", f.since)
+    size = granularity_of(f.granularity or "", config.collect.window)
+    if f.window_start is not None:
+        return cfg, [period_of(f.window_start, size)]
+    newest = newest_window(daemon(request).engine, SUMMARY_TABLES[kind], model)
+    if newest is None:
+        return cfg, []
+    since = f.since if f.since is not None else newest
+    return cfg, periods_between(since, max(since, newest), size)
+
+
+def _keep(row: dict[str, Any], f: Filters, wanted: dict[str, str | None]) -> bool:
+    if f.slice is not None and row["slice_key"] != slice_key(f.slice):
+        return False
+    if f.status is not None and row["status"] != f.status:
+        return False
+    return all(v is None or row[k] == v for k, v in wanted.items())
+
+
+def _period_rows(
+    request: Request, model: str, f: Filters, kind: str, compute: Any
+) -> list[dict[str, Any]]:
+    engine = daemon(request).engine
+    cfg, periods = _periods(request, model, f, kind)
+    now = utcnow()
+    out: list[dict[str, Any]] = []
+    for period in periods:
+        versions = versions_in(engine, SUMMARY_TABLES[kind], model, period)
+        for version in versions if f.version is None else [f.version]:
+            for r in compute(engine, cfg, version, period):
+                head = {"version": version, "window_start": period.start}
+                head |= {"window_end": period.end, "computed_at": now}
+                out.append({**head, **vars(r), "slice_key": slice_key_of(r.slice)})
+    return out
+
+
+def _period_drift(
+    request: Request, model: str, f: Filters, wanted: dict[str, str | None]
+) -> list[DriftRow]:
+    rows = _period_rows(request, model, f, "drift", period_drift)
+    fields = set(DriftRow.model_fields)
+    kept = [r for r in rows if _keep(r, f, wanted)][: f.limit]
+    return [DriftRow(**{k: v for k, v in r.items() if k in fields}) for r in kept]
+
+
+def _period_metrics(
+    request: Request, model: str, f: Filters, wanted: dict[str, str | None]
+) -> list[MetricRow]:
+    rows = _period_rows(request, model, f, "outcomes", period_outcomes)
+    fields = set(MetricRow.model_fields)
+    kept = [r for r in rows if _keep(r, f, wanted)][: f.limit]
+    return [MetricRow(**{k: v for k, v in r.items() if k in fields}) for r in kept]
