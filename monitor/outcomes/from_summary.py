@@ -141,21 +141,27 @@ def _confusion_metrics(c: np.ndarray) -> dict[str, np.ndarray]:
 def _cell_metrics(
     cells: np.ndarray, count: np.ndarray, score: np.ndarray, loss: np.ndarray
 ) -> dict[str, np.ndarray]:
-    """ROC-AUC, log loss and ECE per row of per-cell (count, score sum, loss sum)."""
-    rows = count.shape[0]
+    """ROC-AUC, log loss and ECE per row of per-cell (count, score sum, loss sum).
+
+    Works on the non-empty cells only (sorted by class, then bin), so the cost follows the
+    summary's occupied bins, not the bin count.
+    """
     n = count.sum(axis=1)
-    dense = np.zeros((rows, 2 * BINS))
-    dense[:, cells] = count
-    neg, pos = dense[:, :BINS], dense[:, BINS:]
-    below = np.cumsum(neg, axis=1) - neg
+    is_pos = cells >= BINS
+    neg_bins, pos_bins = cells[~is_pos], cells[is_pos] - BINS
+    neg, pos = count[:, ~is_pos], count[:, is_pos]
+    below = np.concatenate([np.zeros((count.shape[0], 1)), np.cumsum(neg, axis=1)], axis=1)
+    at = np.searchsorted(neg_bins, pos_bins)
+    tied = np.zeros_like(pos)
+    hit = at < neg_bins.size
+    hit[hit] = neg_bins[at[hit]] == pos_bins[hit]
+    tied[:, hit] = neg[:, at[hit]]
     pairs = pos.sum(axis=1) * neg.sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        auc = np.where(pairs > 0, (pos * (below + 0.5 * neg)).sum(axis=1) / pairs, 0.5)
-    coarse = (cells % BINS) // (BINS // ECE_BINS)
-    conf = np.zeros((rows, ECE_BINS))
-    acc = np.zeros((rows, ECE_BINS))
-    np.add.at(conf.T, coarse, score.T)
-    np.add.at(acc.T, coarse[cells >= BINS], count[:, cells >= BINS].T)
+        auc = np.where(pairs > 0, (pos * (below[:, at] + 0.5 * tied)).sum(axis=1) / pairs, 0.5)
+    coarse = np.eye(ECE_BINS)[(cells % BINS) // (BINS // ECE_BINS)]
+    conf = score @ coarse
+    acc = count[:, is_pos] @ coarse[is_pos]
     return {
         "roc_auc": auc,
         "log_loss": loss.sum(axis=1) / n,
