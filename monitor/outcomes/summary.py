@@ -22,6 +22,7 @@ pair never stops the others from being scored.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -102,6 +103,18 @@ class ClassificationSummary:
         self.count += sign * np.bincount(flat, minlength=size).reshape(2, BINS)
         self.score_sum += sign * np.bincount(flat, score, size).reshape(2, BINS)
         self.loss_sum += sign * np.bincount(flat, loss, size).reshape(2, BINS)
+
+    def sweep(self, thresholds: Sequence[float]) -> NDArray[np.int64]:
+        """Confusion counts [tp, fp, tn, fn] per threshold, each rounded up to a bin edge.
+
+        Scores in the bin holding a threshold count as at or above it, so counts are exact for
+        thresholds on the 1/BINS grid up to float rounding at bin edges.
+        """
+        edges = np.clip(np.ceil(np.asarray(thresholds, np.float64) * BINS), 0, BINS).astype(int)
+        above = np.concatenate([np.cumsum(self.count[:, ::-1], axis=1)[:, ::-1], [[0], [0]]], 1)
+        totals = self.count.sum(axis=1)
+        tp, fp = above[1, edges], above[0, edges]
+        return np.stack([tp, fp, totals[0] - fp, totals[1] - tp], axis=1)
 
     def merge(self, other: ClassificationSummary) -> ClassificationSummary:
         """The summary of both sets of pairs (thresholds must agree)."""

@@ -156,3 +156,19 @@ def test_regression_skips_non_finite_pairs() -> None:
     summary = RegressionSummary()
     summary.add(np.array([1.0, np.nan, 3.0]), np.array([2.0, 1.0, np.inf]))
     assert (summary.n, summary.invalid, summary.sums["abs"]) == (1, 2, 1.0)
+
+
+def test_threshold_sweep_matches_the_confusion_counts_on_the_bin_grid() -> None:
+    rng = np.random.default_rng(5)
+    # Scores at bin centres, so no score sits on a bin edge.
+    s = (rng.integers(0, 1000, 2000) + 0.5) / 1000
+    y = (rng.random(2000) < s).astype(np.float64)
+    summary = ClassificationSummary(0.5)
+    summary.add(y, s)
+    grid = [0.0, 0.1, 0.25, 0.5, 0.731, 1.0]
+    for t, (tp, fp, tn, fn) in zip(grid, summary.sweep(grid).tolist(), strict=True):
+        pred = s >= t
+        expected = [(pred & (y == 1)).sum(), (pred & (y == 0)).sum()]
+        expected += [(~pred & (y == 0)).sum(), (~pred & (y == 1)).sum()]
+        assert [tp, fp, tn, fn] == expected, t
+    assert summary.sweep([0.5]).tolist() == [summary.confusion.tolist()]
