@@ -10,7 +10,7 @@ window summaries (monitor/daemon/periods.py); `window_start` then names a time i
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import orjson
 from fastapi import APIRouter, Depends, Query, Request
@@ -36,6 +36,7 @@ from monitor.results import slice_key_of
 from monitor.storage import DriftResultRow, Model, OutcomeResultRow, transaction, utcnow
 
 router = APIRouter(tags=["results"])
+RowT = TypeVar("RowT", bound=BaseModel)
 
 MAX_LIMIT = 5000
 
@@ -224,7 +225,8 @@ def model_drift(
         _known(session, request, model)
         if filters.granularity is not None:
             wanted = {"column": column, "method": method}
-            return DriftList(model=model, results=_period_drift(request, model, filters, wanted))
+            rows_ = _period_rows(request, model, filters, wanted, "drift", DriftRow)
+            return DriftList(model=model, results=rows_)
         rows = _query(session, DriftResultRow, model, filters, {"column": column, "method": method})
         results = [
             DriftRow(
@@ -258,7 +260,8 @@ def model_metrics(
     with transaction(daemon(request).engine) as session:
         _known(session, request, model)
         if filters.granularity is not None:
-            rows_ = _period_metrics(request, model, filters, {"metric": metric})
+            wanted = {"metric": metric}
+            rows_ = _period_rows(request, model, filters, wanted, "outcomes", MetricRow)
             return MetricList(model=model, results=rows_)
         rows = _query(session, OutcomeResultRow, model, filters, {"metric": metric})
         results = [
@@ -303,35 +306,25 @@ def _keep(row: dict[str, Any], f: Filters, wanted: dict[str, str | None]) -> boo
 
 
 def _period_rows(
-    request: Request, model: str, f: Filters, kind: str, compute: Any
-) -> list[dict[str, Any]]:
+    request: Request,
+    model: str,
+    f: Filters,
+    wanted: dict[str, str | None],
+    kind: str,
+    row_type: type[RowT],
+) -> list[RowT]:
+    """`row_type` rows of each asked-for period and version, computed from merged summaries."""
     engine = daemon(request).engine
     cfg, periods = _periods(request, model, f, kind)
-    now = utcnow()
-    out: list[dict[str, Any]] = []
+    compute = period_drift if kind == "drift" else period_outcomes
+    fields, now = set(row_type.model_fields), utcnow()
+    out: list[RowT] = []
     for period in periods:
         versions = versions_in(engine, SUMMARY_TABLES[kind], model, period)
         for version in versions if f.version is None else [f.version]:
             for r in compute(engine, cfg, version, period):
-                head = {"version": version, "window_start": period.start}
-                head |= {"window_end": period.end, "computed_at": now}
-                out.append({**head, **vars(r), "slice_key": slice_key_of(r.slice)})
-    return out
-
-
-def _period_drift(
-    request: Request, model: str, f: Filters, wanted: dict[str, str | None]
-) -> list[DriftRow]:
-    rows = _period_rows(request, model, f, "drift", period_drift)
-    fields = set(DriftRow.model_fields)
-    kept = [r for r in rows if _keep(r, f, wanted)][: f.limit]
-    return [DriftRow(**{k: v for k, v in r.items() if k in fields}) for r in kept]
-
-
-def _period_metrics(
-    request: Request, model: str, f: Filters, wanted: dict[str, str | None]
-) -> list[MetricRow]:
-    rows = _period_rows(request, model, f, "outcomes", period_outcomes)
-    fields = set(MetricRow.model_fields)
-    kept = [r for r in rows if _keep(r, f, wanted)][: f.limit]
-    return [MetricRow(**{k: v for k, v in r.items() if k in fields}) for r in kept]
+                row = {"version": version, "window_start": period.start, **vars(r)}
+                row |= {"window_end": period.end, "computed_at": now}
+                if _keep(row | {"slice_key": slice_key_of(r.slice)}, f, wanted):
+                    out.append(row_type(**{k: v for k, v in row.items() if k in fields}))
+    return out[: f.limit]
