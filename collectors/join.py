@@ -1,10 +1,10 @@
 """The label join, inside the batch transaction.
 
 Predictions wait in `pending_predictions`, labels that came first in `pending_labels`; a match in
-either direction moves the pair to `labeled_predictions` (the input of per-slice outcome
-metrics). Both waiting rooms are emptied of entries older than the label horizon, judged in
-event time against the newest event of the model in the batch. A repeated request id replaces
-the earlier entry.
+either direction moves the pair to `labeled_predictions` (drill-down data) and adds it to its
+window's outcome summaries (the input of per-slice outcome metrics). Both waiting rooms are
+emptied of entries older than the label horizon, judged in event time against the newest event
+of the model in the batch. A repeated request id replaces the earlier entry.
 """
 
 from __future__ import annotations
