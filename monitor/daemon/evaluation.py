@@ -79,6 +79,26 @@ def consume(engine: Engine, kind: str, windows: Sequence[Window]) -> None:
     )
 
 
+class Consumed:
+    """Evaluated windows, their markers cleared `batch` at a time (one transaction each).
+
+    A crash before `flush` only means those windows are evaluated again next tick.
+    """
+
+    def __init__(self, engine: Engine, kind: str, batch: int = 100) -> None:
+        self.engine, self.kind, self.batch = engine, kind, batch
+        self.windows: list[Window] = []
+
+    def add(self, window: Window) -> None:
+        self.windows.append(window)
+        if len(self.windows) >= self.batch:
+            self.flush()
+
+    def flush(self) -> None:
+        consume(self.engine, self.kind, self.windows)
+        self.windows = []
+
+
 def window_profiles(engine: Engine, window: Window, slice_by: Sequence[str]) -> ProfileSet:
     """The window's stored profiles as a ProfileSet (overall and per slice)."""
     with session_factory(engine)() as s:
@@ -145,6 +165,7 @@ class WindowEvaluator:
     def _drift(self, cfg: ModelConfig) -> list[WindowEvaluation]:
         out = []
         refs: dict[str, tuple[ProfileSet, ThresholdStrategy] | None] = {}
+        consumed = Consumed(self.engine, "drift")
         for window in changed_windows(self.engine, cfg.name):
             if window.version not in refs:
                 refs[window.version] = self._reference(cfg, window.version)
@@ -152,7 +173,7 @@ class WindowEvaluator:
             if found is None:
                 # Without a baseline there is nothing to compare; the window is evaluated when
                 # it next changes, not rescanned every tick.
-                consume(self.engine, "drift", [window])
+                consumed.add(window)
                 continue
             started = time.perf_counter()
             reference, thresholds = found
@@ -168,10 +189,11 @@ class WindowEvaluator:
             store_drift_results(
                 self.engine, cfg.name, window.version, (window.start, window.end), results
             )
-            consume(self.engine, "drift", [window])
+            consumed.add(window)
             out.append(
                 WindowEvaluation(window, drift=results, seconds=time.perf_counter() - started)
             )
+        consumed.flush()
         return out
 
     def _reference(
@@ -195,6 +217,7 @@ class WindowEvaluator:
     def _outcomes(self, cfg: ModelConfig) -> list[WindowEvaluation]:
         out = []
         rebuild_pending(self.engine, cfg, self.window_s)
+        consumed = Consumed(self.engine, "outcome")
         for window in labeled_windows(self.engine, cfg.name, self.window_s):
             results = self.outcomes(window, cfg)
             if results:
@@ -202,7 +225,8 @@ class WindowEvaluator:
                     self.engine, cfg.name, window.version, (window.start, window.end), results
                 )
                 out.append(WindowEvaluation(window, outcomes=results))
-            consume(self.engine, "outcome", [window])
+            consumed.add(window)
+        consumed.flush()
         return out
 
     def outcomes(self, window: Window, cfg: ModelConfig) -> list[OutcomeResult]:
