@@ -33,6 +33,7 @@ from collectors.store import (
     check_positions,
     dead_letter_rows,
     ensure_counter,
+    mark_windows,
     merge_counts,
     merge_profiles,
     read_states,
@@ -165,9 +166,10 @@ class Ingestor:
                 check_positions(session, self.source, plan)
                 merge_profiles(session, built, self.backend, window_s)
                 merge_counts(session, plan, window_s)
+                mark_windows(session, plan, window_s)
                 store_dead_letters(session, dead)
                 if self.settings.join_labels and (plan.events or plan.labels):
-                    join_labels(session, plan.table, plan.labels, self.models, horizon)
+                    join_labels(session, plan.table, plan.labels, self.models, horizon, window_s)
                 if plan.open_halves or plan.used_halves:
                     store_halves(session, self.source, plan, horizon)
                 write_positions(session, self.source, plan, batch.ends, batch.details)

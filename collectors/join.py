@@ -1,10 +1,10 @@
 """The label join, inside the batch transaction.
 
 Predictions wait in `pending_predictions`, labels that came first in `pending_labels`; a match in
-either direction moves the pair to `labeled_predictions` (the input of per-slice outcome
-metrics). Both waiting rooms are emptied of entries older than the label horizon, judged in
-event time against the newest event of the model in the batch. A repeated request id replaces
-the earlier entry.
+either direction moves the pair to `labeled_predictions` (drill-down data) and adds it to its
+window's outcome summaries (the input of per-slice outcome metrics). Both waiting rooms are
+emptied of entries older than the label horizon, judged in event time against the newest event
+of the model in the batch. A repeated request id replaces the earlier entry.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from collectors.windows import slice_source
 from monitor.config import ModelConfig
 from monitor.storage import LabeledPrediction, PendingLabel, PendingPrediction
 from monitor.storage.base import utcnow
+from monitor.summaries import add_joined
 
 
 def _chunks(items: Sequence[str], size: int = 500) -> list[Sequence[str]]:
@@ -43,13 +44,21 @@ def join_labels(
     labels: Sequence[LabelEvent],
     models: dict[str, ModelConfig],
     horizon_s: float,
+    window_s: float,
 ) -> int:
-    """Store predictions and labels, move matches to labeled_predictions; returns matches."""
+    """Store predictions and labels, move matches to labeled_predictions; returns matches.
+
+    Matches are also added to their windows' outcome summaries (monitor/summaries.py) in this
+    transaction; a pair that replaces an earlier joined pair of its request id first removes
+    that pair's contribution, so summaries count each request once.
+    """
     matched = 0
     for model in set(predictions.model) | {e.model for e in labels}:
         preds = _prediction_rows(predictions, model, models[model])
         labs = {e.request_id: e for e in labels if e.model == model}
-        matched += _join_model(session, model, preds, labs)
+        pairs = _join_model(session, model, preds, labs)
+        _summarize(session, model, pairs, models[model], window_s)
+        matched += len(pairs)
         newest = max([p["ts"] for p in preds.values()] + [utc(e.ts) for e in labs.values()])
         _expire(session, model, newest.timestamp() - horizon_s)
     return matched
@@ -82,7 +91,7 @@ def _join_model(
     model: str,
     preds: dict[str, dict[str, Any]],
     labs: dict[str, LabelEvent],
-) -> int:
+) -> list[dict[str, Any]]:
     waiting_labels = _pending(session, PendingLabel, model, [i for i in preds if i not in labs])
     waiting_preds = _pending(session, PendingPrediction, model, [i for i in labs if i not in preds])
     pairs: list[dict[str, Any]] = []
@@ -120,8 +129,29 @@ def _join_model(
     _delete_ids(session, PendingPrediction, model, list(waiting_preds))
     _replace(session, PendingPrediction, model, new_preds)
     _replace(session, PendingLabel, model, new_labels)
-    _replace(session, LabeledPrediction, model, [{**p, "joined_at": now} for p in pairs])
-    return len(pairs)
+    pairs = [{**p, "joined_at": now} for p in pairs]
+    return pairs
+
+
+def _summarize(
+    session: Session,
+    model: str,
+    pairs: list[dict[str, Any]],
+    config: ModelConfig,
+    window_s: float,
+) -> None:
+    """Swap replaced joined pairs for the new ones, in the rows and in the summaries."""
+    if not pairs:
+        return
+    ids = [p["request_id"] for p in pairs]
+    replaced = list(_pending(session, LabeledPrediction, model, ids).values())
+    old = [
+        {c: getattr(r, c) for c in ("version", "ts", "prediction", "label", "slice_values")}
+        for r in replaced
+    ]
+    add_joined(session, model, old, config, window_s, sign=-1)
+    add_joined(session, model, pairs, config, window_s)
+    _replace(session, LabeledPrediction, model, pairs)
 
 
 def _delete_ids(session: Session, table: Any, model: str, ids: Sequence[str]) -> None:

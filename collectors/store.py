@@ -23,7 +23,14 @@ from collectors.profiling import ProfileBackend
 from collectors.specs import BuiltProfile
 from collectors.validate import utc
 from monitor.errors import CorruptProfileError
-from monitor.storage import DeadLetter, IngestCounter, SourcePosition, WindowCount, WindowProfile
+from monitor.storage import (
+    DeadLetter,
+    IngestCounter,
+    SourcePosition,
+    WindowCount,
+    WindowProfile,
+    mark_changed,
+)
 from monitor.storage.base import utcnow
 
 log = logging.getLogger(__name__)
@@ -183,6 +190,15 @@ def merge_counts(session: Session, plan: Plan, window_s: float) -> None:
             else:
                 new.append({"slice_key": slice_key, "events": window.count(slice_key)})
         _write_window_rows(session, table, wkey, window_s, now, new, changed)
+
+
+def mark_windows(session: Session, plan: Plan, window_s: float) -> None:
+    """Mark the batch's windows changed, so the evaluate job finds them without a scan."""
+    mark_changed(
+        session,
+        "drift",
+        ((m, v, utc(start), utc(start + window_s)) for m, v, start in plan.windows),
+    )
 
 
 def _window_rows(

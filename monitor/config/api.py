@@ -69,6 +69,9 @@ class SchedulerConfig(StrictModel):
     alerts_interval_s: float = Field(default=15.0, gt=0, le=_YEAR_S, allow_inf_nan=False)
     retention_interval_s: float = Field(default=3600.0, gt=0, le=_YEAR_S, allow_inf_nan=False)
     retention_days: int = Field(default=90, ge=1, le=36_500)
+    # Raw joined predictions are drill-down data only (outcome metrics come from summaries),
+    # so they may be kept for a shorter time; at most `retention_days`.
+    labeled_retention_days: int | None = Field(default=14, ge=1, le=36_500)
     # A job claimed by a replica that died is taken over after this long.
     lease_s: float = Field(default=300.0, gt=0, le=_YEAR_S, allow_inf_nan=False)
     # A failing item of a job (a window, a model) is retried after retry_initial_s, doubling

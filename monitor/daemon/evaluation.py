@@ -12,28 +12,27 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from typing import Any
+from datetime import datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
 from monitor.baselines import StoredBaseline, baseline_for
 from monitor.config import ModelConfig
-from monitor.daemon.scheduler import window_start
 from monitor.detectors import DriftResult, ThresholdStrategy, evaluate, threshold_strategy
 from monitor.failures import Isolation
-from monitor.outcomes import OutcomeResult, evaluate_outcomes
-from monitor.profiles import OVERALL, ProfileSet, profile_from_bytes, value_text
+from monitor.outcomes import OutcomeResult
+from monitor.profiles import OVERALL, ProfileSet, profile_from_bytes
 from monitor.results import store_drift_results, store_outcome_results
 from monitor.storage import (
-    DriftResultRow,
-    LabeledPrediction,
-    OutcomeResultRow,
+    Change,
     WindowCount,
     WindowProfile,
+    consume_changes,
+    pending_changes,
     session_factory,
 )
+from monitor.summaries import outcome_results, rebuild_pending
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +47,8 @@ class Window:
     version: str
     start: datetime
     end: datetime
+    # The change marker's sequence number when read (monitor/storage/changes.py).
+    seq: int = field(default=0, compare=False)
 
 
 @dataclass
@@ -61,63 +62,44 @@ class WindowEvaluation:
 
 
 def changed_windows(engine: Engine, model: str) -> list[Window]:
-    """Windows whose profiles changed after their last drift evaluation, oldest first."""
-    prof = (
-        select(
-            WindowProfile.version,
-            WindowProfile.window_start,
-            WindowProfile.window_end,
-            func.max(WindowProfile.updated_at).label("updated"),
-        )
-        .where(WindowProfile.model == model)
-        .group_by(WindowProfile.version, WindowProfile.window_start, WindowProfile.window_end)
-    )
-    done = _last_computed(engine, DriftResultRow, model)
-    with session_factory(engine)() as s:
-        rows = s.execute(prof).all()
-    return sorted(
-        (
-            Window(model, v, start, end)
-            for v, start, end, updated in rows
-            if (v, start) not in done or done[(v, start)] < updated
-        ),
-        key=lambda w: (w.start, w.version),
-    )
+    """Windows whose profiles changed since their last drift evaluation, oldest first."""
+    return [_window(c) for c in pending_changes(engine, model, "drift")]
 
 
 def labeled_windows(engine: Engine, model: str, window_s: float) -> list[Window]:
-    """Windows with labels joined after their last outcome evaluation."""
-    done = _last_computed(engine, OutcomeResultRow, model)
-    with session_factory(engine)() as s:
-        rows = s.execute(
-            select(
-                LabeledPrediction.version, LabeledPrediction.ts, LabeledPrediction.joined_at
-            ).where(LabeledPrediction.model == model)
-        ).all()
-    latest: dict[tuple[str, datetime], datetime] = {}
-    for version, ts, joined in rows:
-        start = window_start(ts, window_s)
-        key = (version, start)
-        latest[key] = max(latest.get(key, joined), joined)
-    step = timedelta(seconds=window_s)
-    return sorted(
-        (
-            Window(model, v, start, start + step)
-            for (v, start), joined in latest.items()
-            if (v, start) not in done or done[(v, start)] < joined
-        ),
-        key=lambda w: (w.start, w.version),
+    """Windows with labels joined since their last outcome evaluation, oldest first."""
+    return [_window(c) for c in pending_changes(engine, model, "outcome")]
+
+
+def _window(change: Change) -> Window:
+    return Window(change.model, change.version, change.start, change.end, change.seq)
+
+
+def consume(engine: Engine, kind: str, windows: Sequence[Window]) -> None:
+    """Mark windows evaluated unless they changed again since they were read."""
+    consume_changes(
+        engine, kind, [Change(w.model, w.version, w.start, w.end, w.seq) for w in windows]
     )
 
 
-def _last_computed(engine: Engine, table: Any, model: str) -> dict[tuple[str, datetime], datetime]:
-    stmt = (
-        select(table.version, table.window_start, func.max(table.computed_at))
-        .where(table.model == model)
-        .group_by(table.version, table.window_start)
-    )
-    with session_factory(engine)() as s:
-        return {(v, start): at for v, start, at in s.execute(stmt)}
+class Consumed:
+    """Evaluated windows, their markers cleared `batch` at a time (one transaction each).
+
+    A crash before `flush` only means those windows are evaluated again next tick.
+    """
+
+    def __init__(self, engine: Engine, kind: str, batch: int = 100) -> None:
+        self.engine, self.kind, self.batch = engine, kind, batch
+        self.windows: list[Window] = []
+
+    def add(self, window: Window) -> None:
+        self.windows.append(window)
+        if len(self.windows) >= self.batch:
+            self.flush()
+
+    def flush(self) -> None:
+        consume(self.engine, self.kind, self.windows)
+        self.windows = []
 
 
 def window_profiles(engine: Engine, window: Window, slice_by: Sequence[str]) -> ProfileSet:
@@ -159,25 +141,6 @@ def thresholds_for(cfg: ModelConfig, baseline: StoredBaseline) -> ThresholdStrat
     return threshold_strategy(t.strategy, baseline.variability, t.k, t.floor_fraction)
 
 
-def score_of(prediction: Any, output: str | None) -> float | None:
-    """The number outcome metrics score: a plain number, a named output, or the positive class."""
-    if isinstance(prediction, dict):
-        key = output if output is not None else (next(iter(prediction)) if prediction else None)
-        prediction = prediction.get(key) if key is not None else None
-    if isinstance(prediction, list):
-        prediction = prediction[-1] if prediction else None
-    if isinstance(prediction, bool):
-        return float(prediction)
-    if isinstance(prediction, int | float):
-        return float(prediction)
-    if isinstance(prediction, str):
-        try:
-            return float(prediction)
-        except ValueError:
-            return None
-    return None
-
-
 class WindowEvaluator:
     """Evaluates changed windows of every configured model and stores the results.
 
@@ -211,6 +174,7 @@ class WindowEvaluator:
     def _drift(self, cfg: ModelConfig) -> list[WindowEvaluation]:
         out = []
         refs: dict[str, tuple[ProfileSet, ThresholdStrategy] | None] = {}
+        consumed = Consumed(self.engine, "drift")
         for window in changed_windows(self.engine, cfg.name):
             if window.version not in refs:
                 refs[window.version] = self.isolation.attempt(
@@ -221,6 +185,9 @@ class WindowEvaluator:
                 )
             found = refs[window.version]
             if found is None:
+                # Without a baseline there is nothing to compare; the window is evaluated when
+                # it next changes, not rescanned every tick.
+                consumed.add(window)
                 continue
             done = self.isolation.attempt(
                 f"drift {cfg.name}/{window.version} {window.start.isoformat()}",
@@ -228,8 +195,10 @@ class WindowEvaluator:
                 cfg.name,
                 window.version,
             )
-            if done is not None:
+            if done is not None:  # a failed window stays pending: retried after its backoff
                 out.append(done)
+                consumed.add(window)
+        consumed.flush()
         return out
 
     def _drift_window(
@@ -270,6 +239,8 @@ class WindowEvaluator:
 
     def _outcomes(self, cfg: ModelConfig) -> list[WindowEvaluation]:
         out = []
+        rebuild_pending(self.engine, cfg, self.window_s)
+        consumed = Consumed(self.engine, "outcome")
         for window in labeled_windows(self.engine, cfg.name, self.window_s):
             done = self.isolation.attempt(
                 f"outcomes {cfg.name}/{window.version} {window.start.isoformat()}",
@@ -277,55 +248,22 @@ class WindowEvaluator:
                 cfg.name,
                 window.version,
             )
-            if done is not None:
-                out.append(done)
+            if done is not None:  # a failed window stays pending: retried after its backoff
+                consumed.add(window)
+                if done.outcomes:
+                    out.append(done)
+        consumed.flush()
         return out
 
-    def _outcome_window(self, cfg: ModelConfig, window: Window) -> WindowEvaluation | None:
+    def _outcome_window(self, cfg: ModelConfig, window: Window) -> WindowEvaluation:
         results = self.outcomes(window, cfg)
         if not results:
-            return None
+            return WindowEvaluation(window)
         store_outcome_results(
             self.engine, cfg.name, window.version, (window.start, window.end), results
         )
         return WindowEvaluation(window, outcomes=results)
 
     def outcomes(self, window: Window, cfg: ModelConfig) -> list[OutcomeResult]:
-        """Per-slice outcome metrics of the window's joined predictions and labels."""
-        with session_factory(self.engine)() as s:
-            rows = s.execute(
-                select(
-                    LabeledPrediction.prediction,
-                    LabeledPrediction.label,
-                    LabeledPrediction.slice_values,
-                ).where(
-                    LabeledPrediction.model == window.model,
-                    LabeledPrediction.version == window.version,
-                    LabeledPrediction.ts >= window.start,
-                    LabeledPrediction.ts < window.end,
-                )
-            ).all()
-        ys, scores, slices = [], [], {c: [] for c in cfg.slices}  # type: ignore[var-annotated]
-        for prediction, label, values in rows:
-            score, y = score_of(prediction, cfg.outcomes.output), score_of(label, None)
-            if score is None or y is None:
-                continue
-            ys.append(y)
-            scores.append(score)
-            for c in cfg.slices:
-                v = (values or {}).get(c)
-                slices[c].append(value_text(v))
-        if not ys:
-            return []
-        oc = cfg.outcomes
-        return evaluate_outcomes(
-            ys,
-            scores,
-            task=oc.task,
-            slices=slices,
-            metrics=oc.metrics or None,
-            baseline=oc.baseline or None,
-            tolerance=oc.tolerance,
-            threshold=oc.threshold,
-            min_support=oc.min_support,
-        )
+        """Per-slice outcome metrics of the window, from its merged outcome summaries."""
+        return outcome_results(self.engine, cfg, window.version, window.start, window.end)

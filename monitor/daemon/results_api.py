@@ -2,13 +2,15 @@
 
 Without `window_start` or `since`, only the newest window (of the matching rows) is returned.
 A slice is given as canonical JSON (`{"region":"eu"}`) or `col=value`; `overall` (or an empty
-value) selects whole-window rows.
+value) selects whole-window rows. With `granularity` (e.g. `1d`, `7d`: a whole number of
+windows) results are computed on demand for periods of that length by merging the periods'
+window summaries (monitor/daemon/periods.py); `window_start` then names a time in the period.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel
@@ -17,11 +19,24 @@ from sqlalchemy.orm import Session
 
 from monitor.daemon.auth import requires
 from monitor.daemon.common import daemon, errors
+from monitor.daemon.periods import (
+    SUMMARY_TABLES,
+    Period,
+    granularity_of,
+    newest_window,
+    period_drift,
+    period_of,
+    period_outcomes,
+    periods_between,
+    versions_in,
+)
 from monitor.errors import InputError, NotFoundError
 from monitor.profiles import parse_slice_key, slice_key_from_text
-from monitor.storage import DriftResultRow, Model, OutcomeResultRow, transaction
+from monitor.results import slice_key_of
+from monitor.storage import DriftResultRow, Model, OutcomeResultRow, transaction, utcnow
 
 router = APIRouter(tags=["results"])
+RowT = TypeVar("RowT", bound=BaseModel)
 
 MAX_LIMIT = 5000
 
@@ -81,6 +96,7 @@ class Filters(BaseModel):
     slice: str | None = None
     status: str | None = None
     limit: int = 500
+    granularity: str | None = None
 
 
 SliceText = Annotated[
@@ -100,6 +116,10 @@ def _filters(
     slice: SliceText = None,
     status: Annotated[str | None, Query(max_length=50)] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 500,
+    granularity: Annotated[
+        str | None,
+        Query(description="Merge windows into periods this long (1d, 7d).", max_length=20),
+    ] = None,
 ) -> Filters:
     return Filters(
         version=version,
@@ -108,6 +128,7 @@ def _filters(
         slice=slice,
         status=status,
         limit=limit,
+        granularity=granularity,
     )
 
 
@@ -182,6 +203,10 @@ def model_drift(
     """Drift results of the newest window (or the windows asked for), per column and slice."""
     with transaction(daemon(request).engine) as session:
         _known(session, request, model)
+        if filters.granularity is not None:
+            wanted = {"column": column, "method": method}
+            rows_ = _period_rows(request, model, filters, wanted, "drift", DriftRow)
+            return DriftList(model=model, results=rows_)
         rows = _query(session, DriftResultRow, model, filters, {"column": column, "method": method})
         results = [
             DriftRow(
@@ -214,6 +239,10 @@ def model_metrics(
     """Outcome metrics of the newest window (or the windows asked for), per slice."""
     with transaction(daemon(request).engine) as session:
         _known(session, request, model)
+        if filters.granularity is not None:
+            wanted = {"metric": metric}
+            rows_ = _period_rows(request, model, filters, wanted, "outcomes", MetricRow)
+            return MetricList(model=model, results=rows_)
         rows = _query(session, OutcomeResultRow, model, filters, {"metric": metric})
         results = [
             MetricRow(
@@ -228,3 +257,54 @@ def model_metrics(
             for r in rows
         ]
     return MetricList(model=model, results=results)
+
+
+def _periods(request: Request, model: str, f: Filters, kind: str) -> tuple[Any, list[Period]]:
+    """The configured model and the periods the filters ask for (newest first)."""
+    config = daemon(request).config
+    cfg = next((m for m in config.models if m.name == model), None)
+    if cfg is None:
+        raise InputError(f"granularity: model {model!r} is not configured here")
+    _check_time("window_start", f.window_start)
+    _check_time("since", f.since)
+    size = granularity_of(f.granularity or "", config.collect.window)
+    if f.window_start is not None:
+        return cfg, [period_of(f.window_start, size)]
+    newest = newest_window(daemon(request).engine, SUMMARY_TABLES[kind], model)
+    if newest is None:
+        return cfg, []
+    since = f.since if f.since is not None else newest
+    return cfg, periods_between(since, max(since, newest), size)
+
+
+def _keep(row: dict[str, Any], f: Filters, wanted: dict[str, str | None]) -> bool:
+    if f.slice is not None and row["slice_key"] != slice_key_from_text(f.slice):
+        return False
+    if f.status is not None and row["status"] != f.status:
+        return False
+    return all(v is None or row[k] == v for k, v in wanted.items())
+
+
+def _period_rows(
+    request: Request,
+    model: str,
+    f: Filters,
+    wanted: dict[str, str | None],
+    kind: str,
+    row_type: type[RowT],
+) -> list[RowT]:
+    """`row_type` rows of each asked-for period and version, computed from merged summaries."""
+    engine = daemon(request).engine
+    cfg, periods = _periods(request, model, f, kind)
+    compute = period_drift if kind == "drift" else period_outcomes
+    fields, now = set(row_type.model_fields), utcnow()
+    out: list[RowT] = []
+    for period in periods:
+        versions = versions_in(engine, SUMMARY_TABLES[kind], model, period)
+        for version in versions if f.version is None else [f.version]:
+            for r in compute(engine, cfg, version, period):
+                row = {"version": version, "window_start": period.start, **vars(r)}
+                row |= {"window_end": period.end, "computed_at": now}
+                if _keep(row | {"slice_key": slice_key_of(r.slice)}, f, wanted):
+                    out.append(row_type(**{k: v for k, v in row.items() if k in fields}))
+    return out[: f.limit]

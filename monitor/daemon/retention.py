@@ -1,8 +1,9 @@
 """Retention: delete rows not written for `scheduler.retention_days`.
 
 Age is the time a row was last written, not its event time, so a backfill of old traffic is kept
-for the whole period. Windows (profiles, counts, drift and outcome results), joined predictions,
-dead letters,
+for the whole period. Windows (profiles, counts, outcome summaries, change markers, drift and
+outcome results), joined predictions (after `scheduler.labeled_retention_days`, default 14: they
+are drill-down data, metrics come from the summaries), dead letters,
 delivered or dead notifications, finished job runs, and the positions of HTTP idempotency keys
 and of replicas' own HTTP keys. Positions of Kafka partitions and log files are never deleted:
 they are what makes a restart exactly-once. An Idempotency-Key is remembered for the retention
@@ -28,7 +29,9 @@ from monitor.storage import (
     JobRun,
     LabeledPrediction,
     OutcomeResultRow,
+    OutcomeSummaryRow,
     SourcePosition,
+    WindowChange,
     WindowCount,
     WindowProfile,
     transaction,
@@ -37,16 +40,25 @@ from monitor.storage import (
 HTTP_KEY_PREFIXES = ("idem:", "labels:", "replica:")
 
 
-def purge(engine: Engine, cutoff: datetime, isolation: Isolation | None = None) -> dict[str, int]:
-    """Delete what is older than `cutoff`; returns rows deleted per table purged."""
+def purge(
+    engine: Engine,
+    cutoff: datetime,
+    labeled_cutoff: datetime | None = None,
+    isolation: Isolation | None = None,
+) -> dict[str, int]:
+    """Delete what is older than `cutoff` (raw joined pairs: `labeled_cutoff` if later);
+    returns rows deleted per table purged."""
+    joined = cutoff if labeled_cutoff is None else max(cutoff, labeled_cutoff)
     statements = {
         "window_profiles": delete(WindowProfile).where(WindowProfile.updated_at < cutoff),
         "window_counts": delete(WindowCount).where(WindowCount.updated_at < cutoff),
         "drift_results": delete(DriftResultRow).where(DriftResultRow.computed_at < cutoff),
         "outcome_results": delete(OutcomeResultRow).where(OutcomeResultRow.computed_at < cutoff),
         "labeled_predictions": delete(LabeledPrediction).where(
-            LabeledPrediction.joined_at < cutoff
+            LabeledPrediction.joined_at < joined
         ),
+        "outcome_summaries": delete(OutcomeSummaryRow).where(OutcomeSummaryRow.updated_at < cutoff),
+        "window_changes": delete(WindowChange).where(WindowChange.changed_at < cutoff),
         "dead_letters": delete(DeadLetter).where(DeadLetter.created_at < cutoff),
         "alert_notifications": delete(AlertNotification).where(
             AlertNotification.created_at < cutoff,
@@ -77,12 +89,16 @@ def _delete(engine: Engine, stmt: Any) -> int:
 
 
 def retention_job(
-    engine: Engine, days: int, on_failure: Callable[[str], None] | None = None
+    engine: Engine,
+    days: int,
+    labeled_days: int | None = None,
+    on_failure: Callable[[str], None] | None = None,
 ) -> Callable[[datetime], None]:
-    """The scheduled job: purge what fell out of the retention period."""
+    """The scheduled job: purge what fell out of the retention period(s)."""
     isolation = Isolation(engine, "retention", on_failure=on_failure)
 
     def run(window: datetime) -> None:
-        purge(engine, window - timedelta(days=days), isolation)
+        joined = None if labeled_days is None else window - timedelta(days=labeled_days)
+        purge(engine, window - timedelta(days=days), joined, isolation)
 
     return run

@@ -86,7 +86,12 @@ class Service:
         base = [
             JobSpec(
                 "retention",
-                retention_job(self.engine, sched.retention_days, self.on_job_failure),
+                retention_job(
+                    self.engine,
+                    sched.retention_days,
+                    sched.labeled_retention_days,
+                    self.on_job_failure,
+                ),
                 sched.retention_interval_s,
             )
         ]

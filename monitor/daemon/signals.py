@@ -21,19 +21,41 @@ FIRING_DRIFT = ("drift", "missing")
 
 
 def latest_rows(engine: Engine, table: Any, model: str) -> list[Any]:
-    newest = (
-        select(table.version, func.max(table.window_start).label("start"))
-        .where(table.model == model)
-        .group_by(table.version)
-        .subquery()
-    )
-    stmt = (
-        select(table)
-        .join(newest, (table.version == newest.c.version) & (table.window_start == newest.c.start))
-        .where(table.model == model)
-    )
+    """Rows of the newest window of each version of `model`: index lookups, not a scan.
+
+    Versions are found by a skip scan (the next version after the previous one), and each
+    version's newest window by a max over the result key's index, so the cost does not grow
+    with the history kept.
+    """
+    out: list[Any] = []
     with session_factory(engine)() as s:
-        return list(s.scalars(stmt))
+        for version in s.scalars(_versions(table, model)):
+            newest = (
+                select(func.max(table.window_start))
+                .where(table.model == model, table.version == version)
+                .scalar_subquery()
+            )
+            out += s.scalars(
+                select(table).where(
+                    table.model == model, table.version == version, table.window_start == newest
+                )
+            )
+    return out
+
+
+def _versions(table: Any, model: str) -> Any:
+    first = (
+        select(func.min(table.version).label("v"))
+        .where(table.model == model)
+        .cte("versions", recursive=True)
+    )
+    following = (
+        select(func.min(table.version))
+        .where(table.model == model, table.version > first.c.v)
+        .scalar_subquery()
+    )
+    versions = first.union_all(select(following).where(first.c.v.is_not(None)))
+    return select(versions.c.v).where(versions.c.v.is_not(None))
 
 
 def drift_signals(engine: Engine, models: Iterable[str], now: datetime) -> list[Signal]:

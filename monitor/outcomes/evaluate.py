@@ -116,13 +116,14 @@ def _one(
         lo, hi = wilson(value * n, n)
     else:
         lo, hi = bootstrap(lambda a, b: metric.fn(a, b, threshold), y, s, seed=y.size)
-    status = _status(metric, value, lo, hi, base, tol or 0.0)
+    status = status_of(metric, value, lo, hi, base, tol or 0.0)
     return OutcomeResult(metric.name, slice_, value, lo, hi, base, tol, n, status)
 
 
-def _status(
+def status_of(
     metric: Metric, value: float, lo: float, hi: float, base: float | None, tol: float
 ) -> OutcomeStatus:
+    """`degraded` when the whole interval is worse than the tolerated level, else `ok`."""
     if base is None:
         return "ok"
     # Degraded only when the whole 95% interval lies beyond the tolerated level, so the many

@@ -7,6 +7,14 @@ from __future__ import annotations
 
 from monitor.storage.alerts import AlertGroup, AlertNotification, AlertSilence, AlertState
 from monitor.storage.base import NAMING_CONVENTION, Base, UTCDateTime, utcnow
+from monitor.storage.changes import (
+    CHANGE_KINDS,
+    Change,
+    WindowChange,
+    consume_changes,
+    mark_changed,
+    pending_changes,
+)
 from monitor.storage.collectors import (
     DeadLetter,
     IngestCounter,
@@ -38,9 +46,17 @@ from monitor.storage.schema import (
     schema_state,
     upgrade,
 )
+from monitor.storage.summaries import OutcomeSummaryRow
 
 __all__ = [
     "ALIASES",
+    "CHANGE_KINDS",
+    "Change",
+    "OutcomeSummaryRow",
+    "WindowChange",
+    "consume_changes",
+    "mark_changed",
+    "pending_changes",
     "NAMING_CONVENTION",
     "AlertGroup",
     "AlertNotification",

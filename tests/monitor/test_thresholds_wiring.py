@@ -17,7 +17,13 @@ from monitor.daemon.evaluation import WindowEvaluator
 from monitor.detectors import profile_variability
 from monitor.errors import ConfigError
 from monitor.profiles import OVERALL, ProfileSet, profile_frame, specs_for
-from monitor.storage import DriftResultRow, WindowCount, WindowProfile, transaction
+from monitor.storage import (
+    DriftResultRow,
+    WindowCount,
+    WindowProfile,
+    mark_changed,
+    transaction,
+)
 from tests.conftest import run_cli
 from tests.monitor.test_thresholds import current_frame, reference_frame
 
@@ -41,6 +47,9 @@ def _store_window(engine: Engine, model: str, window: ProfileSet) -> None:
                 slice_key=OVERALL, events=window.n_rows,
             )
         )  # fmt: skip
+        # As ingest does: the changed window is marked for the evaluate job in the same
+        # transaction (the job reads markers, it does not scan profiles).
+        mark_changed(s, "drift", [(model, "1", START, end)])
 
 
 def test_baseline_stores_variability_and_old_baselines_have_none(engine: Engine) -> None:

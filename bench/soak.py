@@ -1,0 +1,245 @@
+"""Soak: the evaluate tick on PostgreSQL with 7, 28 and 90 days of hourly history.
+
+For each history length, a fresh database gets a baseline and then `days * 24` hourly windows of
+back-dated traffic written through the real ingest path (`Ingestor.ingest`, one batch per day):
+20 features (16 numeric, 4 categorical), 10 values of the `region` slice, and a label for every
+prediction. Per-window traffic is scaled down (`--per-window`, default 20 events) to keep the run
+reasonable on 2 shared cores; the tick's cost depends on windows, columns and slices, not on
+events per window. Then it records:
+
+- the first tick (every window changed: the burst of the whole history), its time per result;
+- the idle tick (nothing changed), median of 5, right after that burst and after VACUUM ANALYZE;
+- the tick after one new window (ingested with labels), median of 3;
+- a burst of `--burst` changed windows (markers set on existing windows), time per result;
+- the database size per day of history;
+- "before": the per-tick queries of the previous evaluator (GROUP BY over every profile row, every
+  joined row loaded, GROUP BY over every result row) timed on the same database.
+
+Usage: python bench/soak.py [--days 7,28,90] [--per-window 20] [--burst 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from sqlalchemy import func, select, text  # noqa: E402
+from sqlalchemy.engine import Engine  # noqa: E402
+
+from collectors import Ingestor, RawRecord  # noqa: E402
+from monitor.baselines import save_baseline  # noqa: E402
+from monitor.config import Config, parse_config  # noqa: E402
+from monitor.daemon.wiring import Monitoring  # noqa: E402
+from monitor.storage import (  # noqa: E402
+    DriftResultRow,
+    LabeledPrediction,
+    OutcomeResultRow,
+    WindowProfile,
+    make_engine,
+    mark_changed,
+    session_factory,
+    transaction,
+    upgrade,
+)
+from tests.services.postgres import PostgresServer  # noqa: E402
+
+END = datetime(2026, 6, 1, tzinfo=UTC)
+REGIONS = [f"r{i}" for i in range(10)]
+
+
+def features(rng: random.Random) -> dict[str, object]:
+    out: dict[str, object] = {f"num{j}": round(rng.gauss(j, 1 + j), 4) for j in range(16)}
+    out.update({f"cat{j}": rng.choice("abcde") for j in range(4)})
+    return out
+
+
+def window_records(rng: random.Random, start: datetime, n: int, tag: str) -> list[bytes]:
+    """n predictions in the window starting at `start`, each with its label."""
+    out = []
+    for i in range(n):
+        ts = start.timestamp() + (i + 0.5) * 3600 / n
+        rid = f"{tag}-{i}"
+        score = round(rng.random(), 4)
+        out.append(
+            orjson.dumps(
+                {
+                    "request_id": rid,
+                    "model": "fraud",
+                    "model_version": "1",
+                    "timestamp": ts,
+                    "features": features(rng),
+                    "prediction": score,
+                    "metadata": {"region": rng.choice(REGIONS)},
+                }
+            )
+        )
+        label = int(rng.random() < score)
+        out.append(
+            orjson.dumps({"request_id": rid, "model": "fraud", "label": label, "timestamp": ts})
+        )
+    return out
+
+
+def config(url: str) -> Config:
+    model = {"name": "fraud", "slices": ["region"], "outcomes": {"baseline": {"accuracy": 0.6}}}
+    return parse_config({"database_url": url, "models": [model]}, env={})
+
+
+def save_reference(engine: Engine) -> None:
+    import pandas as pd
+
+    from monitor.profiles import profile_frame, specs_for
+
+    rng = random.Random(7)
+    rows = [
+        {**features(rng), "prediction": rng.random(), "region": rng.choice(REGIONS)}
+        for _ in range(5000)
+    ]
+    frame = pd.DataFrame(rows)
+    cols = [c for c in frame.columns if c != "region"]
+    save_baseline(engine, "fraud", "1", profile_frame(frame, specs_for(cols, frame), ["region"]))
+
+
+class Feed:
+    def __init__(self, engine: Engine, cfg: Config) -> None:
+        self.ing = Ingestor(engine, "soak", "http", cfg.models, cfg.collect)
+        self.offset = 0
+        self.rng = random.Random(1)
+
+    def windows(self, starts: list[datetime], per_window: int) -> None:
+        records = []
+        for start in starts:
+            for payload in window_records(self.rng, start, per_window, f"w{start.timestamp():.0f}"):
+                records.append(RawRecord("soak", self.offset, self.offset + 1, payload))
+                self.offset += 1
+        self.ing.ingest(records)
+
+
+def results(engine: Engine) -> int:
+    with session_factory(engine)() as s:
+        drift = s.scalar(select(func.count()).select_from(DriftResultRow)) or 0
+        outcome = s.scalar(select(func.count()).select_from(OutcomeResultRow)) or 0
+    return int(drift) + int(outcome)
+
+
+def tick(monitoring: Monitoring) -> tuple[float, int]:
+    started = time.perf_counter()
+    done = monitoring(now=END)
+    seconds = time.perf_counter() - started
+    return seconds, sum(len(e.drift) + len(e.outcomes) for e in done)
+
+
+def vacuum(engine: Engine) -> None:
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.exec_driver_sql("VACUUM ANALYZE")
+
+
+def before_idle(engine: Engine) -> float:
+    """The previous evaluator's per-tick queries on this database (idle: they found nothing)."""
+    started = time.perf_counter()
+    with session_factory(engine)() as s:
+        p = WindowProfile
+        s.execute(
+            select(p.version, p.window_start, func.max(p.updated_at))
+            .where(p.model == "fraud")
+            .group_by(p.version, p.window_start)
+        ).all()
+        lp = LabeledPrediction
+        s.execute(select(lp.version, lp.ts, lp.joined_at).where(lp.model == "fraud")).all()
+        for table in (DriftResultRow, OutcomeResultRow):
+            s.execute(
+                select(table.version, table.window_start, func.max(table.computed_at))
+                .where(table.model == "fraud")
+                .group_by(table.version, table.window_start)
+            ).all()
+            s.execute(
+                select(table.version, func.max(table.window_start))
+                .where(table.model == "fraud")
+                .group_by(table.version)
+            ).all()
+    return time.perf_counter() - started
+
+
+def soak(server: PostgresServer, days: int, per_window: int, burst: int) -> dict[str, Any]:
+    url = server.create_database()
+    engine = make_engine(url)
+    upgrade(engine)
+    cfg = config(url)
+    save_reference(engine)
+    feed = Feed(engine, cfg)
+    first = END - timedelta(days=days)
+    started = time.perf_counter()
+    for day in range(days):
+        feed.windows([first + timedelta(days=day, hours=h) for h in range(24)], per_window)
+    ingest_s = time.perf_counter() - started
+    monitoring = Monitoring(engine, cfg)
+    all_s, all_results = tick(monitoring)
+    # Right after a burst, the consumed markers' old row versions are still in the index until
+    # (auto)vacuum; steady state is measured after VACUUM ANALYZE, as autovacuum leaves it.
+    after_burst = statistics.median(tick(monitoring)[0] for _ in range(5))
+    vacuum(engine)
+    idle = statistics.median(tick(monitoring)[0] for _ in range(5))
+    new = []
+    for i in range(3):
+        feed.windows([END + timedelta(hours=i)], per_window)
+        new.append(tick(monitoring)[0])
+    out: dict[str, Any] = {
+        "days": days,
+        "windows": days * 24,
+        "ingest_s": ingest_s,
+        "first_tick_s": all_s,
+        "first_tick_results": all_results,
+        "idle_tick_ms": idle * 1000,
+        "idle_tick_right_after_burst_ms": after_burst * 1000,
+        "new_window_tick_s": statistics.median(new),
+        "before_idle_tick_ms": statistics.median(before_idle(engine) for _ in range(3)) * 1000,
+    }
+    if days * 24 >= burst:
+        starts = [first + timedelta(hours=h) for h in range(burst)]
+        with transaction(engine) as s:
+            for kind in ("drift", "outcome"):
+                mark_changed(
+                    s, kind, [("fraud", "1", st, st + timedelta(hours=1)) for st in starts]
+                )
+        b_s, b_results = tick(monitoring)
+        out |= {"burst_s": b_s, "burst_results": b_results}
+    with engine.connect() as conn:
+        size = conn.execute(text("SELECT pg_database_size(current_database())")).scalar_one()
+    out["mb_per_day"] = size / 2**20 / days
+    engine.dispose()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--days", default="7,28,90")
+    parser.add_argument("--per-window", type=int, default=20)
+    parser.add_argument("--burst", type=int, default=1000)
+    args = parser.parse_args()
+    server = PostgresServer()
+    server.start()
+    try:
+        for days in (int(d) for d in args.days.split(",")):
+            row = soak(server, days, args.per_window, args.burst)
+            per = row["first_tick_s"] / max(row["first_tick_results"], 1) * 1000
+            row["first_tick_ms_per_result"] = per
+            if "burst_s" in row:
+                row["burst_ms_per_result"] = row["burst_s"] / max(row["burst_results"], 1) * 1000
+            print(orjson.dumps(row, option=orjson.OPT_INDENT_2).decode(), flush=True)
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()

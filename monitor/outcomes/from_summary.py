@@ -1,0 +1,196 @@
+"""Outcome metrics, intervals and verdicts computed from mergeable summaries, not raw rows.
+
+Values equal `evaluate_outcomes` on the same pairs: exactly for counts-based metrics (accuracy,
+precision, recall, f1), up to float rounding for log loss, ECE, MAE, RMSE and MAPE, and within
+`roc_auc_error` for ROC-AUC. Proportions get the same Wilson intervals as the raw path; the other
+classification metrics a bootstrap that resamples the summary's cells (a multinomial draw, the
+row bootstrap of binned scores); regression metrics a normal interval from the stored moments.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from monitor.errors import InputError
+from monitor.outcomes.base import DEFAULT_METRICS, Metric, OutcomeResult, Task, get_metric
+from monitor.outcomes.evaluate import MIN_SUPPORT, status_of
+from monitor.outcomes.intervals import BOOTSTRAP_DRAWS, Z95, wilson
+from monitor.outcomes.metrics import ECE_BINS
+from monitor.outcomes.summary import (
+    BINS,
+    ClassificationSummary,
+    OutcomeSummary,
+    RegressionSummary,
+)
+
+Slice = dict[str, str] | None
+
+
+def roc_auc_error(summary: ClassificationSummary) -> float:
+    """Bound on |ROC-AUC from the summary - exact ROC-AUC|: tied-in-bin pairs count half."""
+    pos, neg = summary.count[1], summary.count[0]
+    pairs = float(pos.sum()) * float(neg.sum())
+    return 0.0 if pairs == 0 else 0.5 * float((pos * neg).sum()) / pairs
+
+
+def evaluate_summaries(
+    summaries: Sequence[tuple[Slice, OutcomeSummary]],
+    task: Task = "classification",
+    metrics: Sequence[str] | None = None,
+    baseline: Mapping[str, float] | None = None,
+    tolerance: Mapping[str, float] | float = 0.0,
+    min_support: int = MIN_SUPPORT,
+) -> list[OutcomeResult]:
+    """Each metric of each (slice, summary), in the given order, like `evaluate_outcomes`."""
+    chosen = [get_metric(n) for n in metrics or DEFAULT_METRICS[task]]
+    for metric in chosen:
+        if metric.task != task:
+            raise InputError(f"metric '{metric.name}' is for {metric.task}, not {task}")
+    out = []
+    for slice_, summary in summaries:
+        values = _values(summary)
+        for metric in chosen:
+            base = (baseline or {}).get(metric.name)
+            tol = tolerance if isinstance(tolerance, float | int) else tolerance.get(metric.name)
+            out.append(_one(metric, summary, values, slice_, base, tol, min_support))
+    return out
+
+
+def _one(
+    metric: Metric,
+    summary: OutcomeSummary,
+    values: dict[str, tuple[float, float, float]],
+    slice_: Slice,
+    base: float | None,
+    tol: float | None,
+    min_support: int,
+) -> OutcomeResult:
+    n = _support(metric, summary)
+    found = values.get(metric.name)
+    if n < min_support or found is None:
+        return OutcomeResult(
+            metric.name, slice_, None, None, None, base, tol, n, "insufficient_data"
+        )
+    value, lo, hi = found
+    if metric.proportion:
+        lo, hi = wilson(value * n, n)
+    status = status_of(metric, value, lo, hi, base, tol or 0.0)
+    return OutcomeResult(metric.name, slice_, value, lo, hi, base, tol, n, status)
+
+
+def _support(metric: Metric, summary: OutcomeSummary) -> int:
+    if isinstance(summary, RegressionSummary):
+        return summary.n
+    tp, fp, _tn, fn = (int(x) for x in summary.confusion)
+    if metric.support == "predicted_positive":
+        return tp + fp
+    if metric.support == "actual_positive":
+        return tp + fn
+    return summary.n
+
+
+def _values(summary: OutcomeSummary) -> dict[str, tuple[float, float, float]]:
+    """(value, ci_low, ci_high) of every metric the summary can give."""
+    if isinstance(summary, RegressionSummary):
+        return _regression(summary)
+    return _classification(summary)
+
+
+def _classification(s: ClassificationSummary) -> dict[str, tuple[float, float, float]]:
+    if s.n == 0:
+        return {}
+    rng = np.random.default_rng(s.n)
+    conf = s.confusion.astype(np.float64)
+    boot_conf = rng.multinomial(s.n, conf / conf.sum(), size=BOOTSTRAP_DRAWS).astype(np.float64)
+    cells = np.flatnonzero(s.count.reshape(-1))
+    counts = s.count.reshape(-1)[cells].astype(np.float64)
+    draws = rng.multinomial(s.n, counts / counts.sum(), size=BOOTSTRAP_DRAWS) / counts
+    flat = (counts, s.score_sum.reshape(-1)[cells], s.loss_sum.reshape(-1)[cells])
+    out = {}
+    for name, value in _confusion_metrics(conf[None, :]).items():
+        out[name] = _with_interval(float(value[0]), _confusion_metrics(boot_conf)[name])
+    point = _cell_metrics(cells, *(x[None, :] for x in flat))
+    boot = _cell_metrics(cells, *(draws * x[None, :] for x in flat))
+    for name, value in point.items():
+        if name != "roc_auc" or 0 < s.count[1].sum() < s.n:
+            out[name] = _with_interval(float(value[0]), boot[name])
+    return out
+
+
+def _with_interval(value: float, draws: np.ndarray) -> tuple[float, float, float]:
+    lo, hi = np.percentile(draws, [2.5, 97.5])
+    return value, float(lo), float(hi)
+
+
+def _confusion_metrics(c: np.ndarray) -> dict[str, np.ndarray]:
+    """Counts metrics per row of c = [tp, fp, tn, fn] (0 where undefined, like metrics.py)."""
+    tp, fp, tn, fn = c.T
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return {
+            "accuracy": (tp + tn) / c.sum(axis=1),
+            "precision": np.where(tp + fp > 0, tp / (tp + fp), 0.0),
+            "recall": np.where(tp + fn > 0, tp / (tp + fn), 0.0),
+            "f1": np.where(2 * tp + fp + fn > 0, 2 * tp / (2 * tp + fp + fn), 0.0),
+        }
+
+
+def _cell_metrics(
+    cells: np.ndarray, count: np.ndarray, score: np.ndarray, loss: np.ndarray
+) -> dict[str, np.ndarray]:
+    """ROC-AUC, log loss and ECE per row of per-cell (count, score sum, loss sum).
+
+    Works on the non-empty cells only (sorted by class, then bin), so the cost follows the
+    summary's occupied bins, not the bin count.
+    """
+    n = count.sum(axis=1)
+    is_pos = cells >= BINS
+    neg_bins, pos_bins = cells[~is_pos], cells[is_pos] - BINS
+    neg, pos = count[:, ~is_pos], count[:, is_pos]
+    below = np.concatenate([np.zeros((count.shape[0], 1)), np.cumsum(neg, axis=1)], axis=1)
+    at = np.searchsorted(neg_bins, pos_bins)
+    tied = np.zeros_like(pos)
+    hit = at < neg_bins.size
+    hit[hit] = neg_bins[at[hit]] == pos_bins[hit]
+    tied[:, hit] = neg[:, at[hit]]
+    pairs = pos.sum(axis=1) * neg.sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        auc = np.where(pairs > 0, (pos * (below[:, at] + 0.5 * tied)).sum(axis=1) / pairs, 0.5)
+    coarse = np.eye(ECE_BINS)[(cells % BINS) // (BINS // ECE_BINS)]
+    conf = score @ coarse
+    acc = count[:, is_pos] @ coarse[is_pos]
+    return {
+        "roc_auc": auc,
+        "log_loss": loss.sum(axis=1) / n,
+        "ece": np.abs(acc - conf).sum(axis=1) / n,
+    }
+
+
+def _regression(s: RegressionSummary) -> dict[str, tuple[float, float, float]]:
+    if s.n <= 0:
+        return {}
+    n, sums = s.n, s.sums
+    mae = sums["abs"] / n
+    mse = sums["sq"] / n
+    rmse = math.sqrt(mse)
+    se_mae = math.sqrt(max(mse - mae * mae, 0.0) / n)
+    se_mse = math.sqrt(max(sums["e4"] / n - mse * mse, 0.0) / n)
+    se_rmse = se_mse / (2 * rmse) if rmse > 0 else 0.0
+    out = {"mae": _normal(mae, se_mae), "rmse": _normal(rmse, se_rmse)}
+    if s.nonzero_y:
+        k = s.nonzero_y
+        mape = sums["ape"] / k
+        out["mape"] = _normal(mape, math.sqrt(max(sums["ape2"] / k - mape * mape, 0.0) / k))
+    else:
+        out["mape"] = (0.0, 0.0, 0.0)
+    return out
+
+
+def _normal(value: float, se: float) -> tuple[float, float, float]:
+    # Moments of huge errors overflow; the interval is then unbounded, not NaN.
+    if not math.isfinite(se) or not math.isfinite(value + Z95 * se):
+        return value, 0.0, sys.float_info.max
+    return value, max(0.0, value - Z95 * se), value + Z95 * se

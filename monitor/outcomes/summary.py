@@ -1,0 +1,282 @@
+"""Mergeable outcome summaries: the sufficient statistics of outcome metrics per window and slice.
+
+A summary is built from joined (label, prediction) pairs at label-join time and merged in place,
+so a window's metrics, or a day's, come from summaries and never from a rescan of raw rows.
+
+Classification (binary) keeps the confusion counts at the configured threshold, plus per class
+and per score bin (`BINS` equal-width bins on [0, 1], `BINS // ECE_BINS` inside each calibration
+bin) the count, the score sum and the log-loss sum. Counts-based metrics (accuracy, precision,
+recall, f1) and the calibration error are exact; log loss is exact up to float rounding; ROC-AUC
+treats scores in one bin as tied, so it is within `roc_auc_error` (half the share of positive /
+negative pairs that share a bin) of the exact value.
+
+Regression keeps n, the sums of error, |error|, error², error⁴, the sums of |error / y| and its
+square over rows with y != 0, and a log-bucketed histogram of |error| for quantiles within
+`QUANTILE_ACCURACY` relative error.
+
+Pairs whose label or score is not usable (not a number, not finite, a label outside {0, 1} or a
+score outside [0, 1] for classification) are counted in `invalid` and otherwise skipped: one bad
+pair never stops the others from being scored.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import orjson
+from numpy.typing import NDArray
+
+from monitor.errors import InputError
+from monitor.outcomes.metrics import CLIP, ECE_BINS
+
+Task = Literal["classification", "regression"]
+Array = NDArray[np.float64]
+
+PER_ECE_BIN = 100
+BINS = ECE_BINS * PER_ECE_BIN
+QUANTILE_ACCURACY = 0.01
+_GAMMA = (1 + QUANTILE_ACCURACY) / (1 - QUANTILE_ACCURACY)
+_LOG_GAMMA = math.log(_GAMMA)
+
+
+def score_of(prediction: Any, output: str | None) -> float | None:
+    """The number outcome metrics score: a plain number, a named output, or the positive class."""
+    if isinstance(prediction, dict):
+        key = output if output is not None else (next(iter(prediction)) if prediction else None)
+        prediction = prediction.get(key) if key is not None else None
+    if isinstance(prediction, list):
+        prediction = prediction[-1] if prediction else None
+    if isinstance(prediction, bool):
+        return float(prediction)
+    if isinstance(prediction, int | float):
+        return float(prediction)
+    if isinstance(prediction, str):
+        try:
+            return float(prediction)
+        except ValueError:
+            return None
+    return None
+
+
+def score_bins(score: Array) -> NDArray[np.intp]:
+    """Fine bin of each score, nested inside the calibration (ECE) bin `metrics.ece` uses."""
+    coarse = np.minimum((score * ECE_BINS).astype(np.intp), ECE_BINS - 1)
+    fine = np.floor((score * ECE_BINS - coarse) * PER_ECE_BIN).astype(np.intp)
+    return coarse * PER_ECE_BIN + np.clip(fine, 0, PER_ECE_BIN - 1)
+
+
+@dataclass
+class ClassificationSummary:
+    """Binary classification statistics of a set of pairs (see the module docstring)."""
+
+    threshold: float
+    # tp, fp, tn, fn at `threshold`
+    confusion: NDArray[np.int64] = field(default_factory=lambda: np.zeros(4, np.int64))
+    count: NDArray[np.int64] = field(default_factory=lambda: np.zeros((2, BINS), np.int64))
+    score_sum: Array = field(default_factory=lambda: np.zeros((2, BINS)))
+    loss_sum: Array = field(default_factory=lambda: np.zeros((2, BINS)))
+    invalid: int = 0
+
+    @property
+    def n(self) -> int:
+        return int(self.confusion.sum())
+
+    def add(self, y: Array, score: Array, sign: int = 1) -> None:
+        """Add (sign=1) or remove (sign=-1) pairs; unusable pairs only count as invalid."""
+        ok = np.isfinite(y) & np.isfinite(score) & np.isin(y, (0.0, 1.0))
+        ok &= (score >= 0) & (score <= 1)
+        self.invalid += sign * int((~ok).sum())
+        y, score = y[ok], score[ok]
+        cls = y.astype(np.intp)
+        pred = score >= self.threshold
+        cells = np.bincount(cls * 2 + (~pred).astype(np.intp), minlength=4)
+        # cells: 0 = neg & pred (fp), 1 = neg & not pred (tn), 2 = tp, 3 = fn
+        self.confusion += sign * cells[[2, 0, 1, 3]].astype(np.int64)
+        flat = cls * BINS + score_bins(score)
+        p = np.clip(score, CLIP, 1 - CLIP)
+        loss = -(y * np.log(p) + (1 - y) * np.log(1 - p))
+        size = 2 * BINS
+        self.count += sign * np.bincount(flat, minlength=size).reshape(2, BINS)
+        self.score_sum += sign * np.bincount(flat, score, size).reshape(2, BINS)
+        self.loss_sum += sign * np.bincount(flat, loss, size).reshape(2, BINS)
+
+    def sweep(self, thresholds: Sequence[float]) -> NDArray[np.int64]:
+        """Confusion counts [tp, fp, tn, fn] per threshold, each rounded up to a bin edge.
+
+        Scores in the bin holding a threshold count as at or above it, so counts are exact for
+        thresholds on the 1/BINS grid up to float rounding at bin edges.
+        """
+        edges = np.clip(np.ceil(np.asarray(thresholds, np.float64) * BINS), 0, BINS).astype(int)
+        above = np.concatenate([np.cumsum(self.count[:, ::-1], axis=1)[:, ::-1], [[0], [0]]], 1)
+        totals = self.count.sum(axis=1)
+        tp, fp = above[1, edges], above[0, edges]
+        return np.stack([tp, fp, totals[0] - fp, totals[1] - tp], axis=1)
+
+    def merge(self, other: ClassificationSummary) -> ClassificationSummary:
+        """The summary of both sets of pairs (thresholds must agree)."""
+        if other.threshold != self.threshold:
+            raise InputError(
+                f"cannot merge outcome summaries at thresholds {self.threshold} and "
+                f"{other.threshold}"
+            )
+        return ClassificationSummary(
+            self.threshold,
+            self.confusion + other.confusion,
+            self.count + other.count,
+            self.score_sum + other.score_sum,
+            self.loss_sum + other.loss_sum,
+            self.invalid + other.invalid,
+        )
+
+    def to_doc(self) -> dict[str, Any]:
+        cells = np.flatnonzero(self.count.reshape(-1))
+        return {
+            "task": "classification",
+            "threshold": self.threshold,
+            "confusion": self.confusion.tolist(),
+            "cells": cells.tolist(),
+            "count": self.count.reshape(-1)[cells].tolist(),
+            "score_sum": self.score_sum.reshape(-1)[cells].tolist(),
+            "loss_sum": self.loss_sum.reshape(-1)[cells].tolist(),
+            "invalid": self.invalid,
+        }
+
+    @classmethod
+    def from_doc(cls, doc: dict[str, Any]) -> ClassificationSummary:
+        out = cls(float(doc["threshold"]), np.asarray(doc["confusion"], np.int64))
+        cells = np.asarray(doc["cells"], np.intp)
+        out.count.reshape(-1)[cells] = doc["count"]
+        out.score_sum.reshape(-1)[cells] = doc["score_sum"]
+        out.loss_sum.reshape(-1)[cells] = doc["loss_sum"]
+        out.invalid = int(doc["invalid"])
+        return out
+
+
+_REG_SUMS = ("err", "abs", "sq", "e4", "ape", "ape2")
+
+
+@dataclass
+class RegressionSummary:
+    """Regression statistics of a set of pairs (see the module docstring)."""
+
+    n: int = 0
+    sums: dict[str, float] = field(default_factory=lambda: dict.fromkeys(_REG_SUMS, 0.0))
+    nonzero_y: int = 0
+    # |error| histogram: bucket i holds errors in (GAMMA**(i-1), GAMMA**i]; "z" counts zeros.
+    buckets: dict[str, int] = field(default_factory=dict)
+    invalid: int = 0
+
+    def add(self, y: Array, pred: Array, sign: int = 1) -> None:
+        """Add (sign=1) or remove (sign=-1) pairs; non-finite pairs only count as invalid."""
+        ok = np.isfinite(y) & np.isfinite(pred)
+        self.invalid += sign * int((~ok).sum())
+        y, pred = y[ok], pred[ok]
+        err = y - pred
+        absolute = np.abs(err)
+        nz = y != 0
+        with np.errstate(over="ignore"):
+            ape = absolute[nz] / np.abs(y[nz])
+        self.n += sign * int(y.size)
+        self.nonzero_y += sign * int(nz.sum())
+        with np.errstate(over="ignore", invalid="ignore"):
+            parts = (err, absolute, err**2, err**4, ape, ape**2)
+            for name, values in zip(_REG_SUMS, parts, strict=True):
+                self.sums[name] += sign * float(values.sum())
+        keys, counts = np.unique(_buckets(absolute), return_counts=True)
+        for key, count in zip(keys.tolist(), counts.tolist(), strict=True):
+            name = "z" if key == _ZERO else str(key)
+            self.buckets[name] = self.buckets.get(name, 0) + sign * count
+            if self.buckets[name] == 0:
+                del self.buckets[name]
+
+    def merge(self, other: RegressionSummary) -> RegressionSummary:
+        """The summary of both sets of pairs."""
+        buckets = dict(self.buckets)
+        for key, count in other.buckets.items():
+            buckets[key] = buckets.get(key, 0) + count
+        return RegressionSummary(
+            self.n + other.n,
+            {k: self.sums[k] + other.sums[k] for k in _REG_SUMS},
+            self.nonzero_y + other.nonzero_y,
+            buckets,
+            self.invalid + other.invalid,
+        )
+
+    def error_quantile(self, q: float) -> float | None:
+        """The q-quantile of |error| within QUANTILE_ACCURACY relative error; None when empty."""
+        if self.n <= 0:
+            return None
+        rank = q * (self.n - 1)
+        seen = self.buckets.get("z", 0)
+        if rank < seen:
+            return 0.0
+        for key in sorted(int(k) for k in self.buckets if k != "z"):
+            seen += self.buckets[str(key)]
+            if rank < seen:
+                return 2 * _GAMMA**key / (_GAMMA + 1)
+        return None
+
+    def to_doc(self) -> dict[str, Any]:
+        return {
+            "task": "regression",
+            "n": self.n,
+            # Sums of powers can overflow to inf, which JSON has no number for.
+            "sums": {k: v if math.isfinite(v) else repr(v) for k, v in self.sums.items()},
+            "nonzero_y": self.nonzero_y,
+            "buckets": self.buckets,
+            "invalid": self.invalid,
+        }
+
+    @classmethod
+    def from_doc(cls, doc: dict[str, Any]) -> RegressionSummary:
+        sums = {k: float(doc["sums"][k]) for k in _REG_SUMS}
+        buckets = {str(k): int(v) for k, v in doc["buckets"].items()}
+        return cls(int(doc["n"]), sums, int(doc["nonzero_y"]), buckets, int(doc["invalid"]))
+
+
+_ZERO = np.iinfo(np.int64).min
+
+
+def _buckets(absolute: Array) -> NDArray[np.int64]:
+    with np.errstate(divide="ignore", over="ignore"):
+        keys = np.ceil(np.log(absolute) / _LOG_GAMMA)
+    return np.where(absolute > 0, keys, _ZERO).astype(np.int64)
+
+
+OutcomeSummary = ClassificationSummary | RegressionSummary
+
+
+def new_summary(task: Task, threshold: float) -> OutcomeSummary:
+    """An empty summary for `task`."""
+    if task == "classification":
+        return ClassificationSummary(threshold)
+    return RegressionSummary()
+
+
+def summary_to_bytes(summary: OutcomeSummary) -> bytes:
+    """The stored form of a summary (compact JSON: only non-empty bins)."""
+    return orjson.dumps(summary.to_doc(), option=orjson.OPT_SERIALIZE_NUMPY)
+
+
+def summary_from_bytes(payload: bytes) -> OutcomeSummary:
+    """Inverse of `summary_to_bytes`."""
+    doc = orjson.loads(payload)
+    if doc.get("task") == "classification":
+        return ClassificationSummary.from_doc(doc)
+    return RegressionSummary.from_doc(doc)
+
+
+def merge_summaries(summaries: list[OutcomeSummary]) -> OutcomeSummary | None:
+    """All summaries merged into one (None for none); they must be of one task."""
+    if not summaries:
+        return None
+    out = summaries[0]
+    for other in summaries[1:]:
+        if type(other) is not type(out):
+            raise InputError("cannot merge classification and regression outcome summaries")
+        out = out.merge(other)  # type: ignore[arg-type]
+    return out
