@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from monitor.cli.common import database_options, engine_from_options
 from monitor.errors import InputError
 from monitor.storage import require_head
+
+if TYPE_CHECKING:
+    from monitor._stream import StreamedProfile
 
 
 @click.group()
@@ -32,7 +35,7 @@ def baseline() -> None:
     help="Contiguous reference chunks profiled for reference-derived thresholds (0: none).",
 )
 @click.option("--replace", is_flag=True, help="Overwrite an existing baseline of that name.")
-@click.argument("data", type=click.Path(path_type=Path))
+@click.argument("data")
 @database_options
 def create_cmd(
     model: str,
@@ -44,34 +47,29 @@ def create_cmd(
     top_k: int,
     chunks: int,
     replace: bool,
-    data: Path,
+    data: str,
     database_url: str | None,
     config_path: Path | None,
 ) -> None:
-    """Profile DATA (Parquet or CSV) and store it as a baseline of MODEL/VERSION."""
+    """Profile DATA (Parquet/CSV file, directory or glob) and store it as a baseline."""
     from monitor.baselines import save_baseline
-    from monitor.datafile import read_frame
-    from monitor.detectors import profile_variability
-    from monitor.profiles import profile_frame, specs_for
 
     if chunks < 0:
         raise InputError(f"--chunks must be 0 or more, got {chunks}")
     wanted = _split(columns)
-    frame = read_frame(data, [*(wanted or []), *slice_by])
-    cols = wanted or [c for c in frame.columns if c not in slice_by]
+    streamed, source, digest = _profile_data(data, wanted, slice_by, bins, top_k, chunks)
+    profiles, variability = streamed.profiles, streamed.variability
+    cols = list(streamed.specs)
     engine = engine_from_options(database_url, config_path)
     require_head(engine)
-    specs = specs_for(cols, frame, bins, top_k)
-    profiles = profile_frame(frame, specs, slice_by)
-    variability = profile_variability(frame, specs, profiles, chunks) if chunks else None
     baseline_id = save_baseline(
         engine,
         model,
         version,
         profiles,
         name=name,
-        source=str(data),
-        source_sha256=_sha256(data),
+        source=source,
+        source_sha256=digest,
         replace=replace,
         settings={"bins": bins, "top_k": top_k},
         variability=variability,
@@ -106,9 +104,22 @@ def _split(columns: str | None) -> list[str] | None:
     return [c.strip() for c in columns.split(",") if c.strip()]
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+def _profile_data(
+    data: str,
+    wanted: list[str] | None,
+    slice_by: tuple[str, ...],
+    bins: int,
+    top_k: int,
+    chunks: int,
+) -> tuple[StreamedProfile, str, str]:
+    """Profile DATA in record batches; returns the profiles, the source label and its digest."""
+    from monitor._stream import profile_source
+    from monitor.datasets import open_source
+
+    source = open_source(data)
+    source.require([*(wanted or []), *slice_by])
+    cols = wanted or [c for c in source.columns if c not in slice_by]
+    streamed = profile_source(
+        source, cols, slice_by, bins=bins, top_k=top_k, chunks=chunks
+    )
+    return streamed, source.path, source.sha256()
