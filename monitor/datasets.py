@@ -45,7 +45,9 @@ class DataSource:
         """A zero-row pandas DataFrame with the dtypes these columns read as."""
         return self._dataset().schema.empty_table().select(list(columns)).to_pandas()
 
-    def batches(self, columns: Sequence[str], batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[Any]:
+    def batches(
+        self, columns: Sequence[str], batch_rows: int = DEFAULT_BATCH_ROWS
+    ) -> Iterator[Any]:
         """The rows as pandas DataFrames of at most `batch_rows` rows each, in file order."""
         scanner = self._dataset().scanner(
             columns=list(columns),

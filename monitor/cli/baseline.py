@@ -119,7 +119,5 @@ def _profile_data(
     source = open_source(data)
     source.require([*(wanted or []), *slice_by])
     cols = wanted or [c for c in source.columns if c not in slice_by]
-    streamed = profile_source(
-        source, cols, slice_by, bins=bins, top_k=top_k, chunks=chunks
-    )
+    streamed = profile_source(source, cols, slice_by, bins=bins, top_k=top_k, chunks=chunks)
     return streamed, source.path, source.sha256()

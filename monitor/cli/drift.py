@@ -62,7 +62,7 @@ def drift(
     evidently_path: Path | None,
     fail_on_drift: bool,
 ) -> None:
-    """Compare CURRENT with REFERENCE (Parquet/CSV file, directory or glob), overall and per slice."""
+    """Compare CURRENT with REFERENCE (Parquet/CSV files, directories or globs), per slice."""
     from monitor._stream import profile_source
     from monitor.datasets import open_source
     from monitor.detectors import evaluate, get_detector, threshold_strategy

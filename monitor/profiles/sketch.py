@@ -125,9 +125,7 @@ class SpecSketch:
             self.counts[name].merge(counts)
         return self
 
-    def specs(
-        self, bins: int = DEFAULT_BINS, top_k: int = DEFAULT_TOP_K
-    ) -> dict[str, ColumnSpec]:
+    def specs(self, bins: int = DEFAULT_BINS, top_k: int = DEFAULT_TOP_K) -> dict[str, ColumnSpec]:
         """Column specs built by the ordinary spec builder from this summary."""
         out: dict[str, ColumnSpec] = {}
         for col, kind in self.kinds.items():
