@@ -35,7 +35,16 @@ def baseline() -> None:
     help="Contiguous reference chunks profiled for reference-derived thresholds (0: none).",
 )
 @click.option("--replace", is_flag=True, help="Overwrite an existing baseline of that name.")
-@click.argument("data")
+@click.option(
+    "--engine",
+    "engine_name",
+    type=click.Choice(["local", "spark"]),
+    default="local",
+    show_default=True,
+    help="local: read DATA here in record batches; spark: profile --table on Spark.",
+)
+@click.option("--table", default=None, metavar="NAME|PATH", help="spark: catalog table or path.")
+@click.argument("data", required=False)
 @database_options
 def create_cmd(
     model: str,
@@ -47,21 +56,31 @@ def create_cmd(
     top_k: int,
     chunks: int,
     replace: bool,
-    data: str,
+    engine_name: str,
+    table: str | None,
+    data: str | None,
     database_url: str | None,
     config_path: Path | None,
 ) -> None:
-    """Profile DATA (Parquet/CSV file, directory or glob) and store it as a baseline."""
+    """Profile DATA (Parquet/CSV file, directory or glob) or a Spark table; store it."""
     from monitor.baselines import save_baseline
 
     if chunks < 0:
         raise InputError(f"--chunks must be 0 or more, got {chunks}")
     wanted = _split(columns)
-    streamed, source, digest = _profile_data(data, wanted, slice_by, bins, top_k, chunks)
-    profiles, variability = streamed.profiles, streamed.variability
-    cols = list(streamed.specs)
+    # The database is checked before a long profiling run, not after it.
     engine = engine_from_options(database_url, config_path)
     require_head(engine)
+    if engine_name == "spark":
+        if table is None or data is not None:
+            raise InputError("--engine spark profiles --table NAME|PATH (and takes no DATA)")
+        streamed, source, digest = _profile_spark(table, wanted, slice_by, bins, top_k)
+    else:
+        if data is None or table is not None:
+            raise InputError("give DATA (a file, directory or glob); --table needs --engine spark")
+        streamed, source, digest = _profile_data(data, wanted, slice_by, bins, top_k, chunks)
+    profiles, variability = streamed.profiles, streamed.variability
+    cols = list(streamed.specs)
     baseline_id = save_baseline(
         engine,
         model,
@@ -75,6 +94,8 @@ def create_cmd(
         variability=variability,
     )
     spread = "" if variability is None else f", variability of {chunks} chunks"
+    if engine_name == "spark":
+        spread = ", no reference variability (Spark rows have no order)"
     click.echo(
         f"baseline {baseline_id} '{name}' of {model} {version}: {profiles.n_rows} rows, "
         f"{len(cols)} columns, {len(profiles.slice_keys)} slices{spread}"
@@ -111,7 +132,7 @@ def _profile_data(
     bins: int,
     top_k: int,
     chunks: int,
-) -> tuple[StreamedProfile, str, str]:
+) -> tuple[StreamedProfile, str, str | None]:
     """Profile DATA in record batches; returns the profiles, the source label and its digest."""
     from monitor._stream import profile_source
     from monitor.datasets import open_source
@@ -121,3 +142,31 @@ def _profile_data(
     cols = wanted or [c for c in source.columns if c not in slice_by]
     streamed = profile_source(source, cols, slice_by, bins=bins, top_k=top_k, chunks=chunks)
     return streamed, source.path, source.sha256()
+
+
+def _profile_spark(
+    table: str,
+    wanted: list[str] | None,
+    slice_by: tuple[str, ...],
+    bins: int,
+    top_k: int,
+) -> tuple[StreamedProfile, str, str | None]:
+    """Profile a Spark table or path; Spark sources have no content digest."""
+    import os
+    import sys
+
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise InputError("--engine spark needs pyspark: pip install 'modelwatch[spark]'") from None
+    from monitor.spark import profile_dataframe, read_table
+
+    # Local-mode workers run this interpreter, which can import modelwatch.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = SparkSession.builder.appName("modelwatch-baseline").getOrCreate()
+    try:
+        df = read_table(spark, table)
+        cols = wanted or [c for c in df.columns if c not in slice_by]
+        return profile_dataframe(df, cols, slice_by, bins, top_k), table, None
+    finally:
+        spark.stop()
