@@ -22,7 +22,13 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from monitor.storage import DeadLetter, SourcePosition, make_engine
-from tests.collectors.conftest import aggregated, counters, payloads, write_config
+from tests.collectors.conftest import (
+    aggregated,
+    counters,
+    kafka_source,
+    payloads,
+    write_config,
+)
 from tests.collectors.test_crash import kill9
 from tests.conftest import REPO, run_cli
 from tests.services.kafka import KafkaBroker
@@ -82,16 +88,7 @@ def test_replicas_share_partitions_and_survive_a_kill9(
     client: str, kafka: KafkaBroker, topic: str, postgres: PostgresServer, tmp_path: Path
 ) -> None:
     url = postgres.create_database()
-    source = {
-        "client": client,
-        "name": "stream",
-        "type": "kafka",
-        "bootstrap_servers": kafka.bootstrap,
-        "topic": topic,
-        "group_id": f"replicas-{topic}",
-        "api_version": "0.9",
-        "session_timeout_ms": 3000,
-    }
+    source = kafka_source(client, kafka, topic, f"replicas-{topic}")
     cfg = write_config(tmp_path / "mw.yaml", url, [source], batch_size=200)
     assert run_cli("db", "upgrade", "--config", str(cfg)).returncode == 0
     engine = make_engine(url)
