@@ -49,14 +49,7 @@ class DataSource:
         self, columns: Sequence[str], batch_rows: int = DEFAULT_BATCH_ROWS
     ) -> Iterator[Any]:
         """The rows as pandas DataFrames of at most `batch_rows` rows each, in file order."""
-        scanner = self._dataset().scanner(
-            columns=list(columns),
-            batch_size=batch_rows,
-            # Read-ahead is what bounds memory: a few batches of one file at a time.
-            batch_readahead=2,
-            fragment_readahead=1,
-        )
-        batches = iter(scanner.to_batches())
+        batches = self._record_batches(list(columns), batch_rows)
         while True:
             try:
                 batch = next(batches)
@@ -66,6 +59,21 @@ class DataSource:
                 raise InputError(f"{self.path}: cannot read: {_first_line(exc)}") from None
             if batch.num_rows:
                 yield batch.to_pandas()
+
+    def _record_batches(self, columns: list[str], batch_rows: int) -> Iterator[Any]:
+        dataset = self._dataset()
+        for fragment in dataset.get_fragments():
+            # One Parquet row group at a time: a dataset scanner reads several ahead, and its
+            # memory then grows with the row-group count up to the read-ahead (300 vs 85 MB).
+            pieces = fragment.split_by_row_group() if self.format == "parquet" else [fragment]
+            for piece in pieces:
+                yield from piece.to_batches(
+                    schema=dataset.schema,
+                    columns=columns,
+                    batch_size=batch_rows,
+                    batch_readahead=0,
+                    fragment_readahead=0,
+                )
 
     def sha256(self) -> str:
         """A digest of the files' names (relative to the source) and contents."""
