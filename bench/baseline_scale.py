@@ -67,19 +67,18 @@ def _row_group(rng: np.random.Generator, n: int) -> Any:
 
 def child(mode: str, path: str) -> dict[str, Any]:
     """Profile `path` like `baseline create` (streamed or in memory); report time and RSS."""
-    columns = [*NUMERIC, *(c for c in STRINGS if c != SLICE)]
-    t0 = time.perf_counter()
-    if mode == "streamed":
-        from monitor._stream import profile_source
-        from monitor.datasets import open_source
+    from monitor._stream import profile_source
+    from monitor.datafile import read_frame
+    from monitor.datasets import open_source
+    from monitor.detectors import profile_variability
+    from monitor.profiles import profile_frame, specs_for
 
+    columns = [*NUMERIC, *(c for c in STRINGS if c != SLICE)]
+    t0 = time.perf_counter()  # imports (scipy, pandas) are not part of the measurement
+    if mode == "streamed":
         result = profile_source(open_source(path), columns, [SLICE], chunks=10)
         rows = result.profiles.n_rows
     else:
-        from monitor.datafile import read_frame
-        from monitor.detectors import profile_variability
-        from monitor.profiles import profile_frame, specs_for
-
         frame = read_frame(path)
         specs = specs_for(columns, frame)
         profiles = profile_frame(frame, specs, [SLICE])
