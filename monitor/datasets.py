@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 from monitor.errors import InputError
 
+__all__ = ["DEFAULT_BATCH_ROWS", "FORMATS", "DataSource", "open_source"]
+
 Format = Literal["parquet", "csv"]
 FORMATS: dict[str, Format] = {
     ".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".csv.gz": "csv",

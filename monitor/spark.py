@@ -23,6 +23,8 @@ from monitor.errors import InputError
 from monitor.profiles import ColumnSpec, ProfileSet
 from monitor.profiles.sketch import SpecSketch, sketch_kinds
 
+__all__ = ["profile_dataframe", "profile_spark", "read_table", "sketch_spark"]
+
 _PAYLOAD = "payload binary"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +17,7 @@ from sqlalchemy import create_engine
 from monitor.baselines import load_baseline
 from monitor.errors import InputError
 from monitor.profiles import profile_frame, specs_for
-from tests.conftest import run_cli
+from tests.conftest import REPO, run_cli
 from tests.monitor.test_streaming import _frame, assert_same
 
 pytestmark = pytest.mark.slow
@@ -101,3 +102,20 @@ def test_cli_baseline_from_a_spark_path(tmp_path: Path) -> None:
         assert bad.returncode == 2 and message in bad.stderr, bad.stderr
     local = run_cli(*base[:-2], "--table", "t", "--database-url", db)
     assert local.returncode == 2 and "--table needs --engine spark" in local.stderr
+
+
+def test_public_surface_and_lazy_pyspark() -> None:
+    import monitor.spark
+
+    assert set(monitor.spark.__all__) == {
+        "profile_dataframe", "profile_spark", "read_table", "sketch_spark",
+    }  # fmt: skip
+    code = "import sys, monitor.spark; print('pyspark' in sys.modules)"
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin"},
+    )
+    assert out.stdout.strip() == "False", "importing monitor.spark started pyspark"

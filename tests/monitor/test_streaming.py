@@ -228,3 +228,11 @@ def test_bad_column_type_is_named() -> None:
     with pytest.raises(InputError, match="column 'amount'"):
         sketch = SpecSketch({"amount": "numeric"})
         sketch.add(pd.DataFrame({"amount": ["a", "b"]}))
+
+
+def test_public_surface() -> None:
+    import monitor.datasets
+
+    assert set(monitor.datasets.__all__) == {
+        "DEFAULT_BATCH_ROWS", "FORMATS", "DataSource", "open_source",
+    }  # fmt: skip
