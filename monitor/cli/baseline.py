@@ -67,17 +67,19 @@ def create_cmd(
 
     if chunks < 0:
         raise InputError(f"--chunks must be 0 or more, got {chunks}")
+    spark = engine_name == "spark"
+    if spark and (table is None or data is not None):
+        raise InputError("--engine spark profiles --table NAME|PATH (and takes no DATA)")
+    if not spark and (data is None or table is not None):
+        raise InputError("give DATA (a file, directory or glob); --table needs --engine spark")
     wanted = _split(columns)
     # The database is checked before a long profiling run, not after it.
     engine = engine_from_options(database_url, config_path)
     require_head(engine)
-    if engine_name == "spark":
-        if table is None or data is not None:
-            raise InputError("--engine spark profiles --table NAME|PATH (and takes no DATA)")
+    if table is not None:
         streamed, source, digest = _profile_spark(table, wanted, slice_by, bins, top_k)
     else:
-        if data is None or table is not None:
-            raise InputError("give DATA (a file, directory or glob); --table needs --engine spark")
+        assert data is not None
         streamed, source, digest = _profile_data(data, wanted, slice_by, bins, top_k, chunks)
     profiles, variability = streamed.profiles, streamed.variability
     cols = list(streamed.specs)
@@ -94,7 +96,7 @@ def create_cmd(
         variability=variability,
     )
     spread = "" if variability is None else f", variability of {chunks} chunks"
-    if engine_name == "spark":
+    if spark:
         spread = ", no reference variability (Spark rows have no order)"
     click.echo(
         f"baseline {baseline_id} '{name}' of {model} {version}: {profiles.n_rows} rows, "
