@@ -43,15 +43,21 @@ def profile_source(
     slice_by: Sequence[str] = (),
     *,
     specs: Mapping[str, ColumnSpec] | None = None,
+    categorical: Sequence[str] = (),
     bins: int = 64,
     top_k: int = 50,
     chunks: int = 0,
     batch_rows: int = DEFAULT_BATCH_ROWS,
 ) -> StreamedProfile:
-    """Profile `source` in batches: specs from a sketch pass unless given, then one pass."""
+    """Profile `source` in batches: specs from a sketch pass unless given, then one pass.
+
+    Columns in `categorical` are profiled as categories even when they hold numbers.
+    """
     source.require([*columns, *slice_by])
     wanted = list(dict.fromkeys([*columns, *slice_by]))
-    kinds = sketch_kinds(source.empty_frame(columns), columns) if specs is None else {}
+    kinds = (
+        {} if specs is not None else sketch_kinds(source.empty_frame(columns), columns, categorical)
+    )
     sketch = SpecSketch(kinds, tuple(slice_by))
     if specs is None or slice_by or chunks:
         # With specs given only the slice columns are read (for their slice values).

@@ -55,11 +55,13 @@ def profile_spark(
     return reduce(ProfileSet.merge, partials, empty)
 
 
-def sketch_spark(df: Any, columns: Sequence[str], slice_by: Sequence[str] = ()) -> SpecSketch:
+def sketch_spark(
+    df: Any, columns: Sequence[str], slice_by: Sequence[str] = (), categorical: Sequence[str] = ()
+) -> SpecSketch:
     """The first pass: one `SpecSketch` per partition, merged on the driver."""
     _require(df, [*columns, *slice_by])
     wanted = list(dict.fromkeys([*columns, *slice_by]))
-    kinds = sketch_kinds(_empty_frame(df, list(columns)), columns)
+    kinds = sketch_kinds(_empty_frame(df, list(columns)), columns, categorical)
 
     def sketch_partition(batches: Iterable[Any]) -> Iterator[Any]:
         from pyspark import TaskContext
@@ -81,9 +83,10 @@ def profile_dataframe(
     slice_by: Sequence[str] = (),
     bins: int = 64,
     top_k: int = 50,
+    categorical: Sequence[str] = (),
 ) -> StreamedProfile:
     """Specs from a sketch pass, then profiles, of a Spark DataFrame (as a baseline needs)."""
-    sketch = sketch_spark(df, columns, slice_by)
+    sketch = sketch_spark(df, columns, slice_by, categorical)
     if sketch.rows == 0:
         raise InputError("the Spark table has no rows to derive a baseline from")
     specs = sketch.specs(bins, top_k)

@@ -6,7 +6,8 @@ bin the same way:
 
 * numeric columns: a bottom-k row sample (each row gets a random key; the ``capacity`` smallest
   keys are kept, which merges by keeping the smallest of both) plus the exact finite minimum and
-  maximum. When every row fits in the sample, the edges equal the in-memory ones exactly; past
+  maximum and, for a column with at most ``DISTINCT_CAP`` distinct values, each of them. When
+  every row fits in the sample, the edges equal the in-memory ones exactly; past
   it they are quantiles of a uniform sample of ``capacity`` rows, with exact outer edges.
 * categorical and slice columns: exact counts while a column has at most ``limit`` distinct
   values; past ``2 × limit`` the counts are pruned to the ``limit`` largest (a heavy-hitters
@@ -42,9 +43,11 @@ from monitor.profiles.spec import (
     spec_from_reference,
 )
 
-# Two slots are left for the exact minimum and maximum, so the spec builder gets at most
-# QUANTILE_SAMPLE values and does not subsample the sample again.
-SAMPLE_CAPACITY = QUANTILE_SAMPLE - 2
+# Slots are left for the exact minimum and maximum and up to DISTINCT_CAP distinct values, so the
+# spec builder gets at most QUANTILE_SAMPLE values and does not subsample the sample again.
+# Numeric columns with at most this many distinct values pass each of them to the spec builder.
+DISTINCT_CAP = 1024
+SAMPLE_CAPACITY = QUANTILE_SAMPLE - 2 - DISTINCT_CAP
 
 
 @dataclass
@@ -85,6 +88,8 @@ class SpecSketch:
     keys: NDArray[np.float64] = field(default_factory=lambda: np.empty(0))
     sample: dict[str, NDArray[np.float64]] = field(default_factory=dict)
     bounds: dict[str, tuple[float, float]] = field(default_factory=dict)
+    # Finite distinct values per numeric column while there are at most DISTINCT_CAP (else None).
+    distinct: dict[str, frozenset[float] | None] = field(default_factory=dict)
     counts: dict[str, BoundedCounts] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -92,6 +97,7 @@ class SpecSketch:
         for col, kind in self.kinds.items():
             if kind == "numeric":
                 self.sample[col] = np.empty(0)
+                self.distinct[col] = frozenset()
             else:
                 self.counts[col] = BoundedCounts(self.limit)
         for col in self.slice_by:
@@ -107,6 +113,7 @@ class SpecSketch:
         values = {c: as_float_array(c, frame[c]) for c in numeric}
         for col, x in values.items():
             self._widen(col, x)
+            self._count_distinct(col, x)
         if numeric:
             self._sample(self._rng.random(n), values)
         for col, kind in self.kinds.items():
@@ -121,6 +128,8 @@ class SpecSketch:
         for col, (lo, hi) in other.bounds.items():
             self._widen(col, np.array([lo, hi]))
         self._sample(other.keys, other.sample)
+        for col, values in other.distinct.items():
+            self._union(col, values)
         for name, counts in other.counts.items():
             self.counts[name].merge(counts)
         return self
@@ -135,7 +144,10 @@ class SpecSketch:
                 continue
             values = self.sample[col]
             if self.rows > self.keys.size and col in self.bounds:
-                values = np.concatenate([values, np.array(self.bounds[col])])
+                # A few known values the sample may have missed: the extremes, and every value
+                # of a column with few of them (so a discrete column keeps its rare values).
+                extra = [*self.bounds[col], *sorted(self.distinct.get(col) or ())]
+                values = np.concatenate([values, np.array(extra)])
             out[col] = spec_from_reference(col, values, kind="numeric", bins=bins, top_k=top_k)
         return out
 
@@ -154,6 +166,22 @@ class SpecSketch:
         old = self.bounds.get(col)
         self.bounds[col] = (lo, hi) if old is None else (min(old[0], lo), max(old[1], hi))
 
+    def _count_distinct(self, col: str, x: NDArray[np.float64]) -> None:
+        if self.distinct.get(col) is None:
+            return
+        import pandas as pd
+
+        found = pd.unique(x[np.isfinite(x)])
+        if found.size > DISTINCT_CAP:
+            self.distinct[col] = None
+            return
+        self._union(col, frozenset(found.tolist()))
+
+    def _union(self, col: str, values: frozenset[float] | None) -> None:
+        mine = self.distinct.get(col)
+        both = None if mine is None or values is None else mine | values
+        self.distinct[col] = None if both is None or len(both) > DISTINCT_CAP else both
+
     def _sample(self, keys: NDArray[np.float64], values: Mapping[str, NDArray[np.float64]]) -> None:
         if self.keys.size >= self.capacity:
             # Rows keyed above the current k-th smallest can never enter the sample.
@@ -169,12 +197,16 @@ class SpecSketch:
         self.keys, self.sample = all_keys, merged
 
 
-def sketch_kinds(frame: Any, columns: Sequence[str]) -> dict[str, Kind]:
-    """Column kinds as the in-memory path infers them (from a frame's dtypes; may be empty)."""
+def sketch_kinds(
+    frame: Any, columns: Sequence[str], categorical: Sequence[str] = ()
+) -> dict[str, Kind]:
+    """Column kinds as the in-memory path infers them (from a frame's dtypes; may be empty);
+    columns in `categorical` are profiled as categories whatever they hold."""
     for col in columns:
         if col not in frame.columns:
             raise InputError(f"column '{col}' not found")
-    return {col: infer_kind(col, frame[col]) for col in columns}
+    forced = set(categorical)
+    return {col: "categorical" if col in forced else infer_kind(col, frame[col]) for col in columns}
 
 
 def _label_counts(values: Any, with_nulls: bool) -> tuple[list[str], list[int]]:

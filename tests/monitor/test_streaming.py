@@ -17,7 +17,7 @@ from monitor.baselines import load_baseline
 from monitor.datasets import open_source
 from monitor.detectors import profile_variability
 from monitor.errors import InputError
-from monitor.profiles import ProfileSet, profile_frame, specs_for
+from monitor.profiles import ProfileSet, profile_frame, spec_from_reference, specs_for
 from monitor.profiles.sketch import SpecSketch, sketch_kinds
 from tests.conftest import run_cli
 
@@ -236,3 +236,32 @@ def test_public_surface() -> None:
     assert set(monitor.datasets.__all__) == {
         "DEFAULT_BATCH_ROWS", "FORMATS", "DataSource", "open_source",
     }  # fmt: skip
+
+
+def test_forced_categorical_columns_are_profiled_as_categories(tmp_path: Path) -> None:
+    frame = _frame(3_000, seed=8)
+    frame.to_parquet(tmp_path / "d.parquet")
+    got = profile_source(
+        open_source(tmp_path / "d.parquet"), ["age", "amount"], categorical=["age"]
+    )
+    assert got.specs["age"] == spec_from_reference("age", frame["age"], kind="categorical")
+    assert got.specs["amount"].kind == "numeric"
+    assert_same(got.profiles, profile_frame(frame, got.specs))
+
+
+def test_rare_values_of_discrete_columns_reach_the_spec_builder() -> None:
+    n = 40_000
+    codes = np.zeros(n)
+    codes[::2] = 10.0
+    codes[12_345] = 5.0  # one rare value the 1,000-row sample will almost surely miss
+    frame = pd.DataFrame({"code": codes, "x": np.random.default_rng(9).normal(size=n)})
+    halves = [
+        SpecSketch(sketch_kinds(frame, ["code", "x"]), capacity=1_000, seed=i) for i in (0, 1)
+    ]
+    halves[0].add(frame.iloc[:20_000])
+    halves[1].add(frame.iloc[20_000:])
+    merged = halves[0].merge(halves[1])
+    assert merged.distinct["code"] == {0.0, 5.0, 10.0}
+    assert merged.distinct["x"] is None  # a continuous column stops being tracked at once
+    edges = merged.specs(bins=4)["code"].edges
+    assert (edges[0], edges[-1]) == (0.0, 10.0)
