@@ -45,6 +45,8 @@ from monitor.errors import ConfigError, StorageError
 from monitor.storage import transaction
 
 log = logging.getLogger(__name__)
+# Replans of a batch whose insert met a row another writer created at the same moment.
+CONFLICT_RETRIES = 3
 
 
 @contextlib.contextmanager
@@ -137,11 +139,16 @@ class Ingestor:
         if missing:
             self.positions(missing)
         plan = self._plan(batch)
+        conflicts = 0
         while True:
+            retry = conflicts < CONFLICT_RETRIES
             try:
-                labels = self._with_retries(functools.partial(self._commit, plan, batch))
+                labels = self._with_retries(functools.partial(self._commit, plan, batch, retry))
             except StalePlan as stale:
-                log.info("%s: stored positions moved; planning the batch again", self.source)
+                conflicts += 1
+                log.info(
+                    "%s: stored positions or windows moved; planning the batch again", self.source
+                )
                 self.states.update(stale.stored)
                 plan = self._plan(batch)
                 continue
@@ -155,7 +162,7 @@ class Ingestor:
             plan = self.planner.plan_chunked(batch.records, self.states, rejected)
         return plan
 
-    def _commit(self, plan: Plan, batch: Batch) -> int:
+    def _commit(self, plan: Plan, batch: Batch, retry_conflict: bool = False) -> int:
         built = build_profiles(plan.windows, self.specs)
         dead = dead_letter_rows(self.source, plan.dead, self.settings.dead_letter_bytes)
         window_s = self.settings.window.total_seconds()
@@ -179,7 +186,11 @@ class Ingestor:
                 stored = read_states(session, self.source, plan.end, lock=False)
             if any(stored[k].offset != plan.start.get(k, KeyState()).offset for k in stored):
                 raise StalePlan(stored) from None
-            # Nothing moved: the conflict is not a race, and replanning would repeat it.
+            if retry_conflict:
+                # Another source or replica inserted the same window row first; once it has
+                # committed, the replanned batch finds the row and merges into it.
+                raise StalePlan(stored) from None
+            # Still conflicting after retries: not a race, and replanning would repeat it.
             first = str(exc.orig or exc).splitlines()[0]
             raise StorageError(f"source {self.source!r}: cannot store batch: {first}") from None
         return len(plan.labels)

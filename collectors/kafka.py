@@ -115,7 +115,13 @@ class KafkaSource(PartitionProgress):
                 self.consumer.seek_to_beginning(tp)
             else:
                 self.consumer.seek_to_end(tp)
-        log.info("%s: assigned %s at stored offsets", self.name, sorted(stored.items()))
+        # Which replica holds which partition is read from these lines (no Kafka admin API on 0.9).
+        log.info(
+            "%s: assigned partitions %s (stored offsets %s)",
+            self.name,
+            sorted(keys),
+            sorted(stored.items()),
+        )
 
     def _snapshot_targets(self) -> None:
         from kafka import TopicPartition

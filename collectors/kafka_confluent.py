@@ -71,7 +71,13 @@ class ConfluentKafkaSource(PartitionProgress):
             else:
                 tp.offset = OFFSET_BEGINNING if self.config.start == "earliest" else OFFSET_END
         consumer.assign(partitions)
-        log.info("%s: assigned %s at stored offsets", self.name, sorted(stored.items()))
+        # Which replica holds which partition is read from these lines (no Kafka admin API on 0.9).
+        log.info(
+            "%s: assigned partitions %s (stored offsets %s)",
+            self.name,
+            sorted(keys),
+            sorted(stored.items()),
+        )
 
     def _snapshot_targets(self) -> None:
         from confluent_kafka import KafkaException, TopicPartition

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from monitor.cli.common import database_options, engine_from_options
 from monitor.errors import InputError
 from monitor.storage import require_head
+
+if TYPE_CHECKING:
+    from monitor._stream import StreamedProfile
 
 
 @click.group()
@@ -39,7 +42,16 @@ def baseline() -> None:
     help="Contiguous reference chunks profiled for reference-derived thresholds (0: none).",
 )
 @click.option("--replace", is_flag=True, help="Overwrite an existing baseline of that name.")
-@click.argument("data", type=click.Path(path_type=Path))
+@click.option(
+    "--engine",
+    "engine_name",
+    type=click.Choice(["local", "spark"]),
+    default="local",
+    show_default=True,
+    help="local: read DATA here in record batches; spark: profile --table on Spark.",
+)
+@click.option("--table", default=None, metavar="NAME|PATH", help="spark: catalog table or path.")
+@click.argument("data", required=False)
 @database_options
 def create_cmd(
     model: str,
@@ -52,43 +64,54 @@ def create_cmd(
     categorical: tuple[str, ...],
     chunks: int,
     replace: bool,
-    data: Path,
+    engine_name: str,
+    table: str | None,
+    data: str | None,
     database_url: str | None,
     config_path: Path | None,
 ) -> None:
-    """Profile DATA (Parquet or CSV) and store it as a baseline of MODEL/VERSION."""
+    """Profile DATA (Parquet/CSV file, directory or glob) or a Spark table; store it."""
     from monitor.baselines import save_baseline
-    from monitor.datafile import read_frame
-    from monitor.detectors import profile_variability
-    from monitor.profiles import compared_columns, profile_frame, specs_for
 
     if chunks < 0:
         raise InputError(f"--chunks must be 0 or more, got {chunks}")
+    spark = engine_name == "spark"
+    if spark and (table is None or data is not None):
+        raise InputError("--engine spark profiles --table NAME|PATH (and takes no DATA)")
+    if not spark and (data is None or table is not None):
+        raise InputError("give DATA (a file, directory or glob); --table needs --engine spark")
     wanted = _split(columns)
     for col in categorical:
         if wanted is not None and col not in wanted and col not in slice_by:
             raise InputError(f"--categorical {col}: not among --columns or --slice-by")
-    forced = [*_configured_categorical(config_path, model), *categorical]
-    frame = read_frame(data, [*(wanted or []), *slice_by])
-    cols = compared_columns(wanted or list(frame.columns), slice_by)
+    forced = (*_configured_categorical(config_path, model), *categorical)
+    # The database is checked before a long profiling run, not after it.
     engine = engine_from_options(database_url, config_path)
     require_head(engine)
-    specs = specs_for(cols, frame, bins, top_k, [c for c in forced if c in cols])
-    profiles = profile_frame(frame, specs, slice_by)
-    variability = profile_variability(frame, specs, profiles, chunks) if chunks else None
+    if table is not None:
+        streamed, source, digest = _profile_spark(table, wanted, slice_by, bins, top_k, forced)
+    else:
+        assert data is not None
+        streamed, source, digest = _profile_data(
+            data, wanted, slice_by, (bins, top_k, chunks), forced
+        )
+    profiles, variability = streamed.profiles, streamed.variability
+    cols = list(streamed.specs)
     baseline_id = save_baseline(
         engine,
         model,
         version,
         profiles,
         name=name,
-        source=str(data),
-        source_sha256=_sha256(data),
+        source=source,
+        source_sha256=digest,
         replace=replace,
         settings={"bins": bins, "top_k": top_k},
         variability=variability,
     )
     spread = "" if variability is None else f", variability of {chunks} chunks"
+    if spark:
+        spread = ", no reference variability (Spark rows have no order)"
     click.echo(
         f"baseline {baseline_id} '{name}' of {model} {version}: {profiles.n_rows} rows, "
         f"{len(cols)} columns, {len(profiles.slice_keys)} slices{spread}"
@@ -128,9 +151,62 @@ def _split(columns: str | None) -> list[str] | None:
     return [c.strip() for c in columns.split(",") if c.strip()]
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+def _profile_data(
+    data: str,
+    wanted: list[str] | None,
+    slice_by: tuple[str, ...],
+    sizes: tuple[int, int, int],
+    categorical: tuple[str, ...],
+) -> tuple[StreamedProfile, str, str | None]:
+    """Profile DATA in record batches; returns the profiles, the source label and its digest.
+
+    `sizes`: bins, top-k and reference chunks."""
+    from monitor._stream import profile_source
+    from monitor.datasets import open_source
+    from monitor.profiles import compared_columns
+
+    bins, top_k, chunks = sizes
+    source = open_source(data)
+    source.require([*(wanted or []), *slice_by])
+    cols = compared_columns(wanted or list(source.columns), slice_by)
+    streamed = profile_source(
+        source,
+        cols,
+        slice_by,
+        bins=bins,
+        top_k=top_k,
+        chunks=chunks,
+        categorical=[c for c in categorical if c in cols],
+    )
+    return streamed, source.path, source.sha256()
+
+
+def _profile_spark(
+    table: str,
+    wanted: list[str] | None,
+    slice_by: tuple[str, ...],
+    bins: int,
+    top_k: int,
+    categorical: tuple[str, ...] = (),
+) -> tuple[StreamedProfile, str, str | None]:
+    """Profile a Spark table or path; Spark sources have no content digest."""
+    import os
+    import sys
+
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise InputError("--engine spark needs pyspark: pip install 'modelwatch[spark]'") from None
+    from monitor.profiles import compared_columns
+    from monitor.spark import profile_dataframe, read_table
+
+    # Local-mode workers run this interpreter, which can import modelwatch.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = SparkSession.builder.appName("modelwatch-baseline").getOrCreate()
+    try:
+        df = read_table(spark, table)
+        cols = compared_columns(wanted or list(df.columns), slice_by)
+        forced = [c for c in categorical if c in cols]
+        return profile_dataframe(df, cols, slice_by, bins, top_k, forced), table, None
+    finally:
+        spark.stop()

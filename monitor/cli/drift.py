@@ -10,8 +10,8 @@ import click
 
 
 @click.command("drift")
-@click.argument("reference", type=click.Path(path_type=Path))
-@click.argument("current", type=click.Path(path_type=Path))
+@click.argument("reference")
+@click.argument("current")
 @click.option("--slice-by", "slice_by", multiple=True, metavar="COL", help="Slice column.")
 @click.option("--columns", default=None, metavar="C,...", help="Columns to compare (default all).")
 @click.option("--methods", default=None, metavar="M,...", help="Detectors (default per kind).")
@@ -60,8 +60,8 @@ import click
 )
 @click.option("--fail-on-drift", is_flag=True, help="Exit 1 when any result drifts.")
 def drift(
-    reference: Path,
-    current: Path,
+    reference: str,
+    current: str,
     slice_by: tuple[str, ...],
     columns: str | None,
     methods: str | None,
@@ -78,10 +78,12 @@ def drift(
     evidently_path: Path | None,
     fail_on_drift: bool,
 ) -> None:
-    """Compare CURRENT with REFERENCE (Parquet or CSV), overall and per slice."""
-    from monitor.datafile import read_frame, require_columns
-    from monitor.detectors import evaluate, get_detector, profile_variability, threshold_strategy
-    from monitor.profiles import compared_columns, profile_frame, specs_for
+    """Compare CURRENT with REFERENCE (Parquet/CSV files, directories or globs), per slice."""
+    from monitor._stream import profile_source
+    from monitor.datasets import open_source
+    from monitor.detectors import evaluate, get_detector, threshold_strategy
+    from monitor.errors import InputError
+    from monitor.profiles import compared_columns
     from monitor.reports import drift_report, render_html, write_json
 
     method_names = _split(methods)
@@ -90,18 +92,24 @@ def drift(
     # A bad name, k or floor fails before any reading.
     threshold_strategy(strategy, k=threshold_k, floor_fraction=floor_fraction)
     wanted = _split(columns)
-    ref = read_frame(reference, [*(wanted or []), *slice_by])
-    cur = read_frame(current, [*(wanted or []), *slice_by])
-    cols = compared_columns(wanted or list(ref.columns), slice_by)
-    require_columns(cur, cols, current)
-    specs = specs_for(cols, ref, bins, top_k, categorical)
-    ref_set = profile_frame(ref, specs, slice_by)
-    cur_set = profile_frame(cur, specs, slice_by)
-    variability = (
-        profile_variability(ref, specs, ref_set, reference_chunks)
-        if strategy == "reference"
-        else None
+    ref_source, cur_source = open_source(reference), open_source(current)
+    ref_source.require([*(wanted or []), *slice_by])
+    cols = compared_columns(wanted or list(ref_source.columns), slice_by)
+    cur_source.require(cols)
+    chunks = reference_chunks if strategy == "reference" else 0
+    if strategy == "reference" and chunks < 1:
+        raise InputError(f"reference chunks must be at least 1, got {chunks}")
+    ref = profile_source(
+        ref_source,
+        cols,
+        slice_by,
+        bins=bins,
+        top_k=top_k,
+        chunks=chunks,
+        categorical=[c for c in categorical if c in cols],
     )
+    ref_set, specs, variability = ref.profiles, ref.specs, ref.variability
+    cur_set = profile_source(cur_source, cols, slice_by, specs=specs).profiles
     bounds = threshold_strategy(strategy, variability, k=threshold_k, floor_fraction=floor_fraction)
     results = evaluate(ref_set, cur_set, cols, methods=method_names, thresholds=bounds, alpha=alpha)
     document = drift_report(results, ref_set.n_rows, cur_set.n_rows)
@@ -110,7 +118,7 @@ def drift(
     if html_path is not None:
         _write_text(html_path, render_html(results, ref_set, cur_set, f"{reference} → {current}"))
     if evidently_path is not None:
-        _evidently(ref, cur, specs, cols, evidently_path)
+        _evidently(reference, current, specs, cols, evidently_path)
     _summary(document)
     if fail_on_drift and any(r.status == "drift" for r in results):
         sys.exit(1)
@@ -134,9 +142,12 @@ def _summary(document: dict[str, Any]) -> None:
         )
 
 
-def _evidently(ref: Any, cur: Any, specs: Any, cols: list[str], path: Path) -> None:
+def _evidently(reference: str, current: str, specs: Any, cols: list[str], path: Path) -> None:
+    # Evidently works on whole pandas frames: this report alone reads both datasets into memory.
+    from monitor.datafile import read_frame
     from monitor.reports.evidently import run_data_drift, write_evidently_html
 
+    ref, cur = read_frame(reference, cols), read_frame(current, cols)
     write_evidently_html(run_data_drift(ref, cur, specs, cols), path)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
@@ -224,7 +224,13 @@ def _isolate_atoms(
 def _categorical_spec(column: str, values: Any, top_k: int) -> ColumnSpec:
     from monitor.profiles.categorical import value_counts
 
-    counts = value_counts(values)
+    return categorical_spec_from_counts(column, value_counts(values), top_k)
+
+
+def categorical_spec_from_counts(
+    column: str, counts: Mapping[str, int], top_k: int, complete: bool = True
+) -> ColumnSpec:
+    """A categorical spec from per-category counts (`complete` false: counts were pruned)."""
     if not counts:
         raise InputError(f"column '{column}': no non-null reference values to derive categories")
     # Ties broken by name so the spec does not depend on row order.
@@ -236,7 +242,7 @@ def _categorical_spec(column: str, values: Any, top_k: int) -> ColumnSpec:
         "categorical",
         categories=top,
         tail=frozenset(rest[:MAX_TAIL]),
-        tail_complete=len(rest) <= MAX_TAIL,
+        tail_complete=complete and len(rest) <= MAX_TAIL,
     )
 
 

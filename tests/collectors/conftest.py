@@ -59,6 +59,20 @@ def payloads(n: int, start: int = 0) -> list[bytes]:
     return [orjson.dumps(event(i)) for i in range(start, start + n)]
 
 
+def kafka_source(client: str, kafka: KafkaBroker, topic: str, group_id: str) -> dict[str, Any]:
+    """A Kafka source `stream` on the test broker (0.9), quick to notice a dead member."""
+    return {
+        "client": client,
+        "name": "stream",
+        "type": "kafka",
+        "bootstrap_servers": kafka.bootstrap,
+        "topic": topic,
+        "group_id": group_id,
+        "api_version": "0.9",
+        "session_timeout_ms": 3000,
+    }
+
+
 def write_config(
     path: Path, database_url: str, sources: list[dict[str, Any]], **collect: Any
 ) -> Path:

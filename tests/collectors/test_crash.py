@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy.orm import Session
 
 from monitor.storage import IngestCounter, make_engine
-from tests.collectors.conftest import event, payloads, write_config
+from tests.collectors.conftest import event, kafka_source, payloads, write_config
 from tests.conftest import REPO, run_cli
 from tests.services.kafka import KafkaBroker
 
@@ -104,16 +104,7 @@ def finish_and_status(cfg: Path) -> dict[str, object]:
 def test_kafka_kill9_neither_loses_nor_double_counts(
     client: str, kafka: KafkaBroker, topic: str, tmp_path: Path
 ) -> None:
-    source = {
-        "client": client,
-        "name": "stream",
-        "type": "kafka",
-        "bootstrap_servers": kafka.bootstrap,
-        "topic": topic,
-        "group_id": f"crash-{topic}",
-        "api_version": "0.9",
-        "session_timeout_ms": 3000,
-    }
+    source = kafka_source(client, kafka, topic, f"crash-{topic}")
     cfg = write_config(
         tmp_path / "mw.yaml", f"sqlite:///{tmp_path}/mw.db", [source], batch_size=500
     )
