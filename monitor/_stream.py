@@ -22,8 +22,9 @@ from monitor.detectors import Variability
 from monitor.detectors.variability import reference_variability
 from monitor.profiles import ColumnSpec, ProfileSet, profile_frame
 from monitor.profiles.categorical import category_label
-from monitor.profiles.dataset import DEFAULT_MAX_SLICE_VALUES, NULL_SLICE, OTHER_SLICE
+from monitor.profiles.dataset import DEFAULT_MAX_SLICE_VALUES
 from monitor.profiles.sketch import SpecSketch, sketch_kinds
+from monitor.profiles.slicekeys import NULL_VALUE, OTHER_VALUE
 
 Folds = Mapping[str, frozenset[str]]
 
@@ -129,6 +130,8 @@ def _fold(values: Any, keep: frozenset[str]) -> Any:
     import pandas as pd
 
     codes, uniques = pd.factorize(values, use_na_sentinel=True)
-    labels = [lab if lab in keep else OTHER_SLICE for lab in map(category_label, uniques)]
-    labels.append(None if NULL_SLICE in keep else OTHER_SLICE)  # type: ignore[arg-type]
+    labels: list[str | None] = [
+        lab if lab in keep else OTHER_VALUE for lab in map(category_label, uniques)
+    ]
+    labels.append(None if NULL_VALUE in keep else OTHER_VALUE)
     return pd.Series(np.asarray(labels, dtype=object)[codes], index=values.index, dtype=object)

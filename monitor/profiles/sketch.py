@@ -29,8 +29,8 @@ from numpy.typing import NDArray
 
 from monitor.errors import InputError
 from monitor.profiles.categorical import category_label
-from monitor.profiles.dataset import NULL_SLICE
 from monitor.profiles.numeric import as_float_array
+from monitor.profiles.slicekeys import NULL_VALUE
 from monitor.profiles.spec import (
     DEFAULT_BINS,
     DEFAULT_TOP_K,
@@ -217,6 +217,6 @@ def _label_counts(values: Any, with_nulls: bool) -> tuple[list[str], list[int]]:
     labels = [category_label(u) for u in np.asarray(uniques)]
     nulls = int((codes < 0).sum())
     if with_nulls and nulls:
-        labels.append(NULL_SLICE)
+        labels.append(NULL_VALUE)
         counts.append(nulls)
     return labels, counts
