@@ -164,7 +164,7 @@ def test_partitioned_directory_and_glob_through_the_cli(tmp_path: Path) -> None:
     out = run_cli("baseline", "create", "--model", "m", "--version", "1", *args,
                   "--database-url", db)  # fmt: skip
     assert out.returncode == 0, out.stderr
-    assert "2800 rows, 2 columns, 2 slices" in out.stdout
+    assert "2800 rows, 3 columns, 2 slices" in out.stdout  # region is a column too
     stored = load_baseline(create_engine(db), "m", "1")
     whole = pd.concat(frames, ignore_index=True)
     assert_same(stored, profile_frame(whole, stored.specs, ["region"]))
