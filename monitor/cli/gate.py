@@ -67,6 +67,8 @@ def gate(**opts: Any) -> None:
         batch_size=cfg.guards.batch_size,
         latency_batch_sizes=_latency_sizes(opts, cfg.guards),
         intra_op_threads=cfg.guards.intra_op_threads,
+        model=opts["model"],
+        version=opts["model_version"],
         **_localize(opts, cfg.guards),
     )
     verdict = run_gate(request)
