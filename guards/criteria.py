@@ -110,7 +110,6 @@ def _metric(
     n = len(sl.rows)
     name = f"metric_drop:{metric}[{task.output}]"
     # higher-is-better metrics drop in percentage points, error metrics rise in percent
-    sides = {"reference": drop.reference, "candidate": drop.candidate}
     unit = "points" if HIGHER_IS_BETTER[metric] else "%"
     if math.isnan(drop.drop):
         status: Status = "inconclusive"
@@ -119,4 +118,7 @@ def _metric(
     else:
         breach = drop.drop_lower_bound is not None and drop.drop_lower_bound > limit
         status = "fail" if breach else "inconclusive"
-    return Criterion(name, drop.drop, limit, status, sl.key, n, unit=unit, **sides)
+    return Criterion(
+        name, drop.drop, limit, status, sl.key, n,
+        reference=drop.reference, candidate=drop.candidate, unit=unit,
+    )  # fmt: skip

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -320,6 +320,9 @@ def _latency_criteria(
         ratio, limit = cand.p95_ms / ref.p95_ms, policy.max_latency_ratio
         status = "pass" if ratio <= limit else "fail"
         name = f"latency_ratio_p95[batch={cand.batch_size}]"
-        sides = {"reference": ref.p95_ms, "candidate": cand.p95_ms}
-        out.append(Criterion(name, ratio, limit, status, unit="x", **sides))
+        out.append(
+            Criterion(
+                name, ratio, limit, status, unit="x", reference=ref.p95_ms, candidate=cand.p95_ms
+            )
+        )
     return tuple(out)

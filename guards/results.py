@@ -59,7 +59,9 @@ class Criterion:
         """One line: name, slice, value and threshold."""
         where = ", ".join(f"{k}={v}" for k, v in (self.slice or {}).items()) or "overall"
         unit = f" {self.unit}" if self.unit else ""
-        line = f"{self.name} [{where}] = {self.value:.6g}{unit} (threshold {self.threshold:.6g}{unit})"
+        line = (
+            f"{self.name} [{where}] = {self.value:.6g}{unit} (threshold {self.threshold:.6g}{unit})"
+        )
         if self.reference is not None and self.candidate is not None:
             line += f"; reference {self.reference:.6g}, candidate {self.candidate:.6g}"
         return line

@@ -115,12 +115,12 @@ LATENCY_HEADER = (
 DEFAULT_SLOWER = 1.5
 
 
-def latency_limit(doc: Mapping[str, Any]) -> float:
-    """The configured p95 ratio limit, else DEFAULT_SLOWER."""
+def latency_limit(doc: Mapping[str, Any]) -> tuple[float, str]:
+    """The configured p95 ratio limit, else DEFAULT_SLOWER; and how to name it."""
     for c in doc["criteria"]:
         if c["name"].startswith("latency_ratio") and c["threshold"] is not None:
-            return float(c["threshold"])
-    return DEFAULT_SLOWER
+            return float(c["threshold"]), f"limit {c['threshold']:g}x"
+    return DEFAULT_SLOWER, f"no ratio limit set; shown above {DEFAULT_SLOWER:g}x"
 
 
 def _ratio(cand: float, ref: float) -> float | None:
@@ -149,7 +149,7 @@ def _x(ratio: float | None) -> str:
 
 def latency_callouts(doc: Mapping[str, Any]) -> list[str]:
     """'candidate p50 is 3.4x the reference at batch 64 (limit 1.5x)' for each breach."""
-    lat, limit = doc["latency"], latency_limit(doc)
+    lat, (limit, limit_text) = doc["latency"], latency_limit(doc)
     out = []
     for batch, cand in (lat.get("candidate") or {}).items():
         ref = lat["reference"][batch]
@@ -158,7 +158,7 @@ def latency_callouts(doc: Mapping[str, Any]) -> list[str]:
             if ratio is not None and ratio > limit:
                 out.append(
                     f"candidate {key[:3]} is {ratio:.1f}x the reference at batch {batch} "
-                    f"({fmt(cand[key])} ms vs {fmt(ref[key])} ms; limit {limit:g}x)"
+                    f"({fmt(cand[key])} ms vs {fmt(ref[key])} ms; {limit_text})"
                 )
     return out
 

@@ -20,6 +20,7 @@ from monitor.storage import (
     AlertNotification,
     AlertState,
     make_engine,
+    prepare_for_writes,
     require_head,
     transaction,
     utcnow,
@@ -148,7 +149,7 @@ def add_cmd(
     except ValueError as exc:
         raise InputError(f"--duration: {exc}") from None
     engine = engine_from_options(database_url, config_path)
-    require_head(engine)
+    prepare_for_writes(engine)
     with transaction(engine) as session:
         s = add_silence(
             session, list(matchers), author=author, comment=comment, duration=length, now=utcnow()

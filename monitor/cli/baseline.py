@@ -9,7 +9,7 @@ import click
 
 from monitor.cli.common import database_options, engine_from_options
 from monitor.errors import InputError
-from monitor.storage import require_head
+from monitor.storage import prepare_for_writes, require_head
 
 
 @click.group()
@@ -60,7 +60,7 @@ def create_cmd(
     frame = read_frame(data, [*(wanted or []), *slice_by])
     cols = wanted or [c for c in frame.columns if c not in slice_by]
     engine = engine_from_options(database_url, config_path)
-    require_head(engine)
+    prepare_for_writes(engine)
     specs = specs_for(cols, frame, bins, top_k)
     profiles = profile_frame(frame, specs, slice_by)
     variability = profile_variability(frame, specs, profiles, chunks) if chunks else None

@@ -13,7 +13,7 @@ import click
 from sqlalchemy.engine import Engine
 
 from monitor.config import Config, load_config
-from monitor.storage import make_engine, require_head
+from monitor.storage import make_engine, prepare_for_writes, require_head
 
 CONFIG_OPTION = click.option(
     "--config",
@@ -50,7 +50,7 @@ def collect(
     )
     config = load_config(config_path)
     engine = make_engine(config.database_url)
-    require_head(engine)
+    prepare_for_writes(engine)
     state = RunState()
 
     def _stop(signum: int, frame: FrameType | None) -> None:

@@ -164,10 +164,10 @@ def _summary(verdict: Any) -> None:
 def _record(opts: dict[str, Any], verdict: Any) -> None:
     from guards.events import CollectingListener
     from guards.history import record_gate
-    from monitor.storage import make_engine, require_head
+    from monitor.storage import make_engine, prepare_for_writes
 
     engine = make_engine(resolve_database_url(opts["database_url"], opts["config_path"]))
-    require_head(engine)
+    prepare_for_writes(engine)
     listener = CollectingListener()
     artifacts = (opts["reference"], opts["candidate"], opts["golden"])
     record = record_gate(engine, opts["model"], opts["model_version"], verdict, artifacts, listener)

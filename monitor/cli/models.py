@@ -11,11 +11,11 @@ from sqlalchemy.engine import Engine
 from monitor.cli.common import database_options, engine_from_options
 
 
-def _engine(database_url: str | None, config_path: Path | None) -> Engine:
-    from monitor.storage import require_head
+def _engine(database_url: str | None, config_path: Path | None, write: bool = False) -> Engine:
+    from monitor.storage import prepare_for_writes, require_head
 
     engine = engine_from_options(database_url, config_path)
-    require_head(engine)
+    (prepare_for_writes if write else require_head)(engine)
     return engine
 
 
@@ -43,7 +43,7 @@ def register_cmd(
     """Register VERSION of MODEL with its ONNX artifact at PATH."""
     from guards.registry import register_version
 
-    engine = _engine(database_url, config_path)
+    engine = _engine(database_url, config_path, write=True)
     info = register_version(
         engine, model, version, path, auto_rollback=auto_rollback, activate=activate
     )
@@ -99,7 +99,7 @@ def rollback(
     """Move MODEL's active alias back to last-known-good (or --to VERSION)."""
     from guards.registry import rollback as do_rollback
 
-    outcome = do_rollback(_engine(database_url, config_path), model, to_version)
+    outcome = do_rollback(_engine(database_url, config_path, write=True), model, to_version)
     if outcome.rollback is None:
         click.echo(f"{model}: already active at {outcome.active}; nothing changed")
     else:

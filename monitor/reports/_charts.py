@@ -78,12 +78,14 @@ def _frame(title: str, scale: _Scale | None, peak: float, y_label: str) -> str:
             f'<line x1="{x0}" y1="{y:.1f}" x2="{x1}" y2="{y:.1f}" stroke="#eee"/>'
         )
     for tick in scale.ticks() if scale is not None else []:
-        x = scale(tick)
+        x = scale(tick)  # type: ignore[misc]  # scale is not None inside this loop
         parts.append(
             f'<text x="{x:.1f}" y="{y0 + 14}" font-size="10" text-anchor="middle">{tick:.3g}</text>'
         )
     if scale is not None and scale.log:
-        parts.append(f'<text x="{x1}" y="{H - 4}" font-size="10" text-anchor="end">log scale</text>')
+        parts.append(
+            f'<text x="{x1}" y="{H - 4}" font-size="10" text-anchor="end">log scale</text>'
+        )
     return "".join(parts)
 
 

@@ -57,9 +57,7 @@ class Headline:
             out.append("Drifted columns: " + ", ".join(self.drifted_columns))
         out.append("Drifted slices: " + (", ".join(self.drifted_slices) or "none"))
         if self.insufficient_columns:
-            out.append(
-                "Insufficient data (no verdict): " + ", ".join(self.insufficient_columns)
-            )
+            out.append("Insufficient data (no verdict): " + ", ".join(self.insufficient_columns))
         return out
 
 

@@ -24,7 +24,8 @@ section{margin:18px 0;padding-top:8px;border-top:1px solid #ccc}
 SCRIPT = """document.querySelectorAll('table.results').forEach(function(table){
   var body=table.tBodies[0];
   table.querySelectorAll('th').forEach(function(th,i){th.addEventListener('click',function(){
-    var rows=Array.from(body.rows),dir=th.dataset.dir==='asc'?-1:1;th.dataset.dir=dir>0?'asc':'desc';
+    var rows=Array.from(body.rows),dir=th.dataset.dir==='asc'?-1:1;
+    th.dataset.dir=dir>0?'asc':'desc';
     rows.sort(function(a,b){var x=a.cells[i].textContent,y=b.cells[i].textContent,
       nx=parseFloat(x),ny=parseFloat(y);
       return dir*(isNaN(nx)||isNaN(ny)?x.localeCompare(y):nx-ny);});

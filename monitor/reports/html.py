@@ -16,7 +16,7 @@ from monitor.reports._explain import explain, fmt, headline, where
 from monitor.reports._page import page, results_table
 
 TABLE_HEADER = (
-    "column", "slice", "method", "value", "threshold", "p-value", "n ref", "n cur", "status",
+    "column", "slice", "method", "value", "threshold", "p-value", "n ref", "n cur", "status", "why",
 )  # fmt: skip
 
 
@@ -35,7 +35,7 @@ def render_html(
         _section(col, [r for r in ordered if r.column == col], reference, current, alpha, min_n)
         for col in columns
     )
-    rows = [_row(r) for r in ordered]
+    rows = [[*_row(r), explain(r, alpha, min_n)] for r in ordered]
     body = (
         f"<h1>{html.escape(title)}</h1>{_headline(results, reference, current, alpha)}"
         f'<p class="legend"><span style="color:{REF}">■ reference</span>'

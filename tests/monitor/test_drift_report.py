@@ -96,7 +96,8 @@ def _result(status: str, value: float | None, p: float | None, n_cur: int = 212)
         (_result("ok", 0.1173, 0.56), "above the threshold but not significant at n=212"),
         (_result("ok", 0.1, 0.9), "at or below the threshold"),  # exactly the threshold
         (_result("drift", 0.5, 0.001), "above the threshold and significant at alpha 0.01"),
-        (_result("insufficient_data", None, None, 12), "insufficient data: 12 current rows < min_n 30"),
+        (_result("insufficient_data", None, None, 12),
+         "insufficient data: 12 current rows < min_n 30"),
     ],
 )  # fmt: skip
 def test_every_verdict_is_explained(result: DriftResult, sentence: str) -> None:
