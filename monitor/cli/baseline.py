@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import Any
 
 import click
 
+from monitor.cli._roles import check_slice_columns, role_options, roles_from, select_columns
 from monitor.cli.common import database_options, engine_from_options
 from monitor.errors import InputError
 from monitor.storage import prepare_for_writes, require_head
@@ -34,6 +36,7 @@ def baseline() -> None:
 @click.option("--replace", is_flag=True, help="Overwrite an existing baseline of that name.")
 @click.argument("data", type=click.Path(path_type=Path))
 @database_options
+@role_options
 def create_cmd(
     model: str,
     version: str,
@@ -47,6 +50,7 @@ def create_cmd(
     data: Path,
     database_url: str | None,
     config_path: Path | None,
+    **roles: Any,
 ) -> None:
     """Profile DATA (Parquet or CSV) and store it as a baseline of MODEL/VERSION."""
     from monitor.baselines import save_baseline
@@ -58,7 +62,8 @@ def create_cmd(
         raise InputError(f"--chunks must be 0 or more, got {chunks}")
     wanted = _split(columns)
     frame = read_frame(data, [*(wanted or []), *slice_by])
-    cols = wanted or [c for c in frame.columns if c not in slice_by]
+    check_slice_columns(frame, slice_by, data)
+    cols = select_columns(frame, wanted, slice_by, roles_from(roles), data)
     engine = engine_from_options(database_url, config_path)
     prepare_for_writes(engine)
     specs = specs_for(cols, frame, bins, top_k)

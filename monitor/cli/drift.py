@@ -1,4 +1,9 @@
-"""`modelwatch drift REFERENCE CURRENT`: one-shot drift check of two data files."""
+"""`modelwatch drift REFERENCE CURRENT` (two data files) or `modelwatch drift CURRENT --baseline
+NAME --model M [--version V]` (a file against a stored baseline): one-shot drift check.
+
+Exit status: 0, 1 with --fail-on-drift when a result drifts, 2 on bad input or when the current
+data is empty or entirely insufficient (1 instead with --fail-on-insufficient).
+"""
 
 from __future__ import annotations
 
@@ -8,14 +13,22 @@ from typing import Any
 
 import click
 
+from monitor.cli._drift_input import baseline_options, load_inputs
+from monitor.cli._roles import role_options, roles_from
+
 
 @click.command("drift")
-@click.argument("reference", type=click.Path(path_type=Path))
-@click.argument("current", type=click.Path(path_type=Path))
+@click.argument("files", nargs=-1, metavar="[REFERENCE] CURRENT", type=click.Path(path_type=Path))
 @click.option("--slice-by", "slice_by", multiple=True, metavar="COL", help="Slice column.")
 @click.option("--columns", default=None, metavar="C,...", help="Columns to compare (default all).")
 @click.option("--methods", default=None, metavar="M,...", help="Detectors (default per kind).")
-@click.option("--alpha", default=0.01, show_default=True, help="False discovery rate (BH).")
+@click.option(
+    "--alpha",
+    default=0.01,
+    show_default=True,
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    help="False discovery rate (BH).",
+)
 @click.option(
     "--thresholds",
     "strategy",
@@ -26,18 +39,35 @@ import click
     "of the statistic between chunks of REFERENCE and all of it.",
 )
 @click.option(
-    "--threshold-k", default=3.0, show_default=True, help="reference: bound = mean + k·std."
+    "--threshold-k",
+    default=3.0,
+    show_default=True,
+    type=click.FloatRange(0, min_open=True),
+    help="reference: bound = mean + k·std.",
 )
 @click.option(
     "--reference-chunks",
     default=10,
     show_default=True,
+    type=click.IntRange(2),
     help="reference: contiguous chunks REFERENCE is split into.",
 )
-@click.option("--bins", default=64, show_default=True, help="Quantile bins per numeric column.")
-@click.option("--top-k", default=50, show_default=True, help="Categories kept per column.")
-@click.option("--json", "json_path", type=click.Path(path_type=Path), help="Write JSON here.")
-@click.option("--html", "html_path", type=click.Path(path_type=Path), help="Write HTML here.")
+@click.option(
+    "--bins",
+    default=64,
+    show_default=True,
+    type=click.IntRange(2),
+    help="Quantile bins per numeric column.",
+)
+@click.option(
+    "--top-k", default=50, show_default=True, type=click.IntRange(1), help="Categories kept."
+)
+@click.option(
+    "--json", "json_path", type=click.Path(path_type=Path), help="Write JSON here (- for stdout)."
+)
+@click.option(
+    "--html", "html_path", type=click.Path(path_type=Path), help="Write HTML here (- for stdout)."
+)
 @click.option(
     "--evidently-html",
     "evidently_path",
@@ -45,9 +75,15 @@ import click
     help="Also run Evidently's DataDriftPreset and write its HTML here (slow).",
 )
 @click.option("--fail-on-drift", is_flag=True, help="Exit 1 when any result drifts.")
+@click.option(
+    "--fail-on-insufficient",
+    is_flag=True,
+    help="Exit 1 (not 2) when the current data is empty or too small for any verdict.",
+)
+@role_options
+@baseline_options
 def drift(
-    reference: Path,
-    current: Path,
+    files: tuple[Path, ...],
     slice_by: tuple[str, ...],
     columns: str | None,
     methods: str | None,
@@ -61,51 +97,59 @@ def drift(
     html_path: Path | None,
     evidently_path: Path | None,
     fail_on_drift: bool,
+    fail_on_insufficient: bool,
+    **opts: Any,
 ) -> None:
-    """Compare CURRENT with REFERENCE (Parquet or CSV), overall and per slice."""
-    from monitor.datafile import read_frame, require_columns
-    from monitor.detectors import evaluate, get_detector, profile_variability, threshold_strategy
-    from monitor.profiles import profile_frame, specs_for
-    from monitor.reports import drift_report, render_html, write_json
+    """Compare CURRENT with REFERENCE (Parquet or CSV) or a stored baseline, overall and per
+    slice."""
+    from monitor.detectors import evaluate, get_detector, threshold_strategy
+    from monitor.reports import drift_report, is_stdout, render_html, write_json, write_text
 
     method_names = _split(methods)
     for name in method_names or []:
         get_detector(name)
     threshold_strategy(strategy, k=threshold_k)  # a bad name or k fails before any reading
-    wanted = _split(columns)
-    ref = read_frame(reference, [*(wanted or []), *slice_by])
-    cur = read_frame(current, [*(wanted or []), *slice_by])
-    cols = wanted or [c for c in ref.columns if c not in slice_by]
-    require_columns(cur, cols, current)
-    specs = specs_for(cols, ref, bins, top_k)
-    ref_set = profile_frame(ref, specs, slice_by)
-    cur_set = profile_frame(cur, specs, slice_by)
-    variability = (
-        profile_variability(ref, specs, ref_set, reference_chunks)
-        if strategy == "reference"
-        else None
-    )
-    bounds = threshold_strategy(strategy, variability, k=threshold_k)
-    results = evaluate(ref_set, cur_set, cols, methods=method_names, thresholds=bounds, alpha=alpha)
-    document = drift_report(results, ref_set.n_rows, cur_set.n_rows)
+    inputs = load_inputs(
+        files, _split(columns), slice_by, roles_from(opts), {**opts, "evidently_path":
+        evidently_path}, bins, top_k,
+        reference_chunks if strategy == "reference" else 0,
+    )  # fmt: skip
+    bounds = threshold_strategy(strategy, inputs.variability, k=threshold_k)
+    results = evaluate(
+        inputs.reference, inputs.current, inputs.columns, methods=method_names, thresholds=bounds,
+        alpha=alpha,
+    )  # fmt: skip
+    document = drift_report(results, inputs.reference.n_rows, inputs.current.n_rows)
     if json_path is not None:
         write_json(json_path, document)
     if html_path is not None:
-        _write_text(html_path, render_html(results, ref_set, cur_set, f"{reference} → {current}"))
+        page = render_html(results, inputs.reference, inputs.current, inputs.title, alpha)
+        write_text(html_path, page)
     if evidently_path is not None:
-        _evidently(ref, cur, specs, cols, evidently_path)
-    _summary(document)
+        _evidently(inputs.frames, inputs.specs, inputs.columns, evidently_path)
+    _summary(document, err=is_stdout(json_path) or is_stdout(html_path))
+    _exit(results, inputs.current.n_rows, fail_on_drift, fail_on_insufficient)
+
+
+def _exit(results: Any, n_current: int, fail_on_drift: bool, fail_on_insufficient: bool) -> None:
+    """Exit 1 on drift (--fail-on-drift); an empty or verdict-less current is never a pass."""
     if fail_on_drift and any(r.status == "drift" for r in results):
         sys.exit(1)
+    if n_current and any(r.status != "insufficient_data" for r in results):
+        return
+    why = "is empty" if not n_current else "is too small for any verdict (all insufficient_data)"
+    click.echo(f"modelwatch: error: the current data {why}", err=True)
+    sys.exit(1 if fail_on_insufficient else 2)
 
 
-def _summary(document: dict[str, Any]) -> None:
+def _summary(document: dict[str, Any], err: bool = False) -> None:
     rows = document["results"]
     drifted = [r for r in rows if r["status"] == "drift"]
     click.echo(
         f"dataset_drift={str(document['dataset_drift']).lower()} "
         f"reference={document['n_reference']} current={document['n_current']} "
-        f"results={len(rows)} drift={len(drifted)}"
+        f"results={len(rows)} drift={len(drifted)}",
+        err=err,
     )
     for r in drifted:
         where = (
@@ -113,23 +157,18 @@ def _summary(document: dict[str, Any]) -> None:
         )
         click.echo(
             f"  DRIFT {r['column']}{where} {r['method']}={r['value']:.4g} "
-            f"(threshold {r['threshold']:.4g} by {r['threshold_by']}, p={r['p_value']:.3g})"
+            f"(threshold {r['threshold']:.4g} by {r['threshold_by']}, p={r['p_value']:.3g})",
+            err=err,
         )
 
 
-def _evidently(ref: Any, cur: Any, specs: Any, cols: list[str], path: Path) -> None:
+def _evidently(frames: Any, specs: Any, cols: list[str], path: Path) -> None:
+    from monitor.errors import InputError
     from monitor.reports.evidently import run_data_drift, write_evidently_html
 
-    write_evidently_html(run_data_drift(ref, cur, specs, cols), path)
-
-
-def _write_text(path: Path, text: str) -> None:
-    from monitor.errors import InputError
-
-    try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"{path}: cannot write: {exc.strerror}") from None
+    if frames is None:
+        raise InputError("--evidently-html needs the REFERENCE file, not a stored baseline")
+    write_evidently_html(run_data_drift(frames[0], frames[1], specs, cols), path)
 
 
 def _split(value: str | None) -> list[str] | None:
