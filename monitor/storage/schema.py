@@ -72,8 +72,8 @@ def require_head(engine: Engine) -> None:
     if path is not None and not path.exists():
         # Connecting would leave an empty database file behind for a read-only command.
         raise SchemaVersionError(
-            f"no database at {path}: nothing was recorded yet (commands that write create it; "
-            "`modelwatch db upgrade` creates it empty)"
+            f"no database at {path}: nothing was recorded there yet; run `modelwatch db upgrade` "
+            "to create it (commands that write create it themselves)"
         )
     state = schema_state(engine)
     if not state.at_head:
