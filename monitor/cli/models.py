@@ -25,24 +25,28 @@ def models() -> None:
 
 
 @models.command("register")
-@click.argument("model")
-@click.argument("version")
-@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("args", nargs=-1, metavar="PATH")
+@click.option("--model", metavar="M", help="Model name.")
+@click.option("--version", "model_version", metavar="V", help="Version being registered.")
 @click.option("--auto-rollback", is_flag=True, help="Roll back when a gate for it fails.")
 @click.option("--activate", is_flag=True, help="Make this version the active one.")
 @database_options
 def register_cmd(
-    model: str,
-    version: str,
-    path: Path,
+    args: tuple[str, ...],
+    model: str | None,
+    model_version: str | None,
     auto_rollback: bool,
     activate: bool,
     database_url: str | None,
     config_path: Path | None,
 ) -> None:
-    """Register VERSION of MODEL with its ONNX artifact at PATH."""
+    """Register --version of --model with its ONNX artifact at PATH.
+
+    The old spelling `models register MODEL VERSION PATH` still works (with a deprecation note).
+    """
     from guards.registry import register_version
 
+    model, version, path = _register_args(args, model, model_version)
     engine = _engine(database_url, config_path, write=True)
     info = register_version(
         engine, model, version, path, auto_rollback=auto_rollback, activate=activate
@@ -50,6 +54,37 @@ def register_cmd(
     flags = [f for f, on in (("active", activate), ("auto-rollback", auto_rollback)) if on]
     suffix = f" ({', '.join(flags)})" if flags else ""
     click.echo(f"registered {model} {info.version} sha256 {info.artifact_sha256}{suffix}")
+
+
+def _register_args(
+    args: tuple[str, ...], model: str | None, version: str | None
+) -> tuple[str, str, Path]:
+    if model is not None or version is not None:
+        if model is None or version is None or len(args) != 1:
+            raise click.UsageError("usage: modelwatch models register --model M --version V PATH")
+        return model, version, Path(args[0])
+    if len(args) != 3:
+        raise click.UsageError("usage: modelwatch models register --model M --version V PATH")
+    deprecated("models register MODEL VERSION PATH", "models register --model M --version V PATH")
+    return args[0], args[1], Path(args[2])
+
+
+@models.command("activate")
+@click.option("--model", required=True, metavar="M", help="Model name.")
+@click.option("--version", "model_version", required=True, metavar="V", help="Version.")
+@database_options
+def activate_cmd(
+    model: str, model_version: str, database_url: str | None, config_path: Path | None
+) -> None:
+    """Make --version the active version of --model (forward or back)."""
+    from guards.registry import activate
+
+    outcome = activate(_engine(database_url, config_path, write=True), model, model_version)
+    if outcome.rollback is None:
+        click.echo(f"{model}: {outcome.active} is active")
+    else:
+        r = outcome.rollback
+        click.echo(f"{model}: active {r.from_version} -> {r.to_version} (event {r.event_id})")
 
 
 @models.command("list")
@@ -90,18 +125,38 @@ def list_cmd(as_json: bool, database_url: str | None, config_path: Path | None) 
 
 
 @click.command()
-@click.argument("model")
+@click.argument("legacy_model", required=False, metavar="")
+@click.option("--model", metavar="M", help="Model name.")
 @click.option("--to", "to_version", help="Version to make active (default: last-known-good).")
 @database_options
 def rollback(
-    model: str, to_version: str | None, database_url: str | None, config_path: Path | None
+    legacy_model: str | None,
+    model: str | None,
+    to_version: str | None,
+    database_url: str | None,
+    config_path: Path | None,
 ) -> None:
-    """Move MODEL's active alias back to last-known-good (or --to VERSION)."""
+    """Move --model's active alias back to last-known-good (or --to an older VERSION).
+
+    `rollback MODEL` (positional) still works, with a deprecation note.
+    """
     from guards.registry import rollback as do_rollback
 
+    if legacy_model is not None:
+        if model is not None:
+            raise click.UsageError("give the model once: --model M")
+        deprecated("rollback MODEL", "rollback --model M")
+        model = legacy_model
+    if model is None:
+        raise click.UsageError("--model is required")
     outcome = do_rollback(_engine(database_url, config_path, write=True), model, to_version)
     if outcome.rollback is None:
         click.echo(f"{model}: already active at {outcome.active}; nothing changed")
     else:
         r = outcome.rollback
         click.echo(f"{model}: rolled back {r.from_version} -> {r.to_version} (event {r.event_id})")
+
+
+def deprecated(old: str, new: str) -> None:
+    """One note on stderr; the old spelling keeps working."""
+    click.echo(f"modelwatch: deprecated: `{old}`; use `{new}`", err=True)
