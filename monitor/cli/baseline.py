@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import hashlib
+import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import click
 
 from monitor.cli._roles import check_slice_columns, role_options, roles_from, select_columns
+from monitor.cli._table import echo_table
 from monitor.cli.common import database_options, engine_from_options
 from monitor.errors import InputError
 from monitor.storage import prepare_for_writes, require_head
@@ -90,19 +93,27 @@ def create_cmd(
 
 @baseline.command("list")
 @click.option("--model", default=None, help="Only this model.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @database_options
-def list_cmd(model: str | None, database_url: str | None, config_path: Path | None) -> None:
+def list_cmd(
+    model: str | None, as_json: bool, database_url: str | None, config_path: Path | None
+) -> None:
     """List stored baselines, newest first."""
     from monitor.baselines import list_baselines
 
     engine = engine_from_options(database_url, config_path)
     require_head(engine)
-    for b in list_baselines(engine, model):
-        slices = ",".join(b.slice_by) or "-"
-        click.echo(
-            f"{b.id}\t{b.model}\t{b.version}\t{b.name}\t{b.n_rows} rows\t"
-            f"{b.n_profiles} profiles\tslice_by={slices}\t{b.created_at:%Y-%m-%dT%H:%M:%SZ}"
-        )
+    found = list_baselines(engine, model)
+    if as_json:
+        doc = [{**asdict(b), "created_at": b.created_at.isoformat()} for b in found]
+        click.echo(json.dumps(doc, indent=2))
+        return
+    header = ("id", "model", "version", "name", "rows", "profiles", "slice_by", "created_at")
+    rows = [
+        [b.id, b.model, b.version, b.name, b.n_rows, b.n_profiles, b.slice_by, b.created_at]
+        for b in found
+    ]
+    echo_table(header, rows, "no baselines")
 
 
 def _split(columns: str | None) -> list[str] | None:

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 from sqlalchemy.engine import Engine
 
+from monitor.cli._table import echo_table
 from monitor.cli.common import database_options, engine_from_options
 
 
@@ -116,12 +117,13 @@ def list_cmd(as_json: bool, database_url: str | None, config_path: Path | None) 
         ]
         click.echo(json.dumps(doc, indent=2))
         return
-    for m in infos:
-        versions = ", ".join(v.version + ("*" if v.auto_rollback else "") for v in m.versions)
-        click.echo(
-            f"{m.name}: active={m.active or '-'} last_known_good={m.last_known_good or '-'} "
-            f"versions=[{versions}]"
-        )
+    rows = [
+        [m.name, m.active, m.last_known_good,
+         [v.version + ("*" if v.auto_rollback else "") for v in m.versions]]
+        for m in infos
+    ]  # fmt: skip
+    echo_table(("model", "active", "last_known_good", "versions (* auto-rollback)"), rows,
+               "no models registered")  # fmt: skip
 
 
 @click.command()
