@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from monitor.cli._progress import progress
 from monitor.cli._roles import check_slice_columns, role_options, roles_from, select_columns
 from monitor.cli._table import echo_table
 from monitor.cli.common import database_options, engine_from_options
@@ -64,26 +65,30 @@ def create_cmd(
     if chunks < 0:
         raise InputError(f"--chunks must be 0 or more, got {chunks}")
     wanted = _split(columns)
-    frame = read_frame(data, [*(wanted or []), *slice_by])
-    check_slice_columns(frame, slice_by, data)
-    cols = select_columns(frame, wanted, slice_by, roles_from(roles), data)
-    engine = engine_from_options(database_url, config_path)
-    prepare_for_writes(engine)
-    specs = specs_for(cols, frame, bins, top_k)
-    profiles = profile_frame(frame, specs, slice_by)
-    variability = profile_variability(frame, specs, profiles, chunks) if chunks else None
-    baseline_id = save_baseline(
-        engine,
-        model,
-        version,
-        profiles,
-        name=name,
-        source=str(data),
-        source_sha256=_sha256(data),
-        replace=replace,
-        settings={"bins": bins, "top_k": top_k},
-        variability=variability,
-    )
+    with progress(f"reading {data}") as step:
+        frame = read_frame(data, [*(wanted or []), *slice_by])
+        check_slice_columns(frame, slice_by, data)
+        cols = select_columns(frame, wanted, slice_by, roles_from(roles), data)
+        engine = engine_from_options(database_url, config_path)
+        prepare_for_writes(engine)
+        step(f"profiling {len(frame)} rows, {len(cols)} columns")
+        specs = specs_for(cols, frame, bins, top_k)
+        profiles = profile_frame(frame, specs, slice_by)
+        step(f"profiling {chunks} reference chunks for thresholds")
+        variability = profile_variability(frame, specs, profiles, chunks) if chunks else None
+        step("saving the baseline")
+        baseline_id = save_baseline(
+            engine,
+            model,
+            version,
+            profiles,
+            name=name,
+            source=str(data),
+            source_sha256=_sha256(data),
+            replace=replace,
+            settings={"bins": bins, "top_k": top_k},
+            variability=variability,
+        )
     spread = "" if variability is None else f", variability of {chunks} chunks"
     click.echo(
         f"baseline {baseline_id} '{name}' of {model} {version}: {profiles.n_rows} rows, "

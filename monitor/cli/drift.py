@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from monitor.cli._drift_input import baseline_options, load_inputs
+from monitor.cli._progress import progress
 from monitor.cli._roles import role_options, roles_from
 
 
@@ -109,16 +110,18 @@ def drift(
     for name in method_names or []:
         get_detector(name)
     threshold_strategy(strategy, k=threshold_k)  # a bad name or k fails before any reading
-    inputs = load_inputs(
-        files, _split(columns), slice_by, roles_from(opts), {**opts, "evidently_path":
-        evidently_path}, bins, top_k,
-        reference_chunks if strategy == "reference" else 0,
-    )  # fmt: skip
-    bounds = threshold_strategy(strategy, inputs.variability, k=threshold_k)
-    results = evaluate(
-        inputs.reference, inputs.current, inputs.columns, methods=method_names, thresholds=bounds,
-        alpha=alpha,
-    )  # fmt: skip
+    with progress("reading and profiling") as step:
+        inputs = load_inputs(
+            files, _split(columns), slice_by, roles_from(opts), {**opts, "evidently_path":
+            evidently_path}, bins, top_k,
+            reference_chunks if strategy == "reference" else 0,
+        )  # fmt: skip
+        step(f"comparing {len(inputs.columns)} columns")
+        bounds = threshold_strategy(strategy, inputs.variability, k=threshold_k)
+        results = evaluate(
+            inputs.reference, inputs.current, inputs.columns, methods=method_names,
+            thresholds=bounds, alpha=alpha,
+        )  # fmt: skip
     document = drift_report(results, inputs.reference.n_rows, inputs.current.n_rows)
     if json_path is not None:
         write_json(json_path, document)

@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from monitor.cli._progress import progress
 from monitor.cli.common import database_options, resolve_database_url
 from monitor.config import Config, GuardsConfig, load_config
 
@@ -71,7 +72,8 @@ def gate(**opts: Any) -> None:
         version=opts["model_version"],
         **_localize(opts, cfg.guards),
     )
-    verdict = run_gate(request)
+    with progress(f"replaying {request.golden.rows} golden rows through both models"):
+        verdict = run_gate(request)
     _write_reports(opts, verdict.to_dict())
     _summary(verdict)
     if opts["model"]:
