@@ -14,6 +14,8 @@ from typing import Any, TypeVar
 
 import click
 
+from monitor.config import load_config
+from monitor.config.columns import ColumnsConfig
 from monitor.detectors import MIN_N
 from monitor.errors import InputError
 from monitor.profiles.dataset import DEFAULT_MAX_SLICE_VALUES
@@ -67,16 +69,25 @@ def role_options(func: F) -> F:
     return func
 
 
-def roles_from(opts: dict[str, Any]) -> ColumnRoles:
-    """The roles given on the command line (see `role_options`)."""
+def roles_from(opts: dict[str, Any], model: str | None = None) -> ColumnRoles:
+    """The roles on the command line (see `role_options`) over those of `model` in the file
+    given by --config (`models[].columns`): a flag wins, --exclude adds to the config's."""
+    cfg = _configured(opts.get("config_path"), model)
     exclude = tuple(c.strip() for v in opts.get("exclude", ()) for c in v.split(",") if c.strip())
     return ColumnRoles(
-        exclude=exclude,
-        id_column=opts.get("id_column"),
-        target=opts.get("target_column"),
-        prediction=opts.get("prediction_column"),
-        timestamp=opts.get("timestamp_column"),
+        exclude=(*cfg.exclude, *exclude),
+        id_column=opts.get("id_column") or cfg.id,
+        target=opts.get("target_column") or cfg.target,
+        prediction=opts.get("prediction_column") or cfg.prediction,
+        timestamp=opts.get("timestamp_column") or cfg.timestamp,
     )
+
+
+def _configured(config_path: Path | None, model: str | None) -> ColumnsConfig:
+    if config_path is None or model is None:
+        return ColumnsConfig()
+    found = [m.columns for m in load_config(config_path).models if m.name == model]
+    return found[0] if found else ColumnsConfig()
 
 
 def select_columns(

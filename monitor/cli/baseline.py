@@ -68,7 +68,9 @@ def create_cmd(
     with progress(f"reading {data}") as step:
         frame = read_frame(data, [*(wanted or []), *slice_by])
         check_slice_columns(frame, slice_by, data)
-        cols = select_columns(frame, wanted, slice_by, roles_from(roles), data)
+        cols = select_columns(
+            frame, wanted, slice_by, roles_from({**roles, "config_path": config_path}, model), data
+        )
         engine = engine_from_options(database_url, config_path)
         prepare_for_writes(engine)
         step(f"profiling {len(frame)} rows, {len(cols)} columns")

@@ -110,11 +110,12 @@ def drift(
     for name in method_names or []:
         get_detector(name)
     threshold_strategy(strategy, k=threshold_k)  # a bad name or k fails before any reading
+    roles = roles_from(opts, opts.get("model"))
+    chunks = reference_chunks if strategy == "reference" else 0
     with progress("reading and profiling") as step:
         inputs = load_inputs(
-            files, _split(columns), slice_by, roles_from(opts), {**opts, "evidently_path":
-            evidently_path}, bins, top_k,
-            reference_chunks if strategy == "reference" else 0,
+            files, _split(columns), slice_by, roles,
+            {**opts, "evidently_path": evidently_path}, bins, top_k, chunks,
         )  # fmt: skip
         step(f"comparing {len(inputs.columns)} columns")
         bounds = threshold_strategy(strategy, inputs.variability, k=threshold_k)

@@ -14,6 +14,7 @@ from monitor.config._suggest import problems
 from monitor.config.alerts import AlertsConfig
 from monitor.config.api import ApiConfig, SchedulerConfig
 from monitor.config.base import StrictModel
+from monitor.config.columns import ColumnsConfig
 from monitor.config.guards import GuardsConfig
 from monitor.config.monitoring import DriftConfig, OutcomeConfig
 from monitor.config.sources import CollectConfig, SourceConfig
@@ -36,6 +37,7 @@ class ModelConfig(StrictModel):
     max_slice_values: int = Field(default=50, ge=1, le=1000)
     drift: DriftConfig = Field(default_factory=DriftConfig)
     outcomes: OutcomeConfig = Field(default_factory=OutcomeConfig)
+    columns: ColumnsConfig = Field(default_factory=ColumnsConfig)
 
     @field_validator("slices")
     @classmethod

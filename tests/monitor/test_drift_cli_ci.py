@@ -129,3 +129,28 @@ def test_reading_commands_leave_no_empty_database(tmp_path: Path) -> None:
     out = run_cli("baseline", "list", "--database-url", f"sqlite:///{db}")
     assert out.returncode == 2 and "no database at" in out.stderr
     assert not db.exists()
+
+
+def test_roles_from_a_models_config(pair: tuple[Path, Path], tmp_path: Path) -> None:
+    ref, cur = pair
+    cfg = tmp_path / "mw.yaml"
+    cfg.write_text(
+        f"database_url: sqlite:///{tmp_path / 'c.db'}\n"
+        "models:\n  - name: fraud\n"
+        "    columns: {id: id, timestamp: ts, exclude: [user], target: label}\n"
+    )
+    made = run_cli("baseline", "create", "--model", "fraud", "--version", "1", str(ref),
+                   "--config", str(cfg), "--exclude", "region")  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    assert "warning" not in made.stderr and "3 columns" in made.stdout  # amount, label, score
+    out = run_cli("drift", str(ref), str(cur), "--model", "fraud", "--config", str(cfg),
+                  "--json", "-")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert {r["column"] for r in json.loads(out.stdout)["results"]} == {
+        "amount", "label", "score", "region"
+    }  # fmt: skip
+    cfg.write_text("models:\n  - name: fraud\n    columns: {ids: [id]}\n")
+    bad = run_cli("config", "check", str(cfg))
+    assert bad.returncode == 2 and "unknown key 'models[0].columns.ids' (did you mean 'id'?)" in (
+        bad.stderr
+    )
