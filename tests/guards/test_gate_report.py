@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import hashlib
 import re
 from pathlib import Path
@@ -77,3 +78,14 @@ def test_cli_report_carries_model_and_version(suite: Suite, tmp_path: Path) -> N
     assert out.returncode == 1, out.stderr
     text = (tmp_path / "g.html").read_text()
     assert "Model: fraud, version 7" in text and "Decided by flip_rate" in text
+
+
+def test_json_dash_writes_the_verdict_to_stdout(suite: Suite, tmp_path: Path) -> None:
+    out = run_cli(
+        "gate", "--reference", str(suite.models["reference"]), "--candidate",
+        str(suite.models["reexport"]), "--golden", str(suite.golden), "--features",
+        "f0,f1,f2,f3,f4,f5,f6,f7", "--no-latency", "--json", "-", cwd=tmp_path,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["verdict"] == "pass" and not (tmp_path / "-").exists()
+    assert out.stderr.startswith("Gate verdict: PASS")
