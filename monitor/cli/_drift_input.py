@@ -52,9 +52,10 @@ def baseline_options(func: F) -> F:
 
 def load_inputs(
     files: Sequence[Path], wanted: list[str] | None, slice_by: Sequence[str],
-    roles: ColumnRoles, opts: dict[str, Any], bins: int, top_k: int, chunks: int,
+    roles: ColumnRoles, opts: dict[str, Any], bins: int, top_k: int, chunks: int | None,
 ) -> DriftInputs:  # fmt: skip
-    """Read and profile what the command line names (see the module docstring)."""
+    """Read and profile what the command line names (see the module docstring); `chunks`
+    (reference-derived thresholds only) splits a REFERENCE file for its variability."""
     if opts.get("baseline_name"):
         if len(files) != 1:
             raise click.UsageError("with --baseline give one file: CURRENT")
@@ -70,7 +71,7 @@ def load_inputs(
 
 def _from_files(
     reference: Path, current: Path, wanted: list[str] | None, slice_by: Sequence[str],
-    roles: ColumnRoles, bins: int, top_k: int, chunks: int,
+    roles: ColumnRoles, bins: int, top_k: int, chunks: int | None,
 ) -> DriftInputs:  # fmt: skip
     from monitor.datafile import read_frame, require_columns
     from monitor.detectors import profile_variability
@@ -84,7 +85,7 @@ def _from_files(
     specs = specs_for(cols, ref, bins, top_k)
     ref_set = profile_frame(ref, specs, slice_by)
     cur_set = profile_frame(cur, specs, slice_by)
-    variability = profile_variability(ref, specs, ref_set, chunks) if chunks else None
+    variability = None if chunks is None else profile_variability(ref, specs, ref_set, chunks)
     title = f"{reference} → {current}"
     return DriftInputs(ref_set, cur_set, cols, specs, variability, (ref, cur), title)
 

@@ -28,6 +28,7 @@ from monitor.cli._roles import role_options, roles_from
     default=0.01,
     show_default=True,
     type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    callback=lambda _ctx, _param, value: _finite(value, "--alpha"),
     help="False discovery rate (BH).",
 )
 @click.option(
@@ -43,14 +44,12 @@ from monitor.cli._roles import role_options, roles_from
     "--threshold-k",
     default=3.0,
     show_default=True,
-    type=click.FloatRange(0, min_open=True),
     help="reference: bound = mean + k·std.",
 )
 @click.option(
     "--reference-chunks",
     default=10,
     show_default=True,
-    type=click.IntRange(2),
     help="reference: contiguous chunks REFERENCE is split into.",
 )
 @click.option(
@@ -111,7 +110,7 @@ def drift(
         get_detector(name)
     threshold_strategy(strategy, k=threshold_k)  # a bad name or k fails before any reading
     roles = roles_from(opts, opts.get("model"))
-    chunks = reference_chunks if strategy == "reference" else 0
+    chunks = reference_chunks if strategy == "reference" else None
     with progress("reading and profiling") as step:
         inputs = load_inputs(
             files, _split(columns), slice_by, roles,
@@ -173,6 +172,13 @@ def _evidently(frames: Any, specs: Any, cols: list[str], path: Path) -> None:
     if frames is None:
         raise InputError("--evidently-html needs the REFERENCE file, not a stored baseline")
     write_evidently_html(run_data_drift(frames[0], frames[1], specs, cols), path)
+
+
+def _finite(value: float, name: str) -> float:
+    # FloatRange lets NaN through (every comparison with it is false)
+    if value != value:
+        raise click.BadParameter("must be a number, not nan", param_hint=name)
+    return value
 
 
 def _split(value: str | None) -> list[str] | None:
