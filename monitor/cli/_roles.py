@@ -45,10 +45,6 @@ class ColumnRoles:
         roles = (self.id_column, self.target, self.prediction, self.timestamp)
         return (*self.exclude, *(c for c in roles if c))
 
-    def role(self, column: str) -> str | None:
-        """'target' or 'prediction' for those columns, else None."""
-        return {self.target: "target", self.prediction: "prediction"}.get(column)
-
 
 def role_options(func: F) -> F:
     """Add --exclude, --id-column, --target, --prediction and --timestamp to a command."""
