@@ -19,8 +19,18 @@ def where(r: DriftResult) -> str:
     return "overall" if r.slice is None else ", ".join(f"{k}={v}" for k, v in r.slice.items())
 
 
+# Schema statuses (where the detectors report them): a column on one side only.
+SCHEMA_SENTENCES = {
+    "missing": "missing: the current data does not carry this column (or carries another kind)",
+    "new": "new: the reference does not have this column; nothing to compare it with",
+}
+
+
 def explain(r: DriftResult, alpha: float, min_n: int) -> str:
     """Why `r` has its status, e.g. 'above the threshold but not significant at n=212 ...'."""
+    schema = SCHEMA_SENTENCES.get(str(r.status))
+    if schema is not None:
+        return schema
     stat = f"{r.method} = {fmt(r.value)}, threshold {fmt(r.threshold)} ({r.threshold_by})"
     if r.status == "insufficient_data":
         n, side = min((r.n_reference, "reference"), (r.n_current, "current"))
@@ -46,6 +56,8 @@ class Headline:
     drifted_columns: tuple[str, ...]
     drifted_slices: tuple[str, ...]
     insufficient_columns: tuple[str, ...]
+    missing_columns: tuple[str, ...] = ()
+    new_columns: tuple[str, ...] = ()
 
     def lines(self) -> list[str]:
         verdict = "DRIFT" if self.dataset_drift else "no drift"
@@ -56,6 +68,10 @@ class Headline:
         if self.drifted_columns:
             out.append("Drifted columns: " + ", ".join(self.drifted_columns))
         out.append("Drifted slices: " + (", ".join(self.drifted_slices) or "none"))
+        if self.missing_columns:
+            out.append("Missing from the current data: " + ", ".join(self.missing_columns))
+        if self.new_columns:
+            out.append("New in the current data: " + ", ".join(self.new_columns))
         if self.insufficient_columns:
             out.append("Insufficient data (no verdict): " + ", ".join(self.insufficient_columns))
         return out
@@ -72,6 +88,11 @@ def headline(results: Sequence[DriftResult]) -> Headline:
     insufficient = [
         c for c in columns if all(r.status == "insufficient_data" for r in overall if r.column == c)
     ]
-    return Headline(
-        dataset_drift(results), len(columns), tuple(drifted), tuple(slices), tuple(insufficient)
+    missing, new = (
+        tuple(dict.fromkeys(r.column for r in overall if str(r.status) == status))
+        for status in ("missing", "new")
     )
+    return Headline(
+        dataset_drift(results), len(columns), tuple(drifted), tuple(slices), tuple(insufficient),
+        missing, new,
+    )  # fmt: skip

@@ -13,6 +13,7 @@ table{border-collapse:collapse;margin-bottom:24px;font-variant-numeric:tabular-n
 td,th{padding:3px 8px;border-bottom:1px solid #ddd;text-align:left}
 th{cursor:pointer;background:#f3f3f3;user-select:none}
 .drift{color:#b00;font-weight:600}.ok{color:#070}.insufficient_data{color:#888}
+.missing{color:#b00}.new{color:#05a}
 .headline{font-size:1.15em;padding:10px 14px;border-left:6px solid #070;background:#f6fff6}
 .headline.drift{border-color:#b00;background:#fff5f5;color:#222;font-weight:normal}
 .headline p{margin:4px 0}

@@ -9,7 +9,7 @@ import html
 from collections.abc import Sequence
 
 from monitor.detectors import DEFAULT_ALPHA, MIN_N, DriftResult
-from monitor.profiles import ProfileSet, slice_key
+from monitor.profiles import OVERALL, ProfileSet, slice_key
 from monitor.profiles.kinds import Profile
 from monitor.reports._charts import CUR, REF, charts
 from monitor.reports._explain import explain, fmt, headline, where
@@ -58,8 +58,12 @@ def _headline(
     return f'<div class="{cls}">' + "".join(f"<p>{html.escape(x)}</p>" for x in lines) + "</div>"
 
 
+# Worst first; a status this module does not know sorts with "ok".
+RANK = {"missing": 0, "drift": 1, "new": 2, "ok": 3, "insufficient_data": 4}
+
+
 def _severity(r: DriftResult) -> tuple[int, float, str]:
-    rank = {"drift": 0, "ok": 1, "insufficient_data": 2}[r.status]
+    rank = RANK.get(str(r.status), RANK["ok"])
     ratio = (r.value or 0.0) / r.threshold if r.threshold else 0.0
     return rank, -ratio, r.column
 
@@ -86,24 +90,20 @@ def _section(
         f'<section id="col-{html.escape(column)}"><h2>{html.escape(column)} '
         f"<small class='{status}'>{status}</small></h2>",
         *(f'<p class="why">{html.escape(explain(r, alpha, min_n))}</p>' for r in overall),
-        charts(reference.get(column), current.get(column), f"{column} overall"),
+        _charts(reference, current, OVERALL, column, f"{column} overall"),
     ]
     drifted = [r for r in results if r.slice is not None and r.status == "drift"]
     for key, group in _by_slice(drifted).items():
         label = where(group[0])
         parts.append(f"<h3>{html.escape(column)} — {html.escape(label)}</h3>")
         parts += [f'<p class="why">{html.escape(explain(r, alpha, min_n))}</p>' for r in group]
-        ref, cur = _slice_pair(reference, current, key, column)
-        parts.append(charts(ref, cur, f"{column} {label}"))
+        parts.append(_charts(reference, current, key, column, f"{column} {label}"))
     return "".join(parts) + "</section>"
 
 
 def _column_status(overall: list[DriftResult]) -> str:
-    statuses = {r.status for r in overall}
-    for status in ("drift", "ok"):
-        if status in statuses:
-            return status
-    return "insufficient_data"
+    statuses = {str(r.status) for r in overall}
+    return min(statuses, key=lambda s: RANK.get(s, RANK["ok"]), default="insufficient_data")
 
 
 def _by_slice(results: list[DriftResult]) -> dict[str, list[DriftResult]]:
@@ -116,11 +116,14 @@ def _by_slice(results: list[DriftResult]) -> dict[str, list[DriftResult]]:
     return out
 
 
-def _slice_pair(
-    reference: ProfileSet, current: ProfileSet, key: str, column: str
-) -> tuple[Profile, Profile]:
+def _charts(reference: ProfileSet, current: ProfileSet, key: str, column: str, title: str) -> str:
+    """Charts of one column in one slice; none when a side lacks the column or its kind differs."""
+    ref_all = reference.profiles.get((OVERALL, column))
+    cur_all = current.profiles.get((OVERALL, column))
+    if ref_all is None or cur_all is None or cur_all.kind != ref_all.kind:
+        return ""
+    spec = ref_all.spec
     # A slice absent on one side is an empty profile, as in evaluation.
-    spec = reference.get(column).spec
-    ref = reference.profiles.get((key, column)) or spec.empty()
-    cur = current.profiles.get((key, column)) or spec.empty()
-    return ref, cur
+    ref: Profile = reference.profiles.get((key, column)) or spec.empty()
+    cur: Profile = current.profiles.get((key, column)) or spec.empty()
+    return charts(ref, cur, title)

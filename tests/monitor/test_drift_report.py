@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -120,3 +121,21 @@ def test_cli_writes_the_report(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     text = (tmp_path / "r.html").read_text()
     assert re.search(r"Dataset drift: \w+", text) and "f0 — region=eu" in text
+
+
+def test_schema_statuses_are_explained_without_charts() -> None:
+    """A column on one side only ('missing'/'new' where detectors report them) has no charts."""
+    ref, cur = demo_frames()
+    results, _ = _report(ref, cur)
+    ref_set = profile_frame(ref, specs_for(["f0", "f1", "channel"], ref), ["region"])
+    cur_set = profile_frame(cur, specs_for(["f0"], ref), ["region"])
+    gone = [
+        dataclasses.replace(r, status="missing", value=None, p_value=None)  # type: ignore[arg-type]
+        if r.column == "f1" else r
+        for r in results
+    ]  # fmt: skip
+    text = render_html(gone, ref_set, cur_set, "schema")
+    assert "Missing from the current data: f1" in text
+    assert "missing: the current data does not carry this column" in _section(text, "f1")
+    assert "<svg" not in _section(text, "f1")
+    assert text.index('id="col-f1"') < text.index('id="col-f0"')  # worst first
