@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 from sqlalchemy.engine import Engine
@@ -81,11 +82,7 @@ def activate_cmd(
     from guards.registry import activate
 
     outcome = activate(_engine(database_url, config_path, write=True), model, model_version)
-    if outcome.rollback is None:
-        click.echo(f"{model}: {outcome.active} is active")
-    else:
-        r = outcome.rollback
-        click.echo(f"{model}: active {r.from_version} -> {r.to_version} (event {r.event_id})")
+    _echo_move(outcome, "active", f"{model}: {outcome.active} is active")
 
 
 @models.command("list")
@@ -152,11 +149,20 @@ def rollback(
     if model is None:
         raise click.UsageError("--model is required")
     outcome = do_rollback(_engine(database_url, config_path, write=True), model, to_version)
-    if outcome.rollback is None:
-        click.echo(f"{model}: already active at {outcome.active}; nothing changed")
+    _echo_move(
+        outcome, "rolled back", f"{model}: already active at {outcome.active}; nothing changed"
+    )
+
+
+def _echo_move(outcome: Any, verb: str, unchanged: str) -> None:
+    """'MODEL: VERB FROM -> TO (event N)', or `unchanged` when the alias did not move."""
+    r = outcome.rollback
+    if r is None:
+        click.echo(unchanged)
     else:
-        r = outcome.rollback
-        click.echo(f"{model}: rolled back {r.from_version} -> {r.to_version} (event {r.event_id})")
+        click.echo(
+            f"{outcome.model}: {verb} {r.from_version} -> {r.to_version} (event {r.event_id})"
+        )
 
 
 def deprecated(old: str, new: str) -> None:
