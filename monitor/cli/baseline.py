@@ -96,6 +96,9 @@ def create_cmd(
         f"baseline {baseline_id} '{name}' of {model} {version}: {profiles.n_rows} rows, "
         f"{len(cols)} columns, {len(profiles.slice_keys)} slices{spread}"
     )
+    # Say what was left out: slice columns are slices, not compared features.
+    sliced = f"; sliced by {', '.join(slice_by)} (not compared)" if slice_by else ""
+    click.echo(f"  columns: {', '.join(cols)}{sliced}")
 
 
 @baseline.command("list")

@@ -109,6 +109,7 @@ def test_file_against_stored_baseline(pair: tuple[Path, Path], tmp_path: Path) -
     made = run_cli("baseline", "create", "--model", "fraud", "--version", "3", "--slice-by",
                    "region", "--exclude", "id,user,ts", str(ref), *db)  # fmt: skip
     assert made.returncode == 0, made.stderr  # the SQLite file is created and migrated
+    assert "columns: amount, label, score; sliced by region (not compared)" in made.stdout
     out = run_cli("drift", str(cur), "--baseline", "default", "--model", "fraud", *db,
                   "--json", str(tmp_path / "b.json"), "--html", str(tmp_path / "b.html"),
                   "--fail-on-drift")  # fmt: skip
