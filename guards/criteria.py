@@ -22,7 +22,7 @@ from guards.compare import Elementwise
 from guards.policy import GatePolicy
 from guards.results import Criterion, Status
 from guards.stats import wilson_interval
-from guards.tasks import Task, metric_drop
+from guards.tasks import HIGHER_IS_BETTER, Task, metric_drop
 
 
 @dataclass(frozen=True)
@@ -119,14 +119,22 @@ def _metric(
     drop = metric_drop(task, metric, labels, sl.rows, policy.confidence)
     n = len(sl.rows)
     name = f"metric_drop:{metric}[{task.output}]"
+    # higher-is-better metrics drop in percentage points, error metrics rise in percent
+    unit = "points" if HIGHER_IS_BETTER[metric] else "%"
     if _agree(task, sl.rows):  # exact: no change can be a drop, even of an undefined metric
-        return Criterion(name, 0.0, limit, "pass", sl.key, n)
-    if math.isnan(drop.drop):
-        return Criterion(name, drop.drop, limit, "inconclusive", sl.key, n)
-    if n >= policy.min_slice_rows:
-        return Criterion(name, drop.drop, limit, _plain(drop.drop, limit), sl.key, n)
-    breach = drop.drop_lower_bound is not None and drop.drop_lower_bound > limit
-    return Criterion(name, drop.drop, limit, "fail" if breach else "inconclusive", sl.key, n)
+        status: Status = "pass"
+    elif math.isnan(drop.drop):
+        status = "inconclusive"
+    elif n >= policy.min_slice_rows:
+        status = _plain(drop.drop, limit)
+    else:
+        breach = drop.drop_lower_bound is not None and drop.drop_lower_bound > limit
+        status = "fail" if breach else "inconclusive"
+    value = 0.0 if status == "pass" and _agree(task, sl.rows) else drop.drop
+    return Criterion(
+        name, value, limit, status, sl.key, n,
+        reference=drop.reference, candidate=drop.candidate, unit=unit,
+    )  # fmt: skip
 
 
 def _agree(task: Task, rows: np.ndarray) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -15,7 +16,7 @@ from guards._outputs import check_supported, comparable, is_class_output
 from guards.compare import Elementwise, compare_output
 from guards.criteria import Evidence, Slice, evaluate
 from guards.feeds import build_feeds, check_comparable
-from guards.golden import GoldenSet
+from guards.golden import GoldenSet, sha256_file
 from guards.localize import Localization, LocalizeJob, localize
 from guards.policy import GatePolicy
 from guards.results import (
@@ -48,6 +49,9 @@ class GateRequest:
     latency_batch_sizes: tuple[int, ...] = (1, 64)
     intra_op_threads: int = 0
     worst_rows: int = 10
+    # Only named in the report: which registered model and version the candidate is.
+    model: str | None = None
+    version: str | None = None
     # Layer localisation (guards.localize): never, when the verdict is fail, or always.
     localize: Literal["never", "on_fail", "always"] = "never"
     localize_budget_s: float = 30.0
@@ -97,7 +101,27 @@ def run_gate(request: GateRequest) -> GuardVerdict:
         worst_rows=judged.worst_rows,
         timing=clock,
         localization=where,
+        run=run_info(request),
     )
+
+
+def run_info(request: GateRequest) -> dict[str, Any]:
+    """Model, version, UTC time and each artifact's file name and sha256, for the report."""
+    golden = request.golden
+    return {
+        "model": request.model,
+        "version": request.version,
+        "time": datetime.now(UTC).isoformat(timespec="seconds"),
+        "artifacts": {
+            "reference": {"name": request.reference.name, "sha256": sha256_file(request.reference)},
+            "candidate": {"name": request.candidate.name, "sha256": sha256_file(request.candidate)},
+            "golden": {
+                "name": golden.path.name,
+                "sha256": sha256_file(golden.path),
+                "rows": golden.rows,
+            },
+        },
+    }
 
 
 @dataclass(frozen=True)
@@ -320,9 +344,14 @@ def _latency_criteria(
         limit = policy.latency_budget_ms
         status: Status = "pass" if cand.p95_ms <= limit else "fail"
         name = f"latency_p95_ms[batch={cand.batch_size}]"
-        out.append(Criterion(name, cand.p95_ms, limit, status))
+        out.append(Criterion(name, cand.p95_ms, limit, status, unit="ms", candidate=cand.p95_ms))
     if policy.max_latency_ratio is not None:
         ratio, limit = cand.p95_ms / ref.p95_ms, policy.max_latency_ratio
         status = "pass" if ratio <= limit else "fail"
-        out.append(Criterion(f"latency_ratio_p95[batch={cand.batch_size}]", ratio, limit, status))
+        name = f"latency_ratio_p95[batch={cand.batch_size}]"
+        out.append(
+            Criterion(
+                name, ratio, limit, status, unit="x", reference=ref.p95_ms, candidate=cand.p95_ms
+            )
+        )
     return tuple(out)

@@ -123,6 +123,22 @@ def rollback(
         return move_active(session, row, target, reason, None, listener)
 
 
+def activate(
+    engine: Engine, model: str, version: str, *, listener: RollbackListener | None = None
+) -> RollbackOutcome:
+    """Make `version` the active one (forward or back); the move is recorded like a rollback.
+
+    A model without an active version gets one; `rollback` is None when nothing moved.
+    """
+    with transaction(engine) as session:
+        row = find_model(session, model)
+        target = find_version(session, row, version)
+        if alias(session, row, "active") is None:
+            set_alias(session, row, "active", target)
+            return RollbackOutcome(model, version, None)
+        return move_active(session, row, target, "activated", None, listener)
+
+
 def find_model(session: Session, model: str) -> Model:
     """The model row, locked for update; NotFoundError if unknown."""
     row = session.scalar(select(Model).where(Model.name == model).with_for_update())
@@ -197,7 +213,16 @@ def move_active(
 
 def _target(session: Session, model: Model, to_version: str | None) -> ModelVersion:
     if to_version is not None:
-        return find_version(session, model, to_version)
+        target = find_version(session, model, to_version)
+        current = alias(session, model, "active")
+        if current is not None and target.id > current.id:
+            # A rollback goes back; moving to a newer version is an activation.
+            raise ConflictError(
+                f"version {to_version!r} of model {model.name!r} is newer than the active "
+                f"{current.version!r}; to move forward use `modelwatch models activate "
+                f"--model {model.name} --version {to_version}`"
+            )
+        return target
     lkg = alias(session, model, "last_known_good")
     if lkg is None:
         raise ConflictError(

@@ -33,6 +33,11 @@ class Criterion:
     status: Status
     slice: Mapping[str, str] | None = None
     rows: int = 0
+    # What the value was computed from (task metric or p95 of each model) and the value's unit,
+    # so a report can say "accuracy 0.912 -> 0.794, drop 11.8 points".
+    reference: float | None = None
+    candidate: float | None = None
+    unit: str = ""
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -45,12 +50,21 @@ class Criterion:
             "value": finite_or_none(self.value),
             "threshold": finite_or_none(self.threshold),
             "status": self.status,
+            "unit": self.unit,
+            "reference": None if self.reference is None else finite_or_none(self.reference),
+            "candidate": None if self.candidate is None else finite_or_none(self.candidate),
         }
 
     def describe(self) -> str:
         """One line: name, slice, value and threshold."""
         where = ", ".join(f"{k}={v}" for k, v in (self.slice or {}).items()) or "overall"
-        return f"{self.name} [{where}] = {self.value:.6g} (threshold {self.threshold:.6g})"
+        unit = f" {self.unit}" if self.unit else ""
+        line = (
+            f"{self.name} [{where}] = {self.value:.6g}{unit} (threshold {self.threshold:.6g}{unit})"
+        )
+        if self.reference is not None and self.candidate is not None:
+            line += f"; reference {self.reference:.6g}, candidate {self.candidate:.6g}"
+        return line
 
 
 @dataclass(frozen=True)
@@ -130,6 +144,8 @@ class GuardVerdict:
     worst_rows: tuple[WorstRow, ...] = ()
     timing: Mapping[str, float] = field(default_factory=dict)
     localization: Localization | None = None
+    # Who and what was gated: model, version, time, artifact names and sha256 (see gate.run_info).
+    run: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:
@@ -147,6 +163,7 @@ class GuardVerdict:
         """
         doc = {
             "verdict": self.verdict,
+            "run": dict(self.run),
             "preset": self.preset,
             "rows": self.rows,
             "providers": {k: list(v) for k, v in self.providers.items()},

@@ -45,7 +45,14 @@ class ModelwatchError(Exception):
 
 
 class ConfigError(ModelwatchError, ValueError):
-    """Configuration is invalid; the message names the file and key."""
+    """Configuration is invalid; the message names the file and key.
+
+    `problems` lists every problem found, one line each (the message shows the first).
+    """
+
+    def __init__(self, message: str, problems: tuple[str, ...] | list[str] = ()) -> None:
+        super().__init__(message)
+        self.problems = tuple(problems) or (message,)
 
 
 class InputError(ModelwatchError, ValueError):

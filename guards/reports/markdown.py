@@ -17,14 +17,16 @@ def _table(header: Sequence[str], rows: list[list[str]]) -> list[str]:
 
 
 def render_markdown(doc: Mapping[str, Any]) -> str:
-    """Headline, criteria (failing first), output statistics, latency and worst rows."""
-    lines = [f"## {t.headline(doc)}", ""]
+    """Headline, decisive criterion, run, criteria, latency, output statistics, worst rows."""
+    lines = [f"## {t.headline(doc)}", "", f"**{t.decisive(doc)}**", ""]
+    lines += [*(f"- {line}" for line in t.run_lines(doc)), ""]
     lines += ["### Criteria", ""]
-    lines += _table(["status", "criterion", "slice", "value", "threshold"], t.criteria_rows(doc))
+    lines += _table(t.CRITERIA_HEADER, t.criteria_rows(doc))
+    lines += ["### Latency", ""]
+    lines += [*(f"**{line}**" for line in t.latency_callouts(doc)), ""]
+    lines += _table(t.LATENCY_HEADER, t.latency_rows(doc))
     lines += ["### Outputs", ""]
     lines += _table(["output", *t.STAT_KEYS], t.output_rows(doc))
-    lines += ["### Latency", ""]
-    lines += _table(["model", "batch", *t.LATENCY_KEYS], t.latency_rows(doc))
     lines += ["### Worst rows", ""]
     lines += _table(["id", "slice", "max_abs", "flip"], t.worst_rows(doc))
     lines += _localization(doc)

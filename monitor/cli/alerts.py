@@ -12,6 +12,7 @@ from typing import Any
 import click
 from sqlalchemy import select
 
+from monitor.cli._table import echo_table
 from monitor.cli.common import (
     database_options,
     engine_from_options,
@@ -24,6 +25,7 @@ from monitor.storage import (
     AlertNotification,
     AlertState,
     make_engine,
+    prepare_for_writes,
     require_head,
     transaction,
     utcnow,
@@ -65,10 +67,19 @@ def list_cmd(
     if as_json:
         _echo_json(data)
         return
-    if not data:
-        click.echo("no notifications" if outbox else "no alerts")
-    for row in data:
-        click.echo("  ".join(str(v) for k, v in row.items() if k not in ("labels", "payload")))
+    shown = OUTBOX_COLUMNS if outbox else STATE_COLUMNS
+    rows = [[_summary(row) if k == "summary" else row[k] for k in shown] for row in data]
+    echo_table(shown, rows, "no notifications" if outbox else "no alerts")
+
+
+def _summary(row: dict[str, Any]) -> str | None:
+    annotations = row.get("annotations") or {}
+    return annotations.get("summary") or annotations.get("description")
+
+
+# Table columns (JSON has every field): labels are the alert's identity, the summary its text.
+STATE_COLUMNS = ("rule", "state", "value", "active_since", "muted_by", "labels", "summary")
+OUTBOX_COLUMNS = ("id", "kind", "receiver", "status", "attempts", "created_at", "last_error")
 
 
 def _state_row(r: AlertState) -> dict[str, Any]:
@@ -152,7 +163,7 @@ def add_cmd(
     except ValueError as exc:
         raise InputError(f"--duration: {exc}") from None
     engine = engine_from_options(database_url, config_path)
-    require_head(engine)
+    prepare_for_writes(engine)
     with transaction(engine) as session:
         s = add_silence(
             session, list(matchers), author=author, comment=comment, duration=length, now=utcnow()
@@ -188,13 +199,8 @@ def silences_list_cmd(
     if as_json:
         _echo_json(data)
         return
-    if not data:
-        click.echo("no silences")
-    for d in data:
-        click.echo(
-            f"{d['id']}  {','.join(d['matchers'])}  until {d['ends_at']}  "
-            f"{d['author']}: {d['comment']}"
-        )
+    header = ("id", "matchers", "starts_at", "ends_at", "author", "comment")
+    echo_table(header, [[d[k] for k in header] for d in data], "no silences")
 
 
 @silences.command("expire")

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
+from monitor.cli._progress import progress
+from monitor.cli._roles import check_slice_columns, role_options, roles_from, select_columns
+from monitor.cli._table import echo_table
 from monitor.cli.common import database_options, engine_from_options
 from monitor.errors import InputError
-from monitor.storage import require_head
+from monitor.storage import prepare_for_writes, require_head
 
 if TYPE_CHECKING:
     from monitor._stream import StreamedProfile
@@ -53,6 +59,7 @@ def baseline() -> None:
 @click.option("--table", default=None, metavar="NAME|PATH", help="spark: catalog table or path.")
 @click.argument("data", required=False)
 @database_options
+@role_options
 def create_cmd(
     model: str,
     version: str,
@@ -69,9 +76,11 @@ def create_cmd(
     data: str | None,
     database_url: str | None,
     config_path: Path | None,
+    **roles: Any,
 ) -> None:
     """Profile DATA (Parquet/CSV file, directory or glob) or a Spark table; store it."""
     from monitor.baselines import save_baseline
+    from monitor.profiles import compared_columns
 
     if chunks < 0:
         raise InputError(f"--chunks must be 0 or more, got {chunks}")
@@ -85,30 +94,40 @@ def create_cmd(
         if wanted is not None and col not in wanted and col not in slice_by:
             raise InputError(f"--categorical {col}: not among --columns or --slice-by")
     forced = (*_configured_categorical(config_path, model), *categorical)
+    column_roles = roles_from({**roles, "config_path": config_path}, model)
     # The database is checked before a long profiling run, not after it.
     engine = engine_from_options(database_url, config_path)
-    require_head(engine)
-    if table is not None:
-        streamed, source, digest = _profile_spark(table, wanted, slice_by, bins, top_k, forced)
-    else:
-        assert data is not None
-        streamed, source, digest = _profile_data(
-            data, wanted, slice_by, (bins, top_k, chunks), forced
+    prepare_for_writes(engine)
+
+    def choose(sample: Any, where: str) -> list[str]:
+        check_slice_columns(sample, slice_by, where)
+        return compared_columns(
+            select_columns(sample, wanted, slice_by, column_roles, where), slice_by
         )
-    profiles, variability = streamed.profiles, streamed.variability
-    cols = list(streamed.specs)
-    baseline_id = save_baseline(
-        engine,
-        model,
-        version,
-        profiles,
-        name=name,
-        source=source,
-        source_sha256=digest,
-        replace=replace,
-        settings={"bins": bins, "top_k": top_k},
-        variability=variability,
-    )
+
+    with progress(f"reading and profiling {data or table}") as step:
+        if table is not None:
+            streamed, source, digest = _profile_spark(table, choose, slice_by, bins, top_k, forced)
+        else:
+            assert data is not None
+            streamed, source, digest = _profile_data(
+                data, choose, slice_by, (bins, top_k, chunks), forced
+            )
+        step("saving the baseline")
+        profiles, variability = streamed.profiles, streamed.variability
+        cols = list(streamed.specs)
+        baseline_id = save_baseline(
+            engine,
+            model,
+            version,
+            profiles,
+            name=name,
+            source=source,
+            source_sha256=digest,
+            replace=replace,
+            settings={"bins": bins, "top_k": top_k},
+            variability=variability,
+        )
     spread = "" if variability is None else f", variability of {chunks} chunks"
     if spark:
         spread = ", no reference variability (Spark rows have no order)"
@@ -116,23 +135,33 @@ def create_cmd(
         f"baseline {baseline_id} '{name}' of {model} {version}: {profiles.n_rows} rows, "
         f"{len(cols)} columns, {len(profiles.slice_keys)} slices{spread}"
     )
+    sliced = f"; sliced by {', '.join(slice_by)}" if slice_by else ""
+    click.echo(f"  columns: {', '.join(cols)}{sliced}")
 
 
 @baseline.command("list")
 @click.option("--model", default=None, help="Only this model.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @database_options
-def list_cmd(model: str | None, database_url: str | None, config_path: Path | None) -> None:
+def list_cmd(
+    model: str | None, as_json: bool, database_url: str | None, config_path: Path | None
+) -> None:
     """List stored baselines, newest first."""
     from monitor.baselines import list_baselines
 
     engine = engine_from_options(database_url, config_path)
     require_head(engine)
-    for b in list_baselines(engine, model):
-        slices = ",".join(b.slice_by) or "-"
-        click.echo(
-            f"{b.id}\t{b.model}\t{b.version}\t{b.name}\t{b.n_rows} rows\t"
-            f"{b.n_profiles} profiles\tslice_by={slices}\t{b.created_at:%Y-%m-%dT%H:%M:%SZ}"
-        )
+    found = list_baselines(engine, model)
+    if as_json:
+        doc = [{**asdict(b), "created_at": b.created_at.isoformat()} for b in found]
+        click.echo(json.dumps(doc, indent=2))
+        return
+    header = ("id", "model", "version", "name", "rows", "profiles", "slice_by", "created_at")
+    rows = [
+        [b.id, b.model, b.version, b.name, b.n_rows, b.n_profiles, b.slice_by, b.created_at]
+        for b in found
+    ]
+    echo_table(header, rows, "no baselines")
 
 
 def _configured_categorical(config_path: Path | None, model: str) -> list[str]:
@@ -151,24 +180,28 @@ def _split(columns: str | None) -> list[str] | None:
     return [c.strip() for c in columns.split(",") if c.strip()]
 
 
+Choose = Callable[[Any, str], list[str]]
+
+
 def _profile_data(
     data: str,
-    wanted: list[str] | None,
+    choose: Choose,
     slice_by: tuple[str, ...],
     sizes: tuple[int, int, int],
     categorical: tuple[str, ...],
 ) -> tuple[StreamedProfile, str, str | None]:
     """Profile DATA in record batches; returns the profiles, the source label and its digest.
 
-    `sizes`: bins, top-k and reference chunks."""
+    `choose` picks the columns from a sample (the first batch); `sizes`: bins, top-k and
+    reference chunks."""
     from monitor._stream import profile_source
+    from monitor.cli._drift_input import sample_frame
     from monitor.datasets import open_source
-    from monitor.profiles import compared_columns
 
     bins, top_k, chunks = sizes
     source = open_source(data)
-    source.require([*(wanted or []), *slice_by])
-    cols = compared_columns(wanted or list(source.columns), slice_by)
+    source.require(slice_by)
+    cols = choose(sample_frame(source), data)
     streamed = profile_source(
         source,
         cols,
@@ -183,7 +216,7 @@ def _profile_data(
 
 def _profile_spark(
     table: str,
-    wanted: list[str] | None,
+    choose: Choose,
     slice_by: tuple[str, ...],
     bins: int,
     top_k: int,
@@ -197,7 +230,8 @@ def _profile_spark(
         from pyspark.sql import SparkSession
     except ImportError:
         raise InputError("--engine spark needs pyspark: pip install 'modelwatch[spark]'") from None
-    from monitor.profiles import compared_columns
+    import pandas as pd
+
     from monitor.spark import profile_dataframe, read_table
 
     # Local-mode workers run this interpreter, which can import modelwatch.
@@ -205,7 +239,8 @@ def _profile_spark(
     spark = SparkSession.builder.appName("modelwatch-baseline").getOrCreate()
     try:
         df = read_table(spark, table)
-        cols = compared_columns(wanted or list(df.columns), slice_by)
+        # Roles and --columns apply; id-likeness needs rows, so Spark columns are taken as named.
+        cols = choose(pd.DataFrame(columns=df.columns), table)
         forced = [c for c in categorical if c in cols]
         return profile_dataframe(df, cols, slice_by, bins, top_k, forced), table, None
     finally:

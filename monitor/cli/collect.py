@@ -17,7 +17,7 @@ from sqlalchemy.engine import Engine
 from monitor.cli.common import load_checked_config
 from monitor.config import Config
 from monitor.failures import Failure, last_successes, list_failures
-from monitor.storage import make_engine, require_head
+from monitor.storage import make_engine, prepare_for_writes, require_head
 
 CONFIG_OPTION = click.option(
     "--config",
@@ -54,7 +54,7 @@ def collect(
     )
     config = load_checked_config(config_path)
     engine = make_engine(config.database_url)
-    require_head(engine)
+    prepare_for_writes(engine)
     state = RunState()
 
     def _stop(signum: int, frame: FrameType | None) -> None:

@@ -1,4 +1,9 @@
-"""`modelwatch drift REFERENCE CURRENT`: one-shot drift check of two data files."""
+"""`modelwatch drift REFERENCE CURRENT` (two data files) or `modelwatch drift CURRENT --baseline
+NAME --model M [--version V]` (a file against a stored baseline): one-shot drift check.
+
+Exit status: 0, 1 with --fail-on-drift when a result drifts, 2 on bad input or when the current
+data is empty or entirely insufficient (1 instead with --fail-on-insufficient).
+"""
 
 from __future__ import annotations
 
@@ -8,14 +13,24 @@ from typing import Any
 
 import click
 
+from monitor.cli._drift_input import Profiling, baseline_options, load_inputs
+from monitor.cli._progress import progress
+from monitor.cli._roles import role_options, roles_from
+
 
 @click.command("drift")
-@click.argument("reference")
-@click.argument("current")
+@click.argument("files", nargs=-1, metavar="[REFERENCE] CURRENT")
 @click.option("--slice-by", "slice_by", multiple=True, metavar="COL", help="Slice column.")
 @click.option("--columns", default=None, metavar="C,...", help="Columns to compare (default all).")
 @click.option("--methods", default=None, metavar="M,...", help="Detectors (default per kind).")
-@click.option("--alpha", default=0.01, show_default=True, help="False discovery rate (BH).")
+@click.option(
+    "--alpha",
+    default=0.01,
+    show_default=True,
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    callback=lambda _ctx, _param, value: _finite(value, "--alpha"),
+    help="False discovery rate (BH).",
+)
 @click.option(
     "--thresholds",
     "strategy",
@@ -26,7 +41,10 @@ import click
     "of the statistic between chunks of REFERENCE and all of it.",
 )
 @click.option(
-    "--threshold-k", default=3.0, show_default=True, help="reference: bound = mean + k·std."
+    "--threshold-k",
+    default=3.0,
+    show_default=True,
+    help="reference: bound = mean + k·std.",
 )
 @click.option(
     "--threshold-floor",
@@ -42,16 +60,28 @@ import click
     show_default=True,
     help="reference: contiguous chunks REFERENCE is split into.",
 )
-@click.option("--bins", default=64, show_default=True, help="Quantile bins per numeric column.")
-@click.option("--top-k", default=50, show_default=True, help="Categories kept per column.")
+@click.option(
+    "--bins",
+    default=64,
+    show_default=True,
+    type=click.IntRange(2),
+    help="Quantile bins per numeric column.",
+)
+@click.option(
+    "--top-k", default=50, show_default=True, type=click.IntRange(1), help="Categories kept."
+)
+@click.option(
+    "--json", "json_path", type=click.Path(path_type=Path), help="Write JSON here (- for stdout)."
+)
+@click.option(
+    "--html", "html_path", type=click.Path(path_type=Path), help="Write HTML here (- for stdout)."
+)
 @click.option(
     "--categorical",
     multiple=True,
     metavar="COL",
     help="Profile COL as categories even if it holds numbers (repeatable).",
 )
-@click.option("--json", "json_path", type=click.Path(path_type=Path), help="Write JSON here.")
-@click.option("--html", "html_path", type=click.Path(path_type=Path), help="Write HTML here.")
 @click.option(
     "--evidently-html",
     "evidently_path",
@@ -59,9 +89,15 @@ import click
     help="Also run Evidently's DataDriftPreset and write its HTML here (slow).",
 )
 @click.option("--fail-on-drift", is_flag=True, help="Exit 1 when any result drifts.")
+@click.option(
+    "--fail-on-insufficient",
+    is_flag=True,
+    help="Exit 1 (not 2) when the current data is empty or too small for any verdict.",
+)
+@role_options
+@baseline_options
 def drift(
-    reference: str,
-    current: str,
+    files: tuple[str, ...],
     slice_by: tuple[str, ...],
     columns: str | None,
     methods: str | None,
@@ -77,60 +113,66 @@ def drift(
     html_path: Path | None,
     evidently_path: Path | None,
     fail_on_drift: bool,
+    fail_on_insufficient: bool,
+    **opts: Any,
 ) -> None:
-    """Compare CURRENT with REFERENCE (Parquet/CSV files, directories or globs), per slice."""
-    from monitor._stream import profile_source
-    from monitor.datasets import open_source
+    """Compare CURRENT with REFERENCE (Parquet/CSV files, directories or globs) or with a
+    stored baseline, overall and per slice."""
     from monitor.detectors import evaluate, get_detector, threshold_strategy
-    from monitor.errors import InputError
-    from monitor.profiles import compared_columns
-    from monitor.reports import drift_report, render_html, write_json
+    from monitor.reports import drift_report, is_stdout, render_html, write_json, write_text
 
     method_names = _split(methods)
     for name in method_names or []:
         get_detector(name)
     # A bad name, k or floor fails before any reading.
     threshold_strategy(strategy, k=threshold_k, floor_fraction=floor_fraction)
-    wanted = _split(columns)
-    ref_source, cur_source = open_source(reference), open_source(current)
-    ref_source.require([*(wanted or []), *slice_by])
-    cols = compared_columns(wanted or list(ref_source.columns), slice_by)
-    cur_source.require(cols)
-    chunks = reference_chunks if strategy == "reference" else 0
-    if strategy == "reference" and chunks < 1:
-        raise InputError(f"reference chunks must be at least 1, got {chunks}")
-    ref = profile_source(
-        ref_source,
-        cols,
-        slice_by,
-        bins=bins,
-        top_k=top_k,
-        chunks=chunks,
-        categorical=[c for c in categorical if c in cols],
-    )
-    ref_set, specs, variability = ref.profiles, ref.specs, ref.variability
-    cur_set = profile_source(cur_source, cols, slice_by, specs=specs).profiles
-    bounds = threshold_strategy(strategy, variability, k=threshold_k, floor_fraction=floor_fraction)
-    results = evaluate(ref_set, cur_set, cols, methods=method_names, thresholds=bounds, alpha=alpha)
-    document = drift_report(results, ref_set.n_rows, cur_set.n_rows)
+    roles = roles_from(opts, opts.get("model"))
+    chunks = reference_chunks if strategy == "reference" else None
+    how = Profiling(bins, top_k, categorical, chunks)
+    with progress("reading and profiling") as step:
+        inputs = load_inputs(
+            files, _split(columns), slice_by, roles,
+            {**opts, "evidently_path": evidently_path}, how,
+        )  # fmt: skip
+        step(f"comparing {len(inputs.columns)} columns")
+        bounds = threshold_strategy(
+            strategy, inputs.variability, k=threshold_k, floor_fraction=floor_fraction
+        )
+        results = evaluate(
+            inputs.reference, inputs.current, inputs.columns, methods=method_names,
+            thresholds=bounds, alpha=alpha,
+        )  # fmt: skip
+    document = drift_report(results, inputs.reference.n_rows, inputs.current.n_rows)
     if json_path is not None:
         write_json(json_path, document)
     if html_path is not None:
-        _write_text(html_path, render_html(results, ref_set, cur_set, f"{reference} → {current}"))
+        page = render_html(results, inputs.reference, inputs.current, inputs.title, alpha)
+        write_text(html_path, page)
     if evidently_path is not None:
-        _evidently(reference, current, specs, cols, evidently_path)
-    _summary(document)
+        _evidently(inputs.files, inputs.specs, inputs.columns, evidently_path)
+    _summary(document, err=is_stdout(json_path) or is_stdout(html_path))
+    _exit(results, inputs.current.n_rows, fail_on_drift, fail_on_insufficient)
+
+
+def _exit(results: Any, n_current: int, fail_on_drift: bool, fail_on_insufficient: bool) -> None:
+    """Exit 1 on drift (--fail-on-drift); an empty or verdict-less current is never a pass."""
     if fail_on_drift and any(r.status == "drift" for r in results):
         sys.exit(1)
+    if n_current and any(r.status != "insufficient_data" for r in results):
+        return
+    why = "is empty" if not n_current else "is too small for any verdict (all insufficient_data)"
+    click.echo(f"modelwatch: error: the current data {why}", err=True)
+    sys.exit(1 if fail_on_insufficient else 2)
 
 
-def _summary(document: dict[str, Any]) -> None:
+def _summary(document: dict[str, Any], err: bool = False) -> None:
     rows = document["results"]
     drifted = [r for r in rows if r["status"] == "drift"]
     click.echo(
         f"dataset_drift={str(document['dataset_drift']).lower()} "
         f"reference={document['n_reference']} current={document['n_current']} "
-        f"results={len(rows)} drift={len(drifted)}"
+        f"results={len(rows)} drift={len(drifted)}",
+        err=err,
     )
     for r in drifted:
         where = (
@@ -138,26 +180,28 @@ def _summary(document: dict[str, Any]) -> None:
         )
         click.echo(
             f"  DRIFT {r['column']}{where} {r['method']}={r['value']:.4g} "
-            f"(threshold {r['threshold']:.4g} by {r['threshold_by']}, p={r['p_value']:.3g})"
+            f"(threshold {r['threshold']:.4g} by {r['threshold_by']}, p={r['p_value']:.3g})",
+            err=err,
         )
 
 
-def _evidently(reference: str, current: str, specs: Any, cols: list[str], path: Path) -> None:
+def _evidently(files: tuple[str, str] | None, specs: Any, cols: list[str], path: Path) -> None:
     # Evidently works on whole pandas frames: this report alone reads both datasets into memory.
     from monitor.datafile import read_frame
+    from monitor.errors import InputError
     from monitor.reports.evidently import run_data_drift, write_evidently_html
 
-    ref, cur = read_frame(reference, cols), read_frame(current, cols)
+    if files is None:
+        raise InputError("--evidently-html needs the REFERENCE file, not a stored baseline")
+    ref, cur = read_frame(files[0], cols), read_frame(files[1], cols)
     write_evidently_html(run_data_drift(ref, cur, specs, cols), path)
 
 
-def _write_text(path: Path, text: str) -> None:
-    from monitor.errors import InputError
-
-    try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"{path}: cannot write: {exc.strerror}") from None
+def _finite(value: float, name: str) -> float:
+    # FloatRange lets NaN through (every comparison with it is false)
+    if value != value:
+        raise click.BadParameter("must be a number, not nan", param_hint=name)
+    return value
 
 
 def _split(value: str | None) -> list[str] | None:

@@ -11,8 +11,10 @@ from typing import Any
 
 import click
 
+from monitor.cli._progress import progress
 from monitor.cli.common import database_options, load_checked_config, resolve_database_url
 from monitor.config import Config, GuardsConfig
+from monitor.reports import is_stdout
 
 FILE = click.Path(dir_okay=False, path_type=Path)
 
@@ -44,9 +46,9 @@ FILE = click.Path(dir_okay=False, path_type=Path)
 )
 @click.option("--localize-budget", help="Time budget for localisation, e.g. 30s (default 30s).")
 @click.option("--localize-rows", type=click.IntRange(min=1), help="Rows replayed (default 2048).")
-@click.option("--json", "json_path", type=FILE, help="Write the verdict JSON here.")
-@click.option("--html", "html_path", type=FILE, help="Write an offline HTML report here.")
-@click.option("--markdown", "markdown_path", type=FILE, help="Write a Markdown report here.")
+@click.option("--json", "json_path", type=FILE, help="Write the verdict JSON here (- for stdout).")
+@click.option("--html", "html_path", type=FILE, help="Write an offline HTML report here (or -).")
+@click.option("--markdown", "markdown_path", type=FILE, help="Write a Markdown report here (or -).")
 @click.option("--model", help="Model name: record the run and act on the registry.")
 @click.option("--version", "model_version", help="Version of --model the candidate is.")
 @database_options
@@ -67,13 +69,17 @@ def gate(**opts: Any) -> None:
         batch_size=cfg.guards.batch_size,
         latency_batch_sizes=_latency_sizes(opts, cfg.guards),
         intra_op_threads=cfg.guards.intra_op_threads,
+        model=opts["model"],
+        version=opts["model_version"],
         **_localize(opts, cfg.guards),
     )
-    verdict = run_gate(request)
+    with progress(f"replaying {request.golden.rows} golden rows through both models"):
+        verdict = run_gate(request)
     _write_reports(opts, verdict.to_dict())
-    _summary(verdict)
+    err = any(is_stdout(opts[k]) for k in ("json_path", "html_path", "markdown_path"))
+    _summary(verdict, err)
     if opts["model"]:
-        _record(opts, verdict)
+        _record(opts, verdict, err)
     sys.exit(verdict.exit_code)
 
 
@@ -136,6 +142,7 @@ def _localize(opts: dict[str, Any], cfg: GuardsConfig) -> dict[str, Any]:
 
 def _write_reports(opts: dict[str, Any], doc: dict[str, Any]) -> None:
     from guards.reports import render_html, render_json, render_markdown
+    from monitor.reports import write_text
 
     for key, render in (
         ("json_path", render_json),
@@ -144,30 +151,31 @@ def _write_reports(opts: dict[str, Any], doc: dict[str, Any]) -> None:
     ):
         path: Path | None = opts[key]
         if path is not None:
-            path.write_text(render(doc), encoding="utf-8")
+            write_text(path, render(doc))
 
 
-def _summary(verdict: Any) -> None:
+def _summary(verdict: Any, err: bool) -> None:
+    """The headline and every criterion that did not pass (on stderr when a report is on stdout)."""
     from guards.reports._table import headline, localization_lines
 
     doc = verdict.to_dict()
-    click.echo(headline(doc))
+    click.echo(headline(doc), err=err)
     for criterion in verdict.criteria:
         if criterion.status != "pass":
-            click.echo(f"  {criterion.status.upper()}: {criterion.describe()}")
+            click.echo(f"  {criterion.status.upper()}: {criterion.describe()}", err=err)
     for line in localization_lines(doc):
-        click.echo(f"  {line}")
+        click.echo(f"  {line}", err=err)
 
 
-def _record(opts: dict[str, Any], verdict: Any) -> None:
+def _record(opts: dict[str, Any], verdict: Any, err: bool) -> None:
     from guards.events import CollectingListener
     from guards.history import record_gate
-    from monitor.storage import make_engine, require_head
+    from monitor.storage import make_engine, prepare_for_writes
 
     engine = make_engine(resolve_database_url(opts["database_url"], opts["config_path"]))
-    require_head(engine)
+    prepare_for_writes(engine)
     listener = CollectingListener()
     artifacts = (opts["reference"], opts["candidate"], opts["golden"])
     record = record_gate(engine, opts["model"], opts["model_version"], verdict, artifacts, listener)
-    click.echo(f"recorded gate run {record.gate_run_id}; {record.action}")
+    click.echo(f"recorded gate run {record.gate_run_id}; {record.action}", err=err)
     engine.dispose()

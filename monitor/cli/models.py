@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 from sqlalchemy.engine import Engine
 
+from monitor.cli._table import echo_table
 from monitor.cli.common import database_options, engine_from_options
 
 
-def _engine(database_url: str | None, config_path: Path | None) -> Engine:
-    from monitor.storage import require_head
+def _engine(database_url: str | None, config_path: Path | None, write: bool = False) -> Engine:
+    from monitor.storage import prepare_for_writes, require_head
 
     engine = engine_from_options(database_url, config_path)
-    require_head(engine)
+    (prepare_for_writes if write else require_head)(engine)
     return engine
 
 
@@ -25,31 +27,62 @@ def models() -> None:
 
 
 @models.command("register")
-@click.argument("model")
-@click.argument("version")
-@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("args", nargs=-1, metavar="PATH")
+@click.option("--model", metavar="M", help="Model name.")
+@click.option("--version", "model_version", metavar="V", help="Version being registered.")
 @click.option("--auto-rollback", is_flag=True, help="Roll back when a gate for it fails.")
 @click.option("--activate", is_flag=True, help="Make this version the active one.")
 @database_options
 def register_cmd(
-    model: str,
-    version: str,
-    path: Path,
+    args: tuple[str, ...],
+    model: str | None,
+    model_version: str | None,
     auto_rollback: bool,
     activate: bool,
     database_url: str | None,
     config_path: Path | None,
 ) -> None:
-    """Register VERSION of MODEL with its ONNX artifact at PATH."""
+    """Register --version of --model with its ONNX artifact at PATH.
+
+    The old spelling `models register MODEL VERSION PATH` still works (with a deprecation note).
+    """
     from guards.registry import register_version
 
-    engine = _engine(database_url, config_path)
+    model, version, path = _register_args(args, model, model_version)
+    engine = _engine(database_url, config_path, write=True)
     info = register_version(
         engine, model, version, path, auto_rollback=auto_rollback, activate=activate
     )
     flags = [f for f, on in (("active", activate), ("auto-rollback", auto_rollback)) if on]
     suffix = f" ({', '.join(flags)})" if flags else ""
     click.echo(f"registered {model} {info.version} sha256 {info.artifact_sha256}{suffix}")
+
+
+def _register_args(
+    args: tuple[str, ...], model: str | None, version: str | None
+) -> tuple[str, str, Path]:
+    if model is not None or version is not None:
+        if model is None or version is None or len(args) != 1:
+            raise click.UsageError("usage: modelwatch models register --model M --version V PATH")
+        return model, version, Path(args[0])
+    if len(args) != 3:
+        raise click.UsageError("usage: modelwatch models register --model M --version V PATH")
+    deprecated("models register MODEL VERSION PATH", "models register --model M --version V PATH")
+    return args[0], args[1], Path(args[2])
+
+
+@models.command("activate")
+@click.option("--model", required=True, metavar="M", help="Model name.")
+@click.option("--version", "model_version", required=True, metavar="V", help="Version.")
+@database_options
+def activate_cmd(
+    model: str, model_version: str, database_url: str | None, config_path: Path | None
+) -> None:
+    """Make --version the active version of --model (forward or back)."""
+    from guards.registry import activate
+
+    outcome = activate(_engine(database_url, config_path, write=True), model, model_version)
+    _echo_move(outcome, "active", f"{model}: {outcome.active} is active")
 
 
 @models.command("list")
@@ -81,27 +114,57 @@ def list_cmd(as_json: bool, database_url: str | None, config_path: Path | None) 
         ]
         click.echo(json.dumps(doc, indent=2))
         return
-    for m in infos:
-        versions = ", ".join(v.version + ("*" if v.auto_rollback else "") for v in m.versions)
-        click.echo(
-            f"{m.name}: active={m.active or '-'} last_known_good={m.last_known_good or '-'} "
-            f"versions=[{versions}]"
-        )
+    rows = [
+        [m.name, m.active, m.last_known_good,
+         [v.version + ("*" if v.auto_rollback else "") for v in m.versions]]
+        for m in infos
+    ]  # fmt: skip
+    echo_table(("model", "active", "last_known_good", "versions (* auto-rollback)"), rows,
+               "no models registered")  # fmt: skip
 
 
 @click.command()
-@click.argument("model")
+@click.argument("legacy_model", required=False, metavar="")
+@click.option("--model", metavar="M", help="Model name.")
 @click.option("--to", "to_version", help="Version to make active (default: last-known-good).")
 @database_options
 def rollback(
-    model: str, to_version: str | None, database_url: str | None, config_path: Path | None
+    legacy_model: str | None,
+    model: str | None,
+    to_version: str | None,
+    database_url: str | None,
+    config_path: Path | None,
 ) -> None:
-    """Move MODEL's active alias back to last-known-good (or --to VERSION)."""
+    """Move --model's active alias back to last-known-good (or --to an older VERSION).
+
+    `rollback MODEL` (positional) still works, with a deprecation note.
+    """
     from guards.registry import rollback as do_rollback
 
-    outcome = do_rollback(_engine(database_url, config_path), model, to_version)
-    if outcome.rollback is None:
-        click.echo(f"{model}: already active at {outcome.active}; nothing changed")
+    if legacy_model is not None:
+        if model is not None:
+            raise click.UsageError("give the model once: --model M")
+        deprecated("rollback MODEL", "rollback --model M")
+        model = legacy_model
+    if model is None:
+        raise click.UsageError("--model is required")
+    outcome = do_rollback(_engine(database_url, config_path, write=True), model, to_version)
+    _echo_move(
+        outcome, "rolled back", f"{model}: already active at {outcome.active}; nothing changed"
+    )
+
+
+def _echo_move(outcome: Any, verb: str, unchanged: str) -> None:
+    """'MODEL: VERB FROM -> TO (event N)', or `unchanged` when the alias did not move."""
+    r = outcome.rollback
+    if r is None:
+        click.echo(unchanged)
     else:
-        r = outcome.rollback
-        click.echo(f"{model}: rolled back {r.from_version} -> {r.to_version} (event {r.event_id})")
+        click.echo(
+            f"{outcome.model}: {verb} {r.from_version} -> {r.to_version} (event {r.event_id})"
+        )
+
+
+def deprecated(old: str, new: str) -> None:
+    """One note on stderr; the old spelling keeps working."""
+    click.echo(f"modelwatch: deprecated: `{old}`; use `{new}`", err=True)

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
+
+from monitor.cli._roles import role_options, roles_from
 
 
 @click.command("skew")
@@ -15,7 +18,13 @@ import click
 @click.option("--rtol", default=1e-6, show_default=True, help="Relative tolerance (numeric).")
 @click.option("--atol", default=1e-9, show_default=True, help="Absolute tolerance (numeric).")
 @click.option("--worst", default=5, show_default=True, help="Worst keys listed per feature.")
-@click.option("--json", "json_path", type=click.Path(path_type=Path), help="Write JSON here.")
+@click.option(
+    "--json", "json_path", type=click.Path(path_type=Path), help="Write JSON here (- for stdout)."
+)
+@click.option(
+    "--html", "html_path", type=click.Path(path_type=Path), help="Write HTML here (- for stdout)."
+)
+@role_options
 def skew(
     serving: Path,
     offline: Path,
@@ -25,24 +34,36 @@ def skew(
     atol: float,
     worst: int,
     json_path: Path | None,
+    html_path: Path | None,
+    **roles: Any,
 ) -> None:
     """Join SERVING and OFFLINE rows by --key and report per-feature mismatches."""
     from monitor.datafile import read_frame
-    from monitor.reports import write_json
+    from monitor.reports import is_stdout, render_skew_html, write_json, write_text
     from monitor.skew import compute_skew
 
     wanted = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
     s_frame = read_frame(serving, [key])
     o_frame = read_frame(offline, [key])
+    skipped = roles_from(roles).skipped
+    if wanted is None and skipped:
+        shared = [c for c in s_frame.columns if c in o_frame.columns and c != key]
+        wanted = [c for c in shared if c not in skipped]
     report = compute_skew(
         s_frame, o_frame, key, wanted, rtol, atol, worst, names=(str(serving), str(offline))
     )
     if json_path is not None:
         write_json(json_path, report.to_dict())
+    if html_path is not None:
+        write_text(html_path, render_skew_html(report, f"skew: {serving} vs {offline}"))
+    err = is_stdout(json_path) or is_stdout(html_path)
     click.echo(
         f"joined={report.n_joined} only_serving={report.only_serving} "
-        f"only_offline={report.only_offline} features={len(report.features)}"
+        f"only_offline={report.only_offline} features={len(report.features)}",
+        err=err,
     )
     for f in report.features:
         mad = "" if f.mean_abs_diff is None else f" mean_abs_diff={f.mean_abs_diff:.4g}"
-        click.echo(f"  {f.column}: mismatch_rate={f.mismatch_rate:.4f} ({f.mismatches}){mad}")
+        click.echo(
+            f"  {f.column}: mismatch_rate={f.mismatch_rate:.4f} ({f.mismatches}){mad}", err=err
+        )

@@ -11,9 +11,11 @@ import yaml
 from pydantic import Field, ValidationError, field_validator
 
 from monitor.config._names import CONTEXT_KEY, ENV_KEY, RegistryNames
+from monitor.config._suggest import problems
 from monitor.config.alerts import AlertsConfig
 from monitor.config.api import ApiConfig, SchedulerConfig
 from monitor.config.base import StrictModel
+from monitor.config.columns import ColumnsConfig
 from monitor.config.guards import GuardsConfig
 from monitor.config.monitoring import DriftConfig, OutcomeConfig
 from monitor.config.sources import CollectConfig, SourceConfig
@@ -38,6 +40,7 @@ class ModelConfig(StrictModel):
     categorical: list[str] = Field(default_factory=list)
     drift: DriftConfig = Field(default_factory=DriftConfig)
     outcomes: OutcomeConfig = Field(default_factory=OutcomeConfig)
+    columns: ColumnsConfig = Field(default_factory=ColumnsConfig)
 
     @field_validator("slices")
     @classmethod
@@ -80,35 +83,13 @@ class Config(StrictModel):
         return value
 
 
-def _format_location(loc: tuple[int | str, ...]) -> str:
-    out = ""
-    for part in loc:
-        if part == "[key]":  # pydantic's marker for a mapping key: the key is already named
-            continue
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else part
-    return out or "(top level)"
-
-
 def format_validation_error(source: str, exc: ValidationError) -> str:
-    """One line naming the file and the first offending key."""
+    """One line naming the file and the first offending key (`config check` lists them all)."""
     # A typo shows up as an unknown key plus a missing one; the unknown key is the useful half.
-    errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
-    err = errors[0]
-    # Drop the discriminator tag pydantic inserts into the path of tagged unions.
-    loc = tuple(p for p in err["loc"] if p not in ("kafka", "jsonl") or p == err["loc"][-1])
-    key = _format_location(loc)
-    if err["type"] == "extra_forbidden":
-        msg = f"unknown key '{key}'"
-    elif err["type"] == "missing":
-        msg = f"missing required key '{key}'"
-    else:
-        msg = f"invalid value for '{key}': {str(err['msg']).removeprefix('Value error, ')}"
-    more = len(errors) - 1
+    found = problems(Config, exc)
+    more = len(found) - 1
     suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
-    return f"{source}: {msg}{suffix}"
+    return f"{source}: {found[0]}{suffix}"
 
 
 def parse_config(
@@ -132,7 +113,8 @@ def parse_config(
     try:
         return Config.model_validate(merged, context={CONTEXT_KEY: names, ENV_KEY: environ})
     except ValidationError as exc:
-        raise ConfigError(format_validation_error(source, exc)) from None
+        every = [f"{source}: {line}" for line in problems(Config, exc)]
+        raise ConfigError(format_validation_error(source, exc), every) from None
 
 
 def load_config(

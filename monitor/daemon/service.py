@@ -125,8 +125,18 @@ class Service:
                 log.exception("component %s failed to stop cleanly", component.name)
         self.scheduler.shutdown(timeout=min(share, JOB_STOP_WAIT_S))
 
-    def serve(self, host: str, port: int) -> None:
-        """Run until SIGTERM/SIGINT, then stop intake, flush and exit normally (status 0)."""
+    def serve(
+        self,
+        host: str,
+        port: int,
+        sock: socket.socket | None = None,
+        on_ready: Callable[[], None] | None = None,
+    ) -> None:
+        """Run until SIGTERM/SIGINT, then stop intake, flush and exit normally (status 0).
+
+        `sock` is an already bound listening socket (so a port in use fails before anything
+        starts); `on_ready` runs once everything has started, just before serving.
+        """
         self.start()
         config = uvicorn.Config(
             create_app(self.state()),
@@ -145,7 +155,9 @@ class Service:
 
         previous = {s: signal.signal(s, request_exit) for s in (signal.SIGTERM, signal.SIGINT)}
         try:
-            server.run()
+            if on_ready is not None:
+                on_ready()
+            server.run(sockets=[sock] if sock is not None else None)
         finally:
             self.stop()
             for sig, handler in previous.items():

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+from monitor.reports._output import is_stdout, write_text
 from monitor.reports.html import render_html
 from monitor.reports.jsonreport import drift_report, write_json
+from monitor.reports.skew_html import render_skew_html
 
-__all__ = ["drift_report", "render_html", "write_json"]
+__all__ = [
+    "drift_report",
+    "is_stdout",
+    "render_html",
+    "render_skew_html",
+    "write_json",
+    "write_text",
+]

@@ -10,7 +10,7 @@ import orjson
 
 from monitor.detectors import DriftResult
 from monitor.detectors.evaluate import dataset_drift
-from monitor.errors import InputError
+from monitor.reports._output import write_text
 
 
 def drift_report(
@@ -26,9 +26,5 @@ def drift_report(
 
 
 def write_json(path: str | Path, document: dict[str, Any]) -> None:
-    """Write `document` as indented JSON; InputError naming the path if it cannot be written."""
-    p = Path(path)
-    try:
-        p.write_bytes(orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n")
-    except OSError as exc:
-        raise InputError(f"{p}: cannot write: {exc.strerror}") from None
+    """Write `document` as indented JSON (stdout for `-`); InputError naming an unwritable path."""
+    write_text(path, orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n")

@@ -67,13 +67,38 @@ def downgrade(engine: Engine, revision: str = "base") -> SchemaState:
 
 
 def require_head(engine: Engine) -> None:
-    """Refuse to run against a schema that is not at head."""
+    """Refuse to run against a schema that is not at head (or a SQLite file that is missing)."""
+    path = sqlite_file(engine)
+    if path is not None and not path.exists():
+        # Connecting would leave an empty database file behind for a read-only command.
+        raise SchemaVersionError(
+            f"no database at {path}: nothing was recorded there yet; run `modelwatch db upgrade` "
+            "to create it (commands that write create it themselves)"
+        )
     state = schema_state(engine)
     if not state.at_head:
         raise SchemaVersionError(
             f"database {_safe_url(engine)} is at revision {state.current or 'none (empty)'}, "
             f"not head {state.head}; run `modelwatch db upgrade`"
         )
+
+
+def prepare_for_writes(engine: Engine) -> None:
+    """Before a command writes: migrate an embedded SQLite database to head (creating it on
+    first use); any other database must already be at head (`db upgrade` stays explicit)."""
+    if sqlite_file(engine) is not None and not schema_state(engine).at_head:
+        upgrade(engine)
+    require_head(engine)
+
+
+def sqlite_file(engine: Engine) -> Path | None:
+    """The file of a file-backed SQLite database, else None."""
+    if engine.url.get_backend_name() != "sqlite":
+        return None
+    database = engine.url.database
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    return Path(database)
 
 
 def _run(action: Callable[[AlembicConfig], None], engine: Engine) -> None:

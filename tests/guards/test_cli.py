@@ -83,23 +83,33 @@ def test_registry_commands_and_auto_rollback(suite: Suite, tmp_path: Path) -> No
     db = ["--database-url", f"sqlite:///{tmp_path / 'mw.db'}"]
     assert run_cli("db", "upgrade", *db).returncode == 0
     ref, bad = str(suite.models["reference"]), str(suite.models["int8_bad"])
-    assert run_cli("models", "register", "fraud", "1", ref, "--activate", *db).returncode == 0
+    old_style = run_cli("models", "register", "fraud", "1", ref, "--activate", *db)
+    assert old_style.returncode == 0 and "deprecated: `models register MODEL" in old_style.stderr
     ok = run_cli(*gate_args(suite, "reexport", "fp32"), "--no-latency",
                  "--model", "fraud", "--version", "1", *db)  # fmt: skip
     assert ok.returncode == 0 and "last-known-good" in ok.stdout
-    reg = run_cli("models", "register", "fraud", "2", bad, "--activate", "--auto-rollback", *db)
-    assert reg.returncode == 0
+    reg = run_cli("models", "register", "--model", "fraud", "--version", "2", bad, "--activate",
+                  "--auto-rollback", *db)  # fmt: skip
+    assert reg.returncode == 0 and "deprecated" not in reg.stderr
     failed = run_cli(*gate_args(suite, "int8_bad", "int8"), "--no-latency",
                      "--model", "fraud", "--version", "2", *db)  # fmt: skip
     assert failed.returncode == 1 and "rolled back fraud from 2 to 1" in failed.stdout
     listed = json.loads(run_cli("models", "list", "--json", *db).stdout)
     assert listed[0]["active"] == "1" and listed[0]["last_known_good"] == "1"
-    again = run_cli("rollback", "fraud", *db)
+    again = run_cli("rollback", "--model", "fraud", *db)
     assert again.returncode == 0 and "nothing changed" in again.stdout
-    forward = run_cli("rollback", "fraud", "--to", "2", *db)
-    assert forward.returncode == 0 and "rolled back 1 -> 2" in forward.stdout
-    missing = run_cli("rollback", "ghost", *db)
+    # a rollback never moves forward (it used to print "rolled back 1 -> 2"); activate does
+    forward = run_cli("rollback", "--model", "fraud", "--to", "2", *db)
+    assert forward.returncode == 2 and "use `modelwatch models activate" in forward.stderr
+    up = run_cli("models", "activate", "--model", "fraud", "--version", "2", *db)
+    assert up.returncode == 0 and "fraud: active 1 -> 2" in up.stdout
+    back = run_cli("rollback", "fraud", "--to", "1", *db)
+    assert back.returncode == 0 and "rolled back 2 -> 1" in back.stdout
+    assert "deprecated: `rollback MODEL`" in back.stderr
+    missing = run_cli("rollback", "--model", "ghost", *db)
     assert missing.returncode == 2 and "no model 'ghost'" in missing.stderr
+    unknown = run_cli("models", "activate", "--model", "fraud", "--version", "9", *db)
+    assert unknown.returncode == 2 and "has no version '9' (known: 1, 2)" in unknown.stderr
 
 
 def test_config_overrides_the_preset_and_rejects_typos(suite: Suite, tmp_path: Path) -> None:

@@ -112,10 +112,14 @@ def test_json_document_has_exactly_the_documented_shape(suite: Suite) -> None:
     )
     doc = json.loads(json.dumps(run_gate(request).to_dict(), allow_nan=False))
     assert set(doc) == {
-        "verdict", "preset", "rows", "providers", "criteria", "outputs", "latency", "worst_rows"
+        "verdict", "run", "preset", "rows", "providers", "criteria", "outputs", "latency",
+        "worst_rows",
     }  # fmt: skip
+    assert set(doc["run"]) == {"model", "version", "time", "artifacts"}
+    assert set(doc["run"]["artifacts"]) == {"reference", "candidate", "golden"}
     assert doc["rows"] == 8000 and doc["preset"] == "int8"
-    assert all(set(c) == {"name", "slice", "value", "threshold", "status"} for c in doc["criteria"])
+    keys = {"name", "slice", "value", "threshold", "status", "unit", "reference", "candidate"}
+    assert all(set(c) == keys for c in doc["criteria"])
     assert set(doc["outputs"]["probabilities"]) == {
         "max_abs", "mean_abs", "p99_abs", "max_rel", "cosine", "sqnr_db", "min_passing_atol",
         "nan_or_inf",

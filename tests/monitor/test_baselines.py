@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -74,7 +75,14 @@ def test_cli_create_and_list(tmp_path: Path) -> None:
     # the slice column is profiled too (overall only)
     assert "2000 rows, 3 columns, 2 slices" in out.stdout
     listed = run_cli("baseline", "list", "--database-url", db)
-    assert "fraud\t1\tdefault\t2000 rows\t7 profiles\tslice_by=region" in listed.stdout
+    # a table with a header now (it used to be headerless tab-separated lines)
+    header, row = listed.stdout.splitlines()
+    assert header.split() == [
+        "id", "model", "version", "name", "rows", "profiles", "slice_by", "created_at"
+    ]  # fmt: skip
+    assert row.split()[1:7] == ["fraud", "1", "default", "2000", "7", "region"]
+    doc = json.loads(run_cli("baseline", "list", "--json", "--database-url", db).stdout)
+    assert doc[0]["n_rows"] == 2000 and doc[0]["slice_by"] == ["region"]
 
 
 @pytest.mark.parametrize(

@@ -48,7 +48,14 @@ PINNED: dict[str, set[str]] = {
         "get_metric",
         "wilson",
     },
-    "monitor.reports": {"drift_report", "render_html", "write_json"},
+    "monitor.reports": {
+        "drift_report",
+        "is_stdout",
+        "render_html",
+        "render_skew_html",
+        "write_json",
+        "write_text",
+    },  # fmt: skip
     "monitor.profiles": {
         "DEFAULT_BINS",
         "DEFAULT_TOP_K",
