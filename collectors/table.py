@@ -109,6 +109,7 @@ class EventTable:
             return parts[0].in_record_order()
         names = list(dict.fromkeys(c for p in parts for c in p.columns))
         attrs = list(dict.fromkeys(c for p in parts for c in p.attrs))
+        columns = {c: _stack([p.columns.get(c) for p in parts], parts) for c in names}
         joined = cls(
             origin=[o for p in parts for o in p.origin],
             request_id=[r for p in parts for r in p.request_id],
@@ -116,8 +117,9 @@ class EventTable:
             version=[v for p in parts for v in p.version],
             ts=np.concatenate([p.ts for p in parts]),
             prediction=[x for p in parts for x in p.prediction],
-            columns={c: _stack([p.columns.get(c) for p in parts], parts) for c in names},
+            columns=columns,
             attrs={c: _stack([p.attrs.get(c) for p in parts], parts) for c in attrs},
+            types={c: set(map(type, v)) for c, v in columns.items()},
             present={c: _presence(parts, c) for c in names if not _everywhere(parts, c)},
         )
         return joined.in_record_order()
