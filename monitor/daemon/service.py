@@ -22,7 +22,7 @@ from monitor.daemon.intake import HttpIntake
 from monitor.daemon.retention import retention_job
 from monitor.daemon.scheduler import JobSpec, Scheduler
 from monitor.failures import Backoff
-from monitor.storage import require_head
+from monitor.storage import prepare_for_writes
 
 log = logging.getLogger(__name__)
 
@@ -104,8 +104,9 @@ class Service:
         return DaemonState(self.engine, self.config, self.registry, comps, intake=intake)
 
     def start(self) -> None:
-        """Check the schema, then start components and the scheduler."""
-        require_head(self.engine)
+        """Check the schema (an embedded SQLite database is created and migrated on first use;
+        PostgreSQL must be at head), then start components and the scheduler."""
+        prepare_for_writes(self.engine)
         for component in self.components:
             component.start()
         for job in self.all_jobs():

@@ -10,6 +10,7 @@ import httpx
 from monitor.storage import Model, ModelVersion, make_engine, transaction
 from tests.conftest import run_cli
 from tests.daemon.conftest import ServerProcess, auth, write_config
+from tests.services.postgres import PostgresServer
 
 
 def test_health_and_metrics_are_open(server: ServerProcess) -> None:
@@ -78,8 +79,21 @@ def test_secure_by_default_without_tokens(tmp_path: Path) -> None:
         proc.terminate()
 
 
-def test_refuses_to_start_when_schema_is_not_at_head(tmp_path: Path) -> None:
-    cfg = write_config(tmp_path, f"sqlite:///{tmp_path / 'empty.db'}")
+def test_creates_and_migrates_an_embedded_sqlite_database_on_first_start(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path, f"sqlite:///{tmp_path / 'first.db'}")
+    proc = ServerProcess(cfg)
+    try:
+        proc.wait_ready()
+        assert httpx.get(f"{proc.url}/readyz").status_code == 200
+    finally:
+        assert proc.terminate() == 0
+    assert (tmp_path / "first.db").stat().st_size > 0
+
+
+def test_refuses_to_start_when_postgresql_is_not_at_head(
+    postgres: PostgresServer, tmp_path: Path
+) -> None:
+    cfg = write_config(tmp_path, postgres.create_database())
     proc = ServerProcess(cfg)
     code = proc.proc.wait(60)
     stderr = proc.proc.stderr.read() if proc.proc.stderr else ""
