@@ -87,7 +87,7 @@ def test_one_poisoned_model_never_stops_the_other(
     checks = body["checks"]
     assert isinstance(checks, dict)
     item = f"job evaluate: drift fraud/1 {(START + WINDOW).isoformat()}"
-    assert "failing since" in checks[item] and "InputError" in checks[item]
+    assert "failing since" in checks[item] and "CorruptProfileError" in checks[item]
     assert checks["database"] == "ok"
     assert "://" not in str(body) and "password" not in str(body).lower()
     assert 'modelwatch_job_failures_total{job="evaluate"}' in metrics
