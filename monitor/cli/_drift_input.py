@@ -101,6 +101,10 @@ def _from_files(
     check_slice_columns(sample, slice_by, reference)
     cols = compared_columns(select_columns(sample, wanted, slice_by, roles, reference), slice_by)
     cur_source.require(cols)
+    ref_source.require(how.categorical)
+    for col in how.categorical:
+        if col not in cols:
+            raise InputError(f"--categorical {col}: not among the compared columns")
     if how.chunks is not None and how.chunks < 1:
         raise InputError(f"reference chunks must be at least 1, got {how.chunks}")
     ref = profile_source(

@@ -83,14 +83,10 @@ def no_data_signals(
 ) -> list[Signal]:
     """Minutes since each model's last event; firing after `NO_DATA_WINDOWS` windows."""
     names = list(models)
+    # One indexed max per model (a GROUP BY over all models would scan every window kept).
+    newest = select(func.max(WindowCount.updated_at))
     with session_factory(engine)() as s:
-        last = dict(
-            s.execute(
-                select(WindowCount.model, func.max(WindowCount.updated_at))
-                .where(WindowCount.model.in_(names))
-                .group_by(WindowCount.model)
-            ).all()
-        )
+        last = {m: s.scalar(newest.where(WindowCount.model == m)) for m in names}
     limit = NO_DATA_WINDOWS * window
     out = []
     for model in names:

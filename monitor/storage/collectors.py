@@ -37,6 +37,8 @@ class WindowCount(Base):
     """Events aggregated into one (model, version, window, slice): exact, merged in place."""
 
     __tablename__ = "window_counts"
+    # The newest write per model (`no_data`) and retention by age read it.
+    __table_args__ = (Index("ix_window_counts_model_updated_at", "model", "updated_at"),)
 
     model: Mapped[str] = mapped_column(String(200), primary_key=True)
     version: Mapped[str] = mapped_column(String(100), primary_key=True)

@@ -90,7 +90,7 @@ def test_cli_baseline_from_a_spark_path(tmp_path: Path) -> None:
     out = run_cli(*base, "--table", str(tmp_path / "t"), "--columns", "amount,merchant",
                   "--slice-by", "region", "--database-url", db, env=env)  # fmt: skip
     assert out.returncode == 0, out.stderr
-    assert "3000 rows, 2 columns, 3 slices" in out.stdout
+    assert "3000 rows, 3 columns, 3 slices" in out.stdout
     stored = load_baseline(create_engine(db), "m", "1")
     whole = pd.concat([pd.read_parquet(p) for p in sorted((tmp_path / "t").iterdir())])
     assert_same(stored, profile_frame(whole, stored.specs, ["region"]))
