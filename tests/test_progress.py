@@ -45,7 +45,7 @@ def _on_terminal(args: list[str]) -> str:
 def test_progress_on_a_terminal(tmp_path: Path) -> None:
     drawn = _on_terminal(_data(tmp_path))
     # the first step is drawn at once; later ones when the spinner refreshes
-    assert f"reading {tmp_path / 'd.parquet'}" in drawn
+    assert f"reading and profiling {tmp_path / 'd.parquet'}" in drawn
     assert "baseline 1 'default' of m 1: 2000 rows" in drawn
 
 

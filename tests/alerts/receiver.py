@@ -72,9 +72,12 @@ class RecordingReceiver:
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
         return status
 
-    def _answered(self) -> None:
+    def _leaving(self) -> None:
         with self._lock:
             self._in_flight -= 1
+
+    def _answered(self) -> None:
+        with self._lock:
             self.answered += 1
 
     def start(self) -> None:
@@ -87,6 +90,9 @@ class RecordingReceiver:
                     return
                 time.sleep(outer.delay_s)
                 outer.gate.wait(timeout=60)
+                # No longer in flight once answered: the sender may send its next request as soon
+                # as it reads this answer, before this thread runs another line.
+                outer._leaving()
                 self.send_response(status)
                 self.send_header("Content-Length", "0")
                 self.end_headers()

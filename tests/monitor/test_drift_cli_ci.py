@@ -109,14 +109,14 @@ def test_file_against_stored_baseline(pair: tuple[Path, Path], tmp_path: Path) -
     made = run_cli("baseline", "create", "--model", "fraud", "--version", "3", "--slice-by",
                    "region", "--exclude", "id,user,ts", str(ref), *db)  # fmt: skip
     assert made.returncode == 0, made.stderr  # the SQLite file is created and migrated
-    assert "columns: amount, label, score; sliced by region (not compared)" in made.stdout
+    assert "columns: amount, label, score, region; sliced by region" in made.stdout
     out = run_cli("drift", str(cur), "--baseline", "default", "--model", "fraud", *db,
                   "--json", str(tmp_path / "b.json"), "--html", str(tmp_path / "b.html"),
                   "--fail-on-drift")  # fmt: skip
     assert out.returncode == 1, out.stderr
     doc = json.loads((tmp_path / "b.json").read_text())
     assert doc["n_reference"] == 3000 and doc["n_current"] == 2000
-    assert {r["column"] for r in doc["results"]} == {"amount", "label", "score"}
+    assert {r["column"] for r in doc["results"]} == {"amount", "label", "score", "region"}
     assert {"region": "eu"} in [r["slice"] for r in doc["results"]]
     assert "baseline &#x27;default&#x27; of fraud version 3" in (tmp_path / "b.html").read_text()
     missing = run_cli("drift", str(cur), "--baseline", "nope", "--model", "fraud", *db)

@@ -55,7 +55,8 @@ def test_headline_sections_and_slice_charts() -> None:
     results, text = _report(*demo_frames())
     drifted_slices = {(r.column, str(r.slice)) for r in results if r.slice and r.status == "drift"}
     assert ("f0", "{'region': 'eu'}") in drifted_slices
-    assert "Dataset drift: no drift — 1 of 3 columns drifted overall" in text
+    # region (the slice column) is compared too, overall
+    assert "Dataset drift: no drift — 1 of 4 columns drifted overall" in text
     assert "Drifted columns: f0" in text and "Drifted slices: f0 region=eu" in text
     # worst first: the drifted column's section comes before the others
     assert text.index('id="col-f0"') < text.index('id="col-f1"')

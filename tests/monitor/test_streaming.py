@@ -183,14 +183,16 @@ def test_csv_and_gzipped_csv_stream(tmp_path: Path) -> None:
     assert_same(got.profiles, profile_frame(memory, got.specs, ["region"]))
 
 
-def test_empty_current_is_insufficient_not_an_error(tmp_path: Path) -> None:
+def test_empty_current_streams_and_is_a_ci_safe_exit(tmp_path: Path) -> None:
     frame = _frame(2_000)
     frame.to_parquet(tmp_path / "ref.parquet")
     frame.iloc[:0].to_parquet(tmp_path / "cur.parquet")
     out = run_cli("drift", str(tmp_path / "ref.parquet"), str(tmp_path / "cur.parquet"),
                   "--slice-by", "region")  # fmt: skip
-    assert out.returncode == 0, out.stderr
+    # Read without error, but an empty CURRENT is never a pass (exit 2; see test_drift_cli_ci).
+    assert out.returncode == 2, out.stderr
     assert "reference=2000 current=0" in out.stdout and "drift=0" in out.stdout
+    assert "the current data is empty" in out.stderr
 
 
 def _bad_inputs(tmp: Path) -> list[tuple[list[str], str]]:
