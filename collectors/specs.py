@@ -94,6 +94,11 @@ class SpecResolver:
         with Session(self.engine) as session:
             return _window_payload(session, key)
 
+    def forget(self, model: str, version: str, column: str) -> None:
+        """Drop the cached spec of a column whose stored window profile uses another one (a
+        replica learned it first): the next batch reads the stored spec (order 2 above)."""
+        self.cache.pop((model, version, column), None)
+
     def resolve(self, key: SpecKey, sample: Callable[[], Sequence[Any]]) -> Any:
         """The spec of `key`: cached, stored, or learned from `sample()`."""
         spec = self.cache.get(key)

@@ -10,7 +10,7 @@ transaction back and the batch is planned again from the stored state.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,6 +22,7 @@ from collectors.plan import GroupKey, KeyState, Plan, WindowKey
 from collectors.profiling import ProfileBackend
 from collectors.specs import BuiltProfile
 from collectors.validate import utc
+from monitor.detectors import rebin
 from monitor.errors import CorruptProfileError
 from monitor.storage import (
     DeadLetter,
@@ -135,8 +136,14 @@ def merge_profiles(
     built: Mapping[tuple[GroupKey, str], BuiltProfile],
     backend: ProfileBackend,
     window_s: float,
+    on_other_spec: Callable[[str, str, str], None] | None = None,
 ) -> None:
-    """Merge each batch profile into its stored window profile (or store it)."""
+    """Merge each batch profile into its stored window profile (or store it).
+
+    A stored profile on another spec than the batch's wins (two replicas that each learned a
+    spec for a new model version from their own first batch, say): the batch is moved onto the
+    stored spec and `on_other_spec(model, version, column)` is told, so later batches use it.
+    """
     by_window: dict[WindowKey, list[tuple[str, str, BuiltProfile]]] = {}
     for ((model, version, start, slice_key), column), prof in built.items():
         by_window.setdefault((model, version, start), []).append((slice_key, column, prof))
@@ -151,22 +158,47 @@ def merge_profiles(
                 row = {"slice_key": slice_key, "column": column, "kind": prof.kind}
                 new.append({**row, "n": prof.profile.n, "payload": prof.profile.to_bytes()})
                 continue
-            merged = _merged(backend, payload, prof.profile, (*wkey, slice_key, column))
+            stored_profile = _loaded(backend, payload, (*wkey, slice_key, column))
+            batch = prof.profile
+            if stored_profile is not None:
+                batch = _on_spec_of(stored_profile, batch, (*wkey, slice_key, column))
+                if batch is not prof.profile and on_other_spec is not None:
+                    on_other_spec(wkey[0], wkey[1], column)
+            if stored_profile is None:
+                merged = batch
+            else:
+                merged = stored_profile if batch is None else stored_profile.merge(batch)
             key = {"k_slice": slice_key, "k_column": column}
             changed.append({**key, "v_n": merged.n, "v_payload": merged.to_bytes()})
         _write_window_rows(session, table, wkey, window_s, now, new, changed)
 
 
-def _merged(
-    backend: ProfileBackend, payload: bytes, batch: Any, where: tuple[str, str, float, str, str]
+def _on_spec_of(stored: Any, batch: Any, where: tuple[str, str, float, str, str]) -> Any:
+    """`batch` on the stored profile's spec (itself when they agree); None when the kinds
+    differ, which cannot be moved (logged; the stored profile stays as it is)."""
+    if stored.spec.fingerprint == batch.spec.fingerprint:
+        return batch
+    moved = rebin(batch, stored.spec)
+    if moved is None:
+        model, version, start, slice_key, column = where
+        log.warning(
+            "model %r version %r window %s slice %r column %r: a batch profiled as %s cannot join "
+            "the stored %s profile; its values are not counted",
+            model, version, utc(start).isoformat(), slice_key, column, batch.kind, stored.kind,
+        )  # fmt: skip
+    return moved
+
+
+def _loaded(
+    backend: ProfileBackend, payload: bytes, where: tuple[str, str, float, str, str]
 ) -> Any:
-    """The stored profile merged with the batch's; a corrupt stored one is started afresh.
+    """The stored profile; None for a corrupt one, which then starts afresh from the batch.
 
     A profile written by an older version with non-finite moments (stored as JSON null) can
     never merge again: keeping it would fail every later batch of its window forever.
     """
     try:
-        return backend.load(payload).merge(batch)
+        return backend.load(payload)
     except CorruptProfileError as exc:
         model, version, start, slice_key, column = where
         log.warning(
@@ -174,7 +206,7 @@ def _merged(
             "this column starts afresh from this batch",
             model, version, utc(start).isoformat(), slice_key, column, exc,
         )  # fmt: skip
-        return batch
+        return None
 
 
 def merge_counts(session: Session, plan: Plan, window_s: float) -> None:

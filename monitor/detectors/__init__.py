@@ -19,6 +19,7 @@ from monitor.detectors import (  # noqa: F401  (importing registers the detector
     psi,
     wasserstein,
 )
+from monitor.detectors._respec import rebin
 from monitor.detectors.base import (
     DEFAULT_ALPHA,
     EPSILON,
@@ -74,6 +75,7 @@ __all__ = [
     "evaluate",
     "get_detector",
     "profile_variability",
+    "rebin",
     "reference_variability",
     "register",
     "threshold_strategy",

@@ -32,6 +32,7 @@ PINNED: dict[str, set[str]] = {
         "evaluate",
         "get_detector",
         "profile_variability",
+        "rebin",
         "reference_variability",
         "register",
         "threshold_strategy",
