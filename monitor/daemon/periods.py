@@ -7,10 +7,9 @@ as a window is compared; outcome metrics come from the period's merged outcome s
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import distinct, func, select
@@ -25,7 +24,7 @@ from monitor.outcomes import OutcomeResult
 from monitor.profiles import ProfileSet, profile_from_bytes
 from monitor.profiles.kinds import Profile
 from monitor.storage import OutcomeSummaryRow, WindowCount, WindowProfile, session_factory
-from monitor.summaries import outcome_results
+from monitor.summaries import outcome_results, window_of
 
 MAX_PERIODS = 100
 
@@ -54,8 +53,7 @@ def granularity_of(text: str, window: timedelta) -> timedelta:
 
 def period_of(ts: datetime, size: timedelta) -> Period:
     """The period `ts` falls in."""
-    seconds = size.total_seconds()
-    start = datetime.fromtimestamp(math.floor(ts.timestamp() / seconds) * seconds, UTC)
+    start = window_of(ts, size.total_seconds())
     return Period(start, start + size)
 
 

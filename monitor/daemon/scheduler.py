@@ -7,7 +7,6 @@ only if this replica wins the (job, window) claim, so replicas run each job once
 from __future__ import annotations
 
 import logging
-import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from sqlalchemy.engine import Engine
 from monitor.daemon.leases import Claim, claim, finish
 from monitor.failures import Backoff, clear_failure, record_failure, redact
 from monitor.storage import utcnow
+from monitor.summaries import window_of
 
 log = logging.getLogger(__name__)
 
@@ -36,9 +36,8 @@ class JobSpec:
 
 
 def window_start(now: datetime, interval_s: float) -> datetime:
-    """The start of the interval `now` falls in, aligned to the epoch."""
-    ts = math.floor(now.timestamp() / interval_s) * interval_s
-    return datetime.fromtimestamp(ts, UTC)
+    """The start of the interval `now` falls in, aligned to the epoch (as windows are cut)."""
+    return window_of(now, interval_s)
 
 
 class Scheduler:
