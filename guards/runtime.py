@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from monitor import progress
 from monitor.errors import InputError
 
 GPU_PROVIDERS = ("TensorrtExecutionProvider", "CUDAExecutionProvider")
@@ -129,8 +130,10 @@ def run_batched(
     n = len(next(iter(feeds.values())))
     names = [o.name for o in session.get_outputs()]
     parts: list[list[np.ndarray]] = [[] for _ in names]
+    progress.begin("golden rows", n)
     for start in range(0, n, batch_size):
         batch = {k: v[start : start + batch_size] for k, v in feeds.items()}
         for acc, out in zip(parts, session.run(names, batch), strict=True):
             acc.append(np.asarray(out))
+        progress.advance(min(batch_size, n - start))
     return {name: np.concatenate(acc, axis=0) for name, acc in zip(names, parts, strict=True)}

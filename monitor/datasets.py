@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from monitor import progress
 from monitor.errors import InputError
 
 __all__ = ["DEFAULT_BATCH_ROWS", "FORMATS", "DataSource", "open_source"]
@@ -50,7 +51,11 @@ class DataSource:
     def batches(
         self, columns: Sequence[str], batch_rows: int = DEFAULT_BATCH_ROWS
     ) -> Iterator[Any]:
-        """The rows as pandas DataFrames of at most `batch_rows` rows each, in file order."""
+        """The rows as pandas DataFrames of at most `batch_rows` rows each, in file order.
+
+        Each pass is reported to the installed progress observer, if any (monitor.progress)."""
+        if progress.watching():
+            progress.begin(self.path, self.row_estimate())
         batches = self._record_batches(list(columns), batch_rows)
         while True:
             try:
@@ -59,8 +64,23 @@ class DataSource:
                 return
             except Exception as exc:  # pyarrow raises many types for unreadable data
                 raise InputError(f"{self.path}: cannot read: {_first_line(exc)}") from None
+            progress.advance(batch.num_rows)
             if batch.num_rows:
                 yield batch.to_pandas()
+
+    def row_estimate(self) -> int | None:
+        """Rows from Parquet metadata, or the line count of uncompressed CSV (a quoted field
+        spanning lines makes it an over-estimate); None when unknown or unreadable."""
+        try:
+            if self.format == "parquet":
+                import pyarrow.parquet as pq
+
+                return int(sum(pq.read_metadata(f).num_rows for f in self.files))
+            if any(f.name.lower().endswith(".gz") for f in self.files):
+                return None
+            return sum(max(_count_lines(f) - 1, 0) for f in self.files)
+        except Exception:  # a progress total is a nicety: reading reports the real error
+            return None
 
     def _record_batches(self, columns: list[str], batch_rows: int) -> Iterator[Any]:
         dataset = self._dataset()
@@ -151,6 +171,15 @@ def _format_of(f: Path) -> Format:
         if name.endswith(suffix):
             return fmt
     raise InputError(f"{f}: unsupported file type; use one of {', '.join(FORMATS)}")
+
+
+def _count_lines(f: Path) -> int:
+    lines, last = 0, b"\n"
+    with f.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            lines += block.count(b"\n")
+            last = block[-1:]
+    return lines + (last != b"\n")
 
 
 def _first_line(exc: Exception) -> str:

@@ -44,7 +44,8 @@ def _on_terminal(args: list[str]) -> str:
 
 def test_progress_on_a_terminal(tmp_path: Path) -> None:
     drawn = _on_terminal(_data(tmp_path))
-    # the first step is drawn at once; later ones when the spinner refreshes
+    # the first step is drawn at once, with a bar of the rows read out of the total
+    assert "2000/2000" in drawn and "100%" in drawn
     assert f"reading and profiling {tmp_path / 'd.parquet'}" in drawn
     assert "baseline 1 'default' of m 1: 2000 rows" in drawn
 
@@ -53,3 +54,72 @@ def test_no_progress_in_pipes(tmp_path: Path) -> None:
     out = run_cli(*_data(tmp_path))
     assert out.returncode == 0, out.stderr
     assert out.stderr == "" and "\x1b" not in out.stdout and "profiling" not in out.stdout
+
+
+class _Recorder:
+    """A progress observer that keeps what it was told."""
+
+    def __init__(self) -> None:
+        self.passes: list[tuple[str, int | None]] = []
+        self.rows: list[int] = []
+
+    def begin(self, label: str, total_rows: int | None) -> None:
+        self.passes.append((label, total_rows))
+        self.rows.append(0)
+
+    def advance(self, rows: int) -> None:
+        self.rows[-1] += rows
+
+
+def test_reads_report_their_totals_and_rows(tmp_path: Path) -> None:
+    from monitor._stream import profile_source
+    from monitor.datasets import open_source
+    from monitor.progress import observed
+
+    frame = pd.DataFrame({"a": np.arange(2500.0), "s": ["x", "y"] * 1250})
+    frame.to_parquet(tmp_path / "d.parquet")
+    frame.to_csv(tmp_path / "d.csv", index=False)
+    for name, total in (("d.parquet", 2500), ("d.csv", 2500)):
+        seen = _Recorder()
+        with observed(seen):
+            profile_source(open_source(tmp_path / name), ["a"], ["s"], batch_rows=1000)
+        # a sketch pass and a profiling pass, each with the exact total and every row counted
+        assert seen.passes == [(str(tmp_path / name), total)] * 2
+        assert seen.rows == [total, total]
+
+
+def test_golden_replay_reports_rows() -> None:
+    from guards.runtime import run_batched
+    from monitor.progress import observed
+
+    class Session:
+        def get_outputs(self) -> list[object]:
+            return [type("Out", (), {"name": "y"})()]
+
+        def run(self, names: list[str], batch: dict[str, np.ndarray]) -> list[np.ndarray]:
+            return [batch["x"] * 2]
+
+    seen = _Recorder()
+    with observed(seen):
+        out = run_batched(Session(), {"x": np.arange(10.0)}, batch_size=4)
+    assert seen.passes == [("golden rows", 10)] and seen.rows == [10]
+    assert out["y"].tolist() == (np.arange(10.0) * 2).tolist()
+
+
+def test_an_empty_csv_is_a_pass_of_zero_rows(tmp_path: Path) -> None:
+    from monitor.datasets import open_source
+    from monitor.progress import observed
+
+    (tmp_path / "empty.csv").write_text("a,s\n")
+    seen = _Recorder()
+    with observed(seen):
+        assert list(open_source(tmp_path / "empty.csv").batches(["a"])) == []
+    assert seen.passes == [(str(tmp_path / "empty.csv"), 0)] and seen.rows == [0]
+
+
+def test_nothing_is_reported_without_an_observer(tmp_path: Path) -> None:
+    from monitor.datasets import open_source
+
+    pd.DataFrame({"a": [1.0, 2.0]}).to_csv(tmp_path / "d.csv", index=False)
+    frames = list(open_source(tmp_path / "d.csv").batches(["a"]))
+    assert sum(len(f) for f in frames) == 2
