@@ -8,6 +8,8 @@ from typing import Any
 import click
 
 from monitor.cli._roles import role_options, roles_from
+from monitor.config import load_config
+from monitor.errors import InputError
 
 
 @click.command("skew")
@@ -24,6 +26,14 @@ from monitor.cli._roles import role_options, roles_from
 @click.option(
     "--html", "html_path", type=click.Path(path_type=Path), help="Write HTML here (- for stdout)."
 )
+@click.option(
+    "--model",
+    default=None,
+    metavar="M",
+    help="Take column roles from this model's `columns` in --config (flags win).",
+)
+@click.option("--config", "config_path", type=click.Path(path_type=Path), default=None,
+              metavar="FILE", help="Config file with the model's column roles.")  # fmt: skip
 @role_options
 def skew(
     serving: Path,
@@ -35,6 +45,8 @@ def skew(
     worst: int,
     json_path: Path | None,
     html_path: Path | None,
+    model: str | None,
+    config_path: Path | None,
     **roles: Any,
 ) -> None:
     """Join SERVING and OFFLINE rows by --key and report per-feature mismatches."""
@@ -45,7 +57,9 @@ def skew(
     wanted = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
     s_frame = read_frame(serving, [key])
     o_frame = read_frame(offline, [key])
-    skipped = roles_from(roles).skipped
+    if model is not None:
+        _require_model(config_path, model)
+    skipped = roles_from({**roles, "config_path": config_path}, model).skipped
     if wanted is None and skipped:
         shared = [c for c in s_frame.columns if c in o_frame.columns and c != key]
         wanted = [c for c in shared if c not in skipped]
@@ -66,4 +80,15 @@ def skew(
         mad = "" if f.mean_abs_diff is None else f" mean_abs_diff={f.mean_abs_diff:.4g}"
         click.echo(
             f"  {f.column}: mismatch_rate={f.mismatch_rate:.4f} ({f.mismatches}){mad}", err=err
+        )
+
+
+def _require_model(config_path: Path | None, model: str) -> None:
+    """--model names a model of --config: its roles are what the user asked for."""
+    if config_path is None:
+        raise click.UsageError("--model needs --config (the file with the model's columns)")
+    names = [m.name for m in load_config(config_path).models]
+    if model not in names:
+        raise InputError(
+            f"{config_path}: no model '{model}' (models: {', '.join(names) or 'none'})"
         )

@@ -70,3 +70,22 @@ def test_cli_writes_json(rng: np.random.Generator, tmp_path: Path) -> None:
     assert doc["only_offline"] == 20 and doc["features"][0]["column"] == "country"
     bad = run_cli("skew", str(tmp_path / "s.parquet"), str(tmp_path / "o.csv"), "--key", "nope")
     assert bad.returncode == 2 and "column 'nope' not found" in bad.stderr
+
+
+def test_roles_come_from_the_models_config(rng: np.random.Generator, tmp_path: Path) -> None:
+    serving, offline = _pair(rng)
+    serving.to_parquet(tmp_path / "s.parquet")
+    offline.to_parquet(tmp_path / "o.parquet")
+    cfg = tmp_path / "mw.yaml"
+    cfg.write_text("models:\n  - name: fraud\n    columns:\n      exclude: [country]\n")
+    files = (str(tmp_path / "s.parquet"), str(tmp_path / "o.parquet"), "--key", "id")
+    out = run_cli("skew", *files, "--model", "fraud", "--config", str(cfg))
+    assert out.returncode == 0, out.stderr
+    assert "amount:" in out.stdout and "country:" not in out.stdout
+    # a flag adds to the configured roles
+    both = run_cli("skew", *files, "--model", "fraud", "--config", str(cfg), "--exclude", "amount")
+    assert "amount:" not in both.stdout and "clean:" in both.stdout
+    unknown = run_cli("skew", *files, "--model", "nope", "--config", str(cfg))
+    assert unknown.returncode == 2 and "no model 'nope'" in unknown.stderr
+    alone = run_cli("skew", *files, "--model", "fraud")
+    assert alone.returncode == 2 and "--model needs --config" in alone.stderr
