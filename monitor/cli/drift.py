@@ -146,7 +146,11 @@ def drift(
     if json_path is not None:
         write_json(json_path, document)
     if html_path is not None:
-        page = render_html(results, inputs.reference, inputs.current, inputs.title, alpha)
+        named = {roles.target: "target · label drift", roles.prediction: "prediction drift"}
+        labels = {col: text for col, text in named.items() if col is not None}
+        page = render_html(
+            results, inputs.reference, inputs.current, inputs.title, alpha, roles=labels
+        )
         write_text(html_path, page)
     if evidently_path is not None:
         _evidently(inputs.files, inputs.specs, inputs.columns, evidently_path)

@@ -6,7 +6,7 @@ drifted slice, and a sortable, filterable table of all results. Offline: no exte
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from monitor.detectors import DEFAULT_ALPHA, MIN_N, DriftResult
 from monitor.profiles import OVERALL, ProfileSet, slice_key
@@ -27,12 +27,21 @@ def render_html(
     title: str,
     alpha: float = DEFAULT_ALPHA,
     min_n: int = MIN_N,
+    roles: Mapping[str, str] | None = None,
 ) -> str:
-    """The whole report as one HTML string (charts are inline SVG)."""
+    """The whole report as one HTML string (charts are inline SVG); `roles` labels columns
+    with what they are (target, prediction) in their section headings."""
     ordered = sorted(results, key=_severity)
     columns = list(dict.fromkeys(r.column for r in ordered))
     sections = "".join(
-        _section(col, [r for r in ordered if r.column == col], reference, current, alpha, min_n)
+        _section(
+            col,
+            [r for r in ordered if r.column == col],
+            reference,
+            current,
+            (alpha, min_n),
+            (roles or {}).get(col),
+        )
         for col in columns
     )
     rows = [[*_row(r), explain(r, alpha, min_n)] for r in ordered]
@@ -43,6 +52,10 @@ def render_html(
         f"<h2>All results</h2>{results_table('results', TABLE_HEADER, rows, 8)}"
     )
     return page(title, body)
+
+
+def _role(role: str | None) -> str:
+    return "" if role is None else f" <small class='role'>{html.escape(role)}</small>"
 
 
 def _headline(
@@ -80,15 +93,17 @@ def _section(
     results: list[DriftResult],
     reference: ProfileSet,
     current: ProfileSet,
-    alpha: float,
-    min_n: int,
+    rules: tuple[float, int],
+    role: str | None,
 ) -> str:
-    """One column: overall verdicts and charts, then each drifted slice with its own charts."""
+    """One column: overall verdicts and charts, then each drifted slice with its own charts;
+    `rules` are alpha and min_n; `role` (target, prediction) is shown beside the name."""
+    alpha, min_n = rules
     overall = [r for r in results if r.slice is None]
     status = _column_status(overall)
     parts = [
         f'<section id="col-{html.escape(column)}"><h2>{html.escape(column)} '
-        f"<small class='{status}'>{status}</small></h2>",
+        f"<small class='{status}'>{status}</small>{_role(role)}</h2>",
         *(f'<p class="why">{html.escape(explain(r, alpha, min_n))}</p>' for r in overall),
         _charts(reference, current, OVERALL, column, f"{column} overall"),
     ]

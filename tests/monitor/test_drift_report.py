@@ -122,6 +122,15 @@ def test_cli_writes_the_report(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     text = (tmp_path / "r.html").read_text()
     assert re.search(r"Dataset drift: \w+", text) and "f0 — region=eu" in text
+    # named roles are shown beside their column's heading, and only there
+    out = run_cli("drift", str(tmp_path / "ref.parquet"), str(tmp_path / "cur.parquet"),
+                  "--target", "channel", "--prediction", "f1",
+                  "--html", str(tmp_path / "roles.html"))  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    text = (tmp_path / "roles.html").read_text()
+    assert "target · label drift" in _section(text, "channel").split("</h2>")[0]
+    assert "prediction drift" in _section(text, "f1").split("</h2>")[0]
+    assert "class='role'" not in _section(text, "f0")
 
 
 def test_schema_statuses_are_explained_without_charts() -> None:
