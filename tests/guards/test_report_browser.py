@@ -1,4 +1,4 @@
-"""The drift and gate HTML reports opened in headless Chromium: screenshots, no console output.
+"""The drift, gate and skew HTML reports opened in headless Chromium: screenshots, no console output.
 
 Debian's `chromium` must be installed (`./dev test` installs it); the test fails without it.
 `MODELWATCH_UPDATE_SCREENSHOTS=1` also copies the screenshots to docs/img/ for the README.
@@ -17,6 +17,8 @@ from guards.reports import render_html as render_gate
 from monitor.detectors import evaluate
 from monitor.profiles import profile_frame, specs_for
 from monitor.reports import render_html as render_drift
+from monitor.reports import render_skew_html
+from monitor.skew import compute_skew
 from tests.guards.conftest import Suite
 from tests.guards.test_gate import fraud_golden
 from tests.monitor.test_drift_report import demo_frames
@@ -73,6 +75,20 @@ def test_gate_report_in_chromium(suite: Suite, tmp_path: Path) -> None:
     page.write_text(render_gate(run_gate(request).to_dict()), encoding="utf-8")
     png = tmp_path / "gate-report.png"
     assert screenshot(page, png, 1300) == []
+    _publish(png)
+
+
+def test_skew_report_in_chromium(tmp_path: Path) -> None:
+    offline, _ = demo_frames()
+    offline.insert(0, "request_id", range(len(offline)))
+    serving = offline.copy()
+    serving.loc[:199, "f0"] *= 1.5  # a serving transform applied twice to 5% of requests
+    serving.loc[100:139, "channel"] = "unknown"
+    report = compute_skew(serving, offline, "request_id", None, names=("serving", "offline"))
+    page = tmp_path / "skew.html"
+    page.write_text(render_skew_html(report, "skew: serving vs offline"), encoding="utf-8")
+    png = tmp_path / "skew-report.png"
+    assert screenshot(page, png, 1100) == []
     _publish(png)
 
 
