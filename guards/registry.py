@@ -178,6 +178,28 @@ def activate(
         return move_active(session, row, target, "activated", None, listener)
 
 
+def rollback_canary(
+    engine: Engine,
+    model: str,
+    canary: str,
+    stable: str,
+    *,
+    listener: RollbackListener | None = None,
+) -> RollbackOutcome | None:
+    """After a failed canary analysis: if `canary` is active, move `active` to `stable`.
+
+    None when the canary is not the active version (nothing to roll back); idempotent.
+    """
+    with transaction(engine) as session:
+        row = find_model(session, model)
+        current = alias(session, row, "active")
+        if current is None or current.version != canary:
+            return None
+        target = find_version(session, row, stable)
+        reason = f"canary {canary} failed against {stable}"
+        return move_active(session, row, target, reason, None, listener)
+
+
 def find_model(session: Session, model: str) -> Model:
     """The model row, locked for update; NotFoundError if unknown."""
     row = session.scalar(select(Model).where(Model.name == model).with_for_update())
