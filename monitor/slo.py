@@ -15,8 +15,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
+from sqlalchemy import select
+from sqlalchemy.engine import Engine
+
 from monitor.config.serving import SloConfig
+from monitor.profiles import OVERALL
 from monitor.profiles.serving import ServingSummary
+from monitor.storage import WindowServing, session_factory
 
 SloStatus = Literal["ok", "breach", "insufficient_data"]
 OBJECTIVES = ("latency_p95_ms", "latency_p99_ms", "error_rate", "min_rps", "cost_per_1k")
@@ -97,3 +102,19 @@ def evaluate_windows(
 ) -> list[SloResult]:
     """SLO results of several windows and slices, in their order."""
     return [r for w in windows for r in evaluate_slo(w, cfg, now)]
+
+
+def serving_summary(
+    engine: Engine, model: str, version: str, start: datetime, end: datetime
+) -> ServingSummary:
+    """The merged overall serving summary of `version`'s windows starting in [start, end)."""
+    t = WindowServing
+    stmt = select(t).where(
+        t.model == model, t.version == version, t.slice_key == OVERALL,
+        t.window_start >= start, t.window_start < end,
+    )  # fmt: skip
+    total = ServingSummary()
+    with session_factory(engine)() as s:
+        for row in s.scalars(stmt):
+            total = total.merge(ServingSummary.from_row(row))
+    return total

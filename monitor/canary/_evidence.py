@@ -18,7 +18,8 @@ from monitor.detectors import rebin
 from monitor.outcomes import OutcomeResult
 from monitor.profiles import OVERALL, Profile, profile_from_bytes
 from monitor.profiles.serving import ServingSummary
-from monitor.storage import WindowProfile, WindowServing, session_factory
+from monitor.slo import serving_summary
+from monitor.storage import WindowProfile, session_factory
 from monitor.summaries import outcome_results
 
 
@@ -45,7 +46,7 @@ def load_evidence(
     return Evidence(
         version,
         _profiles(engine, cfg.name, version, start, end),
-        _serving(engine, cfg.name, version, start, end),
+        serving_summary(engine, cfg.name, version, start, end),
         tuple(r for r in outcome_results(engine, cfg, version, start, end) if r.slice is None),
         (end - start).total_seconds(),
     )
@@ -76,18 +77,3 @@ def _merge(a: Profile, b: Profile) -> Profile:
         moved = rebin(b, a.spec)
         return a if moved is None else a.merge(moved)  # type: ignore[arg-type]
     return a.merge(b)  # type: ignore[arg-type]
-
-
-def _serving(
-    engine: Engine, model: str, version: str, start: datetime, end: datetime
-) -> ServingSummary:
-    t = WindowServing
-    stmt = select(t).where(
-        t.model == model, t.version == version, t.slice_key == OVERALL,
-        t.window_start >= start, t.window_start < end,
-    )  # fmt: skip
-    total = ServingSummary()
-    with session_factory(engine)() as s:
-        for row in s.scalars(stmt):
-            total = total.merge(ServingSummary.from_row(row))
-    return total
