@@ -76,8 +76,10 @@ def test_canary_verdicts_over_http_and_cli(canary_server: ServerProcess, tmp_pat
     artifact.write_bytes(b"not read by canary analysis")
     engine = db_engine(tmp_path)
     register_version(engine, "fraud", "1", artifact, activate=True)
-    register_version(engine, "fraud", "2", artifact)
+    register_version(engine, "fraud", "2", artifact, settings={"precision": "fp16"})
     activate(engine, "fraud", "2")  # the canary is serving
+    listed = httpx.get(f"{canary_server.url}/v1/models", headers=auth("MW_T_READ")).json()
+    assert listed["models"][0]["settings"] == {"1": {}, "2": {"precision": "fp16"}}
 
     bad = verdict(canary_server, "2")
     assert bad.status_code == 409, bad.text

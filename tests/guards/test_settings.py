@@ -7,6 +7,7 @@ from pathlib import Path
 
 from tests.conftest import run_cli
 from tests.guards.conftest import Suite
+from tests.guards.test_cli import gate_args
 
 
 def test_settings_are_stored_with_the_version_and_listed(suite: Suite, tmp_path: Path) -> None:
@@ -37,6 +38,13 @@ def test_settings_are_stored_with_the_version_and_listed(suite: Suite, tmp_path:
     table = run_cli("models", "list", *db).stdout
     assert "2: fp16; static qdq, 512 calibration rows; max 64, 5 ms; ort 1.31 CUDA" in table
     assert "image=registry/fraud:2" in table
+    # the gate report of a registered version says how it was optimized
+    md, js = tmp_path / "gate.md", tmp_path / "gate.json"
+    gate = run_cli(*gate_args(suite, "fp16", "fp16"), "--no-latency", "--model", "fraud",
+                   "--version", "2", "--markdown", str(md), "--json", str(js), *db)  # fmt: skip
+    assert gate.returncode == 0, gate.stderr
+    assert json.loads(js.read_text())["run"]["settings"]["runtime"] == "ort 1.31 CUDA"
+    assert "Optimization settings: precision fp16; quantization static qdq" in md.read_text()
 
 
 def test_bad_settings_exit_2_naming_the_flag(suite: Suite, tmp_path: Path) -> None:
