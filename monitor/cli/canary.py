@@ -9,6 +9,7 @@ import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -55,6 +56,7 @@ def canary(
         write_text(json_path, json.dumps(report.to_dict(), indent=2))
     if not is_stdout(json_path):
         _print(report)
+        _print_settings(engine, report)
     sys.exit(EXIT[report.verdict])
 
 
@@ -65,6 +67,17 @@ def _model(config: Config, model: str) -> ModelConfig:
     if not config.models:
         return ModelConfig(name=model)
     return model_config(config, model)
+
+
+def _print_settings(engine: Any, report: CanaryReport) -> None:
+    """How each version was optimized, where the registry knows."""
+    from guards.registry import version_settings
+    from monitor.cli.models import settings_text
+
+    for role, version in (("canary", report.canary), ("baseline", report.baseline)):
+        settings = version_settings(engine, report.model, version)
+        if settings:
+            click.echo(f"  {role} {version} settings: {settings_text(settings)}")
 
 
 def _print(report: CanaryReport) -> None:

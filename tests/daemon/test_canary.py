@@ -124,6 +124,7 @@ def test_canary_verdicts_over_http_and_cli(canary_server: ServerProcess, tmp_pat
                       env=TOKENS)  # fmt: skip
     assert cli_bad.returncode == 1, cli_bad.stderr
     assert "FAIL" in cli_bad.stdout and "latency_p95" in cli_bad.stdout
+    assert "canary 2 settings: fp16" in cli_bad.stdout
     assert json.loads(out.read_text())["verdict"] == "fail"
     cli_good = run_cli("canary", "fraud", "3", "--baseline", "1", "--json", "-", *cfg, *db,
                        env=TOKENS)  # fmt: skip
