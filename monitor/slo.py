@@ -118,3 +118,28 @@ def serving_summary(
         for row in s.scalars(stmt):
             total = total.merge(ServingSummary.from_row(row))
     return total
+
+
+def slo_results(
+    engine: Engine,
+    model: str,
+    cfg: SloConfig,
+    start: datetime,
+    end: datetime,
+    now: datetime,
+    version: str | None = None,
+) -> list[SloResult]:
+    """Every objective of every window starting in [start, end) and each of its slices,
+    newest window first (one version's with `version`)."""
+    t = WindowServing
+    stmt = select(t).where(t.model == model, t.window_start >= start, t.window_start < end)
+    if version is not None:
+        stmt = stmt.where(t.version == version)
+    stmt = stmt.order_by(t.window_start.desc(), t.version, t.slice_key)
+    with session_factory(engine)() as s:
+        windows = [
+            ServingWindow(r.model, r.version, r.window_start, r.window_end, r.slice_key,
+                          ServingSummary.from_row(r))
+            for r in s.scalars(stmt)
+        ]  # fmt: skip
+    return evaluate_windows(windows, cfg, now)

@@ -117,6 +117,15 @@ def test_canary_verdicts_over_http_and_cli(canary_server: ServerProcess, tmp_pat
     assert {c["status"] for c in small.json()["criteria"]} == {"insufficient_data"}
     assert verdict(canary_server, "4", strict="false").status_code == 200
 
+    slo = httpx.get(f"{canary_server.url}/v1/models/fraud/slo", headers=auth("MW_T_READ"))
+    assert slo.status_code == 200, slo.text
+    p95 = {(r["version"], r["slice"] and r["slice"]["region"]): r
+           for r in slo.json()["results"] if r["objective"] == "latency_p95_ms"}  # fmt: skip
+    assert {k[1] for k in p95} == {None, "eu", "us"}  # per window and slice
+    assert p95[("1", None)]["status"] == "ok" and p95[("1", None)]["threshold"] == 80
+    assert p95[("2", None)]["value"] > 2 * p95[("1", None)]["value"]
+    assert p95[("4", None)]["status"] == "insufficient_data"  # 20 requests
+
     db = ["--database-url", f"sqlite:///{tmp_path / 'mw.db'}"]
     cfg = ["--config", str(tmp_path / "mw.yaml")]
     out = tmp_path / "canary.json"
