@@ -18,6 +18,7 @@ from collectors.base import DecodeError
 __all__ = ["SERVING_FIELDS", "serving_columns", "serving_fields", "serving_from_events"]
 
 SERVING_FIELDS = ("latency_ms", "model_latency_ms", "error", "attributions")
+_FIELD_SET = frozenset(SERVING_FIELDS)
 _LATENCY = ("latency_ms", "model_latency_ms")
 _NONE = type(None)
 
@@ -34,7 +35,7 @@ def _kind(value: object) -> str:
 
 def serving_fields(obj: dict[str, Any]) -> dict[str, Any] | None:
     """The event's operational fields that are set (None if none); DecodeError names a bad one."""
-    if not any(obj.get(name) is not None for name in SERVING_FIELDS):
+    if _FIELD_SET.isdisjoint(obj) or all(obj.get(name) is None for name in SERVING_FIELDS):
         return None
     out: dict[str, Any] = {}
     for name in _LATENCY:
@@ -71,6 +72,8 @@ def _attributions(value: object) -> dict[str, float]:
 def serving_columns(objs: Sequence[dict[str, Any]]) -> dict[str, list[Any]] | None:
     """Each set operational field as a column (None where absent) if all of them are valid,
     else None (the per-event path then names the bad one); {} when no event has any."""
+    if all(map(_FIELD_SET.isdisjoint, objs)):  # the common case, one C-level pass
+        return {}
     out: dict[str, list[Any]] = {}
     for name in SERVING_FIELDS:
         values = [o.get(name) for o in objs]
