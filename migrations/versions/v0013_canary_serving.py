@@ -48,8 +48,10 @@ def upgrade() -> None:
             "model", "version", "window_start", "slice_key", name=op.f("pk_window_serving")
         ),
     )
+    op.create_index("ix_window_serving_updated_at", "window_serving", ["updated_at"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_window_serving_updated_at", table_name="window_serving")
     op.drop_table("window_serving")
     op.drop_column("model_versions", "settings")

@@ -57,6 +57,8 @@ class WindowServing(Base):
     """
 
     __tablename__ = "window_serving"
+    # Retention deletes by age.
+    __table_args__ = (Index("ix_window_serving_updated_at", "updated_at"),)
 
     model: Mapped[str] = mapped_column(String(200), primary_key=True)
     version: Mapped[str] = mapped_column(String(100), primary_key=True)
