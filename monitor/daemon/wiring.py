@@ -141,7 +141,8 @@ class Monitoring:
         self.isolation = Isolation(engine, ALERTS_JOB, backoff, failed)
         self.alerts = Evaluator(engine, config.alerts)
         self.metrics = metrics
-        self.publisher = MetricsPublisher(engine, metrics) if metrics is not None else None
+        slo = {m.name: m.slo for m in config.models if m.slo is not None}
+        self.publisher = MetricsPublisher(engine, metrics, slo) if metrics is not None else None
         self.dead_letter_rate = DeadLetterRate()
         self._last: dict[str, list[Signal]] = {}
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -125,6 +126,14 @@ def test_canary_verdicts_over_http_and_cli(canary_server: ServerProcess, tmp_pat
     assert p95[("1", None)]["status"] == "ok" and p95[("1", None)]["threshold"] == 80
     assert p95[("2", None)]["value"] > 2 * p95[("1", None)]["value"]
     assert p95[("4", None)]["status"] == "insufficient_data"  # 20 requests
+    wanted = (
+        'modelwatch_slo_value{model="fraud",objective="latency_p95_ms",slice="all",version="1"}'
+    )
+    deadline = time.monotonic() + 60  # published on the next evaluation tick (every second)
+    while wanted not in (text := httpx.get(f"{canary_server.url}/metrics").text):
+        assert time.monotonic() < deadline, "no SLO metric published"
+        time.sleep(0.5)
+    assert 'modelwatch_slo_threshold{model="fraud",objective="latency_p95_ms"' in text
 
     db = ["--database-url", f"sqlite:///{tmp_path / 'mw.db'}"]
     cfg = ["--config", str(tmp_path / "mw.yaml")]
