@@ -104,12 +104,11 @@ def _row(path: Path, name: str, verdict: GuardVerdict, slo: Mapping[str, float],
     metric = next((c for c in verdict.criteria
                    if c.name.startswith("metric_drop:") and c.slice is None), None)  # fmt: skip
     drop = metric.value if metric is not None else None
-    observed = {"latency_p95_ms": top.p95_ms, "latency_p99_ms": top.p99_ms,
-                "metric_drop": drop, "cost_per_1k": cost}  # fmt: skip
-    missed = [k for k, bound in slo.items() if k != "min_rps"
-              and (observed[k] is None or observed[k] > bound)]  # type: ignore[operator]  # fmt: skip
-    if "min_rps" in slo and top.rows_per_s < slo["min_rps"]:
-        missed.append("min_rps")
+    observed: dict[str, float | None] = {
+        "latency_p95_ms": top.p95_ms, "latency_p99_ms": top.p99_ms, "metric_drop": drop,
+        "cost_per_1k": cost,
+    }  # fmt: skip
+    missed = [key for key, bound in slo.items() if _misses(key, bound, observed, top.rows_per_s)]
     return CandidateRow(
         candidate=path.name,
         preset=name,
@@ -122,3 +121,11 @@ def _row(path: Path, name: str, verdict: GuardVerdict, slo: Mapping[str, float],
         cost_per_1k=cost,
         missed=tuple(missed),
     )
+
+
+def _misses(key: str, bound: float, observed: Mapping[str, float | None], rps: float) -> bool:
+    """Whether one SLO is missed: a floor for `min_rps`, a ceiling otherwise (unknown misses)."""
+    if key == "min_rps":
+        return rps < bound
+    value = observed[key]
+    return value is None or value > bound
