@@ -31,12 +31,6 @@ class Evidence:
     profiles: Mapping[str, Profile] = field(default_factory=dict)
     serving: ServingSummary = field(default_factory=ServingSummary)
     outcomes: tuple[OutcomeResult, ...] = ()
-    seconds: float = 0.0  # length of the range the evidence covers
-
-    @property
-    def events(self) -> int:
-        """Predictions seen (the largest profiled column count; 0 with none)."""
-        return max((p.n for p in self.profiles.values()), default=0)
 
 
 def load_evidence(
@@ -48,7 +42,6 @@ def load_evidence(
         _profiles(engine, cfg.name, version, start, end),
         serving_summary(engine, cfg.name, version, start, end),
         tuple(r for r in outcome_results(engine, cfg, version, start, end) if r.slice is None),
-        (end - start).total_seconds(),
     )
 
 
