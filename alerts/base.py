@@ -27,6 +27,7 @@ SignalKind = Literal[
     "dead_letter_rate",
     "no_data",
     "evaluation_failed",
+    "slo",
 ]
 SIGNAL_KINDS: tuple[str, ...] = get_args(SignalKind)
 
@@ -44,7 +45,8 @@ class Signal:
     kind: what produced it (``drift`` per column/slice, ``drift_count`` of drifted columns,
     ``outcome`` for a degraded outcome metric, ``guard`` for a gate verdict, ``ingest_lag``
     in messages behind, ``dead_letter_rate`` as a fraction, ``no_data`` in minutes since the
-    last event, ``evaluation_failed`` in failing windows of a model version).
+    last event, ``evaluation_failed`` in failing windows of a model version, ``slo`` per
+    serving objective and slice of the newest window, firing on a breach).
     labels: identify the subject (model, version, column, slice, window, method, ...); they
     become the alert's labels, so keep their values bounded.
     value/threshold: the number that decided it and its bound (None when there is none).

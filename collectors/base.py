@@ -43,6 +43,8 @@ class PredictionEvent:
     features: Mapping[str, Scalar]
     prediction: Any  # as sent: number, string, or {"output": number | [numbers]}
     metadata: Mapping[str, Scalar] = field(default_factory=dict)
+    # Operational fields present on the event (`collectors.serving.SERVING_FIELDS`), validated.
+    serving: Mapping[str, Any] | None = None
 
 
 @dataclass(slots=True)

@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from collectors.base import DecodeError
+from collectors.serving import serving_columns
 from collectors.table import EventTable, transpose
 from collectors.validate import MAX_TIMESTAMP, parse_timestamp
 
@@ -52,11 +53,14 @@ def fast_table(
     types = {c: set(map(type, v)) for c, v in columns.items()}
     if attrs is None or not all(t <= _VALUES for t in types.values()):
         return None
+    serving = serving_columns(objs)
+    if serving is None:
+        return None
     columns["prediction"] = list(prediction)
     types["prediction"] = set(map(type, prediction))
     return EventTable(
         list(origins), list(rid), list(model), list(version), times, list(prediction),
-        columns, attrs, types, present,
+        columns, attrs, types, present, serving,
     )  # fmt: skip
 
 

@@ -26,6 +26,7 @@ from collectors.join import join_labels
 from collectors.pairing import store_halves, stored_half
 from collectors.plan import KeyState, Plan, Planner
 from collectors.profiling import ProfileBackend, default_backend
+from collectors.serving_store import merge_serving
 from collectors.specs import SpecResolver, build_profiles, kind_mismatches
 from collectors.store import (
     StalePlan,
@@ -173,6 +174,7 @@ class Ingestor:
                 check_positions(session, self.source, plan)
                 merge_profiles(session, built, self.backend, window_s, self.specs.forget)
                 merge_counts(session, plan, window_s)
+                merge_serving(session, plan, window_s)
                 mark_windows(session, plan, window_s)
                 store_dead_letters(session, dead)
                 if self.settings.join_labels and (plan.events or plan.labels):

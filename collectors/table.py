@@ -17,6 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from collectors.base import PredictionEvent
+from collectors.serving import serving_from_events
 
 __all__ = ["EventTable", "prediction_columns", "prediction_table", "transpose"]
 
@@ -43,6 +44,8 @@ class EventTable:
     attrs: dict[str, list[Any]] = field(default_factory=dict)
     types: dict[str, set[type]] = field(default_factory=dict)
     present: dict[str, list[bool]] = field(default_factory=dict)
+    # Operational fields some event set (latency_ms, ..., `collectors.serving`), None if unset.
+    serving: dict[str, list[Any]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.origin)
@@ -75,6 +78,7 @@ class EventTable:
             attrs={c: [e.metadata.get(c) for e in events] for c in slices},
             types={c: set(map(type, v)) for c, v in columns.items()},
             present=present,
+            serving=serving_from_events([e.serving for e in events]),
         )
 
     def shifted(self, shift: int) -> EventTable:
@@ -97,6 +101,7 @@ class EventTable:
             attrs={c: _gather(v, index) for c, v in self.attrs.items()},
             types={c: set(map(type, v)) for c, v in self.columns.items()},
             present={c: _gather(v, index) for c, v in self.present.items()},
+            serving={c: _gather(v, index) for c, v in self.serving.items()},
         )
 
     @classmethod
@@ -109,6 +114,7 @@ class EventTable:
             return parts[0].in_record_order()
         names = list(dict.fromkeys(c for p in parts for c in p.columns))
         attrs = list(dict.fromkeys(c for p in parts for c in p.attrs))
+        ops = list(dict.fromkeys(c for p in parts for c in p.serving))
         columns = {c: _stack([p.columns.get(c) for p in parts], parts) for c in names}
         joined = cls(
             origin=[o for p in parts for o in p.origin],
@@ -121,6 +127,7 @@ class EventTable:
             attrs={c: _stack([p.attrs.get(c) for p in parts], parts) for c in attrs},
             types={c: set(map(type, v)) for c, v in columns.items()},
             present={c: _presence(parts, c) for c in names if not _everywhere(parts, c)},
+            serving={c: _stack([p.serving.get(c) for p in parts], parts) for c in ops},
         )
         return joined.in_record_order()
 

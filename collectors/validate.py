@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from collectors.base import DecodeError, Event, LabelEvent, PredictionEvent
+from collectors.serving import serving_fields
 
 _SCALARS = (int, float, str)  # bool is an int subclass: booleans are feature values too
 MAX_TIMESTAMP = 32503680000  # the year 3000: later times are typos (ms for s)
@@ -170,12 +171,14 @@ def _fast_prediction(obj: Any, models: Collection[str]) -> PredictionEvent | Non
     elif type(metadata) is not dict or not _SCALAR_TYPES.issuperset(map(type, metadata.values())):
         return None
     if type(ts) in _NUMBER and 0 <= ts < MAX_TIMESTAMP:
-        return PredictionEvent(rid, model, version, float(ts), features, prediction, metadata)
-    if type(ts) is str:
-        return PredictionEvent(
-            rid, model, version, parse_timestamp(ts), features, prediction, metadata
-        )
-    return None
+        ts = float(ts)
+    elif type(ts) is str:
+        ts = parse_timestamp(ts)
+    else:
+        return None
+    return PredictionEvent(
+        rid, model, version, ts, features, prediction, metadata, serving_fields(obj)
+    )
 
 
 def _validate(obj: object, models: Collection[str]) -> Event:
@@ -206,7 +209,8 @@ def _validate(obj: object, models: Collection[str]) -> Event:
         raise DecodeError("missing_field", "prediction: required")
     prediction = _check_prediction(obj["prediction"])
     metadata = _scalar_map(obj, "metadata") if obj.get("metadata") is not None else {}
-    return PredictionEvent(request_id, model, version, ts, features, prediction, metadata)
+    serving = serving_fields(obj)
+    return PredictionEvent(request_id, model, version, ts, features, prediction, metadata, serving)
 
 
 def utc(ts: float) -> datetime:

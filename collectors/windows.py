@@ -42,6 +42,8 @@ class WindowBatch:
     slices: dict[str, Rows]  # "" (all traffic) first, then one key per slice value
     # Numeric columns as float64 (None as NaN), converted while the chunk is in cache.
     arrays: dict[str, NDArray[np.float64]] = field(default_factory=dict)
+    # Operational fields (`collectors.serving`) some event of the window set; None where unset.
+    serving: dict[str, list[Any]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.origin)
@@ -68,6 +70,10 @@ class WindowBatch:
                 c: np.concatenate([w.arrays[c] for w, _ in parts])
                 for c in names
                 if all(c in w.arrays for w, _ in parts)
+            },
+            serving={
+                c: list(chain.from_iterable(w.serving.get(c) or [None] * len(w) for w, _ in parts))
+                for c in dict.fromkeys(c for w, _ in parts for c in w.serving)
             },
         )
 
@@ -187,7 +193,8 @@ def _window(
         slices.update(_slice_rows(source, key[0], column, values))
     types = {c: part.types[c] for c in columns}
     arrays = {c: np.array(v, dtype=np.float64) for c, v in columns.items() if types[c] <= _NUMERIC}
-    return WindowBatch(part.origin, columns, types, slices, arrays)
+    serving = {c: v for c, v in part.serving.items() if any(x is not None for x in v)}
+    return WindowBatch(part.origin, columns, types, slices, arrays, serving)
 
 
 def _first_seen(

@@ -104,6 +104,20 @@ class ModelwatchMetrics:
             ["model", "version", "slice"],
             registry=registry,
         )
+        # `objective` is one of the fixed SLO keys (monitor.slo.OBJECTIVES).
+        self.slo_value = Gauge(
+            "modelwatch_slo_value",
+            "Latest window's value of a serving objective (latency percentile in ms, error "
+            "rate, requests per second, dollars per 1,000 predictions) per slice.",
+            ["model", "version", "slice", "objective"],
+            registry=registry,
+        )
+        self.slo_threshold = Gauge(
+            "modelwatch_slo_threshold",
+            "The configured bound of a serving objective.",
+            ["model", "version", "slice", "objective"],
+            registry=registry,
+        )
 
     def _define_health_metrics(self, registry: CollectorRegistry) -> None:
         # `job` and `component` are names fixed in code (evaluate, alerts, retention, ...).
@@ -177,6 +191,21 @@ class ModelwatchMetrics:
         """Publish how many columns drifted in the latest window of one slice."""
         label = self.slices.label(model, slice_key)
         self.drifted_columns.labels(model=model, version=version, slice=label).set(count)
+
+    def set_slo(
+        self,
+        model: str,
+        version: str,
+        slice_key: str | None,
+        objective: str,
+        value: float,
+        threshold: float | None,
+    ) -> None:
+        """Publish a serving objective's latest value (and its bound, when it has one)."""
+        labels = (model, version, self.slices.label(model, slice_key), objective)
+        self.slo_value.labels(*labels).set(value)
+        if threshold is not None:
+            self.slo_threshold.labels(*labels).set(threshold)
 
     def set_guard_verdict(self, model: str, version: str, verdict: str) -> None:
         """Publish the latest guard verdict; an unknown verdict name is a ValueError."""

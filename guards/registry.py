@@ -11,9 +11,11 @@ Rules:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
@@ -34,6 +36,40 @@ class VersionInfo:
     artifact_sha256: str | None
     auto_rollback: bool
     created_at: datetime
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+
+PRECISIONS = ("fp32", "fp16", "int8")
+SETTING_KEYS = ("precision", "quantization", "batching", "runtime")
+
+
+def optimization_settings(
+    *,
+    precision: str | None = None,
+    quantization: str | None = None,
+    batching: str | None = None,
+    runtime: str | None = None,
+    meta: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """How a version was optimized, as stored with it; InputError for an unknown precision."""
+    if precision is not None and precision not in PRECISIONS:
+        raise InputError(f"precision: {precision!r} is not one of {', '.join(PRECISIONS)}")
+    given = zip(SETTING_KEYS, (precision, quantization, batching, runtime), strict=True)
+    out: dict[str, Any] = {k: v for k, v in given if v is not None}
+    if meta:
+        out["meta"] = dict(meta)
+    return out
+
+
+def parse_meta(items: tuple[str, ...] | list[str]) -> dict[str, str]:
+    """`key=value` strings as a mapping; InputError naming a malformed one."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"--meta {item!r}: expected key=value")
+        out[key.strip()] = value
+    return out
 
 
 @dataclass(frozen=True)
@@ -67,8 +103,10 @@ def register_version(
     *,
     auto_rollback: bool = False,
     activate: bool = False,
+    settings: Mapping[str, Any] | None = None,
 ) -> VersionInfo:
-    """Register `version` of `model` with its artifact; optionally make it active."""
+    """Register `version` of `model` with its artifact and optimization `settings`
+    (see :func:`optimization_settings`); optionally make it active."""
     if not path.is_file():
         raise InputError(f"{path}: model artifact not found")
     with transaction(engine) as session:
@@ -85,6 +123,7 @@ def register_version(
             artifact_uri=str(path.resolve()),
             artifact_sha256=sha256_file(path),
             auto_rollback=auto_rollback,
+            settings=dict(settings or {}),
         )
         session.add(mv)
         session.flush()
@@ -137,6 +176,28 @@ def activate(
             set_alias(session, row, "active", target)
             return RollbackOutcome(model, version, None)
         return move_active(session, row, target, "activated", None, listener)
+
+
+def rollback_canary(
+    engine: Engine,
+    model: str,
+    canary: str,
+    stable: str,
+    *,
+    listener: RollbackListener | None = None,
+) -> RollbackOutcome | None:
+    """After a failed canary analysis: if `canary` is active, move `active` to `stable`.
+
+    None when the canary is not the active version (nothing to roll back); idempotent.
+    """
+    with transaction(engine) as session:
+        row = find_model(session, model)
+        current = alias(session, row, "active")
+        if current is None or current.version != canary:
+            return None
+        target = find_version(session, row, stable)
+        reason = f"canary {canary} failed against {stable}"
+        return move_active(session, row, target, reason, None, listener)
 
 
 def find_model(session: Session, model: str) -> Model:
@@ -246,5 +307,18 @@ def _alias_version(session: Session, model: Model, name: str) -> str | None:
 
 def _info(mv: ModelVersion) -> VersionInfo:
     return VersionInfo(
-        mv.version, mv.artifact_uri, mv.artifact_sha256, mv.auto_rollback, mv.created_at
+        mv.version,
+        mv.artifact_uri,
+        mv.artifact_sha256,
+        mv.auto_rollback,
+        mv.created_at,
+        dict(mv.settings or {}),
     )
+
+
+def version_settings(engine: Engine, model: str, version: str) -> dict[str, Any]:
+    """The optimization settings stored with a version ({} when unknown or none)."""
+    with transaction(engine) as session:
+        row = session.scalar(select(Model).where(Model.name == model))
+        mv = get_version(session, row, version) if row is not None else None
+        return dict(mv.settings or {}) if mv is not None else {}

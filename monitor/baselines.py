@@ -2,13 +2,14 @@
 
 A baseline may also carry its reference's variability (per-column, per-method spreads of the
 statistic between reference chunks and the whole reference), stored in its settings document
-under "variability"; `ReferenceThresholds` derives drift bounds from it.
+under "variability"; `ReferenceThresholds` derives drift bounds from it. Reference
+attributions (`monitor.attributions`) are stored there too, under "attributions".
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -16,6 +17,7 @@ from sqlalchemy import select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
+from monitor.attributions import sums_from_settings
 from monitor.detectors.variability import Variability
 from monitor.errors import ConflictError, NotFoundError
 from monitor.profiles import OVERALL, ProfileSet, profile_from_bytes
@@ -44,6 +46,8 @@ class StoredBaseline:
 
     profiles: ProfileSet
     variability: Variability | None
+    # Reference attributions per feature: (count, sum of |attribution|); {} when none.
+    attributions: Mapping[str, tuple[int, float]] = field(default_factory=dict)
 
 
 def ensure_model_version(session: Session, model: str, version: str) -> ModelVersion:
@@ -143,6 +147,7 @@ def load_stored_baseline(
         return StoredBaseline(
             ProfileSet(profiles, rows, tuple(row.slice_by), specs),
             None if spread is None else Variability.from_dict(spread),
+            sums_from_settings(row.settings.get("attributions")),
         )
 
 

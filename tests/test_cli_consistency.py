@@ -79,7 +79,7 @@ def test_models_activate_list_table_and_sqlite_created_on_first_write(tmp_path: 
     assert first.returncode == 0 and "fraud: 1 is active" in first.stdout
     listed = run_cli("models", "list", *url).stdout.splitlines()
     assert listed[0].split()[:3] == ["model", "active", "last_known_good"]
-    assert listed[1].split() == ["fraud", "1", "-", "1,2"]
+    assert listed[1].split() == ["fraud", "1", "-", "1,2", "-"]  # no settings recorded
     assert json.loads(run_cli("models", "list", "--json", *url).stdout)[0]["active"] == "1"
     assert run_cli("baseline", "list", *url).stdout.strip() == "no baselines"
     assert json.loads(run_cli("baseline", "list", "--json", *url).stdout) == []

@@ -21,10 +21,19 @@ PACKAGES = [
     "monitor.config",
     "monitor.storage",
     "monitor.errors",
+    "monitor.canary",
 ]
 
 PINNED: dict[str, set[str]] = {
     "monitor": {"__version__"},
+    "monitor.canary": {
+        "CanaryCriterion",
+        "CanaryReport",
+        "CanaryVerdict",
+        "CriterionStatus",
+        "analyze_canary",
+        "since_of",
+    },
     "monitor.errors": {
         "ConfigError",
         "ConflictError",

@@ -96,6 +96,12 @@ def run_lines(doc: Mapping[str, Any]) -> list[str]:
     for role, art in (run.get("artifacts") or {}).items():
         extra = f", {art['rows']} rows" if "rows" in art else ""
         lines.append(f"{role}: {art['name']} (sha256 {art['sha256']}{extra})")
+    settings = run.get("settings") or {}
+    if settings:
+        parts = [f"{k} {settings[k]}" for k in ("precision", "quantization", "batching", "runtime")
+                 if k in settings]  # fmt: skip
+        parts += [f"{k}={v}" for k, v in (settings.get("meta") or {}).items()]
+        lines.append(f"Optimization settings: {'; '.join(parts)}")
     lines.append(
         f"Providers: reference {', '.join(providers['reference'])}; "
         f"candidate {', '.join(providers['candidate'])}"

@@ -57,6 +57,14 @@ def baseline() -> None:
     help="local: read DATA here in record batches; spark: profile --table on Spark.",
 )
 @click.option("--table", default=None, metavar="NAME|PATH", help="spark: catalog table or path.")
+@click.option(
+    "--attributions",
+    "attributions_path",
+    default=None,
+    metavar="FILE",
+    help="Reference attributions (`attr.<feature>` columns) in a separate file; by default "
+    "DATA's own `attr.*` columns are used.",
+)
 @click.argument("data", required=False)
 @database_options
 @role_options
@@ -73,12 +81,14 @@ def create_cmd(
     replace: bool,
     engine_name: str,
     table: str | None,
+    attributions_path: str | None,
     data: str | None,
     database_url: str | None,
     config_path: Path | None,
     **roles: Any,
 ) -> None:
     """Profile DATA (Parquet/CSV file, directory or glob) or a Spark table; store it."""
+    from monitor.attributions import attribution_columns
     from monitor.baselines import save_baseline
     from monitor.profiles import compared_columns
 
@@ -101,8 +111,9 @@ def create_cmd(
 
     def choose(sample: Any, where: str) -> list[str]:
         check_slice_columns(sample, slice_by, where)
+        plain = sample[[c for c in sample.columns if c not in attribution_columns(sample.columns)]]
         return compared_columns(
-            select_columns(sample, wanted, slice_by, column_roles, where), slice_by
+            select_columns(plain, wanted, slice_by, column_roles, where), slice_by
         )
 
     with progress(f"reading and profiling {data or table}") as step:
@@ -113,6 +124,7 @@ def create_cmd(
             streamed, source, digest = _profile_data(
                 data, choose, slice_by, (bins, top_k, chunks), forced
             )
+        attributions = _attributions(attributions_path or data, attributions_path is not None)
         step("saving the baseline")
         profiles, variability = streamed.profiles, streamed.variability
         cols = list(streamed.specs)
@@ -125,7 +137,7 @@ def create_cmd(
             source=source,
             source_sha256=digest,
             replace=replace,
-            settings={"bins": bins, "top_k": top_k},
+            settings={"bins": bins, "top_k": top_k, "attributions": attributions},
             variability=variability,
         )
     spread = "" if variability is None else f", variability of {chunks} chunks"
@@ -137,6 +149,26 @@ def create_cmd(
     )
     sliced = f"; sliced by {', '.join(slice_by)}" if slice_by else ""
     click.echo(f"  columns: {', '.join(cols)}{sliced}")
+    if attributions:
+        click.echo(f"  attributions: {', '.join(sorted(attributions))}")
+
+
+def _attributions(path: str | None, required: bool) -> dict[str, list[float]]:
+    """Reference attributions of the `attr.*` columns of `path` ({} without any or a path);
+    InputError when `required` (--attributions) and the file has none."""
+    from monitor.attributions import attribution_columns, reference_attributions
+    from monitor.datasets import open_source
+
+    if path is None:
+        return {}
+    source = open_source(path)
+    columns = attribution_columns(source.columns)
+    if not columns and required:
+        raise InputError(f"--attributions {path}: no `attr.<feature>` columns")
+    if not columns:
+        return {}
+    sums = reference_attributions(source.batches(columns))
+    return {feature: [n, total] for feature, (n, total) in sums.items()}
 
 
 @baseline.command("list")

@@ -75,6 +75,8 @@ def gate(**opts: Any) -> None:
     )
     with progress(f"replaying {request.golden.rows} golden rows through both models"):
         verdict = run_gate(request)
+    if opts["model"]:
+        verdict = _with_settings(opts, verdict)
     _write_reports(opts, verdict.to_dict())
     err = any(is_stdout(opts[k]) for k in ("json_path", "html_path", "markdown_path"))
     _summary(verdict, err)
@@ -165,6 +167,22 @@ def _summary(verdict: Any, err: bool) -> None:
             click.echo(f"  {criterion.status.upper()}: {criterion.describe()}", err=err)
     for line in localization_lines(doc):
         click.echo(f"  {line}", err=err)
+
+
+def _with_settings(opts: dict[str, Any], verdict: Any) -> Any:
+    """The verdict with the registered version's optimization settings in its `run`."""
+    from dataclasses import replace
+
+    from guards.registry import version_settings
+    from monitor.storage import make_engine, prepare_for_writes
+
+    engine = make_engine(resolve_database_url(opts["database_url"], opts["config_path"]))
+    try:
+        prepare_for_writes(engine)
+        settings = version_settings(engine, opts["model"], opts["model_version"])
+    finally:
+        engine.dispose()
+    return replace(verdict, run={**verdict.run, "settings": settings})
 
 
 def _record(opts: dict[str, Any], verdict: Any, err: bool) -> None:

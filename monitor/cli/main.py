@@ -21,6 +21,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "alerts": ("monitor.cli.alerts:alerts", "Show alert states; run the delivery worker."),
     "silences": ("monitor.cli.alerts:silences", "Add, list and expire alert silences."),
     "gate": ("monitor.cli.gate:gate", "Gate an optimized ONNX build against its reference."),
+    "canary": ("monitor.cli.canary:canary", "Judge a canary version's live traffic vs stable."),
+    "compare": ("monitor.cli.compare:compare", "Compare candidate builds: metric, latency, cost."),
     "models": ("monitor.cli.models:models", "Register model versions and list the registry."),
     "rollback": ("monitor.cli.models:rollback", "Move a model's active version back."),
     "collect": ("monitor.cli.collect:collect", "Run the configured sources into window profiles."),

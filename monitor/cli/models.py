@@ -32,6 +32,11 @@ def models() -> None:
 @click.option("--version", "model_version", metavar="V", help="Version being registered.")
 @click.option("--auto-rollback", is_flag=True, help="Roll back when a gate for it fails.")
 @click.option("--activate", is_flag=True, help="Make this version the active one.")
+@click.option("--precision", type=click.Choice(["fp32", "fp16", "int8"]), help="Numeric precision.")
+@click.option("--quantization", metavar="TEXT", help='e.g. "static qdq, 512 calibration rows".')
+@click.option("--batching", metavar="TEXT", help='Batch configuration, e.g. "max 64, 5 ms".')
+@click.option("--runtime", metavar="TEXT", help='Runtime image, e.g. "ort 1.31 CUDA".')
+@click.option("--meta", multiple=True, metavar="KEY=VALUE", help="Free setting (repeatable).")
 @database_options
 def register_cmd(
     args: tuple[str, ...],
@@ -39,6 +44,11 @@ def register_cmd(
     model_version: str | None,
     auto_rollback: bool,
     activate: bool,
+    precision: str | None,
+    quantization: str | None,
+    batching: str | None,
+    runtime: str | None,
+    meta: tuple[str, ...],
     database_url: str | None,
     config_path: Path | None,
 ) -> None:
@@ -46,12 +56,25 @@ def register_cmd(
 
     The old spelling `models register MODEL VERSION PATH` still works (with a deprecation note).
     """
-    from guards.registry import register_version
+    from guards.registry import optimization_settings, parse_meta, register_version
 
     model, version, path = _register_args(args, model, model_version)
+    settings = optimization_settings(
+        precision=precision,
+        quantization=quantization,
+        batching=batching,
+        runtime=runtime,
+        meta=parse_meta(meta),
+    )
     engine = _engine(database_url, config_path, write=True)
     info = register_version(
-        engine, model, version, path, auto_rollback=auto_rollback, activate=activate
+        engine,
+        model,
+        version,
+        path,
+        auto_rollback=auto_rollback,
+        activate=activate,
+        settings=settings,
     )
     flags = [f for f, on in (("active", activate), ("auto-rollback", auto_rollback)) if on]
     suffix = f" ({', '.join(flags)})" if flags else ""
@@ -106,6 +129,7 @@ def list_cmd(as_json: bool, database_url: str | None, config_path: Path | None) 
                         "artifact_sha256": v.artifact_sha256,
                         "auto_rollback": v.auto_rollback,
                         "created_at": v.created_at.isoformat(),
+                        "settings": dict(v.settings),
                     }
                     for v in m.versions
                 ],
@@ -116,11 +140,21 @@ def list_cmd(as_json: bool, database_url: str | None, config_path: Path | None) 
         return
     rows = [
         [m.name, m.active, m.last_known_good,
-         [v.version + ("*" if v.auto_rollback else "") for v in m.versions]]
+         [v.version + ("*" if v.auto_rollback else "") for v in m.versions],
+         " | ".join(f"{v.version}: {settings_text(v.settings)}" for v in m.versions
+                    if v.settings)]
         for m in infos
     ]  # fmt: skip
-    echo_table(("model", "active", "last_known_good", "versions (* auto-rollback)"), rows,
-               "no models registered")  # fmt: skip
+    header = ("model", "active", "last_known_good", "versions (* auto-rollback)", "settings")
+    echo_table(header, rows, "no models registered")
+
+
+def settings_text(settings: Any) -> str:
+    """Optimization settings on one line: `fp16; static qdq; max 64; ort 1.31; k=v`."""
+    parts = [str(settings[k]) for k in ("precision", "quantization", "batching", "runtime")
+             if k in settings]  # fmt: skip
+    parts += [f"{k}={v}" for k, v in settings.get("meta", {}).items()]
+    return "; ".join(parts)
 
 
 @click.command()

@@ -18,6 +18,7 @@ from monitor.config.base import StrictModel
 from monitor.config.columns import ColumnsConfig
 from monitor.config.guards import GuardsConfig
 from monitor.config.monitoring import DriftConfig, OutcomeConfig
+from monitor.config.serving import CanaryConfig, SloConfig
 from monitor.config.sources import CollectConfig, SourceConfig
 from monitor.errors import ConfigError
 
@@ -41,6 +42,8 @@ class ModelConfig(StrictModel):
     drift: DriftConfig = Field(default_factory=DriftConfig)
     outcomes: OutcomeConfig = Field(default_factory=OutcomeConfig)
     columns: ColumnsConfig = Field(default_factory=ColumnsConfig)
+    slo: SloConfig | None = None
+    canary: CanaryConfig = Field(default_factory=CanaryConfig)
 
     @field_validator("slices")
     @classmethod

@@ -19,12 +19,14 @@ from monitor._version import __version__
 from monitor.config import Config
 from monitor.daemon.alerts_api import router as alerts_router
 from monitor.daemon.auth import TokenStore, requires
+from monitor.daemon.canary_api import router as canary_router
 from monitor.daemon.ingest_api import router as ingest_router
 from monitor.daemon.intake import HttpIntake
 from monitor.daemon.limits import BodyLimitMiddleware
 from monitor.daemon.models_api import router as models_router
 from monitor.daemon.release_api import router as release_router
 from monitor.daemon.results_api import router as results_router
+from monitor.daemon.slo_api import router as slo_router
 from monitor.errors import (
     ConflictError,
     InputError,
@@ -150,7 +152,8 @@ def create_app(state: DaemonState) -> FastAPI:
     _install_error_handlers(app)
     _install_health(app, state)
     app.state.intake = state.intake or HttpIntake(state.engine, state.config)
-    routers = (models_router, ingest_router, results_router, release_router, alerts_router)
+    routers = (models_router, ingest_router, results_router, release_router, alerts_router,
+               canary_router, slo_router)  # fmt: skip
     for router in routers:
         app.include_router(router, prefix="/v1")
     app.add_middleware(BodyLimitMiddleware, max_bytes=state.config.api.max_body_bytes)

@@ -17,6 +17,7 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
+from monitor.attributions import Sums, attribution_drift
 from monitor.baselines import StoredBaseline, baseline_for
 from monitor.config import ModelConfig
 from monitor.detectors import DriftResult, ThresholdStrategy, evaluate, threshold_strategy
@@ -24,6 +25,7 @@ from monitor.failures import Isolation
 from monitor.outcomes import OutcomeResult
 from monitor.profiles import OVERALL, ProfileSet, profile_from_bytes
 from monitor.results import store_drift_results, store_outcome_results
+from monitor.slo import serving_summary
 from monitor.storage import (
     Change,
     WindowCount,
@@ -173,7 +175,7 @@ class WindowEvaluator:
 
     def _drift(self, cfg: ModelConfig) -> list[WindowEvaluation]:
         out = []
-        refs: dict[str, tuple[ProfileSet, ThresholdStrategy] | None] = {}
+        refs: dict[str, tuple[ProfileSet, ThresholdStrategy, Sums] | None] = {}
         consumed = Consumed(self.engine, "drift")
         for window in changed_windows(self.engine, cfg.name):
             if window.version not in refs:
@@ -202,7 +204,12 @@ class WindowEvaluator:
         return out
 
     def _drift_window(
-        self, cfg: ModelConfig, window: Window, reference: ProfileSet, thresholds: ThresholdStrategy
+        self,
+        cfg: ModelConfig,
+        window: Window,
+        reference: ProfileSet,
+        thresholds: ThresholdStrategy,
+        attributions: Sums,
     ) -> WindowEvaluation:
         started = time.perf_counter()
         current = window_profiles(self.engine, window, reference.slice_by or cfg.slices)
@@ -214,6 +221,10 @@ class WindowEvaluator:
             alpha=cfg.drift.alpha,
             min_n=cfg.drift.min_n,
         )
+        if attributions:
+            served = serving_summary(self.engine, cfg.name, window.version, window.start,
+                                     window.end)  # fmt: skip
+            results = [*results, *attribution_drift(attributions, served, cfg.drift.min_n)]
         store_drift_results(
             self.engine, cfg.name, window.version, (window.start, window.end), results
         )
@@ -221,7 +232,7 @@ class WindowEvaluator:
 
     def _reference(
         self, cfg: ModelConfig, version: str
-    ) -> tuple[ProfileSet, ThresholdStrategy] | None:
+    ) -> tuple[ProfileSet, ThresholdStrategy, Sums] | None:
         baseline = baseline_for(self.engine, cfg.name, version, cfg.drift.baseline)
         if baseline is None:
             log.warning(
@@ -235,7 +246,7 @@ class WindowEvaluator:
                 cfg.name,
                 cfg.drift.baseline,
             )
-        return baseline.profiles, thresholds_for(cfg, baseline)
+        return baseline.profiles, thresholds_for(cfg, baseline), dict(baseline.attributions)
 
     def _outcomes(self, cfg: ModelConfig) -> list[WindowEvaluation]:
         out = []

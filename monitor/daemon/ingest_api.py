@@ -40,6 +40,11 @@ class Event(BaseModel):
     prediction: Any = None
     metadata: dict[str, Scalar] | None = None
     label: Any = None
+    # Operational fields (all optional): latency, errors (still counted), attributions.
+    latency_ms: float | None = Field(default=None, ge=0, description="End-to-end latency")
+    model_latency_ms: float | None = Field(default=None, ge=0, description="Inference only")
+    error: str | None = Field(default=None, description="Set on an errored request")
+    attributions: dict[str, float] | None = Field(default=None, description="e.g. SHAP values")
 
 
 class CloudEvent(BaseModel):

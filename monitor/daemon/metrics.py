@@ -8,15 +8,19 @@ because a source's counter spans every model it carries.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import case, func, select
 from sqlalchemy.engine import Engine
 
 from dashboards.metrics import ModelwatchMetrics
+from monitor.config.serving import SloConfig
 from monitor.daemon.signals import latest_rows
 from monitor.profiles import key_of
+from monitor.profiles.serving import ServingSummary
+from monitor.slo import ServingWindow, evaluate_windows
 from monitor.storage import (
     AlertNotification,
     DeadLetter,
@@ -24,6 +28,7 @@ from monitor.storage import (
     GateRun,
     IngestCounter,
     SourcePosition,
+    WindowServing,
     session_factory,
 )
 
@@ -33,9 +38,12 @@ ALL_MODELS = "*"
 class MetricsPublisher:
     """Turns stored totals and the newest results into gauge values and counter increments."""
 
-    def __init__(self, engine: Engine, metrics: ModelwatchMetrics) -> None:
+    def __init__(
+        self, engine: Engine, metrics: ModelwatchMetrics, slo: Mapping[str, SloConfig] | None = None
+    ) -> None:
         self.engine = engine
         self.metrics = metrics
+        self.slo = dict(slo or {})  # model -> its serving objectives
         self._seen: dict[tuple[str, ...], float] = {}
 
     def _advance(self, key: tuple[str, ...], total: float) -> float:
@@ -71,6 +79,8 @@ class MetricsPublisher:
         for model in models:
             self._drift(model)
             self._guards(model)
+            if model in self.slo:
+                self._slo(model, self.slo[model])
 
     def _ingest(self, ingest: Iterable[Any], dead: Iterable[Any], lag: Iterable[Any]) -> None:
         for source, events in ingest:
@@ -98,6 +108,18 @@ class MetricsPublisher:
                 )
         for (version, slice_key), count in drifted.items():
             self.metrics.set_drifted_columns(model, version, slice_key or None, count)
+
+    def _slo(self, model: str, cfg: SloConfig) -> None:
+        windows = [
+            ServingWindow(r.model, r.version, r.window_start, r.window_end, r.slice_key,
+                          ServingSummary.from_row(r))
+            for r in latest_rows(self.engine, WindowServing, model)
+        ]  # fmt: skip
+        for r in evaluate_windows(windows, cfg, datetime.now(UTC)):
+            if r.value is not None:
+                self.metrics.set_slo(
+                    model, r.version, r.slice_key or None, r.objective, r.value, r.threshold
+                )
 
     def _guards(self, model: str) -> None:
         newest = (

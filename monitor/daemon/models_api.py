@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel
 from sqlalchemy import select
@@ -21,6 +23,8 @@ class ModelOut(BaseModel):
     versions: list[str]
     active: str | None
     last_known_good: str | None
+    # Optimization settings per version (precision, quantization, batching, runtime, meta).
+    settings: dict[str, dict[str, Any]] = {}
 
 
 class ModelList(BaseModel):
@@ -52,6 +56,7 @@ def list_models(request: Request) -> ModelList:
                     versions=[v.version for v in m.versions],
                     active=al.get("active"),
                     last_known_good=al.get("last_known_good"),
+                    settings={v.version: dict(v.settings or {}) for v in m.versions},
                 )
             )
     return ModelList(models=out)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -172,6 +173,7 @@ def run_guard(
     apply) and answer with the verdict: 200 pass, 409 fail or inconclusive."""
     from guards.gate import run_gate
     from guards.history import record_gate
+    from guards.registry import version_settings
 
     state = daemon(request)
     body = body or GuardRunRequest()
@@ -181,6 +183,8 @@ def run_guard(
     golden_path = Path(golden_cfg.path)
     with _GATE_LOCK:
         verdict = run_gate(gate_request)
+        settings = version_settings(state.engine, model, version)
+        verdict = replace(verdict, run={**verdict.run, "settings": settings})
         record = record_gate(
             state.engine,
             model,

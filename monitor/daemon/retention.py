@@ -34,6 +34,7 @@ from monitor.storage import (
     WindowChange,
     WindowCount,
     WindowProfile,
+    WindowServing,
     transaction,
 )
 
@@ -52,6 +53,7 @@ def purge(
     statements = {
         "window_profiles": delete(WindowProfile).where(WindowProfile.updated_at < cutoff),
         "window_counts": delete(WindowCount).where(WindowCount.updated_at < cutoff),
+        "window_serving": delete(WindowServing).where(WindowServing.updated_at < cutoff),
         "drift_results": delete(DriftResultRow).where(DriftResultRow.computed_at < cutoff),
         "outcome_results": delete(OutcomeResultRow).where(OutcomeResultRow.computed_at < cutoff),
         "labeled_predictions": delete(LabeledPrediction).where(

@@ -14,8 +14,17 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
 from alerts import Signal
+from monitor.config import ModelConfig
 from monitor.profiles import slice_label
-from monitor.storage import DriftResultRow, GateRun, OutcomeResultRow, session_factory
+from monitor.profiles.serving import ServingSummary
+from monitor.slo import ServingWindow, evaluate_windows
+from monitor.storage import (
+    DriftResultRow,
+    GateRun,
+    OutcomeResultRow,
+    WindowServing,
+    session_factory,
+)
 
 FIRING_DRIFT = ("drift", "missing")
 
@@ -114,6 +123,34 @@ def outcome_signals(engine: Engine, models: Iterable[str], now: datetime) -> lis
                 Signal("outcome", labels, r.value, r.baseline_value, r.status == "degraded", now)
             )
     return out
+
+
+def slo_signals(engine: Engine, cfg: ModelConfig, now: datetime) -> list[Signal]:
+    """An `slo` signal per objective and slice of each version's newest serving window."""
+    if cfg.slo is None:
+        return []
+    windows = [
+        ServingWindow(r.model, r.version, r.window_start, r.window_end, r.slice_key,
+                      ServingSummary.from_row(r))
+        for r in latest_rows(engine, WindowServing, cfg.name)
+    ]  # fmt: skip
+    return [
+        Signal(
+            "slo",
+            {
+                "model": r.model,
+                "version": r.version,
+                "objective": r.objective,
+                "slice": slice_label(r.slice_key),
+            },
+            r.value,
+            r.threshold,
+            r.status == "breach",
+            now,
+        )  # fmt: skip
+        for r in evaluate_windows(windows, cfg.slo, now)
+        if r.status != "insufficient_data"
+    ]
 
 
 def guard_signal(model: str, version: str, verdict: str, now: datetime) -> Signal:

@@ -26,7 +26,7 @@ from monitor.daemon.health_signals import (
 from monitor.daemon.metrics import MetricsPublisher
 from monitor.daemon.scheduler import JobSpec
 from monitor.daemon.service import Component, Service
-from monitor.daemon.signals import drift_signals, guard_signals, outcome_signals
+from monitor.daemon.signals import drift_signals, guard_signals, outcome_signals, slo_signals
 from monitor.daemon.supervisor import SupervisedComponent
 from monitor.failures import Backoff, Isolation, clear_failure, record_failure
 from monitor.storage import utcnow
@@ -42,6 +42,7 @@ MONITOR_KINDS = (
     "ingest_lag",
     "dead_letter_rate",
     "no_data",
+    "slo",
 )
 ALERTS_JOB = "alerts"
 COMPONENTS_JOB = "components"
@@ -140,7 +141,8 @@ class Monitoring:
         self.isolation = Isolation(engine, ALERTS_JOB, backoff, failed)
         self.alerts = Evaluator(engine, config.alerts)
         self.metrics = metrics
-        self.publisher = MetricsPublisher(engine, metrics) if metrics is not None else None
+        slo = {m.name: m.slo for m in config.models if m.slo is not None}
+        self.publisher = MetricsPublisher(engine, metrics, slo) if metrics is not None else None
         self.dead_letter_rate = DeadLetterRate()
         self._last: dict[str, list[Signal]] = {}
 
@@ -174,6 +176,11 @@ class Monitoring:
                 ("guard", guard_signals),
             ):
                 out.append((f"signals {kind} {model}", functools.partial(produce, e, [model])))
+        out += [
+            (f"signals slo {m.name}", functools.partial(slo_signals, e, m))
+            for m in self.config.models
+            if m.slo is not None
+        ]
         names = [m.name for m in self.config.models]
         window = self.config.collect.window
         out += [

@@ -25,6 +25,7 @@ from monitor.storage.collectors import (
     SourcePosition,
     WindowCount,
     WindowProfile,
+    WindowServing,
 )
 from monitor.storage.core import (
     ALIASES,
@@ -86,6 +87,7 @@ __all__ = [
     "UTCDateTime",
     "WindowCount",
     "WindowProfile",
+    "WindowServing",
     "downgrade",
     "head_revision",
     "make_engine",

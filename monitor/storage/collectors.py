@@ -49,6 +49,30 @@ class WindowCount(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
+class WindowServing(Base):
+    """Serving statistics of one (model, version, window, slice), merged in place per batch.
+
+    `latency`/`model_latency` are log-scale sketches (`monitor.profiles.latency`) as JSON;
+    `attributions` maps a feature to `[n, sum of |attribution|]`.
+    """
+
+    __tablename__ = "window_serving"
+    # Retention deletes by age.
+    __table_args__ = (Index("ix_window_serving_updated_at", "updated_at"),)
+
+    model: Mapped[str] = mapped_column(String(200), primary_key=True)
+    version: Mapped[str] = mapped_column(String(100), primary_key=True)
+    window_start: Mapped[datetime] = mapped_column(UTCDateTime, primary_key=True)
+    slice_key: Mapped[str] = mapped_column(String(500), primary_key=True)
+    window_end: Mapped[datetime] = mapped_column(UTCDateTime)
+    requests: Mapped[int] = mapped_column(BigInteger)
+    errors: Mapped[int] = mapped_column(BigInteger)
+    latency: Mapped[dict[str, Any]] = mapped_column(JSONDoc)
+    model_latency: Mapped[dict[str, Any]] = mapped_column(JSONDoc)
+    attributions: Mapped[dict[str, Any]] = mapped_column(JSONDoc)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
 class SourcePosition(Base):
     """How far a source has been consumed: a Kafka partition's next offset or a file's bytes."""
 

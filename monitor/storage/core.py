@@ -49,6 +49,8 @@ class ModelVersion(Base):
     artifact_sha256: Mapped[str | None] = mapped_column(String(64))
     # A failed gate for this version moves `active` back to last-known-good.
     auto_rollback: Mapped[bool] = mapped_column(default=False)
+    # How the version was optimized: precision, quantization, batching, runtime, free meta.
+    settings: Mapped[dict[str, Any]] = mapped_column(JSONDoc, default=dict)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     model: Mapped[Model] = relationship(back_populates="versions")

@@ -78,6 +78,18 @@ TROUBLE = {
     "fewer features": _set("features", {"amount": 1.5}),
     "not an object": lambda e: [1, 2],
     "array of events": lambda e: [e, event(10_000, ts=e["timestamp"])],
+    "latency": _set("latency_ms", 12.5),
+    "integer latency": _set("model_latency_ms", 7),
+    "zero latency": _set("latency_ms", 0),
+    "negative latency": _set("latency_ms", -1),
+    "boolean latency": _set("latency_ms", True),
+    "string latency": _set("latency_ms", "12"),
+    "null latency": _set("latency_ms", None),
+    "error": _set("error", "timeout"),
+    "numeric error": _set("error", 500),
+    "attributions": _set("attributions", {"amount": -0.25, "country": 1}),
+    "string attribution": _set("attributions", {"amount": "high"}),
+    "array attributions": _set("attributions", [0.1]),
 }
 
 
@@ -123,9 +135,9 @@ def summary(plan: Plan) -> dict[str, Any]:
     for wkey, window in plan.windows.items():
         for slice_key, rows in window.slices.items():
             picked = range(len(window)) if rows is None else rows.tolist()
+            columns = sorted({**window.columns, **window.serving}.items())
             windows[(*wkey, slice_key)] = sorted(
-                (window.origin[i], *(repr(v[i]) for _, v in sorted(window.columns.items())))
-                for i in picked
+                (window.origin[i], *(f"{c}={v[i]!r}" for c, v in columns)) for i in picked
             )
     return {
         "windows": windows,

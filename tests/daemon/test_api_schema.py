@@ -72,7 +72,7 @@ def test_every_v1_endpoint_is_documented_with_typed_models(server: ServerProcess
         if path.startswith("/v1/")
         for method, op in ops.items()
     ]
-    assert len(operations) == 12
+    assert len(operations) == 14
     for name, op in operations:
         ok = next(v for k, v in op["responses"].items() if k.startswith("2"))
         assert "$ref" in ok["content"]["application/json"]["schema"], name

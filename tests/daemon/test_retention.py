@@ -13,6 +13,7 @@ from monitor.storage import (
     DriftResultRow,
     SourcePosition,
     WindowProfile,
+    WindowServing,
     session_factory,
     transaction,
 )
@@ -54,6 +55,19 @@ def _window(written: datetime) -> list[object]:
             status="ok",
             computed_at=written,
         ),
+        WindowServing(
+            model="m",
+            version="1",
+            window_start=start,
+            window_end=end,
+            slice_key="",
+            requests=1,
+            errors=0,
+            latency={},
+            model_latency={},
+            attributions={},
+            updated_at=written,
+        ),
         DeadLetter(
             source="s",
             key="p0",
@@ -85,8 +99,9 @@ def test_purge_removes_aged_rows_and_keeps_stream_positions(engine: Engine) -> N
         s.add_all([*_window(OLD), *_window(NEW), *_positions()])
     deleted = purge(engine, NOW - timedelta(days=90))
     assert deleted["window_profiles"] == deleted["drift_results"] == deleted["dead_letters"] == 1
+    assert deleted["window_serving"] == 1
     assert deleted["source_positions"] == 2
-    for table in (WindowProfile, DriftResultRow, DeadLetter):
+    for table in (WindowProfile, DriftResultRow, DeadLetter, WindowServing):
         assert _count(engine, table) == 1
     with session_factory(engine)() as s:
         kept = sorted(s.scalars(select(SourcePosition.key)))

@@ -82,6 +82,7 @@ def test_exposition_lists_every_metric_with_help(
     metrics.record_delivery_failure("slack")
     metrics.set_drifted_columns("fraud", "3", "", 2)
     metrics.set_guard_flip_rate("fraud", "4-int8", "region=eu", 0.01)
+    metrics.set_slo("fraud", "3", None, "latency_p95_ms", 41.5, 50.0)
     text = generate_latest(registry).decode()
     for name in (
         "modelwatch_events_ingested",
@@ -94,7 +95,12 @@ def test_exposition_lists_every_metric_with_help(
         "modelwatch_drifted_columns",
         "modelwatch_guard_verdict",
         "modelwatch_guard_flip_rate",
+        "modelwatch_slo_value",
+        "modelwatch_slo_threshold",
     ):
         assert f"# HELP {name}" in text
     assert 'modelwatch_window_evaluation_seconds_bucket{le="0.5",model="fraud"} 1.0' in text
     assert 'modelwatch_drifted_columns{model="fraud",slice="all",version="3"} 2.0' in text
+    slo = 'model="fraud",objective="latency_p95_ms",slice="all",version="3"'
+    assert f"modelwatch_slo_value{{{slo}}} 41.5" in text
+    assert f"modelwatch_slo_threshold{{{slo}}} 50.0" in text

@@ -1,0 +1,15 @@
+"""Live canary analysis: a canary version's traffic judged against the stable version's."""
+
+from __future__ import annotations
+
+from monitor.canary._criteria import CanaryCriterion, CriterionStatus
+from monitor.canary.analysis import CanaryReport, CanaryVerdict, analyze_canary, since_of
+
+__all__ = [
+    "CanaryCriterion",
+    "CanaryReport",
+    "CanaryVerdict",
+    "CriterionStatus",
+    "analyze_canary",
+    "since_of",
+]

@@ -1,0 +1,145 @@
+"""The criteria of a canary analysis, each a pure function of the two versions' evidence.
+
+Every criterion needs minimum evidence from both versions (`canary.min_events` events or
+latency samples, `canary.min_labels` labels), else it is `insufficient_data`. Latency and error
+rate criteria exist only where the stable version reports those fields; outcome criteria only
+where its predictions have labels.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+from scipy.stats import norm
+
+from monitor.canary._evidence import Evidence
+from monitor.config import ModelConfig
+from monitor.detectors import compare, get_detector, rebin
+from monitor.outcomes import get_metric
+from monitor.profiles import Profile
+
+CriterionStatus = Literal["ok", "fail", "insufficient_data"]
+
+
+@dataclass(frozen=True)
+class CanaryCriterion:
+    """One criterion: canary and stable values, the bound that decides, both sample sizes.
+
+    For distribution criteria (`prediction`, `feature:<name>`) `canary` is the distance of the
+    canary's distribution from the stable's and `baseline` is None; for `error_rate` `threshold`
+    is the SLO (None without one: the two-proportion test decides alone).
+    """
+
+    name: str
+    status: CriterionStatus
+    canary: float | None
+    baseline: float | None
+    threshold: float | None
+    n_canary: int
+    n_baseline: int
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        """The criterion as Argo's jsonPath and Flagger read it (`detail` is for people)."""
+        return {
+            "name": self.name,
+            "status": self.status,
+            "canary": self.canary,
+            "baseline": self.baseline,
+            "threshold": self.threshold,
+            "n_canary": self.n_canary,
+            "n_baseline": self.n_baseline,
+        }
+
+
+def distribution(
+    name: str, stable: Profile, canary: Profile | None, cfg: ModelConfig
+) -> CanaryCriterion:
+    """The canary's distribution of one column on the stable's spec, by the canary method."""
+    detector = get_detector(cfg.canary.method)
+    moved = rebin(canary, stable.spec) if canary is not None else None
+    n_canary = canary.n if canary is not None else 0
+    if moved is None or min(stable.n, n_canary) < cfg.canary.min_events:
+        why = "no comparable values" if moved is None and canary is not None else "too few events"
+        return CanaryCriterion(
+            name, "insufficient_data", None, None, cfg.canary.threshold, n_canary, stable.n, why
+        )
+    result = compare(
+        detector, stable, moved, cfg.canary.threshold, min_n=cfg.canary.min_events,
+        alpha=cfg.drift.alpha,
+    )  # fmt: skip
+    status: CriterionStatus = "fail" if result.status == "drift" else "ok"
+    detail = f"{detector.name} {result.value:.4g} (p {result.p_value:.3g})" if result.value else ""
+    return CanaryCriterion(
+        name, status, result.value, None, cfg.canary.threshold, n_canary, stable.n, detail
+    )
+
+
+def latency(q: float, slo: float | None, stable: Evidence, canary: Evidence, cfg: ModelConfig
+            ) -> CanaryCriterion:  # fmt: skip
+    """Canary latency at quantile `q` against `latency_ratio` × the stable's and the SLO."""
+    name = f"latency_p{round(q * 100)}"
+    a, b = canary.serving.latency, stable.serving.latency
+    value, base = a.quantile(q), b.quantile(q)
+    if value is None or base is None or min(a.n, b.n) < cfg.canary.min_events:
+        return CanaryCriterion(name, "insufficient_data", value, base, slo, a.n, b.n,
+                               "too few latency samples")  # fmt: skip
+    bound = base * cfg.canary.latency_ratio
+    threshold = bound if slo is None else min(bound, slo)
+    status: CriterionStatus = "fail" if value > threshold else "ok"
+    detail = f"ratio {value / base:.3g}" if base else ""
+    return CanaryCriterion(name, status, value, base, threshold, a.n, b.n, detail)
+
+
+def error_rate(stable: Evidence, canary: Evidence, cfg: ModelConfig) -> CanaryCriterion:
+    """One-sided two-proportion z-test: is the canary's error rate higher than the stable's?"""
+    slo = cfg.slo.error_rate if cfg.slo is not None else None
+    x1, n1 = canary.serving.errors, canary.serving.requests
+    x0, n0 = stable.serving.errors, stable.serving.requests
+    if min(n0, n1) < cfg.canary.min_events:
+        rate = (x1 / n1) if n1 else None
+        return CanaryCriterion("error_rate", "insufficient_data", rate, (x0 / n0) if n0 else None,
+                               slo, n1, n0, "too few requests")  # fmt: skip
+    p1, p0 = x1 / n1, x0 / n0
+    p_value = _two_proportion_p(x1, n1, x0, n0)
+    failed = p_value < cfg.canary.alpha or (slo is not None and p1 > slo)
+    status: CriterionStatus = "fail" if failed else "ok"
+    return CanaryCriterion("error_rate", status, p1, p0, slo, n1, n0, f"p {p_value:.3g}")
+
+
+def _two_proportion_p(x1: int, n1: int, x0: int, n0: int) -> float:
+    """P-value that p1 > p0 (one-sided, pooled z); 1.0 when neither version errs."""
+    pooled = (x1 + x0) / (n1 + n0)
+    se = math.sqrt(pooled * (1 - pooled) * (1 / n1 + 1 / n0))
+    if se == 0:
+        return 1.0
+    return float(norm.sf((x1 / n1 - x0 / n0) / se))
+
+
+def outcomes(stable: Evidence, canary: Evidence, cfg: ModelConfig) -> list[CanaryCriterion]:
+    """Each outcome metric of the canary against the stable's, within `metric_tolerance`."""
+    by_name = {r.metric: r for r in canary.outcomes}
+    out = []
+    for base in stable.outcomes:
+        mine = by_name.get(base.metric)
+        n = mine.n if mine is not None else 0
+        value = mine.value if mine is not None else None
+        name = f"outcome:{base.metric}"
+        if value is None or base.value is None or min(n, base.n) < cfg.canary.min_labels:
+            out.append(CanaryCriterion(name, "insufficient_data", value, base.value, None, n,
+                                       base.n, "too few labels"))  # fmt: skip
+            continue
+        out.append(_metric(name, base.metric, value, base.value, n, base.n, cfg))
+    return out
+
+
+def _metric(name: str, metric: str, value: float, base: float, n: int, n0: int,
+            cfg: ModelConfig) -> CanaryCriterion:  # fmt: skip
+    tol = cfg.canary.metric_tolerance
+    if get_metric(metric).higher_is_better:
+        threshold, failed = base - tol, value < base - tol
+    else:
+        threshold, failed = base + tol, value > base + tol
+    return CanaryCriterion(name, "fail" if failed else "ok", value, base, threshold, n, n0)

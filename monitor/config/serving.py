@@ -1,0 +1,50 @@
+"""Serving SLOs and live canary analysis settings of a model."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from monitor.config._names import DriftMethod
+from monitor.config.base import StrictModel
+
+
+class CostConfig(StrictModel):
+    """Cost per 1,000 predictions: `hourly_price × replicas / (requests per hour / 1000)`."""
+
+    hourly_price: float = Field(gt=0, allow_inf_nan=False)
+    replicas: int = Field(default=1, ge=1)
+    # The SLO: cost per 1,000 predictions at most this (None: reported without a verdict).
+    max: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+
+
+class SloConfig(StrictModel):
+    """Serving objectives of a model; percentiles, never averages, decide latency."""
+
+    latency_p95_ms: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    latency_p99_ms: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    error_rate: float | None = Field(default=None, ge=0, le=1, allow_inf_nan=False)
+    min_rps: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    cost_per_1k: CostConfig | None = None
+    # Fewer requests in a window (and slice) than this: `insufficient_data`.
+    min_events: int = Field(default=100, ge=1)
+
+
+class CanaryConfig(StrictModel):
+    """How a canary version's live traffic is judged against the stable version's."""
+
+    # Distribution distance of predictions and features (on the stable version's specs).
+    method: DriftMethod = "psi"
+    threshold: float = Field(default=0.1, gt=0, allow_inf_nan=False)
+    # Canary latency p95/p99 may be at most this many times the stable version's.
+    latency_ratio: float = Field(default=1.2, ge=1, allow_inf_nan=False)
+    # Significance of the one-sided two-proportion test of the error rates.
+    alpha: float = Field(default=0.01, gt=0, lt=1)
+    # Minimum evidence per criterion, each version: events (and latency samples), labels.
+    min_events: int = Field(default=100, ge=1)
+    min_labels: int = Field(default=100, ge=1)
+    # The largest outcome-metric drop (canary below stable) that still passes.
+    metric_tolerance: float = Field(default=0.02, ge=0, allow_inf_nan=False)
+    # `rollback`: a failed canary that is the active version moves `active` back to the stable.
+    action: Literal["notify", "rollback"] = "notify"

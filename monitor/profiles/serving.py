@@ -1,0 +1,88 @@
+"""Serving statistics of a window: requests, errors, latency sketches, attribution sums.
+
+Mergeable like every other summary: counts and sums add, latency sketches merge, so a day is a
+merge of its windows. `attributions` maps a feature to `(n, sum of |attribution|)`; its mean
+absolute attribution is `sum / n`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from monitor.profiles.latency import LatencySketch
+
+__all__ = ["ServingSummary"]
+
+
+@dataclass(frozen=True)
+class ServingSummary:
+    """Requests, errored requests, latency sketches and attribution sums of some events."""
+
+    requests: int = 0
+    errors: int = 0
+    latency: LatencySketch = field(default_factory=LatencySketch)
+    model_latency: LatencySketch = field(default_factory=LatencySketch)
+    attributions: Mapping[str, tuple[int, float]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, columns: Mapping[str, Sequence[Any]], rows: Sequence[int]) -> ServingSummary:
+        """The summary of events `rows` of operational columns (`collectors.serving` names)."""
+
+        def present(name: str) -> list[Any]:
+            values = columns.get(name)
+            return [] if values is None else [values[i] for i in rows if values[i] is not None]
+
+        sums: dict[str, tuple[int, float]] = {}
+        for attr in present("attributions"):
+            for feature, value in attr.items():
+                n, total = sums.get(feature, (0, 0.0))
+                sums[feature] = (n + 1, total + abs(value))
+        return cls(
+            requests=len(rows),
+            errors=len(present("error")),
+            latency=LatencySketch.of(present("latency_ms")),
+            model_latency=LatencySketch.of(present("model_latency_ms")),
+            attributions=sums,
+        )
+
+    def merge(self, other: ServingSummary) -> ServingSummary:
+        """The summary of both summaries' events."""
+        sums = dict(self.attributions)
+        for feature, (n, total) in other.attributions.items():
+            n0, t0 = sums.get(feature, (0, 0.0))
+            sums[feature] = (n0 + n, t0 + total)
+        return ServingSummary(
+            self.requests + other.requests,
+            self.errors + other.errors,
+            self.latency.merge(other.latency),
+            self.model_latency.merge(other.model_latency),
+            sums,
+        )
+
+    def mean_abs_attribution(self) -> dict[str, float]:
+        """Each feature's mean absolute attribution over the events that carried one."""
+        return {f: total / n for f, (n, total) in self.attributions.items() if n}
+
+    def to_row(self) -> dict[str, Any]:
+        """Column values of a `window_serving` row."""
+        return {
+            "requests": self.requests,
+            "errors": self.errors,
+            "latency": self.latency.to_json(),
+            "model_latency": self.model_latency.to_json(),
+            "attributions": {f: [n, t] for f, (n, t) in self.attributions.items()},
+        }
+
+    @classmethod
+    def from_row(cls, row: Any) -> ServingSummary:
+        """A stored `window_serving` row (an ORM object or a mapping-like result row)."""
+        attrs = {f: (int(n), float(t)) for f, (n, t) in (row.attributions or {}).items()}
+        return cls(
+            int(row.requests),
+            int(row.errors),
+            LatencySketch.from_json(row.latency),
+            LatencySketch.from_json(row.model_latency),
+            attrs,
+        )
