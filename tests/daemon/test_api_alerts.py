@@ -18,7 +18,7 @@ def test_alerts_lists_states_from_the_evaluator(idle_server: ServerProcess, tmp_
     url = f"{idle_server.url}/v1/alerts"
     assert httpx.get(url).status_code == 401
     assert httpx.get(url, headers=auth("MW_T_INGEST")).status_code == 403
-    assert httpx.get(url, headers=auth("MW_T_READ")).json() == {"alerts": []}
+    assert httpx.get(url, headers=auth("MW_T_READ")).json() == {"alerts": [], "next_cursor": None}
 
     rule = RuleConfig.model_validate({"name": "feature_drift", "kind": "drift"})
     evaluator = Evaluator(db_engine(tmp_path), AlertsConfig(rules=[rule]))
@@ -37,9 +37,14 @@ def test_alerts_lists_states_from_the_evaluator(idle_server: ServerProcess, tmp_
     firing = httpx.get(url, params={"state": "firing"}, headers=auth("MW_T_READ")).json()
     assert len(firing["alerts"]) == 1
     pending = httpx.get(url, params={"state": "pending"}, headers=auth("MW_T_READ")).json()
-    assert pending == {"alerts": []}
+    assert pending == {"alerts": [], "next_cursor": None}
     bad = httpx.get(url, params={"state": "burning"}, headers=auth("MW_T_READ"))
     assert bad.status_code == 422 and bad.json()["errors"][0]["field"] == "query.state"
+
+    one = httpx.get(f"{url}/{alerts[0]['fingerprint']}", headers=auth("MW_T_READ"))
+    assert one.status_code == 200 and one.json() == alerts[0]
+    missing = httpx.get(f"{url}/ffffffff", headers=auth("MW_T_READ"))
+    assert missing.status_code == 404 and missing.json()["error"] == "not_found"
 
 
 def test_silence_lifecycle(server: ServerProcess) -> None:
@@ -62,7 +67,7 @@ def test_silence_lifecycle(server: ServerProcess) -> None:
     expired = httpx.delete(one, headers=auth("MW_T_ADMIN"))
     assert expired.status_code == 200
     assert datetime.fromisoformat(expired.json()["ends_at"]) < ends
-    assert httpx.get(url, headers=auth("MW_T_READ")).json() == {"silences": []}
+    assert httpx.get(url, headers=auth("MW_T_READ")).json() == {"silences": [], "next_cursor": None}
     everything = httpx.get(url, params={"all": "true"}, headers=auth("MW_T_READ")).json()
     assert [s["id"] for s in everything["silences"]] == [silence["id"]]
     again = httpx.delete(one, headers=auth("MW_T_ADMIN"))
