@@ -106,4 +106,8 @@ def test_unknown_model_404_and_bad_filters_422(stored: ServerProcess) -> None:
 
 def test_configured_model_without_results_is_empty_not_404(server: ServerProcess) -> None:
     resp = get(server, "/v1/models/fraud/drift")
-    assert resp.status_code == 200 and resp.json() == {"model": "fraud", "results": []}
+    assert resp.status_code == 200 and resp.json() == {
+        "model": "fraud",
+        "results": [],
+        "next_cursor": None,
+    }
