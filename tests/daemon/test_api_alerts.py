@@ -8,6 +8,8 @@ from pathlib import Path
 import httpx
 
 from alerts import Evaluator, Signal
+from alerts.base import AlertSnapshot, Notification
+from alerts.receivers.webhook import alertmanager_v4
 from monitor.config.alerts import AlertsConfig, RuleConfig
 from tests.daemon.conftest import ServerProcess, auth, db_engine
 
@@ -45,6 +47,17 @@ def test_alerts_lists_states_from_the_evaluator(idle_server: ServerProcess, tmp_
     assert one.status_code == 200 and one.json() == alerts[0]
     missing = httpx.get(f"{url}/ffffffff", headers=auth("MW_T_READ"))
     assert missing.status_code == 404 and missing.json()["error"] == "not_found"
+
+    # The webhook's generatorURL, built on alerts.external_url, opens that alert (read scope).
+    snapshot = AlertSnapshot(alerts[0]["fingerprint"], "firing", {}, {}, now, None)
+    note = Notification("hook", "g", {}, (snapshot,), idle_server.url + "/", now)
+    generator = alertmanager_v4(note)["alerts"][0]["generatorURL"]
+    assert httpx.get(generator).status_code == 401
+    opened = httpx.get(generator, headers=auth("MW_T_READ"))
+    assert opened.status_code == 200 and opened.json()["labels"]["column"] == "amount"
+    # A rule without annotations still says what moved.
+    assert "column amount" in alerts[0]["annotations"]["summary"]
+    assert "0.5 against threshold 0.2" in alerts[0]["annotations"]["description"]
 
 
 def test_silence_lifecycle(server: ServerProcess) -> None:
