@@ -15,13 +15,14 @@ from pydantic import BaseModel
 from sqlalchemy.engine import Engine
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from dashboards.metrics import http_request_histogram
 from monitor._version import __version__
 from monitor.config import Config
 from monitor.daemon.alerts_api import router as alerts_router
 from monitor.daemon.auth import TokenStore, requires
 from monitor.daemon.common import error_name, errors
 from monitor.daemon.docs import install_docs
-from monitor.daemon.exposition import install_metrics_route
+from monitor.daemon.exposition import RequestMetricsMiddleware, install_metrics_route
 from monitor.daemon.gate_api import router as gate_router
 from monitor.daemon.ingest_api import router as ingest_router
 from monitor.daemon.intake import HttpIntake
@@ -192,4 +193,5 @@ def create_app(state: DaemonState) -> FastAPI:
     for router in routers:
         app.include_router(router, prefix="/v1")
     app.add_middleware(BodyLimitMiddleware, max_bytes=state.config.api.max_body_bytes)
+    app.add_middleware(RequestMetricsMiddleware, histogram=http_request_histogram(state.registry))
     return app
