@@ -167,6 +167,11 @@ def _install_health(app: FastAPI, state: DaemonState) -> None:
     install_metrics_route(app, state.registry, deps, common)
 
 
+def _templates(app: FastAPI) -> list[str]:
+    """Every route's path template: the API's (from its schema) and the docs pages'."""
+    return [*app.openapi()["paths"], "/docs", "/redoc", "/docs/assets/{path:path}"]
+
+
 def create_app(state: DaemonState) -> FastAPI:
     """Build the API around an injected state."""
     app = FastAPI(
@@ -193,5 +198,8 @@ def create_app(state: DaemonState) -> FastAPI:
     for router in routers:
         app.include_router(router, prefix="/v1")
     app.add_middleware(BodyLimitMiddleware, max_bytes=state.config.api.max_body_bytes)
-    app.add_middleware(RequestMetricsMiddleware, histogram=http_request_histogram(state.registry))
+    histogram = http_request_histogram(state.registry)
+    app.add_middleware(
+        RequestMetricsMiddleware, histogram=histogram, templates=lambda: _templates(app)
+    )
     return app

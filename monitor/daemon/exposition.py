@@ -6,13 +6,16 @@ gets that; any other scraper (curl, older Prometheus) gets the text format 0.0.4
 
 from __future__ import annotations
 
+import re
 import time
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from prometheus_client import CollectorRegistry, Histogram
 from prometheus_client.exposition import choose_encoder
+from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 _FORMATS: dict[int | str, dict[str, Any]] = {
@@ -58,13 +61,27 @@ def install_metrics_route(
 class RequestMetricsMiddleware:
     """Observes each API request's duration by route template, method and status code.
 
-    The route is the template FastAPI matched (`/v1/gate/{model}/{version}`), so label values
-    stay bounded whatever paths clients send; unmatched paths count as `unmatched`.
+    The route is the app's path template that the request path matches
+    (`/v1/gate/{model}/{version}`), so label values stay bounded whatever paths clients send;
+    a path matching no route counts as `unmatched`.
     """
 
-    def __init__(self, app: ASGIApp, histogram: Histogram) -> None:
+    def __init__(
+        self, app: ASGIApp, histogram: Histogram, templates: Callable[[], Iterable[str]]
+    ) -> None:
         self.app = app
         self.histogram = histogram
+        self._source = templates
+        self._templates: list[tuple[re.Pattern[str], str]] | None = None
+
+    def template(self, path: str) -> str:
+        """The route template `path` falls under (computed once the app is complete)."""
+        if self._templates is None:
+            self._templates = [(compile_path(t)[0], t) for t in self._source()]
+        for regex, template in self._templates:
+            if regex.match(path):
+                return template
+        return "unmatched"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -82,11 +99,6 @@ class RequestMetricsMiddleware:
         try:
             await self.app(scope, receive, recording_send)
         finally:
-            route = getattr(scope.get("route"), "path", None) or _mounted(scope)
-            self.histogram.labels(route=route, method=scope["method"], status=str(status)).observe(
-                time.perf_counter() - started
-            )
-
-
-def _mounted(scope: Scope) -> str:
-    return "/docs/assets" if str(scope.get("path", "")).startswith("/docs/assets/") else "unmatched"
+            route = self.template(str(scope.get("path", "")))
+            labels = (route, scope["method"], str(status))
+            self.histogram.labels(*labels).observe(time.perf_counter() - started)
