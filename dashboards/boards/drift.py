@@ -17,14 +17,17 @@ from dashboards.panels import (
 
 UID = "modelwatch-drift"
 
-SCORE = f"""SELECT $__timeGroupAlias(time, $__interval), "column" AS metric, max(value) AS value
+# One series per column *and method*: methods have different scales and thresholds, so a max
+# across them would compare PSI with a p-value.
+SCORE = f"""SELECT $__timeGroupAlias(time, $__interval), "column" || ' ' || method AS metric,
+  max(value) AS value
 FROM mw_drift
 WHERE {MODEL_VERSION_SLICE}
 GROUP BY 1, 2
 ORDER BY 1"""
 
-THRESHOLD = f"""SELECT $__timeGroupAlias(time, $__interval), "column" || ' threshold' AS metric,
-  max(threshold) AS value
+THRESHOLD = f"""SELECT $__timeGroupAlias(time, $__interval),
+  "column" || ' ' || method || ' threshold' AS metric, max(threshold) AS value
 FROM mw_drift
 WHERE {MODEL_VERSION_SLICE}
 GROUP BY 1, 2

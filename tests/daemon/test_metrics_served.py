@@ -10,11 +10,13 @@ from pathlib import Path
 import httpx
 import pytest
 
+from dashboards.promboards import PANEL_QUERIES
 from monitor.detectors import DriftResult
 from monitor.outcomes import OutcomeResult
 from monitor.results import store_drift_results, store_outcome_results
 from monitor.storage import AlertNotification, AlertState, GateRun, transaction, utcnow
 from tests.daemon.conftest import ServerProcess, auth, db_engine
+from tests.daemon.test_api_ingest import event
 from tests.services.prometheus import PrometheusServer
 
 W = datetime(2026, 1, 1, tzinfo=UTC)
@@ -112,6 +114,9 @@ def _published(server: ServerProcess, needle: str, timeout: float = 60) -> str:
 def seeded(server: ServerProcess, tmp_path: Path) -> ServerProcess:
     _seed(tmp_path)
     httpx.get(f"{server.url}/v1/models", headers=auth("MW_T_READ"))  # one request to count
+    body = [event(i) for i in range(5)] + [{**event(9), "timestamp": "not a time"}]
+    headers = {**auth("MW_T_INGEST"), "Idempotency-Key": "served-1"}
+    assert httpx.post(f"{server.url}/v1/events", json=body, headers=headers).status_code == 200
     _published(server, 'slice="segment=normal"')
     return server
 
@@ -157,3 +162,22 @@ def test_prometheus_scrapes_every_new_series(seeded: ServerProcess) -> None:
     by_route = {(r["metric"]["route"], r["metric"]["status"]) for r in routes}
     assert ("/v1/models", "200") in by_route
     assert all(not r.startswith("/v1/models/") or "{" in r for r, _ in by_route)
+
+
+def test_every_prometheus_dashboard_panel_query_returns_data(seeded: ServerProcess) -> None:
+    prom = PrometheusServer([f"127.0.0.1:{seeded.port}"])
+    prom.start()
+    empty: list[str] = []
+    try:
+        prom.wait_for_scrape("modelwatch_build_info", timeout=60)
+        for panel, exprs in PANEL_QUERIES.items():
+            for expr in exprs:
+                # Grafana fills the variables: model fraud, every version.
+                promql = expr.replace("$model", "fraud").replace("$version", ".*")
+                try:
+                    prom.wait_for_scrape(promql, timeout=30)
+                except RuntimeError:
+                    empty.append(f"{panel}: {promql}")
+    finally:
+        prom.stop()
+    assert empty == []

@@ -94,6 +94,10 @@ def test_cli_export_writes_grafana_file_provisioning(tmp_path: Path) -> None:
         "dashboards/modelwatch-guards.json",
         "dashboards/modelwatch-operations.json",
         "dashboards/modelwatch-outcomes.json",
+        "dashboards/modelwatch-prom-drift.json",
+        "dashboards/modelwatch-prom-guards.json",
+        "dashboards/modelwatch-prom-operations.json",
+        "dashboards/modelwatch-prom-outcomes.json",
         "provisioning/dashboards/modelwatch.yaml",
         "provisioning/datasources/modelwatch.yaml",
     ]
@@ -109,7 +113,15 @@ def test_cli_export_writes_grafana_file_provisioning(tmp_path: Path) -> None:
     assert provider["providers"][0]["options"]["path"] == str((root / "dashboards").resolve())
 
 
-def test_cli_export_refuses_sqlite(tmp_path: Path) -> None:
+def test_cli_export_on_sqlite_writes_only_the_prometheus_set(tmp_path: Path) -> None:
     out = run_cli("dashboards", "export", str(tmp_path), "--database-url", "sqlite:///x.db")
+    assert out.returncode == 0, out.stderr
+    assert "Prometheus dashboards only" in out.stdout
+    assert not (tmp_path / "dashboards/modelwatch-drift.json").exists()
+    assert (tmp_path / "dashboards/modelwatch-prom-drift.json").exists()
+
+
+def test_cli_export_refuses_a_non_postgresql_datasource_url(tmp_path: Path) -> None:
+    out = run_cli("dashboards", "export", str(tmp_path), "--datasource-url", "mysql://u@h/d")
     assert out.returncode == 2
     assert "--datasource-url" in out.stderr and "Traceback" not in out.stderr
