@@ -33,8 +33,14 @@ def test_expected_dashboards_and_variables() -> None:
         "modelwatch-outcomes",
     ]
     variables = {uid: [v["name"] for v in b["templating"]["list"]] for uid, b in BOARDS.items()}
-    assert variables["modelwatch-drift"] == ["model", "version", "slice"]
-    assert variables["modelwatch-outcomes"] == ["model", "version", "slice", "metric"]
+    assert variables["modelwatch-drift"] == ["model", "version", "slice", "granularity"]
+    assert variables["modelwatch-outcomes"] == [
+        "model",
+        "version",
+        "slice",
+        "metric",
+        "granularity",
+    ]
     assert variables["modelwatch-guards"] == ["model", "version"]
 
 
@@ -70,7 +76,11 @@ def test_panels_query_only_views_with_grafana_macros(
     }
     if kind == "timeseries":
         assert target["format"] == "time_series"
-        assert "$__timeGroupAlias(time, $__interval)" in sql
+        # Drift and outcomes group by the chosen granularity (1h, 1d, 7d), the others by zoom.
+        step = (
+            "$granularity" if uid in ("modelwatch-drift", "modelwatch-outcomes") else "$__interval"
+        )
+        assert f"$__timeGroupAlias(time, {step})" in sql
     if kind in ("stat", "table"):
         assert target["format"] == "table"
 
@@ -78,6 +88,9 @@ def test_panels_query_only_views_with_grafana_macros(
 def test_variables_query_views() -> None:
     for board in BOARDS.values():
         for var in board["templating"]["list"]:
+            if var["type"] == "interval":
+                assert var["query"] == "1h,1d,7d"
+                continue
             assert set(RELATIONS.findall(var["query"])) <= set(VIEW_COLUMNS)
 
 
