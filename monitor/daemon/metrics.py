@@ -4,8 +4,8 @@ Reading the shared tables (rather than counting in-process) makes every replica 
 numbers, whichever of them ingested or evaluated. Counters advance by the growth of the stored
 totals since the previous tick. `events_ingested` counts per source; its `model` label is `*`
 because a source's counter spans every model it carries. Drift and outcome gauges show the
-versions with results in the model's newest window; guard gauges the versions whose gate runs
-are still retained. A series not written in a tick is removed.
+versions with results in the model's newest window; guard gauges the versions gated within
+`scheduler.retention_days`. A series not written in a tick is removed.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Sequence
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import case, func, select
@@ -32,6 +33,7 @@ from monitor.storage import (
     OutcomeResultRow,
     SourcePosition,
     session_factory,
+    utcnow,
 )
 
 ALL_MODELS = "*"
@@ -40,9 +42,13 @@ ALL_MODELS = "*"
 class MetricsPublisher:
     """Turns stored totals and the newest results into gauge values and counter increments."""
 
-    def __init__(self, engine: Engine, metrics: ModelwatchMetrics) -> None:
+    def __init__(
+        self, engine: Engine, metrics: ModelwatchMetrics, keep: timedelta | None = None
+    ) -> None:
+        """`keep`: guard gauges show gate runs this recent (default: every version's newest)."""
         self.engine = engine
         self.metrics = metrics
+        self.keep = keep
         self._seen: dict[tuple[str, ...], float] = {}
 
     def _advance(self, key: tuple[str, ...], total: float) -> float:
@@ -132,7 +138,7 @@ class MetricsPublisher:
     def _guards(self, model: str) -> None:
         newest = (
             select(GateRun.version, func.max(GateRun.id).label("id"))
-            .where(GateRun.model == model)
+            .where(GateRun.model == model, *self._recent())
             .group_by(GateRun.version)
             .subquery()
         )
@@ -142,6 +148,9 @@ class MetricsPublisher:
             self.metrics.set_guard_verdict(model, run.version, run.verdict)
             for c in run.criteria:
                 self._criterion(model, run.version, c)
+
+    def _recent(self) -> list[Any]:
+        return [] if self.keep is None else [GateRun.created_at >= utcnow() - self.keep]
 
     def _criterion(self, model: str, version: str, c: dict[str, Any]) -> None:
         """Flip rate and metric drop criteria, named `flip_rate[out]`, `metric_drop:m[out]`."""

@@ -6,7 +6,7 @@ import functools
 import logging
 import threading
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
@@ -140,7 +140,8 @@ class Monitoring:
         self.isolation = Isolation(engine, ALERTS_JOB, backoff, failed)
         self.alerts = Evaluator(engine, config.alerts)
         self.metrics = metrics
-        self.publisher = MetricsPublisher(engine, metrics) if metrics is not None else None
+        keep = timedelta(days=config.scheduler.retention_days)
+        self.publisher = MetricsPublisher(engine, metrics, keep) if metrics is not None else None
         self.dead_letter_rate = DeadLetterRate()
         self._last: dict[str, list[Signal]] = {}
 

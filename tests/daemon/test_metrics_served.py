@@ -43,6 +43,9 @@ def _seed(tmp_path: Path) -> None:
     now = utcnow()
     with transaction(engine) as s:
         s.add(_gate_run())
+        old = _gate_run()  # gated before scheduler.retention_days (90): not exported
+        old.version, old.created_at = "0-old", now - timedelta(days=200)
+        s.add(old)
         s.add(_alert(now))
         s.add(_dead_notification(now))
 
@@ -146,6 +149,7 @@ QUERIES = {
     "modelwatch_build_info": 1.0,
     'count(modelwatch_drift_score{version="2"})': 1.0,
     'count(modelwatch_drift_score{version="1"}) or vector(0)': 0.0,
+    'count(modelwatch_guard_verdict{version="0-old"}) or vector(0)': 0.0,
 }
 
 
