@@ -9,6 +9,7 @@ window summaries (monitor/daemon/periods.py); `window_start` then names a time i
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -40,6 +41,7 @@ from monitor.daemon.periods import (
 )
 from monitor.detectors import detector_names
 from monitor.errors import InputError, NotFoundError
+from monitor.outcomes import METRICS
 from monitor.profiles import parse_slice_key, slice_key_from_text
 from monitor.results import slice_key_of
 from monitor.storage import DriftResultRow, Model, OutcomeResultRow, transaction, utcnow
@@ -235,7 +237,7 @@ def model_drift(
     status: DriftStatus | None = None,
 ) -> DriftList:
     """Drift results of the newest window (or the windows asked for), per column and slice."""
-    _check_method(method)
+    _check_name("method", method, "drift method", detector_names())
     filters = filters.model_copy(update={"status": status})
     with transaction(daemon(request).engine) as session:
         _known(session, request, model)
@@ -274,6 +276,7 @@ def model_metrics(
     status: MetricStatus | None = None,
 ) -> MetricList:
     """Outcome metrics of the newest window (or the windows asked for), per slice."""
+    _check_name("metric", metric, "outcome metric", METRICS)
     filters = filters.model_copy(update={"status": status})
     with transaction(daemon(request).engine) as session:
         _known(session, request, model)
@@ -297,10 +300,11 @@ def model_metrics(
     return MetricList(model=model, results=results, next_cursor=page.next_cursor)
 
 
-def _check_method(method: str | None) -> None:
-    if method is not None and method not in detector_names():
-        known = ", ".join(sorted(detector_names()))
-        raise InputError(f"method: unknown drift method {method!r}; known: {known}")
+def _check_name(field: str, value: str | None, what: str, known: Iterable[str]) -> None:
+    """422 naming `field` when `value` is not a registered name (the registry's own list)."""
+    names = sorted(known)
+    if value is not None and value not in names:
+        raise InputError(f"{field}: unknown {what} {value!r}; known: {', '.join(names)}")
 
 
 def _periods(request: Request, model: str, f: Filters, kind: str) -> tuple[Any, list[Period]]:

@@ -141,6 +141,7 @@ def test_silences_page(seeded: ServerProcess) -> None:
         ("/v1/models/fraud/drift", {"status": "bogus"}, "status"),
         ("/v1/models/fraud/metrics", {"status": "drift"}, "status"),
         ("/v1/models/fraud/drift", {"method": "nope"}, "method"),
+        ("/v1/models/fraud/metrics", {"metric": "nope"}, "metric"),
         ("/v1/alerts", {"state": "bogus"}, "state"),
         ("/v1/models/fraud/drift", {"cursor": "garbage"}, "cursor"),
         ("/v1/models", {"limit": 0}, "limit"),
