@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from alerts.annotations import annotation_templates
 from alerts.base import Signal, fingerprint
 from monitor.config.alerts import RuleConfig, matches_all
 
@@ -86,7 +87,9 @@ def evaluate_rules(rules: Iterable[RuleConfig], signals: Iterable[Signal]) -> di
                 rule=rule,
                 fingerprint=fingerprint(labels),
                 labels=labels,
-                annotations=render_annotations(rule.annotations, labels, signal),
+                annotations=render_annotations(
+                    annotation_templates(signal.kind, rule.annotations), labels, signal
+                ),
                 value=signal.value,
                 active=is_active(rule, signal),
             )

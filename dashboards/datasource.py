@@ -79,3 +79,23 @@ class DatasourceSpec:
         entry["secureJsonData"] = {"password": f"$__env{{{PASSWORD_ENV}}}"}
         entry["editable"] = False
         return entry
+
+
+@dataclass(frozen=True)
+class PrometheusDatasource:
+    """The Prometheus that scrapes modelwatch, as Grafana reaches it (the Prometheus set)."""
+
+    url: str = "http://localhost:9090"
+    uid: str = "modelwatch-prometheus"
+    name: str = "modelwatch-prometheus"
+
+    def provisioning_entry(self) -> dict[str, Any]:
+        """The entry for a Grafana `provisioning/datasources/*.yaml` file."""
+        return {
+            "uid": self.uid,
+            "name": self.name,
+            "type": "prometheus",
+            "access": "proxy",
+            "url": self.url,
+            "editable": False,
+        }

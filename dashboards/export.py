@@ -9,8 +9,8 @@ from typing import Any
 
 import yaml
 
-from dashboards.datasource import DatasourceSpec
-from dashboards.render import build_dashboards
+from dashboards.datasource import DatasourceSpec, PrometheusDatasource
+from dashboards.render import build_dashboards, build_prometheus_dashboards
 from monitor.errors import InputError
 
 DEFAULT_FOLDER = "modelwatch"
@@ -50,23 +50,36 @@ def provider_document(folder: str, dashboards_path: str) -> dict[str, Any]:
 
 def export(
     directory: Path,
-    datasource: DatasourceSpec,
+    datasource: DatasourceSpec | None,
     folder: str = DEFAULT_FOLDER,
     dashboards_path: str | None = None,
+    prometheus: PrometheusDatasource | None = PrometheusDatasource(),  # noqa: B008 - frozen
 ) -> ExportResult:
     """Write `dashboards/*.json` and `provisioning/{datasources,dashboards}/modelwatch.yaml`.
 
+    Both sets by default: the SQL dashboards over PostgreSQL (`datasource`; None skips them,
+    e.g. on SQLite) and the Prometheus dashboards (`prometheus`; None skips them).
     `dashboards_path` is where Grafana will find the JSON files (default: the absolute path of
     `DIRECTORY/dashboards`, right when Grafana runs on this machine).
     """
+    if datasource is None and prometheus is None:
+        raise InputError("dashboards: nothing to export (no PostgreSQL and no Prometheus)")
     board_dir = directory / "dashboards"
+    boards: dict[str, dict[str, Any]] = {}
+    entries: list[dict[str, Any]] = []
+    if datasource is not None:
+        boards |= build_dashboards(datasource.uid)
+        entries.append(datasource.provisioning_entry())
+    if prometheus is not None:
+        boards |= build_prometheus_dashboards(prometheus.uid)
+        entries.append(prometheus.provisioning_entry())
     written = []
-    for uid, data in build_dashboards(datasource.uid).items():
+    for uid, data in boards.items():
         path = board_dir / f"{uid}.json"
         _write(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
         written.append(path)
     ds_file = directory / "provisioning" / "datasources" / "modelwatch.yaml"
-    ds_doc = {"apiVersion": 1, "datasources": [datasource.provisioning_entry()]}
+    ds_doc = {"apiVersion": 1, "datasources": entries}
     _write(ds_file, yaml.safe_dump(ds_doc, sort_keys=False))
     provider_file = directory / "provisioning" / "dashboards" / "modelwatch.yaml"
     target = dashboards_path or str(board_dir.resolve())

@@ -3,15 +3,23 @@
 Labels are bounded: `model` and `version` come from stored model versions, `column` from the
 model's schema, `source` and `receiver` from the config file, and `slice` only from configured
 slice columns through :class:`~dashboards.labels.SliceLabels` (a cap per column, then "other").
+Guard metrics carry the gate's own slices (the golden set's `slice_by`), capped at
+`MAX_GATE_SLICES` per model, so segment=high and segment=normal are separate series even when
+`segment` is not a monitoring slice. HTTP metrics use the route template, never the raw path.
+Per-version gauges are rewritten on every refresh (`begin_refresh`/`end_refresh`); series of
+versions that no longer have current results are removed.
 """
 
 from __future__ import annotations
 
+import platform
 from collections.abc import Iterable, Sequence
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from dashboards.labels import LabelLimiter, SliceLabels
+from dashboards.labels import ALL_SLICES, LabelLimiter, SliceLabels
+from dashboards.refresh import Refresh
+from monitor._version import __version__
 from monitor.config import ModelConfig
 
 # Window evaluation runs from milliseconds (small windows) to minutes (big backfills).
@@ -19,6 +27,12 @@ EVALUATION_BUCKETS: tuple[float, ...] = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 
 GUARD_VERDICTS: tuple[str, ...] = ("pass", "fail", "inconclusive")
 # Dead-letter reasons are free text in principle; only this many distinct ones become labels.
 MAX_DEAD_LETTER_REASONS = 20
+# Distinct gate slices per model that become labels; later newcomers are "other".
+MAX_GATE_SLICES = 50
+# API requests take milliseconds; gate runs over HTTP take up to minutes.
+HTTP_BUCKETS: tuple[float, ...] = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 60, 300)
+ALERT_STATES: tuple[str, ...] = ("pending", "firing", "resolved")
+OUTBOX_STATES: tuple[str, ...] = ("pending", "sending", "sent", "dead")
 
 
 class ModelwatchMetrics:
@@ -34,9 +48,18 @@ class ModelwatchMetrics:
         self.slices = SliceLabels(models)
         self.guard_verdicts = tuple(guard_verdicts)
         self._reasons = LabelLimiter(MAX_DEAD_LETTER_REASONS)
+        self._gate_slices = LabelLimiter(MAX_GATE_SLICES)
+        self._refresh = Refresh()
         self._define_ingest_metrics(registry)
         self._define_result_metrics(registry)
+        self._define_guard_metrics(registry)
         self._define_health_metrics(registry)
+        self._define_service_metrics(registry)
+
+    def end_refresh(self) -> int:
+        """Remove refreshed series (drift, outcomes, guards, alert and outbox counts) not
+        written since the previous `end_refresh`; how many."""
+        return self._refresh.sweep()
 
     def _define_ingest_metrics(self, registry: CollectorRegistry) -> None:
         self.events_ingested = Counter(
@@ -91,6 +114,20 @@ class ModelwatchMetrics:
             ["model", "version", "slice"],
             registry=registry,
         )
+        self.outcome_value = Gauge(
+            "modelwatch_outcome_value",
+            "Latest outcome metric (accuracy, auc, mae, ...) per slice.",
+            ["model", "version", "metric", "slice"],
+            registry=registry,
+        )
+        self.outcome_baseline = Gauge(
+            "modelwatch_outcome_baseline",
+            "Baseline the latest outcome metric was compared with.",
+            ["model", "version", "metric", "slice"],
+            registry=registry,
+        )
+
+    def _define_guard_metrics(self, registry: CollectorRegistry) -> None:
         self.guard_verdict = Gauge(
             "modelwatch_guard_verdict",
             "Latest guard verdict as a state set: 1 for the current verdict, 0 for the others.",
@@ -100,8 +137,15 @@ class ModelwatchMetrics:
         self.guard_flip_rate = Gauge(
             "modelwatch_guard_flip_rate",
             "Fraction of golden-set rows whose predicted class differs between reference and "
-            "candidate in the latest guard run.",
-            ["model", "version", "slice"],
+            "candidate in the latest guard run, per gate slice (golden set slice_by).",
+            ["model", "version", "slice", "output"],
+            registry=registry,
+        )
+        self.guard_metric_drop = Gauge(
+            "modelwatch_guard_metric_drop",
+            "Task metric drop of the candidate against the reference in the latest guard run, "
+            "per gate slice (points for higher-is-better metrics, percent for error metrics).",
+            ["model", "version", "slice", "metric", "output"],
             registry=registry,
         )
         # `objective` is one of the fixed SLO keys (monitor.slo.OBJECTIVES).
@@ -139,6 +183,61 @@ class ModelwatchMetrics:
             ["component"],
             registry=registry,
         )
+
+    def _define_service_metrics(self, registry: CollectorRegistry) -> None:
+        self.build_info = Gauge(
+            "modelwatch_build_info",
+            "Always 1; the labels say which modelwatch and Python this process runs.",
+            ["version", "python"],
+            registry=registry,
+        )
+        self.build_info.labels(version=__version__, python=platform.python_version()).set(1)
+        self.alert_states = Gauge(
+            "modelwatch_alerts",
+            "Alerts per rule and state (pending, firing, resolved).",
+            ["rule", "state"],
+            registry=registry,
+        )
+        self.outbox = Gauge(
+            "modelwatch_outbox_notifications",
+            "Notifications in the outbox per receiver and status; `dead` ones were given up on.",
+            ["receiver", "status"],
+            registry=registry,
+        )
+
+    def set_alert_states(self, counts: dict[tuple[str, str], int]) -> None:
+        """Publish alert counts per (rule, state); each state of a rule is written."""
+        for rule in {r for r, _ in counts}:
+            for state in ALERT_STATES:
+                self._refresh.set(self.alert_states, (rule, state), counts.get((rule, state), 0))
+
+    def set_outbox(self, counts: dict[tuple[str, str], int]) -> None:
+        """Publish outbox sizes per (receiver, status); each status of a receiver is written."""
+        for receiver in {r for r, _ in counts}:
+            for status in OUTBOX_STATES:
+                value = counts.get((receiver, status), 0)
+                self._refresh.set(self.outbox, (receiver, status), value)
+
+    def set_outcome(
+        self,
+        model: str,
+        version: str,
+        metric: str,
+        slice_key: str | None,
+        value: float,
+        baseline: float | None,
+    ) -> None:
+        """Publish the latest value (and baseline) of one outcome metric in one slice."""
+        labels = (model, version, metric, self.slices.label(model, slice_key))
+        self._refresh.set(self.outcome_value, labels, value)
+        if baseline is not None:
+            self._refresh.set(self.outcome_baseline, labels, baseline)
+
+    def gate_slice(self, model: str, slice_key: str | None) -> str:
+        """The bounded label of a gate slice (`segment=high`; `all` for the whole golden set)."""
+        if not slice_key or slice_key == ALL_SLICES:
+            return ALL_SLICES
+        return self._gate_slices.limit(model, slice_key)
 
     def record_job_failure(self, job: str) -> None:
         self.job_failures.labels(job=job).inc()
@@ -182,15 +281,15 @@ class ModelwatchMetrics:
     ) -> None:
         """Publish the latest drift statistic and its threshold for one column and slice."""
         labels = (model, version, self.slices.label(model, slice_key), column, method)
-        self.drift_score.labels(*labels).set(value)
-        self.drift_threshold.labels(*labels).set(threshold)
+        self._refresh.set(self.drift_score, labels, value)
+        self._refresh.set(self.drift_threshold, labels, threshold)
 
     def set_drifted_columns(
         self, model: str, version: str, slice_key: str | None, count: int
     ) -> None:
         """Publish how many columns drifted in the latest window of one slice."""
         label = self.slices.label(model, slice_key)
-        self.drifted_columns.labels(model=model, version=version, slice=label).set(count)
+        self._refresh.set(self.drifted_columns, (model, version, label), count)
 
     def set_slo(
         self,
@@ -203,9 +302,9 @@ class ModelwatchMetrics:
     ) -> None:
         """Publish a serving objective's latest value (and its bound, when it has one)."""
         labels = (model, version, self.slices.label(model, slice_key), objective)
-        self.slo_value.labels(*labels).set(value)
+        self._refresh.set(self.slo_value, labels, value)
         if threshold is not None:
-            self.slo_threshold.labels(*labels).set(threshold)
+            self._refresh.set(self.slo_threshold, labels, threshold)
 
     def set_guard_verdict(self, model: str, version: str, verdict: str) -> None:
         """Publish the latest guard verdict; an unknown verdict name is a ValueError."""
@@ -214,11 +313,35 @@ class ModelwatchMetrics:
             raise ValueError(f"unknown guard verdict {verdict!r}; expected one of {known}")
         for state in self.guard_verdicts:
             value = 1.0 if state == verdict else 0.0
-            self.guard_verdict.labels(model=model, version=version, verdict=state).set(value)
+            self._refresh.set(self.guard_verdict, (model, version, state), value)
 
     def set_guard_flip_rate(
-        self, model: str, version: str, slice_key: str | None, rate: float
+        self, model: str, version: str, slice_key: str | None, rate: float, output: str = ""
     ) -> None:
-        """Publish the latest reference-vs-candidate flip rate for one slice."""
-        label = self.slices.label(model, slice_key)
-        self.guard_flip_rate.labels(model=model, version=version, slice=label).set(rate)
+        """Publish the latest reference-vs-candidate flip rate for one gate slice."""
+        labels = (model, version, self.gate_slice(model, slice_key), output)
+        self._refresh.set(self.guard_flip_rate, labels, rate)
+
+    def set_guard_metric_drop(
+        self,
+        model: str,
+        version: str,
+        slice_key: str | None,
+        metric: str,
+        drop: float,
+        output: str = "",
+    ) -> None:
+        """Publish the latest task metric drop for one gate slice."""
+        labels = (model, version, self.gate_slice(model, slice_key), metric, output)
+        self._refresh.set(self.guard_metric_drop, labels, drop)
+
+
+def http_request_histogram(registry: CollectorRegistry) -> Histogram:
+    """API request durations by route template (never the raw path), method and status."""
+    return Histogram(
+        "modelwatch_http_request_duration_seconds",
+        "API request duration by route template, method and status code.",
+        ["route", "method", "status"],
+        buckets=HTTP_BUCKETS,
+        registry=registry,
+    )

@@ -149,6 +149,25 @@ def dashed(field: str) -> tuple[dm.MatcherConfig, list[dm.DynamicConfigValue]]:
     return matcher, [dm.DynamicConfigValue(id_val="custom.lineStyle", value=style)]
 
 
+# Grafana's time grouping of the SQL time series; 1d and 7d plot per day or week (issue 14).
+GRANULARITIES = ("1h", "1d", "7d")
+
+
+def granularity_variable() -> db.IntervalVariable:
+    """`$granularity`: the period each SQL time-series point covers (default the first)."""
+    options = [
+        dm.VariableOption(text=g, value=g, selected=(i == 0)) for i, g in enumerate(GRANULARITIES)
+    ]
+    return (
+        db.IntervalVariable("granularity")
+        .id("granularity")
+        .label("Granularity")
+        .values(",".join(GRANULARITIES))
+        .options(options)
+        .current(dm.VariableOption(text=GRANULARITIES[0], value=GRANULARITIES[0], selected=True))
+    )
+
+
 def model_version_variables(datasource: dm.DataSourceRef) -> list[db.QueryVariable]:
     """The `model` and `version` variables every dashboard starts with."""
     return [

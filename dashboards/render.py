@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models.dashboard import Dashboard as DashboardModel
 
+from dashboards import promboards
 from dashboards.boards import BOARDS
 from dashboards.sql import DEFAULT_DATASOURCE_UID, datasource_ref, register_sql_variant
 from monitor.errors import InputError
@@ -37,10 +39,22 @@ def validate_dashboard(data: dict[str, Any], source: str = "<dashboard>") -> Das
 
 
 def build_dashboards(datasource_uid: str = DEFAULT_DATASOURCE_UID) -> dict[str, dict[str, Any]]:
-    """Every registered dashboard as validated JSON, by uid."""
-    ref = datasource_ref(datasource_uid)
+    """Every registered SQL (PostgreSQL) dashboard as validated JSON, by uid."""
+    return _built(BOARDS, datasource_ref(datasource_uid))
+
+
+def build_prometheus_dashboards(
+    datasource_uid: str = promboards.DEFAULT_DATASOURCE_UID,
+) -> dict[str, dict[str, Any]]:
+    """Every Prometheus-datasource dashboard as validated JSON, by uid."""
+    return _built(promboards.PROM_BOARDS, promboards.datasource_ref(datasource_uid))
+
+
+def _built(
+    boards: Mapping[str, Callable[[Any], DashboardModel]], ref: Any
+) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
-    for uid, build in BOARDS.items():
+    for uid, build in boards.items():
         model = build(ref)
         # Stable panel ids: links and Grafana's "view panel" URLs survive re-provisioning.
         for number, panel in enumerate(model.panels or [], start=1):

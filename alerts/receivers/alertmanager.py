@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
-from urllib.parse import quote
 
+from alerts.annotations import generator_url
 from alerts.base import Notification, OutboundRequest, json_bytes, rfc3339
 from alerts.receivers.registry import register
 from monitor.config.alerts import ReceiverConfig
@@ -32,7 +32,7 @@ def postable_alerts(notification: Notification, horizon: timedelta) -> list[dict
                 "annotations": a.annotations,
                 "startsAt": rfc3339(a.starts_at),
                 "endsAt": rfc3339(ends),
-                "generatorURL": f"{base}/alerts?fingerprint={quote(a.fingerprint)}",
+                "generatorURL": generator_url(base, a.fingerprint),
             }
         )
     return out

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
 
+from alerts.annotations import generator_url
 from alerts.base import Notification, OutboundRequest, common_items, json_bytes, rfc3339
 from alerts.receivers.registry import register
 from monitor.config.alerts import ReceiverConfig
@@ -34,7 +34,7 @@ def alertmanager_v4(notification: Notification) -> dict[str, Any]:
                 "annotations": a.annotations,
                 "startsAt": rfc3339(a.starts_at),
                 "endsAt": rfc3339(a.ends_at),
-                "generatorURL": f"{base}/alerts?fingerprint={quote(a.fingerprint)}",
+                "generatorURL": generator_url(base, a.fingerprint),
                 "fingerprint": a.fingerprint,
             }
             for a in notification.alerts

@@ -8,6 +8,7 @@ from dashboards.panels import (
     MODEL_VERSION_SLICE,
     dashboard,
     dashed,
+    granularity_variable,
     model_version_variables,
     query_variable,
     stat_panel,
@@ -17,20 +18,23 @@ from dashboards.panels import (
 
 UID = "modelwatch-drift"
 
-SCORE = f"""SELECT $__timeGroupAlias(time, $__interval), "column" AS metric, max(value) AS value
+# One series per column *and method*: methods have different scales and thresholds, so a max
+# across them would compare PSI with a p-value.
+SCORE = f"""SELECT $__timeGroupAlias(time, $granularity), "column" || ' ' || method AS metric,
+  max(value) AS value
 FROM mw_drift
 WHERE {MODEL_VERSION_SLICE}
 GROUP BY 1, 2
 ORDER BY 1"""
 
-THRESHOLD = f"""SELECT $__timeGroupAlias(time, $__interval), "column" || ' threshold' AS metric,
-  max(threshold) AS value
+THRESHOLD = f"""SELECT $__timeGroupAlias(time, $granularity),
+  "column" || ' ' || method || ' threshold' AS metric, max(threshold) AS value
 FROM mw_drift
 WHERE {MODEL_VERSION_SLICE}
 GROUP BY 1, 2
 ORDER BY 1"""
 
-DRIFTED_OVER_TIME = f"""SELECT $__timeGroupAlias(time, $__interval),
+DRIFTED_OVER_TIME = f"""SELECT $__timeGroupAlias(time, $granularity),
   count(DISTINCT CASE WHEN drifted = 1 THEN "column" END) AS drifted_columns
 FROM mw_drift
 WHERE {MODEL_VERSION_SLICE}
@@ -60,6 +64,7 @@ def build(datasource: dm.DataSourceRef) -> dm.Dashboard:
     for variable in model_version_variables(datasource):
         board = board.with_variable(variable)
     board = board.with_variable(query_variable("slice", "Slice", SLICES, datasource))
+    board = board.with_variable(granularity_variable())
     score = time_series(
         "Drift score by column",
         "Latest drift statistic per column in each interval; dashed: the column's threshold.",

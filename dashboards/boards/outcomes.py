@@ -9,6 +9,7 @@ from dashboards.panels import (
     MODEL_VERSION_SLICE,
     dashboard,
     dashed,
+    granularity_variable,
     model_version_variables,
     query_variable,
     stat_panel,
@@ -18,14 +19,14 @@ from dashboards.panels import (
 
 UID = "modelwatch-outcomes"
 
-BAND = f"""SELECT $__timeGroupAlias(time, $__interval), avg(value) AS value,
+BAND = f"""SELECT $__timeGroupAlias(time, $granularity), avg(value) AS value,
   min(ci_low) AS ci_low, max(ci_high) AS ci_high, avg(baseline_value) AS baseline
 FROM mw_outcomes
 WHERE {MODEL_VERSION_SLICE} AND metric = ${{metric:sqlstring}}
 GROUP BY 1
 ORDER BY 1"""
 
-BY_SLICE = f"""SELECT $__timeGroupAlias(time, $__interval), slice AS metric, avg(value) AS value
+BY_SLICE = f"""SELECT $__timeGroupAlias(time, $granularity), slice AS metric, avg(value) AS value
 FROM mw_outcomes
 WHERE {MODEL_VERSION} AND metric = ${{metric:sqlstring}}
 GROUP BY 1, 2
@@ -70,6 +71,7 @@ def build(datasource: dm.DataSourceRef) -> dm.Dashboard:
         board = board.with_variable(variable)
     board = board.with_variable(query_variable("slice", "Slice", SLICES, datasource))
     board = board.with_variable(query_variable("metric", "Metric", METRICS, datasource))
+    board = board.with_variable(granularity_variable())
     band = time_series(
         "$metric in $slice vs baseline",
         "The metric with its confidence interval (band) and the baseline value (dashed).",

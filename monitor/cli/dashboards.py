@@ -55,6 +55,12 @@ def dashboards() -> None:
     metavar="PATH",
     help="Where Grafana reads the JSON files (default: DIRECTORY/dashboards, absolute).",
 )
+@click.option(
+    "--prometheus-url",
+    default="http://localhost:9090",
+    show_default=True,
+    help="The Prometheus scraping modelwatch, as Grafana reaches it (Prometheus dashboards).",
+)
 def export_cmd(
     directory: Path,
     database_url: str | None,
@@ -64,12 +70,23 @@ def export_cmd(
     datasource_name: str,
     folder: str,
     dashboards_path: str | None,
+    prometheus_url: str,
 ) -> None:
-    """Write Grafana file provisioning (datasource, dashboard provider, dashboards) to DIRECTORY."""
+    """Write Grafana file provisioning (datasources, dashboard provider, dashboards) to DIRECTORY.
+
+    The Prometheus dashboards always; the SQL dashboards too when the database (or
+    --datasource-url) is PostgreSQL. On SQLite only the Prometheus set is written."""
+    from dashboards.datasource import PrometheusDatasource
     from dashboards.export import export
 
-    spec = _datasource(datasource_url, database_url, config_path, datasource_uid, datasource_name)
-    result = export(directory, spec, folder, dashboards_path)
+    url = datasource_url or resolve_database_url(database_url, config_path)
+    spec = None
+    if datasource_url is not None or url.startswith("postgresql"):
+        spec = DatasourceSpec.from_url(url, uid=datasource_uid, name=datasource_name)
+    else:
+        click.echo("database is not PostgreSQL: exporting the Prometheus dashboards only")
+    prometheus = PrometheusDatasource(url=prometheus_url)
+    result = export(directory, spec, folder, dashboards_path, prometheus)
     for path in (*result.dashboards, result.datasource_file, result.provider_file):
         click.echo(f"wrote {path}")
 

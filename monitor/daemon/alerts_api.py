@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 from pydantic import BaseModel, Field, ValidationError, field_validator
@@ -13,6 +13,8 @@ from monitor.config import parse_duration
 from monitor.config.alerts import Matcher
 from monitor.daemon.auth import requires
 from monitor.daemon.common import ApiModel, daemon, errors
+from monitor.daemon.paging import Cursor, Limit, decode_cursor, page_of
+from monitor.errors import NotFoundError
 from monitor.storage import AlertState, transaction, utcnow
 
 router = APIRouter(tags=["alerts"])
@@ -37,6 +39,7 @@ class Alert(BaseModel):
 
 class AlertList(BaseModel):
     alerts: list[Alert]
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null: last.")
 
 
 class SilenceRequest(ApiModel):
@@ -80,6 +83,7 @@ class SilenceOut(BaseModel):
 
 class SilenceList(BaseModel):
     silences: list[SilenceOut]
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null: last.")
 
 
 def _out(silence: object) -> SilenceOut:
@@ -96,14 +100,19 @@ def _out(silence: object) -> SilenceOut:
     )
 
 
+AlertStateName = Literal["pending", "firing", "resolved"]
+
+
 @router.get(
     "/alerts", dependencies=[Depends(requires("read"))], response_model=AlertList,
     responses=errors(422),
 )  # fmt: skip
 def list_alerts(
     request: Request,
-    state: Literal["pending", "firing", "resolved"] | None = None,
-    rule: str | None = None,
+    state: AlertStateName | None = None,
+    rule: Annotated[str | None, Query(max_length=200)] = None,
+    cursor: Cursor = None,
+    limit: Limit = 500,
 ) -> AlertList:
     """Current alert states, newest change first; filter by `state` and `rule`."""
     query = select(AlertState).order_by(AlertState.updated_at.desc(), AlertState.fingerprint)
@@ -111,10 +120,31 @@ def list_alerts(
         query = query.where(AlertState.state == state)
     if rule is not None:
         query = query.where(AlertState.rule == rule)
+    after = decode_cursor("alerts", cursor, (datetime, str))
+    if after is not None:
+        at, fingerprint = after
+        later = (AlertState.updated_at == at) & (AlertState.fingerprint > fingerprint)
+        query = query.where((AlertState.updated_at < at) | later)
     with transaction(daemon(request).engine) as session:
-        rows = session.scalars(query.limit(1000)).all()
-        alerts = [Alert.model_validate(r, from_attributes=True) for r in rows]
-    return AlertList(alerts=alerts)
+        rows = session.scalars(query.limit(limit + 1)).all()
+        page = page_of("alerts", rows, limit, lambda r: (r.updated_at, r.fingerprint))
+        alerts = [Alert.model_validate(r, from_attributes=True) for r in page.items]
+    return AlertList(alerts=alerts, next_cursor=page.next_cursor)
+
+
+@router.get(
+    "/alerts/{fingerprint}", dependencies=[Depends(requires("read"))], response_model=Alert,
+    responses=errors(404, 422),
+)  # fmt: skip
+def get_alert(
+    request: Request, fingerprint: Annotated[str, Path(min_length=1, max_length=32)]
+) -> Alert:
+    """One alert by fingerprint: where an alert's `generatorURL` points."""
+    with transaction(daemon(request).engine) as session:
+        row = session.get(AlertState, fingerprint)
+        if row is None:
+            raise NotFoundError(f"no alert with fingerprint {fingerprint!r}")
+        return Alert.model_validate(row, from_attributes=True)
 
 
 @router.post(
@@ -142,14 +172,20 @@ def create_silence(body: SilenceRequest, request: Request) -> SilenceOut:
     responses=errors(422),
 )  # fmt: skip
 def get_silences(
-    request: Request, include_expired: bool = Query(False, alias="all")
+    request: Request,
+    include_expired: bool = Query(False, alias="all"),
+    cursor: Cursor = None,
+    limit: Limit = 500,
 ) -> SilenceList:
     """Silences not yet expired (all with `?all=true`), by id."""
     from alerts.silences import list_silences
 
+    after = decode_cursor("silences", cursor, (int,))
     with transaction(daemon(request).engine) as session:
         found = list_silences(session, utcnow(), include_expired=include_expired)
-    return SilenceList(silences=[_out(s) for s in found])
+    rest = [s for s in found if after is None or s.id > after[0]]
+    page = page_of("silences", rest[: limit + 1], limit, lambda s: (s.id,))
+    return SilenceList(silences=[_out(s) for s in page.items], next_cursor=page.next_cursor)
 
 
 @router.delete(

@@ -5,21 +5,26 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from fastapi.responses import JSONResponse
+from prometheus_client import CollectorRegistry
+from pydantic import BaseModel
 from sqlalchemy.engine import Engine
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from dashboards.metrics import http_request_histogram
 from monitor._version import __version__
 from monitor.config import Config
 from monitor.daemon.alerts_api import router as alerts_router
 from monitor.daemon.auth import TokenStore, requires
 from monitor.daemon.canary_api import router as canary_router
+from monitor.daemon.common import error_name, errors
+from monitor.daemon.docs import install_docs
+from monitor.daemon.exposition import RequestMetricsMiddleware, install_metrics_route
+from monitor.daemon.gate_api import router as gate_router
 from monitor.daemon.ingest_api import router as ingest_router
 from monitor.daemon.intake import HttpIntake
 from monitor.daemon.limits import BodyLimitMiddleware
@@ -59,8 +64,9 @@ class DaemonState:
 
 
 def _error(status: int, detail: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    name = HTTPStatus(status).phrase.lower().replace(" ", "_")
-    return JSONResponse({"error": name, "detail": detail}, status_code=status, headers=headers)
+    return JSONResponse(
+        {"error": error_name(status), "detail": detail}, status_code=status, headers=headers
+    )
 
 
 def _field(loc: tuple[Any, ...] | list[Any]) -> str:
@@ -73,6 +79,9 @@ def _field(loc: tuple[Any, ...] | list[Any]) -> str:
 def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400:
+            # FastAPI's only 400 is a body it cannot decode (not UTF-8): invalid input, as 422.
+            return _error(422, f"body: {exc.detail} (expected UTF-8 JSON)")
         return _error(exc.status_code, str(exc.detail), getattr(exc, "headers", None))
 
     @app.exception_handler(RequestValidationError)
@@ -81,7 +90,7 @@ def _install_error_handlers(app: FastAPI) -> None:
         first = errors[0] if errors else {"field": "body", "message": "invalid request"}
         return JSONResponse(
             {
-                "error": "validation",
+                "error": error_name(422),
                 "detail": f"{first['field']}: {first['message']}",
                 "errors": errors[:50],
             },
@@ -108,16 +117,39 @@ def _install_error_handlers(app: FastAPI) -> None:
         return _error(500, "internal error; see the server log")
 
 
+class Readiness(BaseModel):
+    """Whether the daemon is ready, and each check's answer ("ok" or what is wrong)."""
+
+    ready: bool
+    checks: dict[str, str]
+
+
+class Liveness(BaseModel):
+    status: str
+    version: str
+
+
 def _install_health(app: FastAPI, state: DaemonState) -> None:
     protect = state.config.api.protect_health
     deps = [Depends(requires("read"))] if protect else []
+    common = errors(auth=protect)
 
-    @app.get("/healthz", dependencies=deps, tags=["health"])
-    def healthz() -> dict[str, str]:
+    @app.get("/healthz", dependencies=deps, tags=["health"], responses=common)
+    def healthz() -> Liveness:
         """Liveness: the process answers."""
-        return {"status": "ok", "version": __version__}
+        return Liveness(status="ok", version=__version__)
 
-    @app.get("/readyz", dependencies=deps, tags=["health"])
+    ready_doc: dict[int | str, dict[str, Any]] = {
+        503: {"model": Readiness, "description": "a check failed (see `checks`)"}
+    }
+
+    @app.get(
+        "/readyz",
+        dependencies=deps,
+        tags=["health"],
+        response_model=Readiness,
+        responses={**common, **ready_doc},
+    )
     def readyz() -> JSONResponse:
         """Readiness: database reachable, schema at head, components healthy, no job failing."""
         checks: dict[str, str] = {}
@@ -134,10 +166,12 @@ def _install_health(app: FastAPI, state: DaemonState) -> None:
         ready = all(v == "ok" for v in checks.values())
         return JSONResponse({"ready": ready, "checks": checks}, status_code=200 if ready else 503)
 
-    @app.get("/metrics", dependencies=deps, tags=["health"])
-    def metrics() -> Response:
-        """Prometheus exposition of this process's registry."""
-        return Response(generate_latest(state.registry), media_type=CONTENT_TYPE_LATEST)
+    install_metrics_route(app, state.registry, deps, common)
+
+
+def _templates(app: FastAPI) -> list[str]:
+    """Every route's path template: the API's (from its schema) and the docs pages'."""
+    return [*app.openapi()["paths"], "/docs", "/redoc", "/docs/assets/{path:path}"]
 
 
 def create_app(state: DaemonState) -> FastAPI:
@@ -146,15 +180,30 @@ def create_app(state: DaemonState) -> FastAPI:
         title="modelwatch",
         version=__version__,
         description="Monitoring and regression guards for deployed ML models.",
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.daemon = state
     app.state.tokens = TokenStore(state.config.api.tokens)
     _install_error_handlers(app)
     _install_health(app, state)
+    install_docs(app)
     app.state.intake = state.intake or HttpIntake(state.engine, state.config)
-    routers = (models_router, ingest_router, results_router, release_router, alerts_router,
-               canary_router, slo_router)  # fmt: skip
+    routers = (
+        models_router,
+        ingest_router,
+        results_router,
+        gate_router,
+        release_router,
+        alerts_router,
+        canary_router,
+        slo_router,
+    )
     for router in routers:
         app.include_router(router, prefix="/v1")
     app.add_middleware(BodyLimitMiddleware, max_bytes=state.config.api.max_body_bytes)
+    histogram = http_request_histogram(state.registry)
+    app.add_middleware(
+        RequestMetricsMiddleware, histogram=histogram, templates=lambda: _templates(app)
+    )
     return app

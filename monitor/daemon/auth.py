@@ -5,12 +5,22 @@ from __future__ import annotations
 import hmac
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Annotated
 
-from fastapi import HTTPException, Request
+from fastapi import HTTPException, Request, Security
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from monitor.config import TokenConfig
 
 ADMIN = "admin"
+
+# Declares the bearer scheme in the OpenAPI spec (Swagger UI's "Authorize" button); the check
+# itself is `authenticate`, so the 401 body and challenge stay ours.
+BEARER = HTTPBearer(
+    auto_error=False,
+    scheme_name="bearer",
+    description="A token from api.tokens; scopes: read, ingest, admin (admin implies all).",
+)
 
 
 @dataclass(frozen=True)
@@ -54,10 +64,14 @@ def bearer(request: Request) -> str | None:
 
 def authenticate(store: TokenStore, request: Request, scope: str) -> Principal:
     """The caller's principal, or 401/403 as an HTTPException."""
+    return authenticate_token(store, bearer(request), scope)
+
+
+def authenticate_token(store: TokenStore, token: str | None, scope: str) -> Principal:
+    """The principal of a presented token (None: none presented), or 401/403."""
     challenge = {"WWW-Authenticate": "Bearer"}
     if len(store) == 0:
         raise HTTPException(401, "no API tokens are configured (api.tokens)", headers=challenge)
-    token = bearer(request)
     if token is None:
         raise HTTPException(401, "missing bearer token", headers=challenge)
     principal = store.lookup(token)
@@ -68,10 +82,13 @@ def authenticate(store: TokenStore, request: Request, scope: str) -> Principal:
     return principal
 
 
+Credentials = Annotated[HTTPAuthorizationCredentials | None, Security(BEARER)]
+
+
 def requires(scope: str) -> Callable[[Request], Principal]:
     """A FastAPI dependency demanding `scope` (admin implies every scope)."""
 
-    def dependency(request: Request) -> Principal:
+    def dependency(request: Request, _: Credentials = None) -> Principal:
         store: TokenStore = request.app.state.tokens
         return authenticate(store, request, scope)
 

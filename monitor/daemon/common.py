@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from fastapi import Request
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
     from monitor.daemon.app import DaemonState
@@ -18,13 +18,36 @@ class FieldError(BaseModel):
     message: str
 
 
-class ErrorBody(BaseModel):
-    """Every error answer: a snake_case name and a one-line detail (never a stack trace).
+# The one vocabulary of `error` names, by HTTP status (README "Errors").
+ERROR_NAMES: dict[int, str] = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    422: "validation",
+    500: "internal",
+    503: "unavailable",
+}
 
+
+def error_name(status: int) -> str:
+    """The vocabulary's name for an HTTP status (`error` in every error body)."""
+    return ERROR_NAMES.get(status, "bad_request" if status < 500 else "internal")
+
+
+class ErrorBody(BaseModel):
+    """Every error answer: a name from one vocabulary and a one-line detail (never a stack trace).
+
+    `error` is one of: bad_request, unauthorized, forbidden, not_found, method_not_allowed,
+    conflict, payload_too_large, unsupported_media_type, validation, internal, unavailable.
     Validation errors (422) also list each invalid field in `errors`.
     """
 
-    error: str
+    error: str = Field(examples=["not_found"])
     detail: str
     errors: list[FieldError] | None = None
 
@@ -41,14 +64,23 @@ def daemon(request: Request) -> DaemonState:
     return state
 
 
-def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI `responses` for auth failures, validation and the given error codes."""
-    text = {
-        401: "missing or invalid bearer token",
-        403: "the token lacks the scope",
-        404: "not found",
-        409: "conflicts with the current state",
-        413: "request body too large",
-        422: "invalid request; `detail` names the field",
-    }
-    return {code: {"model": ErrorBody, "description": text[code]} for code in (401, 403, *codes)}
+ERROR_TEXT = {
+    401: "missing or invalid bearer token",
+    403: "the token lacks the scope",
+    404: "not found",
+    409: "conflicts with the current state",
+    413: "request body too large (api.max_body_bytes)",
+    422: "invalid request; `detail` names the field",
+    503: "database unreachable or behind; retry after `Retry-After` seconds",
+}
+
+
+def errors(*codes: int, auth: bool = True) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses` for the given codes plus what every route can answer.
+
+    Every route can answer 413 (the body limit applies to any request) and 503 (the database
+    is down); routes behind a token also 401 and 403.
+    """
+    always = (401, 403, 413, 503) if auth else (413, 503)
+    wanted = sorted({*always, *codes})
+    return {code: {"model": ErrorBody, "description": ERROR_TEXT[code]} for code in wanted}

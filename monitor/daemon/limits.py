@@ -7,6 +7,8 @@ from typing import Any
 import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from monitor.daemon.common import error_name
+
 
 class BodyTooLarge(Exception):
     pass
@@ -52,7 +54,7 @@ class BodyLimitMiddleware:
 
     async def _reject(self, send: Send) -> None:
         body: Any = orjson.dumps(
-            {"error": "payload_too_large", "detail": f"request body exceeds {self.max_bytes} bytes"}
+            {"error": error_name(413), "detail": f"request body exceeds {self.max_bytes} bytes"}
         )
         await send(
             {

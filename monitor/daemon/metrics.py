@@ -3,33 +3,41 @@
 Reading the shared tables (rather than counting in-process) makes every replica export the same
 numbers, whichever of them ingested or evaluated. Counters advance by the growth of the stored
 totals since the previous tick. `events_ingested` counts per source; its `model` label is `*`
-because a source's counter spans every model it carries.
+because a source's counter spans every model it carries. Drift and outcome gauges show the
+versions with results in the model's newest window; guard gauges the versions gated within
+`scheduler.retention_days`. A series not written in a tick is removed.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import case, func, select
 from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session
 
 from dashboards.metrics import ModelwatchMetrics
 from monitor.config.serving import SloConfig
 from monitor.daemon.signals import latest_rows
-from monitor.profiles import key_of
+from monitor.profiles import key_of, slice_label
 from monitor.profiles.serving import ServingSummary
 from monitor.slo import ServingWindow, evaluate_windows
 from monitor.storage import (
     AlertNotification,
+    AlertState,
     DeadLetter,
     DriftResultRow,
     GateRun,
     IngestCounter,
+    OutcomeResultRow,
     SourcePosition,
     WindowServing,
     session_factory,
+    utcnow,
 )
 
 ALL_MODELS = "*"
@@ -39,11 +47,18 @@ class MetricsPublisher:
     """Turns stored totals and the newest results into gauge values and counter increments."""
 
     def __init__(
-        self, engine: Engine, metrics: ModelwatchMetrics, slo: Mapping[str, SloConfig] | None = None
+        self,
+        engine: Engine,
+        metrics: ModelwatchMetrics,
+        keep: timedelta | None = None,
+        slo: Mapping[str, SloConfig] | None = None,
     ) -> None:
+        """`keep`: guard gauges show gate runs this recent (default: every version's newest);
+        `slo`: each model's serving objectives."""
         self.engine = engine
         self.metrics = metrics
-        self.slo = dict(slo or {})  # model -> its serving objectives
+        self.keep = keep
+        self.slo = dict(slo or {})
         self._seen: dict[tuple[str, ...], float] = {}
 
     def _advance(self, key: tuple[str, ...], total: float) -> float:
@@ -74,13 +89,30 @@ class MetricsPublisher:
                     func.sum(AlertNotification.attempts) - func.sum(sent),
                 ).group_by(AlertNotification.receiver)
             ).all()
+            self._alerts(s)
         self._ingest(ingest, dead, lag)
         self._failures(failures)
         for model in models:
             self._drift(model)
+            self._outcomes(model)
             self._guards(model)
             if model in self.slo:
                 self._slo(model, self.slo[model])
+        self.metrics.end_refresh()
+
+    def _alerts(self, s: Session) -> None:
+        states = s.execute(
+            select(AlertState.rule, AlertState.state, func.count()).group_by(
+                AlertState.rule, AlertState.state
+            )
+        ).all()
+        self.metrics.set_alert_states({(r, st): int(n) for r, st, n in states})
+        outbox = s.execute(
+            select(AlertNotification.receiver, AlertNotification.status, func.count()).group_by(
+                AlertNotification.receiver, AlertNotification.status
+            )
+        ).all()
+        self.metrics.set_outbox({(r, st): int(n) for r, st, n in outbox})
 
     def _ingest(self, ingest: Iterable[Any], dead: Iterable[Any], lag: Iterable[Any]) -> None:
         for source, events in ingest:
@@ -99,7 +131,7 @@ class MetricsPublisher:
 
     def _drift(self, model: str) -> None:
         drifted: dict[tuple[str, str], int] = {}
-        for r in latest_rows(self.engine, DriftResultRow, model):
+        for r in _current(latest_rows(self.engine, DriftResultRow, model)):
             key = (r.version, r.slice_key)
             drifted[key] = drifted.get(key, 0) + (r.status == "drift")
             if r.value is not None:
@@ -121,10 +153,16 @@ class MetricsPublisher:
                     model, r.version, r.slice_key or None, r.objective, r.value, r.threshold
                 )
 
+    def _outcomes(self, model: str) -> None:
+        for r in _current(latest_rows(self.engine, OutcomeResultRow, model)):
+            if r.value is not None:
+                key = r.slice_key or None
+                self.metrics.set_outcome(model, r.version, r.metric, key, r.value, r.baseline_value)
+
     def _guards(self, model: str) -> None:
         newest = (
             select(GateRun.version, func.max(GateRun.id).label("id"))
-            .where(GateRun.model == model)
+            .where(GateRun.model == model, *self._recent())
             .group_by(GateRun.version)
             .subquery()
         )
@@ -133,11 +171,36 @@ class MetricsPublisher:
         for run in runs:
             self.metrics.set_guard_verdict(model, run.version, run.verdict)
             for c in run.criteria:
-                if str(c.get("name", "")).startswith("flip_rate") and c.get("value") is not None:
-                    self.metrics.set_guard_flip_rate(
-                        model, run.version, _slice_key(c.get("slice")), c["value"]
-                    )
+                self._criterion(model, run.version, c)
+
+    def _recent(self) -> list[Any]:
+        return [] if self.keep is None else [GateRun.created_at >= utcnow() - self.keep]
+
+    def _criterion(self, model: str, version: str, c: dict[str, Any]) -> None:
+        """Flip rate and metric drop criteria, named `flip_rate[out]`, `metric_drop:m[out]`."""
+        found = _CRITERION.fullmatch(str(c.get("name", "")))
+        value = c.get("value")
+        if found is None or not isinstance(value, int | float) or not math.isfinite(value):
+            return
+        kind, metric, output = found.group("kind", "metric", "output")
+        key = _slice_key(c.get("slice"))
+        if kind == "flip_rate":
+            self.metrics.set_guard_flip_rate(model, version, key, value, output or "")
+        elif metric:
+            self.metrics.set_guard_metric_drop(model, version, key, metric, value, output or "")
+
+
+_CRITERION = re.compile(
+    r"(?P<kind>flip_rate|metric_drop)(?::(?P<metric>\w+))?(?:\[(?P<output>[^\]]*)\])?"
+)
+
+
+def _current(rows: list[Any]) -> list[Any]:
+    """Rows of the model's newest window: versions that stopped serving drop out."""
+    newest = max((r.window_start for r in rows), default=None)
+    return [r for r in rows if r.window_start == newest]
 
 
 def _slice_key(slice_: dict[str, Any] | None) -> str | None:
-    return key_of(slice_) or None
+    """A gate slice as its label reads (`segment=high`); None for the whole golden set."""
+    return slice_label(key_of(slice_)) or None

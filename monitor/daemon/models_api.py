@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from sqlalchemy import select
 from sqlalchemy.orm import selectinload
 
 from monitor.daemon.auth import requires
 from monitor.daemon.common import errors
+from monitor.daemon.paging import Cursor, Limit, decode_cursor, page_of
 from monitor.storage import Model, ModelAlias, session_factory
 
 router = APIRouter(tags=["models"])
@@ -29,19 +30,23 @@ class ModelOut(BaseModel):
 
 class ModelList(BaseModel):
     models: list[ModelOut]
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null: last.")
 
 
 @router.get(
     "/models", dependencies=[Depends(requires("read"))], response_model=ModelList,
-    responses=errors(),
+    responses=errors(422),
 )  # fmt: skip
-def list_models(request: Request) -> ModelList:
-    """Models, their versions and aliases (active, last_known_good)."""
+def list_models(request: Request, cursor: Cursor = None, limit: Limit = 500) -> ModelList:
+    """Models by name, their versions and aliases (active, last_known_good)."""
     engine = request.app.state.daemon.engine
+    after = decode_cursor("models", cursor, (str,))
+    query = select(Model).options(selectinload(Model.versions)).order_by(Model.name)
+    if after is not None:
+        query = query.where(Model.name > after[0])
     with session_factory(engine)() as s:
-        models = s.scalars(
-            select(Model).options(selectinload(Model.versions)).order_by(Model.name)
-        ).all()
+        page = page_of("models", s.scalars(query.limit(limit + 1)).all(), limit, _key)
+        models = page.items
         aliases = s.execute(select(ModelAlias.model_id, ModelAlias.alias, ModelAlias.version_id))
         by_model: dict[int, dict[str, int]] = {}
         for model_id, alias, version_id in aliases:
@@ -59,4 +64,8 @@ def list_models(request: Request) -> ModelList:
                     settings={v.version: dict(v.settings or {}) for v in m.versions},
                 )
             )
-    return ModelList(models=out)
+    return ModelList(models=out, next_cursor=page.next_cursor)
+
+
+def _key(model: Model) -> tuple[str]:
+    return (model.name,)

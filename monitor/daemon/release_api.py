@@ -1,8 +1,7 @@
-"""Release endpoints: the canary gate verdict, gate runs and rollback of the `active` alias.
+"""Release endpoints: gate runs and rollback of the `active` alias.
 
-`GET /v1/gate/{model}/{version}` answers 200 for a passed gate and 409 for a failed or
-inconclusive one (the body is the verdict either way), so Flagger webhooks halt on it and Argo
-Rollouts' web provider reads `{$.verdict}`. Gate runs happen in a worker thread, one at a time.
+The verdict endpoints for deployment tools live in monitor/daemon/gate_api.py. Gate runs
+happen in a worker thread, one at a time.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.json_schema import SkipJsonSchema
@@ -23,7 +22,7 @@ from monitor.config import GatePolicyConfig, GuardsConfig
 from monitor.config.guards import GoldenSetConfig
 from monitor.daemon.auth import requires
 from monitor.daemon.common import ApiModel, daemon, errors
-from monitor.errors import ConflictError, InputError, NotFoundError
+from monitor.errors import ConflictError, InputError
 from monitor.storage import Model, ModelVersion
 
 router = APIRouter(tags=["release"])
@@ -129,32 +128,6 @@ class RollbackResult(BaseModel):
 def _verdict_response(doc: dict[str, Any], strict: bool) -> JSONResponse:
     passed = doc.get("verdict") == "pass"
     return JSONResponse(doc, status_code=200 if passed or not strict else 409)
-
-
-@router.get(
-    "/gate/{model}/{version}",
-    dependencies=[Depends(requires("read"))],
-    response_model=Verdict,
-    responses={
-        **errors(404, 422),
-        409: {"model": Verdict, "description": "the latest gate failed or was inconclusive"},
-    },
-)
-def gate_verdict(
-    model: str,
-    version: str,
-    request: Request,
-    strict: bool = Query(
-        True, description="false: 200 for any recorded verdict (Argo reads non-2xx as an error)"
-    ),
-) -> JSONResponse:
-    """The latest gate verdict of a model version: 200 pass, 409 fail/inconclusive, 404 none."""
-    from guards.history import latest_verdict
-
-    doc = latest_verdict(daemon(request).engine, model, version)
-    if doc is None:
-        raise NotFoundError(f"no gate run recorded for model {model!r} version {version!r}")
-    return _verdict_response(doc, strict)
 
 
 @router.post(

@@ -9,16 +9,25 @@ window summaries (monitor/daemon/periods.py); `window_start` then names a time i
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from fastapi import APIRouter, Depends, Query, Request
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from sqlalchemy import exists, func, select
 from sqlalchemy.orm import Session
 
 from monitor.daemon.auth import requires
 from monitor.daemon.common import daemon, errors
+from monitor.daemon.paging import (
+    Cursor,
+    Limit,
+    Page,
+    decode_cursor,
+    encode_cursor,
+    page_of,
+)
 from monitor.daemon.periods import (
     SUMMARY_TABLES,
     Period,
@@ -30,15 +39,15 @@ from monitor.daemon.periods import (
     periods_between,
     versions_in,
 )
+from monitor.detectors import detector_names
 from monitor.errors import InputError, NotFoundError
+from monitor.outcomes import METRICS
 from monitor.profiles import parse_slice_key, slice_key_from_text
 from monitor.results import slice_key_of
 from monitor.storage import DriftResultRow, Model, OutcomeResultRow, transaction, utcnow
 
 router = APIRouter(tags=["results"])
 RowT = TypeVar("RowT", bound=BaseModel)
-
-MAX_LIMIT = 5000
 
 
 class WindowRow(BaseModel):
@@ -77,14 +86,21 @@ class MetricRow(WindowRow):
     n: int
 
 
+NEXT = "Pass as `cursor` for the next page; null: this page is the last."
+DriftStatus = Literal["ok", "drift", "insufficient_data", "missing", "new"]
+MetricStatus = Literal["ok", "degraded", "insufficient_data"]
+
+
 class DriftList(BaseModel):
     model: str
     results: list[DriftRow]
+    next_cursor: str | None = Field(default=None, description=NEXT)
 
 
 class MetricList(BaseModel):
     model: str
     results: list[MetricRow]
+    next_cursor: str | None = Field(default=None, description=NEXT)
 
 
 class Filters(BaseModel):
@@ -97,6 +113,7 @@ class Filters(BaseModel):
     status: str | None = None
     limit: int = 500
     granularity: str | None = None
+    cursor: str | None = None
 
 
 SliceText = Annotated[
@@ -114,8 +131,8 @@ def _filters(
         datetime | None, Query(description="Windows starting at or after this.")
     ] = None,
     slice: SliceText = None,
-    status: Annotated[str | None, Query(max_length=50)] = None,
-    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 500,
+    limit: Limit = 500,
+    cursor: Cursor = None,
     granularity: Annotated[
         str | None,
         Query(description="Merge windows into periods this long (1d, 7d).", max_length=20),
@@ -126,9 +143,9 @@ def _filters(
         window_start=window_start,
         since=since,
         slice=slice,
-        status=status,
         limit=limit,
         granularity=granularity,
+        cursor=cursor,
     )
 
 
@@ -153,7 +170,7 @@ def _known(session: Session, request: Request, model: str) -> None:
 
 def _query(
     session: Session, table: Any, model: str, f: Filters, extra: dict[str, str | None]
-) -> list[Any]:
+) -> Page[Any]:
     _check_time("window_start", f.window_start)
     _check_time("since", f.since)
     conds = [table.model == model]
@@ -171,8 +188,26 @@ def _query(
     else:
         latest = session.scalar(select(func.max(table.window_start)).where(*conds))
         conds.append(table.window_start == latest)
+    after = decode_cursor("results", f.cursor, (datetime, str, str, int))
+    if after is not None:
+        conds.append(_after(table, *after))
     order = (table.window_start.desc(), table.version, table.slice_key, table.id)
-    return list(session.scalars(select(table).where(*conds).order_by(*order).limit(f.limit)))
+    query = select(table).where(*conds).order_by(*order).limit(f.limit + 1)
+    return page_of("results", session.scalars(query).all(), f.limit, _row_key)
+
+
+def _row_key(row: Any) -> tuple[Any, ...]:
+    return (row.window_start, row.version, row.slice_key, row.id)
+
+
+def _after(table: Any, start: datetime, version: str, slice_key: str, row_id: int) -> Any:
+    """Rows after (start, version, slice_key, id) in the order newest window first."""
+    same = (table.window_start == start) & (
+        (table.version > version)
+        | ((table.version == version) & (table.slice_key > slice_key))
+        | ((table.version == version) & (table.slice_key == slice_key) & (table.id > row_id))
+    )
+    return (table.window_start < start) | same
 
 
 def _common(row: Any) -> dict[str, Any]:
@@ -199,15 +234,18 @@ def model_drift(
     filters: Annotated[Filters, Depends(_filters)],
     column: Annotated[str | None, Query(max_length=200)] = None,
     method: Annotated[str | None, Query(max_length=50)] = None,
+    status: DriftStatus | None = None,
 ) -> DriftList:
     """Drift results of the newest window (or the windows asked for), per column and slice."""
+    _check_name("method", method, "drift method", detector_names())
+    filters = filters.model_copy(update={"status": status})
     with transaction(daemon(request).engine) as session:
         _known(session, request, model)
         if filters.granularity is not None:
             wanted = {"column": column, "method": method}
-            rows_ = _period_rows(request, model, filters, wanted, "drift", DriftRow)
-            return DriftList(model=model, results=rows_)
-        rows = _query(session, DriftResultRow, model, filters, {"column": column, "method": method})
+            got = _period_rows(request, model, filters, wanted, "drift", DriftRow)
+            return DriftList(model=model, results=got.items, next_cursor=got.next_cursor)
+        page = _query(session, DriftResultRow, model, filters, {"column": column, "method": method})
         results = [
             DriftRow(
                 **_common(r),
@@ -219,9 +257,9 @@ def model_drift(
                 n_reference=r.n_reference,
                 n_current=r.n_current,
             )
-            for r in rows
+            for r in page.items
         ]
-    return DriftList(model=model, results=results)
+    return DriftList(model=model, results=results, next_cursor=page.next_cursor)
 
 
 @router.get(
@@ -235,15 +273,18 @@ def model_metrics(
     request: Request,
     filters: Annotated[Filters, Depends(_filters)],
     metric: Annotated[str | None, Query(max_length=50)] = None,
+    status: MetricStatus | None = None,
 ) -> MetricList:
     """Outcome metrics of the newest window (or the windows asked for), per slice."""
+    _check_name("metric", metric, "outcome metric", METRICS)
+    filters = filters.model_copy(update={"status": status})
     with transaction(daemon(request).engine) as session:
         _known(session, request, model)
         if filters.granularity is not None:
             wanted = {"metric": metric}
-            rows_ = _period_rows(request, model, filters, wanted, "outcomes", MetricRow)
-            return MetricList(model=model, results=rows_)
-        rows = _query(session, OutcomeResultRow, model, filters, {"metric": metric})
+            got = _period_rows(request, model, filters, wanted, "outcomes", MetricRow)
+            return MetricList(model=model, results=got.items, next_cursor=got.next_cursor)
+        page = _query(session, OutcomeResultRow, model, filters, {"metric": metric})
         results = [
             MetricRow(
                 **_common(r),
@@ -254,9 +295,16 @@ def model_metrics(
                 tolerance=r.tolerance,
                 n=r.n,
             )
-            for r in rows
+            for r in page.items
         ]
-    return MetricList(model=model, results=results)
+    return MetricList(model=model, results=results, next_cursor=page.next_cursor)
+
+
+def _check_name(field: str, value: str | None, what: str, known: Iterable[str]) -> None:
+    """422 naming `field` when `value` is not a registered name (the registry's own list)."""
+    names = sorted(known)
+    if value is not None and value not in names:
+        raise InputError(f"{field}: unknown {what} {value!r}; known: {', '.join(names)}")
 
 
 def _periods(request: Request, model: str, f: Filters, kind: str) -> tuple[Any, list[Period]]:
@@ -292,7 +340,7 @@ def _period_rows(
     wanted: dict[str, str | None],
     kind: str,
     row_type: type[RowT],
-) -> list[RowT]:
+) -> Page[RowT]:
     """`row_type` rows of each asked-for period and version, computed from merged summaries."""
     engine = daemon(request).engine
     cfg, periods = _periods(request, model, f, kind)
@@ -307,4 +355,8 @@ def _period_rows(
                 row |= {"window_end": period.end, "computed_at": now}
                 if _keep(row | {"slice_key": slice_key_of(r.slice)}, f, wanted):
                     out.append(row_type(**{k: v for k, v in row.items() if k in fields}))
-    return out[: f.limit]
+    offset = (decode_cursor("periods", f.cursor, (int,)) or [0])[0]
+    rest = out[offset : offset + f.limit + 1]
+    more = len(rest) > f.limit
+    next_cursor = encode_cursor("periods", [offset + f.limit]) if more else None
+    return Page(rest[: f.limit], next_cursor)

@@ -6,7 +6,7 @@ import functools
 import logging
 import threading
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
@@ -142,7 +142,10 @@ class Monitoring:
         self.alerts = Evaluator(engine, config.alerts)
         self.metrics = metrics
         slo = {m.name: m.slo for m in config.models if m.slo is not None}
-        self.publisher = MetricsPublisher(engine, metrics, slo) if metrics is not None else None
+        keep = timedelta(days=config.scheduler.retention_days)
+        self.publisher = (
+            MetricsPublisher(engine, metrics, keep, slo) if metrics is not None else None
+        )
         self.dead_letter_rate = DeadLetterRate()
         self._last: dict[str, list[Signal]] = {}
 

@@ -68,7 +68,8 @@ def test_pushed_alerts_are_listed_with_labels_and_annotations(
             "version": "3",
             "column": "amount",
         }
-        assert amount["annotations"] == {"summary": "fraud/amount PSI 0.30"}
+        assert amount["annotations"]["summary"] == "fraud/amount PSI 0.30"  # the rule's own
+        assert "column amount" in amount["annotations"]["description"]  # the kind's default
         assert amount["status"]["state"] == "active"
 
         ev.evaluate([drift(column="age")], start + timedelta(seconds=60))  # amount resolves

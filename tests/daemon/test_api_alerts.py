@@ -8,6 +8,8 @@ from pathlib import Path
 import httpx
 
 from alerts import Evaluator, Signal
+from alerts.base import AlertSnapshot, Notification
+from alerts.receivers.webhook import alertmanager_v4
 from monitor.config.alerts import AlertsConfig, RuleConfig
 from tests.daemon.conftest import ServerProcess, auth, db_engine
 
@@ -18,7 +20,7 @@ def test_alerts_lists_states_from_the_evaluator(idle_server: ServerProcess, tmp_
     url = f"{idle_server.url}/v1/alerts"
     assert httpx.get(url).status_code == 401
     assert httpx.get(url, headers=auth("MW_T_INGEST")).status_code == 403
-    assert httpx.get(url, headers=auth("MW_T_READ")).json() == {"alerts": []}
+    assert httpx.get(url, headers=auth("MW_T_READ")).json() == {"alerts": [], "next_cursor": None}
 
     rule = RuleConfig.model_validate({"name": "feature_drift", "kind": "drift"})
     evaluator = Evaluator(db_engine(tmp_path), AlertsConfig(rules=[rule]))
@@ -37,9 +39,25 @@ def test_alerts_lists_states_from_the_evaluator(idle_server: ServerProcess, tmp_
     firing = httpx.get(url, params={"state": "firing"}, headers=auth("MW_T_READ")).json()
     assert len(firing["alerts"]) == 1
     pending = httpx.get(url, params={"state": "pending"}, headers=auth("MW_T_READ")).json()
-    assert pending == {"alerts": []}
+    assert pending == {"alerts": [], "next_cursor": None}
     bad = httpx.get(url, params={"state": "burning"}, headers=auth("MW_T_READ"))
     assert bad.status_code == 422 and bad.json()["errors"][0]["field"] == "query.state"
+
+    one = httpx.get(f"{url}/{alerts[0]['fingerprint']}", headers=auth("MW_T_READ"))
+    assert one.status_code == 200 and one.json() == alerts[0]
+    missing = httpx.get(f"{url}/ffffffff", headers=auth("MW_T_READ"))
+    assert missing.status_code == 404 and missing.json()["error"] == "not_found"
+
+    # The webhook's generatorURL, built on alerts.external_url, opens that alert (read scope).
+    snapshot = AlertSnapshot(alerts[0]["fingerprint"], "firing", {}, {}, now, None)
+    note = Notification("hook", "g", {}, (snapshot,), idle_server.url + "/", now)
+    generator = alertmanager_v4(note)["alerts"][0]["generatorURL"]
+    assert httpx.get(generator).status_code == 401
+    opened = httpx.get(generator, headers=auth("MW_T_READ"))
+    assert opened.status_code == 200 and opened.json()["labels"]["column"] == "amount"
+    # A rule without annotations still says what moved.
+    assert "column amount" in alerts[0]["annotations"]["summary"]
+    assert "0.5 against threshold 0.2" in alerts[0]["annotations"]["description"]
 
 
 def test_silence_lifecycle(server: ServerProcess) -> None:
@@ -62,7 +80,7 @@ def test_silence_lifecycle(server: ServerProcess) -> None:
     expired = httpx.delete(one, headers=auth("MW_T_ADMIN"))
     assert expired.status_code == 200
     assert datetime.fromisoformat(expired.json()["ends_at"]) < ends
-    assert httpx.get(url, headers=auth("MW_T_READ")).json() == {"silences": []}
+    assert httpx.get(url, headers=auth("MW_T_READ")).json() == {"silences": [], "next_cursor": None}
     everything = httpx.get(url, params={"all": "true"}, headers=auth("MW_T_READ")).json()
     assert [s["id"] for s in everything["silences"]] == [silence["id"]]
     again = httpx.delete(one, headers=auth("MW_T_ADMIN"))

@@ -86,7 +86,8 @@ def test_metrics(stored: ServerProcess) -> None:
     [row] = resp.json()["results"]
     assert row["metric"] == "accuracy" and row["slice"] == {"region": "us"}
     assert (row["value"], row["ci_low"], row["status"]) == (0.81, 0.78, "degraded")
-    assert get(stored, "/v1/models/fraud/metrics", metric="auc").json()["results"] == []
+    assert get(stored, "/v1/models/fraud/metrics", metric="roc_auc").json()["results"] == []
+    assert get(stored, "/v1/models/fraud/metrics", metric="auc").status_code == 422
 
 
 def test_unknown_model_404_and_bad_filters_422(stored: ServerProcess) -> None:
@@ -106,4 +107,8 @@ def test_unknown_model_404_and_bad_filters_422(stored: ServerProcess) -> None:
 
 def test_configured_model_without_results_is_empty_not_404(server: ServerProcess) -> None:
     resp = get(server, "/v1/models/fraud/drift")
-    assert resp.status_code == 200 and resp.json() == {"model": "fraud", "results": []}
+    assert resp.status_code == 200 and resp.json() == {
+        "model": "fraud",
+        "results": [],
+        "next_cursor": None,
+    }

@@ -1,14 +1,19 @@
-"""Schemathesis against the served OpenAPI spec: no generated request gets a 5xx.
+"""Schemathesis against the served OpenAPI spec: no generated request gets a 5xx or a status
+code the spec does not list for that operation.
 
 Every operation gets a bounded number of schema-conforming and schema-violating requests with an
-admin token (so requests reach the handlers rather than stopping at auth).
+admin token (so requests reach the handlers rather than stopping at auth), sent with the
+credentials the spec's security scheme describes.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Any
 
 import httpx
+import pytest
 import requests
 import schemathesis
 from hypothesis import HealthCheck, given, settings
@@ -21,7 +26,11 @@ from tests.daemon.conftest import ReleaseModels, ServerProcess, auth, db_engine
 EXAMPLES = 25
 
 
-def _no_server_errors(server: ServerProcess, operation: object) -> list[str]:
+def _documented(spec: dict[str, Any], method: str, path: str) -> set[str]:
+    return set(spec["paths"][path][method.lower()]["responses"])
+
+
+def _no_server_errors(server: ServerProcess, operation: object, spec: dict[str, Any]) -> list[str]:
     op = operation
     strategy = st.one_of(
         op.as_strategy(GenerationMode.POSITIVE),  # type: ignore[attr-defined]
@@ -44,6 +53,8 @@ def _no_server_errors(server: ServerProcess, operation: object) -> list[str]:
         response = session.request(**kwargs, timeout=60)
         if response.status_code >= 500 or "Traceback" in response.text:
             failures.append(f"{case.method} {case.formatted_path}: {response.status_code}")
+        if str(response.status_code) not in _documented(spec, case.method, case.path):
+            failures.append(f"undocumented {response.status_code}: {case.method} {case.path}")
 
     check()
     return failures
@@ -59,7 +70,7 @@ def test_no_generated_request_gets_a_server_error(
     assert len(operations) >= 10
     failures: list[str] = []
     for operation in operations:
-        failures += _no_server_errors(server, operation)
+        failures += _no_server_errors(server, operation, spec)
     assert failures == [], failures[:10]
     assert server.proc.poll() is None
 
@@ -72,8 +83,16 @@ def test_every_v1_endpoint_is_documented_with_typed_models(server: ServerProcess
         if path.startswith("/v1/")
         for method, op in ops.items()
     ]
-    assert len(operations) == 14
+    assert len(operations) == 16
+    assert spec["components"]["securitySchemes"]["bearer"] == {
+        "type": "http",
+        "scheme": "bearer",
+        "description": spec["components"]["securitySchemes"]["bearer"]["description"],
+    }
     for name, op in operations:
+        assert op["security"] == [{"bearer": []}], name
+        for code in ("413", "503"):
+            assert "ErrorBody" in str(op["responses"][code]), name
         ok = next(v for k, v in op["responses"].items() if k.startswith("2"))
         assert "$ref" in ok["content"]["application/json"]["schema"], name
         for code in ("401", "403"):
@@ -81,3 +100,25 @@ def test_every_v1_endpoint_is_documented_with_typed_models(server: ServerProcess
             assert error == {"$ref": "#/components/schemas/ErrorBody"}, name
         if op.get("parameters") or "requestBody" in op:
             assert "422" in op["responses"], name
+
+
+def test_readyz_documents_its_503(server: ServerProcess) -> None:
+    spec = httpx.get(f"{server.url}/openapi.json").json()
+    ready = spec["paths"]["/readyz"]["get"]["responses"]
+    assert ready["503"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/Readiness"
+    }
+
+
+@pytest.mark.parametrize("page", ["/docs", "/redoc"])
+def test_docs_pages_load_every_asset_from_the_daemon(server: ServerProcess, page: str) -> None:
+    html = httpx.get(f"{server.url}{page}").text
+    urls = re.findall(r"""(?:src|href)\s*=\s*["']([^"']+)["']|url:\s*'([^']+)'""", html)
+    found = [a or b for a, b in urls]
+    assert len(found) >= 2, html
+    for url in found:
+        assert not re.match(r"^(https?:)?//", url), f"{page} loads {url} from off the host"
+        answer = httpx.get(f"{server.url}{url}")
+        assert answer.status_code == 200, url
+        assert len(answer.content) > 0, url
+    assert "cdn" not in html.lower()

@@ -46,7 +46,8 @@ def test_models_endpoint_lists_registry(server: ServerProcess, tmp_path: Path) -
     assert body == {
         "models": [
             {"name": "fraud", "versions": ["1", "2"], "active": None, "last_known_good": None}
-        ]
+        ],
+        "next_cursor": None,
     }
 
 

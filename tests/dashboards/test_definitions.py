@@ -33,8 +33,14 @@ def test_expected_dashboards_and_variables() -> None:
         "modelwatch-outcomes",
     ]
     variables = {uid: [v["name"] for v in b["templating"]["list"]] for uid, b in BOARDS.items()}
-    assert variables["modelwatch-drift"] == ["model", "version", "slice"]
-    assert variables["modelwatch-outcomes"] == ["model", "version", "slice", "metric"]
+    assert variables["modelwatch-drift"] == ["model", "version", "slice", "granularity"]
+    assert variables["modelwatch-outcomes"] == [
+        "model",
+        "version",
+        "slice",
+        "metric",
+        "granularity",
+    ]
     assert variables["modelwatch-guards"] == ["model", "version"]
 
 
@@ -70,7 +76,11 @@ def test_panels_query_only_views_with_grafana_macros(
     }
     if kind == "timeseries":
         assert target["format"] == "time_series"
-        assert "$__timeGroupAlias(time, $__interval)" in sql
+        # Drift and outcomes group by the chosen granularity (1h, 1d, 7d), the others by zoom.
+        step = (
+            "$granularity" if uid in ("modelwatch-drift", "modelwatch-outcomes") else "$__interval"
+        )
+        assert f"$__timeGroupAlias(time, {step})" in sql
     if kind in ("stat", "table"):
         assert target["format"] == "table"
 
@@ -78,6 +88,9 @@ def test_panels_query_only_views_with_grafana_macros(
 def test_variables_query_views() -> None:
     for board in BOARDS.values():
         for var in board["templating"]["list"]:
+            if var["type"] == "interval":
+                assert var["query"] == "1h,1d,7d"
+                continue
             assert set(RELATIONS.findall(var["query"])) <= set(VIEW_COLUMNS)
 
 
@@ -94,6 +107,10 @@ def test_cli_export_writes_grafana_file_provisioning(tmp_path: Path) -> None:
         "dashboards/modelwatch-guards.json",
         "dashboards/modelwatch-operations.json",
         "dashboards/modelwatch-outcomes.json",
+        "dashboards/modelwatch-prom-drift.json",
+        "dashboards/modelwatch-prom-guards.json",
+        "dashboards/modelwatch-prom-operations.json",
+        "dashboards/modelwatch-prom-outcomes.json",
         "provisioning/dashboards/modelwatch.yaml",
         "provisioning/datasources/modelwatch.yaml",
     ]
@@ -109,7 +126,15 @@ def test_cli_export_writes_grafana_file_provisioning(tmp_path: Path) -> None:
     assert provider["providers"][0]["options"]["path"] == str((root / "dashboards").resolve())
 
 
-def test_cli_export_refuses_sqlite(tmp_path: Path) -> None:
+def test_cli_export_on_sqlite_writes_only_the_prometheus_set(tmp_path: Path) -> None:
     out = run_cli("dashboards", "export", str(tmp_path), "--database-url", "sqlite:///x.db")
+    assert out.returncode == 0, out.stderr
+    assert "Prometheus dashboards only" in out.stdout
+    assert not (tmp_path / "dashboards/modelwatch-drift.json").exists()
+    assert (tmp_path / "dashboards/modelwatch-prom-drift.json").exists()
+
+
+def test_cli_export_refuses_a_non_postgresql_datasource_url(tmp_path: Path) -> None:
+    out = run_cli("dashboards", "export", str(tmp_path), "--datasource-url", "mysql://u@h/d")
     assert out.returncode == 2
     assert "--datasource-url" in out.stderr and "Traceback" not in out.stderr

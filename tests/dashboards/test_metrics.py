@@ -104,3 +104,72 @@ def test_exposition_lists_every_metric_with_help(
     slo = 'model="fraud",objective="latency_p95_ms",slice="all",version="3"'
     assert f"modelwatch_slo_value{{{slo}}} 41.5" in text
     assert f"modelwatch_slo_threshold{{{slo}}} 50.0" in text
+
+
+def test_gate_slices_are_separate_series_even_when_not_monitoring_slices(
+    metrics: ModelwatchMetrics, registry: CollectorRegistry
+) -> None:
+    # `segment` is not among the model's configured slices; it is a gate slice.
+    metrics.set_guard_flip_rate("fraud", "4-int8", "segment=high", 0.157, "label")
+    metrics.set_guard_flip_rate("fraud", "4-int8", "segment=normal", 0.0014, "label")
+    metrics.set_guard_metric_drop("fraud", "4-int8", None, "accuracy", 1.5, "label")
+    name = "modelwatch_guard_flip_rate"
+    high = value(
+        registry, name, model="fraud", version="4-int8", slice="segment=high", output="label"
+    )
+    normal = value(
+        registry, name, model="fraud", version="4-int8", slice="segment=normal", output="label"
+    )
+    assert (high, normal) == (0.157, 0.0014)
+    drop = value(
+        registry,
+        "modelwatch_guard_metric_drop",
+        model="fraud",
+        version="4-int8",
+        slice="all",
+        metric="accuracy",
+        output="label",
+    )
+    assert drop == 1.5
+
+
+def test_gate_slices_are_capped(metrics: ModelwatchMetrics) -> None:
+    labels = {metrics.gate_slice("fraud", f"id={i}") for i in range(60)}
+    assert len(labels) == 51 and "other" in labels
+    assert metrics.gate_slice("other-model", "id=1") == "id=1"
+
+
+def test_series_not_rewritten_in_a_refresh_are_removed(
+    metrics: ModelwatchMetrics, registry: CollectorRegistry
+) -> None:
+    metrics.set_drift("fraud", "1", None, "amount", "psi", 0.3, 0.2)
+    metrics.set_outcome("fraud", "1", "accuracy", None, 0.9, 0.92)
+    assert metrics.end_refresh() == 0
+    metrics.set_drift("fraud", "2", None, "amount", "psi", 0.1, 0.2)  # version 1 retired
+    assert metrics.end_refresh() == 4  # score, threshold, outcome value and baseline
+    labels = {"model": "fraud", "slice": "all", "column": "amount", "method": "psi"}
+    assert value(registry, "modelwatch_drift_score", version="1", **labels) is None
+    assert value(registry, "modelwatch_drift_score", version="2", **labels) == 0.1
+    outcome = {"model": "fraud", "version": "1", "metric": "accuracy", "slice": "all"}
+    assert value(registry, "modelwatch_outcome_value", **outcome) is None
+
+
+def test_alert_and_outbox_counts_write_every_state(
+    metrics: ModelwatchMetrics, registry: CollectorRegistry
+) -> None:
+    metrics.set_alert_states({("drift", "firing"): 2})
+    metrics.set_outbox({("hook", "dead"): 1})
+    assert value(registry, "modelwatch_alerts", rule="drift", state="firing") == 2
+    assert value(registry, "modelwatch_alerts", rule="drift", state="pending") == 0
+    assert value(registry, "modelwatch_outbox_notifications", receiver="hook", status="dead") == 1
+    assert (
+        value(registry, "modelwatch_outbox_notifications", receiver="hook", status="pending") == 0
+    )
+
+
+def test_build_info_is_one(registry: CollectorRegistry, metrics: ModelwatchMetrics) -> None:
+    from monitor._version import __version__
+
+    infos = [s for m in registry.collect() if m.name == "modelwatch_build_info" for s in m.samples]
+    assert len(infos) == 1 and infos[0].value == 1.0
+    assert infos[0].labels["version"] == __version__

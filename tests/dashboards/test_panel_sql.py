@@ -29,6 +29,7 @@ VARIABLES = [
     pytest.param(var["query"], id=f"{uid}/${var['name']}")
     for uid, board in BOARDS.items()
     for var in board["templating"]["list"]
+    if var["type"] == "query"
 ]
 Rows = tuple[list[str], list[tuple[Any, ...]]]
 
@@ -41,7 +42,13 @@ def seeded(
     upgrade(engine)
     now = datetime.now(UTC)
     t0 = seed_all(engine, tmp_path_factory.mktemp("seed"), now)
-    variables = {"model": MODEL, "version": VERSION, "slice": "region=eu", "metric": "accuracy"}
+    variables = {
+        "model": MODEL,
+        "version": VERSION,
+        "slice": "region=eu",
+        "metric": "accuracy",
+        "granularity": "1h",
+    }
     ctx = GrafanaContext(t0 - timedelta(hours=1), now + timedelta(hours=1), 3600, variables)
     try:
         yield engine, ctx
@@ -124,3 +131,24 @@ def test_panels_show_the_seeded_facts(seeded: tuple[Engine, GrafanaContext]) -> 
     assert sum(r[2] for r in events) == 120
     _, dead = run(seeded, panel_sql("modelwatch-operations", "Dead letters"))
     assert sum(r[2] for r in dead) == 2
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(("granularity", "seconds"), [("1d", 86400), ("7d", 7 * 86400)])
+def test_granularity_groups_sql_series_by_day_or_week(
+    seeded: tuple[Engine, GrafanaContext], granularity: str, seconds: int
+) -> None:
+    engine, ctx = seeded
+    coarse = GrafanaContext(
+        ctx.time_from, ctx.time_to, ctx.interval_s, {**ctx.variables, "granularity": granularity}
+    )
+    for uid, title in [
+        ("modelwatch-drift", "Drift score by column"),
+        ("modelwatch-outcomes", "$metric in $slice vs baseline"),
+    ]:
+        sql = coarse.expand(panel_sql(uid, title)).replace(":", r"\:")
+        with engine.connect() as conn:
+            rows = list(conn.execute(text(sql)))
+        assert rows, title
+        # One point per period, at the period's start.
+        assert all(float(r[0]) % seconds == 0 for r in rows), title

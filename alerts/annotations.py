@@ -1,0 +1,75 @@
+"""Default alert annotations per signal kind, and where an alert's `generatorURL` points.
+
+A rule without `annotations` still sends a `summary` and a `description` that say what moved,
+where and by how much; a rule's own annotations override these key by key. Placeholders are
+those of `alerts.rules.render_annotations` (labels, `{value}`, `{threshold}`, `{slice}`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from urllib.parse import quote
+
+from alerts.base import SIGNAL_KINDS
+
+_DEFAULTS: dict[str, tuple[str, str]] = {
+    "drift": (
+        "Drift in {model} {version}: column {column} ({method}, slice {slice})",
+        "{method} of column {column} is {value} against threshold {threshold} in the latest "
+        "window of model {model} version {version}, slice {slice}.",
+    ),
+    "drift_count": (
+        "{value} columns drifted in {model} {version}",
+        "{value} columns of model {model} version {version} drifted in the latest window.",
+    ),
+    "outcome": (
+        "{metric} of {model} {version} degraded (slice {slice})",
+        "{metric} is {value} against a baseline of {threshold} for model {model} version "
+        "{version}, slice {slice}.",
+    ),
+    "guard": (
+        "Gate {verdict} for {model} {version}",
+        "The latest gate run of model {model} version {version} answered {verdict}.",
+    ),
+    "ingest_lag": (
+        "Source {source} is {value} messages behind",
+        "Collector source {source} has {value} messages between its committed position and "
+        "the end of its input.",
+    ),
+    "dead_letter_rate": (
+        "Source {source} dead-letters events",
+        "Collector source {source} rejected a fraction {value} of its recent events; see "
+        "its dead letters for the reasons.",
+    ),
+    "no_data": (
+        "No data for {model} for {value} minutes",
+        "Model {model} has received no events for {value} minutes (limit {threshold}).",
+    ),
+    "slo": (
+        "{objective} of {model} {version} at {value} (objective {threshold}, slice {slice})",
+        "Serving objective {objective} of model {model} version {version} is {value} against "
+        "{threshold} in the newest window, slice {slice}.",
+    ),
+    "evaluation_failed": (
+        "Evaluation of {model} {version} failing",
+        "{value} windows of model {model} version {version} failed to evaluate; see /readyz "
+        "and the daemon log.",
+    ),
+}
+if set(_DEFAULTS) != set(SIGNAL_KINDS):  # pragma: no cover - caught by the import in tests
+    raise RuntimeError(f"default annotations missing for {set(SIGNAL_KINDS) - set(_DEFAULTS)}")
+
+DEFAULT_ANNOTATIONS: Mapping[str, Mapping[str, str]] = MappingProxyType(
+    {kind: {"summary": s, "description": d} for kind, (s, d) in _DEFAULTS.items()}
+)
+
+
+def annotation_templates(kind: str, own: Mapping[str, str]) -> dict[str, str]:
+    """The kind's default summary and description, overridden by the rule's own templates."""
+    return {**DEFAULT_ANNOTATIONS.get(kind, {}), **own}
+
+
+def generator_url(external_url: str, fingerprint: str) -> str:
+    """The alert's detail in the API (`GET /v1/alerts/{fingerprint}`, read scope)."""
+    return f"{external_url.rstrip('/')}/v1/alerts/{quote(fingerprint, safe='')}"
