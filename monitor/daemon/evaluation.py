@@ -212,6 +212,7 @@ class WindowEvaluator:
             methods=cfg.drift.methods or None,
             thresholds=thresholds,
             alpha=cfg.drift.alpha,
+            evidence_alpha=cfg.drift.evidence_alpha,
             min_n=cfg.drift.min_n,
         )
         store_drift_results(
