@@ -39,7 +39,7 @@ class DriftConfig(StrictModel):
 class OutcomeConfig(StrictModel):
     """Per-slice outcome metrics from joined predictions and labels."""
 
-    task: Literal["classification", "regression"] = "classification"
+    task: Literal["classification", "regression", "multiclass"] = "classification"
     metrics: list[OutcomeMetric] = Field(default_factory=list)
     # Baseline value per metric (e.g. from validation); no value means the metric is reported
     # without a verdict.

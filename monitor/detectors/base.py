@@ -209,12 +209,12 @@ class DriftResult:
             "value": self.value,
             "threshold": self.threshold,
             "threshold_by": self.threshold_by,
-            "evidence_alpha": self.evidence_alpha,
-            "decided_by": self.decided_by,
             "p_value": self.p_value,
             "n_reference": self.n_reference,
             "n_current": self.n_current,
             "status": self.status,
+            "decided_by": self.decided_by,
+            "evidence_alpha": self.evidence_alpha,
         }
 
 
