@@ -1,15 +1,23 @@
-"""Storing drift and outcome results idempotently: a re-run of a window replaces its rows."""
+"""Storing drift and outcome results idempotently: a re-run of a window replaces its rows.
+
+On PostgreSQL a window's rows are one `INSERT ... SELECT FROM unnest(arrays) ON CONFLICT DO
+UPDATE`: one statement with one array per column, ~25% cheaper than an `executemany` of ~300
+rows (bench/soak.py); SQLite keeps the `executemany`. The store functions take an Engine (their
+own transaction) or a Session (the caller's, so a window's read and write share a connection).
+"""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Table
+from sqlalchemy import Table, TextClause, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session
 
 from monitor.detectors import DriftResult
 from monitor.errors import InputError
@@ -29,7 +37,7 @@ def slice_key_of(slice_: Mapping[str, Any] | None) -> str:
 
 
 def store_drift_results(
-    engine: Engine,
+    engine: Engine | Session,
     model: str,
     version: str,
     window: tuple[datetime, datetime],
@@ -51,7 +59,7 @@ def store_drift_results(
 
 
 def store_outcome_results(
-    engine: Engine,
+    engine: Engine | Session,
     model: str,
     version: str,
     window: tuple[datetime, datetime],
@@ -72,7 +80,7 @@ def store_outcome_results(
 
 
 def _store(
-    engine: Engine,
+    engine: Engine | Session,
     table: Table,
     key: list[str],
     ident: tuple[str, str, tuple[datetime, datetime]],
@@ -97,13 +105,29 @@ def _check_window(window: tuple[datetime, datetime]) -> tuple[datetime, datetime
     return start, end
 
 
-def _upsert(engine: Engine, table: Table, key: list[str], rows: list[dict[str, Any]]) -> int:
+def _upsert(
+    target: Engine | Session, table: Table, key: list[str], rows: list[dict[str, Any]]
+) -> int:
     if not rows:
         return 0
-    stmt = _upsert_statement(engine.dialect.name, table, tuple(key))
-    with transaction(engine) as session:
-        session.execute(stmt, rows)
+    with _session(target) as session:
+        dialect = session.get_bind().dialect
+        if dialect.name == "postgresql":
+            columns = tuple(rows[0])
+            stmt = _unnest_upsert(table, tuple(key), columns)
+            session.execute(stmt, {f"c{i}": [r[c] for r in rows] for i, c in enumerate(columns)})
+        else:
+            session.execute(_upsert_statement(dialect.name, table, tuple(key)), rows)
     return len(rows)
+
+
+@contextmanager
+def _session(target: Engine | Session) -> Iterator[Session]:
+    if isinstance(target, Session):
+        yield target
+    else:
+        with transaction(target) as session:
+            yield session
 
 
 @functools.cache
@@ -113,3 +137,19 @@ def _upsert_statement(dialect_name: str, table: Table, key: tuple[str, ...]) -> 
     stmt = dialect.insert(table)
     update = {c.name: stmt.excluded[c.name] for c in table.columns if c.name not in (*key, "id")}
     return stmt.on_conflict_do_update(index_elements=list(key), set_=update)
+
+
+@functools.cache
+def _unnest_upsert(table: Table, key: tuple[str, ...], columns: tuple[str, ...]) -> TextClause:
+    """PostgreSQL: all rows as one array per column, unnested into one upsert (built once)."""
+    pg = postgresql.dialect()  # type: ignore[no-untyped-call]
+    q = pg.identifier_preparer.quote
+    arrays = ", ".join(
+        f"CAST(:c{i} AS {table.c[c].type.compile(dialect=pg)}[])" for i, c in enumerate(columns)
+    )
+    updates = ", ".join(f"{q(c)} = excluded.{q(c)}" for c in columns if c not in key)
+    return text(
+        f"INSERT INTO {q(table.name)} ({', '.join(q(c) for c in columns)}) "
+        f"SELECT * FROM unnest({arrays}) "
+        f"ON CONFLICT ({', '.join(q(c) for c in key)}) DO UPDATE SET {updates}"
+    )

@@ -16,6 +16,7 @@ from datetime import datetime
 
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session
 
 from monitor.baselines import StoredBaseline, baseline_for
 from monitor.config import ModelConfig
@@ -31,6 +32,7 @@ from monitor.storage import (
     consume_changes,
     pending_changes,
     session_factory,
+    transaction,
 )
 from monitor.summaries import outcome_results, rebuild_pending
 
@@ -102,23 +104,34 @@ class Consumed:
         self.windows = []
 
 
-def window_profiles(engine: Engine, window: Window, slice_by: Sequence[str]) -> ProfileSet:
-    """The window's stored profiles as a ProfileSet (overall and per slice)."""
+def window_profiles(
+    engine: Engine | Session, window: Window, slice_by: Sequence[str]
+) -> ProfileSet:
+    """The window's stored profiles as a ProfileSet (overall and per slice).
+
+    Given a Session, reads in it (the drift job reads and stores a window on one connection).
+    """
+    if isinstance(engine, Session):
+        return _window_profiles(engine, window, slice_by)
     with session_factory(engine)() as s:
-        prof_rows = s.execute(
-            select(WindowProfile.slice_key, WindowProfile.column, WindowProfile.payload).where(
-                WindowProfile.model == window.model,
-                WindowProfile.version == window.version,
-                WindowProfile.window_start == window.start,
-            )
-        ).all()
-        counts = s.execute(
-            select(WindowCount.slice_key, WindowCount.events).where(
-                WindowCount.model == window.model,
-                WindowCount.version == window.version,
-                WindowCount.window_start == window.start,
-            )
-        ).all()
+        return _window_profiles(s, window, slice_by)
+
+
+def _window_profiles(s: Session, window: Window, slice_by: Sequence[str]) -> ProfileSet:
+    prof_rows = s.execute(
+        select(WindowProfile.slice_key, WindowProfile.column, WindowProfile.payload).where(
+            WindowProfile.model == window.model,
+            WindowProfile.version == window.version,
+            WindowProfile.window_start == window.start,
+        )
+    ).all()
+    counts = s.execute(
+        select(WindowCount.slice_key, WindowCount.events).where(
+            WindowCount.model == window.model,
+            WindowCount.version == window.version,
+            WindowCount.window_start == window.start,
+        )
+    ).all()
     where = f"model '{window.model}' version '{window.version}' window {window.start.isoformat()}"
     profiles = {
         (key, col): profile_from_bytes(payload, f"{where} slice {key or 'overall'}")
@@ -205,19 +218,18 @@ class WindowEvaluator:
         self, cfg: ModelConfig, window: Window, reference: ProfileSet, thresholds: ThresholdStrategy
     ) -> WindowEvaluation:
         started = time.perf_counter()
-        current = window_profiles(self.engine, window, reference.slice_by or cfg.slices)
-        results = evaluate(
-            reference,
-            current,
-            methods=cfg.drift.methods or None,
-            thresholds=thresholds,
-            alpha=cfg.drift.alpha,
-            evidence_alpha=cfg.drift.evidence_alpha,
-            min_n=cfg.drift.min_n,
-        )
-        store_drift_results(
-            self.engine, cfg.name, window.version, (window.start, window.end), results
-        )
+        with transaction(self.engine) as s:  # one connection: one pool checkout (and ping)
+            current = window_profiles(s, window, reference.slice_by or cfg.slices)
+            results = evaluate(
+                reference,
+                current,
+                methods=cfg.drift.methods or None,
+                thresholds=thresholds,
+                alpha=cfg.drift.alpha,
+                evidence_alpha=cfg.drift.evidence_alpha,
+                min_n=cfg.drift.min_n,
+            )
+            store_drift_results(s, cfg.name, window.version, (window.start, window.end), results)
         return WindowEvaluation(window, drift=results, seconds=time.perf_counter() - started)
 
     def _reference(
