@@ -135,17 +135,24 @@ def _merged(payload: bytes, summary: OutcomeSummary) -> OutcomeSummary:
 
 
 def window_summaries(
-    engine: Engine, model: str, version: str, start: datetime, end: datetime
+    engine: Engine | Session, model: str, version: str, start: datetime, end: datetime
 ) -> list[tuple[dict[str, str] | None, OutcomeSummary]]:
-    """Summaries of windows starting in [start, end), merged per slice; overall first."""
+    """Summaries of windows starting in [start, end), merged per slice; overall first.
+
+    Given a Session, reads in it (the evaluate job reads and stores a window on one connection).
+    """
     t = OutcomeSummaryRow
     stmt = select(t.slice_key, t.payload).where(
         t.model == model, t.version == version, t.window_start >= start, t.window_start < end
     )
     by_slice: dict[str, list[OutcomeSummary]] = {}
-    with session_factory(engine)() as s:
-        for key, payload in s.execute(stmt):
-            by_slice.setdefault(key, []).append(summary_from_bytes(payload))
+    if isinstance(engine, Session):
+        rows = engine.execute(stmt).all()
+    else:
+        with session_factory(engine)() as s:
+            rows = s.execute(stmt).all()
+    for key, payload in rows:
+        by_slice.setdefault(key, []).append(summary_from_bytes(payload))
     out = []
     for key in sorted(by_slice):
         merged = merge_summaries(by_slice[key])
@@ -155,7 +162,7 @@ def window_summaries(
 
 
 def outcome_results(
-    engine: Engine, cfg: ModelConfig, version: str, start: datetime, end: datetime
+    engine: Engine | Session, cfg: ModelConfig, version: str, start: datetime, end: datetime
 ) -> list[OutcomeResult]:
     """Per-slice outcome metrics of [start, end) from merged summaries ([] when no pairs)."""
     summaries = window_summaries(engine, cfg.name, version, start, end)

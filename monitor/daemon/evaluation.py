@@ -269,14 +269,16 @@ class WindowEvaluator:
         return out
 
     def _outcome_window(self, cfg: ModelConfig, window: Window) -> WindowEvaluation:
-        results = self.outcomes(window, cfg)
-        if not results:
-            return WindowEvaluation(window)
-        store_outcome_results(
-            self.engine, cfg.name, window.version, (window.start, window.end), results
-        )
+        with transaction(self.engine) as s:  # one connection: one pool checkout (and ping)
+            results = self.outcomes(window, cfg, s)
+            if not results:
+                return WindowEvaluation(window)
+            store_outcome_results(s, cfg.name, window.version, (window.start, window.end), results)
         return WindowEvaluation(window, outcomes=results)
 
-    def outcomes(self, window: Window, cfg: ModelConfig) -> list[OutcomeResult]:
+    def outcomes(
+        self, window: Window, cfg: ModelConfig, session: Session | None = None
+    ) -> list[OutcomeResult]:
         """Per-slice outcome metrics of the window, from its merged outcome summaries."""
-        return outcome_results(self.engine, cfg, window.version, window.start, window.end)
+        bind = self.engine if session is None else session
+        return outcome_results(bind, cfg, window.version, window.start, window.end)
