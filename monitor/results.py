@@ -1,8 +1,10 @@
 """Storing drift and outcome results idempotently: a re-run of a window replaces its rows.
 
-On PostgreSQL a window's rows are one `INSERT ... SELECT FROM unnest(arrays) ON CONFLICT DO
-UPDATE`: one statement with one array per column, ~25% cheaper than an `executemany` of ~300
-rows (bench/soak.py); SQLite keeps the `executemany`. The store functions take an Engine (their
+On PostgreSQL a window's rows are one `INSERT ... SELECT FROM jsonb_to_recordset(:rows) ON
+CONFLICT DO UPDATE`: one statement and one parameter (the rows as one JSON document, encoded by
+orjson), instead of an `executemany` of ~300 rows; arrays per column (`unnest`) were tried first
+and spent more in psycopg's per-element array quoting than they saved (bench/soak.py profile).
+SQLite keeps the `executemany`. The store functions take an Engine (their
 own transaction) or a Session (the caller's, so a window's read and write share a connection).
 """
 
@@ -14,6 +16,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+import orjson
 from sqlalchemy import Table, TextClause, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
@@ -113,9 +116,8 @@ def _upsert(
     with _session(target) as session:
         dialect = session.get_bind().dialect
         if dialect.name == "postgresql":
-            columns = tuple(rows[0])
-            stmt = _unnest_upsert(table, tuple(key), columns)
-            session.execute(stmt, {f"c{i}": [r[c] for r in rows] for i, c in enumerate(columns)})
+            stmt = _recordset_upsert(table, tuple(key), tuple(rows[0]))
+            session.execute(stmt, {"rows": orjson.dumps(rows, option=_JSON).decode()})
         else:
             session.execute(_upsert_statement(dialect.name, table, tuple(key)), rows)
     return len(rows)
@@ -139,17 +141,19 @@ def _upsert_statement(dialect_name: str, table: Table, key: tuple[str, ...]) -> 
     return stmt.on_conflict_do_update(index_elements=list(key), set_=update)
 
 
+_JSON = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
+
+
 @functools.cache
-def _unnest_upsert(table: Table, key: tuple[str, ...], columns: tuple[str, ...]) -> TextClause:
-    """PostgreSQL: all rows as one array per column, unnested into one upsert (built once)."""
+def _recordset_upsert(table: Table, key: tuple[str, ...], columns: tuple[str, ...]) -> TextClause:
+    """PostgreSQL: all rows as one JSON array of objects, typed by a recordset (built once)."""
     pg = postgresql.dialect()  # type: ignore[no-untyped-call]
     q = pg.identifier_preparer.quote
-    arrays = ", ".join(
-        f"CAST(:c{i} AS {table.c[c].type.compile(dialect=pg)}[])" for i, c in enumerate(columns)
-    )
+    names = ", ".join(q(c) for c in columns)
+    typed = ", ".join(f"{q(c)} {table.c[c].type.compile(dialect=pg)}" for c in columns)
     updates = ", ".join(f"{q(c)} = excluded.{q(c)}" for c in columns if c not in key)
     return text(
-        f"INSERT INTO {q(table.name)} ({', '.join(q(c) for c in columns)}) "
-        f"SELECT * FROM unnest({arrays}) "
+        f"INSERT INTO {q(table.name)} ({names}) "
+        f"SELECT {names} FROM jsonb_to_recordset(CAST(:rows AS jsonb)) AS x({typed}) "
         f"ON CONFLICT ({', '.join(q(c) for c in key)}) DO UPDATE SET {updates}"
     )

@@ -35,6 +35,7 @@ def test_drift_rows_upsert_idempotently(engine: Engine) -> None:
             ('{"region":"eu"}', None, "insufficient_data"),
         ]
         assert rows[0].window_start == START and rows[0].window_end.tzinfo is not None
+        assert rows[0].p_value == 1e-9 and rows[0].n_current == 800  # exact round trip
 
 
 def test_outcome_rows_upsert(engine: Engine) -> None:
