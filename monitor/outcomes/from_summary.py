@@ -115,8 +115,7 @@ def _multiclass(s: MulticlassSummary) -> dict[str, tuple[float, float, float]]:
     rng = np.random.default_rng(s.n)
     draws = rng.multinomial(s.n, m.reshape(-1) / s.n, size=BOOTSTRAP_DRAWS)
     boot = confusion_metrics(draws.reshape(BOOTSTRAP_DRAWS, *m.shape).astype(np.float64))
-    point = confusion_metrics(m)
-    return {name: _with_interval(float(point[name]), boot[name]) for name in point}
+    return _with_intervals({k: float(v) for k, v in confusion_metrics(m).items()}, boot)
 
 
 def _classification(s: ClassificationSummary) -> dict[str, tuple[float, float, float]]:
@@ -129,20 +128,20 @@ def _classification(s: ClassificationSummary) -> dict[str, tuple[float, float, f
     counts = s.count.reshape(-1)[cells].astype(np.float64)
     draws = rng.multinomial(s.n, counts / counts.sum(), size=BOOTSTRAP_DRAWS) / counts
     flat = (counts, s.score_sum.reshape(-1)[cells], s.loss_sum.reshape(-1)[cells])
-    out = {}
-    for name, value in _confusion_metrics(conf[None, :]).items():
-        out[name] = _with_interval(float(value[0]), _confusion_metrics(boot_conf)[name])
-    point = _cell_metrics(cells, *(x[None, :] for x in flat))
-    boot = _cell_metrics(cells, *(draws * x[None, :] for x in flat))
-    for name, value in point.items():
-        if name != "roc_auc" or 0 < s.count[1].sum() < s.n:
-            out[name] = _with_interval(float(value[0]), boot[name])
-    return out
+    point = _confusion_metrics(conf[None, :]) | _cell_metrics(cells, *(x[None, :] for x in flat))
+    boot = _confusion_metrics(boot_conf) | _cell_metrics(cells, *(draws * x[None, :] for x in flat))
+    if not 0 < s.count[1].sum() < s.n:
+        del point["roc_auc"]
+    return _with_intervals({k: float(v[0]) for k, v in point.items()}, boot)
 
 
-def _with_interval(value: float, draws: np.ndarray) -> tuple[float, float, float]:
-    lo, hi = np.percentile(draws, [2.5, 97.5])
-    return value, float(lo), float(hi)
+def _with_intervals(
+    point: dict[str, float], boot: dict[str, np.ndarray]
+) -> dict[str, tuple[float, float, float]]:
+    """(value, 2.5th, 97.5th percentile of the draws) per metric, in one percentile call."""
+    names = list(point)
+    lo, hi = np.percentile(np.stack([boot[n] for n in names]), [2.5, 97.5], axis=1)
+    return {n: (point[n], float(a), float(b)) for n, a, b in zip(names, lo, hi, strict=True)}
 
 
 def _confusion_metrics(c: np.ndarray) -> dict[str, np.ndarray]:
