@@ -15,12 +15,14 @@ events per window. Then it records:
 - "before": the per-tick queries of the previous evaluator (GROUP BY over every profile row, every
   joined row loaded, GROUP BY over every result row) timed on the same database.
 
-Usage: python bench/soak.py [--days 7,28,90] [--per-window 20] [--burst 1000]
+Usage: python bench/soak.py [--days 7,28,90] [--per-window 20] [--burst 1000] [--profile OUT]
+(`--profile OUT`: cProfile of the burst tick written to OUT, for `python -m pstats`.)
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import random
 import statistics
 import sys
@@ -171,7 +173,9 @@ def before_idle(engine: Engine) -> float:
     return time.perf_counter() - started
 
 
-def soak(server: PostgresServer, days: int, per_window: int, burst: int) -> dict[str, Any]:
+def soak(
+    server: PostgresServer, days: int, per_window: int, burst: int, profile: str | None = None
+) -> dict[str, Any]:
     url = server.create_database()
     engine = make_engine(url)
     upgrade(engine)
@@ -212,7 +216,13 @@ def soak(server: PostgresServer, days: int, per_window: int, burst: int) -> dict
                 mark_changed(
                     s, kind, [("fraud", "1", st, st + timedelta(hours=1)) for st in starts]
                 )
+        profiler = cProfile.Profile() if profile else None
+        if profiler is not None:
+            profiler.enable()
         b_s, b_results = tick(monitoring)
+        if profiler is not None and profile:
+            profiler.disable()
+            profiler.dump_stats(profile)
         out |= {"burst_s": b_s, "burst_results": b_results}
     with engine.connect() as conn:
         size = conn.execute(text("SELECT pg_database_size(current_database())")).scalar_one()
@@ -226,12 +236,13 @@ def main() -> None:
     parser.add_argument("--days", default="7,28,90")
     parser.add_argument("--per-window", type=int, default=20)
     parser.add_argument("--burst", type=int, default=1000)
+    parser.add_argument("--profile", default=None)
     args = parser.parse_args()
     server = PostgresServer()
     server.start()
     try:
         for days in (int(d) for d in args.days.split(",")):
-            row = soak(server, days, args.per_window, args.burst)
+            row = soak(server, days, args.per_window, args.burst, args.profile)
             per = row["first_tick_s"] / max(row["first_tick_results"], 1) * 1000
             row["first_tick_ms_per_result"] = per
             if "burst_s" in row:

@@ -14,7 +14,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import numpy as np
 from sqlalchemy import bindparam, delete, insert, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
@@ -25,9 +24,10 @@ from monitor.outcomes import OutcomeResult
 from monitor.outcomes.from_summary import evaluate_summaries
 from monitor.outcomes.summary import (
     OutcomeSummary,
+    add_pairs,
     merge_summaries,
     new_summary,
-    score_of,
+    pair_values,
     summary_from_bytes,
     summary_to_bytes,
 )
@@ -57,12 +57,11 @@ def summarize_pairs(
     pairs: Iterable[Mapping[str, Any]], cfg: ModelConfig, window_s: float, sign: int = 1
 ) -> dict[SummaryKey, OutcomeSummary]:
     """Summaries of joined pairs (version, ts, prediction, label, slice_values) per key."""
-    groups: dict[SummaryKey, tuple[list[float], list[float]]] = {}
+    groups: dict[SummaryKey, tuple[list[Any], list[Any]]] = {}
     for pair in pairs:
         start = window_of(pair["ts"], window_s)
-        score = score_of(pair["prediction"], cfg.outcomes.output)
-        label = score_of(pair["label"], None)
-        y, s = (math.nan if label is None else label), (math.nan if score is None else score)
+        oc = cfg.outcomes
+        y, s = pair_values(pair["label"], pair["prediction"], oc.task, oc.output)
         values = pair.get("slice_values") or {}
         # A missing slice value is the `(null)` slice, as in window profiles.
         keys = [OVERALL] + [slice_key(c, values.get(c)) for c in cfg.slices]
@@ -73,7 +72,7 @@ def summarize_pairs(
     out: dict[SummaryKey, OutcomeSummary] = {}
     for group, (ys, ss) in groups.items():
         summary = new_summary(cfg.outcomes.task, cfg.outcomes.threshold)
-        summary.add(np.asarray(ys, np.float64), np.asarray(ss, np.float64), sign=sign)
+        add_pairs(summary, ys, ss, sign)
         out[group] = summary
     return out
 
@@ -136,17 +135,24 @@ def _merged(payload: bytes, summary: OutcomeSummary) -> OutcomeSummary:
 
 
 def window_summaries(
-    engine: Engine, model: str, version: str, start: datetime, end: datetime
+    engine: Engine | Session, model: str, version: str, start: datetime, end: datetime
 ) -> list[tuple[dict[str, str] | None, OutcomeSummary]]:
-    """Summaries of windows starting in [start, end), merged per slice; overall first."""
+    """Summaries of windows starting in [start, end), merged per slice; overall first.
+
+    Given a Session, reads in it (the evaluate job reads and stores a window on one connection).
+    """
     t = OutcomeSummaryRow
     stmt = select(t.slice_key, t.payload).where(
         t.model == model, t.version == version, t.window_start >= start, t.window_start < end
     )
     by_slice: dict[str, list[OutcomeSummary]] = {}
-    with session_factory(engine)() as s:
-        for key, payload in s.execute(stmt):
-            by_slice.setdefault(key, []).append(summary_from_bytes(payload))
+    if isinstance(engine, Session):
+        rows = engine.execute(stmt).all()
+    else:
+        with session_factory(engine)() as s:
+            rows = s.execute(stmt).all()
+    for key, payload in rows:
+        by_slice.setdefault(key, []).append(summary_from_bytes(payload))
     out = []
     for key in sorted(by_slice):
         merged = merge_summaries(by_slice[key])
@@ -156,7 +162,7 @@ def window_summaries(
 
 
 def outcome_results(
-    engine: Engine, cfg: ModelConfig, version: str, start: datetime, end: datetime
+    engine: Engine | Session, cfg: ModelConfig, version: str, start: datetime, end: datetime
 ) -> list[OutcomeResult]:
     """Per-slice outcome metrics of [start, end) from merged summaries ([] when no pairs)."""
     summaries = window_summaries(engine, cfg.name, version, start, end)

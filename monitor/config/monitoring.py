@@ -29,6 +29,9 @@ class DriftConfig(StrictModel):
     # categorical) plus missing_rate where nulls occur.
     methods: list[DriftMethod] = Field(default_factory=list)
     alpha: float = Field(default=0.01, gt=0, lt=1)
+    # Exact-count columns (categorical, boolean, discrete numeric) also drift when the
+    # chi-square homogeneity test of their buckets gives p below this, whatever the effect size.
+    evidence_alpha: float = Field(default=1e-6, gt=0, lt=1)
     min_n: int = Field(default=30, ge=1)
     thresholds: ThresholdsConfig = Field(default_factory=ThresholdsConfig)
 
@@ -36,7 +39,7 @@ class DriftConfig(StrictModel):
 class OutcomeConfig(StrictModel):
     """Per-slice outcome metrics from joined predictions and labels."""
 
-    task: Literal["classification", "regression"] = "classification"
+    task: Literal["classification", "regression", "multiclass"] = "classification"
     metrics: list[OutcomeMetric] = Field(default_factory=list)
     # Baseline value per metric (e.g. from validation); no value means the metric is reported
     # without a verdict.

@@ -16,6 +16,7 @@ from datetime import datetime
 
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session
 
 from monitor.attributions import Sums, attribution_drift
 from monitor.baselines import StoredBaseline, baseline_for
@@ -33,6 +34,7 @@ from monitor.storage import (
     consume_changes,
     pending_changes,
     session_factory,
+    transaction,
 )
 from monitor.summaries import outcome_results, rebuild_pending
 
@@ -104,23 +106,34 @@ class Consumed:
         self.windows = []
 
 
-def window_profiles(engine: Engine, window: Window, slice_by: Sequence[str]) -> ProfileSet:
-    """The window's stored profiles as a ProfileSet (overall and per slice)."""
+def window_profiles(
+    engine: Engine | Session, window: Window, slice_by: Sequence[str]
+) -> ProfileSet:
+    """The window's stored profiles as a ProfileSet (overall and per slice).
+
+    Given a Session, reads in it (the drift job reads and stores a window on one connection).
+    """
+    if isinstance(engine, Session):
+        return _window_profiles(engine, window, slice_by)
     with session_factory(engine)() as s:
-        prof_rows = s.execute(
-            select(WindowProfile.slice_key, WindowProfile.column, WindowProfile.payload).where(
-                WindowProfile.model == window.model,
-                WindowProfile.version == window.version,
-                WindowProfile.window_start == window.start,
-            )
-        ).all()
-        counts = s.execute(
-            select(WindowCount.slice_key, WindowCount.events).where(
-                WindowCount.model == window.model,
-                WindowCount.version == window.version,
-                WindowCount.window_start == window.start,
-            )
-        ).all()
+        return _window_profiles(s, window, slice_by)
+
+
+def _window_profiles(s: Session, window: Window, slice_by: Sequence[str]) -> ProfileSet:
+    prof_rows = s.execute(
+        select(WindowProfile.slice_key, WindowProfile.column, WindowProfile.payload).where(
+            WindowProfile.model == window.model,
+            WindowProfile.version == window.version,
+            WindowProfile.window_start == window.start,
+        )
+    ).all()
+    counts = s.execute(
+        select(WindowCount.slice_key, WindowCount.events).where(
+            WindowCount.model == window.model,
+            WindowCount.version == window.version,
+            WindowCount.window_start == window.start,
+        )
+    ).all()
     where = f"model '{window.model}' version '{window.version}' window {window.start.isoformat()}"
     profiles = {
         (key, col): profile_from_bytes(payload, f"{where} slice {key or 'overall'}")
@@ -212,22 +225,25 @@ class WindowEvaluator:
         attributions: Sums,
     ) -> WindowEvaluation:
         started = time.perf_counter()
-        current = window_profiles(self.engine, window, reference.slice_by or cfg.slices)
-        results = evaluate(
-            reference,
-            current,
-            methods=cfg.drift.methods or None,
-            thresholds=thresholds,
-            alpha=cfg.drift.alpha,
-            min_n=cfg.drift.min_n,
+        served = (
+            serving_summary(self.engine, cfg.name, window.version, window.start, window.end)
+            if attributions
+            else None
         )
-        if attributions:
-            served = serving_summary(self.engine, cfg.name, window.version, window.start,
-                                     window.end)  # fmt: skip
-            results = [*results, *attribution_drift(attributions, served, cfg.drift.min_n)]
-        store_drift_results(
-            self.engine, cfg.name, window.version, (window.start, window.end), results
-        )
+        with transaction(self.engine) as s:  # one connection: one pool checkout (and ping)
+            current = window_profiles(s, window, reference.slice_by or cfg.slices)
+            results = evaluate(
+                reference,
+                current,
+                methods=cfg.drift.methods or None,
+                thresholds=thresholds,
+                alpha=cfg.drift.alpha,
+                evidence_alpha=cfg.drift.evidence_alpha,
+                min_n=cfg.drift.min_n,
+            )
+            if served is not None:
+                results = [*results, *attribution_drift(attributions, served, cfg.drift.min_n)]
+            store_drift_results(s, cfg.name, window.version, (window.start, window.end), results)
         return WindowEvaluation(window, drift=results, seconds=time.perf_counter() - started)
 
     def _reference(
@@ -267,14 +283,16 @@ class WindowEvaluator:
         return out
 
     def _outcome_window(self, cfg: ModelConfig, window: Window) -> WindowEvaluation:
-        results = self.outcomes(window, cfg)
-        if not results:
-            return WindowEvaluation(window)
-        store_outcome_results(
-            self.engine, cfg.name, window.version, (window.start, window.end), results
-        )
+        with transaction(self.engine) as s:  # one connection: one pool checkout (and ping)
+            results = self.outcomes(window, cfg, s)
+            if not results:
+                return WindowEvaluation(window)
+            store_outcome_results(s, cfg.name, window.version, (window.start, window.end), results)
         return WindowEvaluation(window, outcomes=results)
 
-    def outcomes(self, window: Window, cfg: ModelConfig) -> list[OutcomeResult]:
+    def outcomes(
+        self, window: Window, cfg: ModelConfig, session: Session | None = None
+    ) -> list[OutcomeResult]:
         """Per-slice outcome metrics of the window, from its merged outcome summaries."""
-        return outcome_results(self.engine, cfg, window.version, window.start, window.end)
+        bind = self.engine if session is None else session
+        return outcome_results(bind, cfg, window.version, window.start, window.end)

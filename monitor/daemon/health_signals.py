@@ -2,7 +2,7 @@
 
 * `evaluation_failed` per model version: value = its failing items of the evaluate job
   (windows, the baseline); firing while any fails, resolving when they all succeed again.
-* `ingest_lag` per source: messages between the committed position and the end (Kafka).
+* `ingest_lag` per lagging source: messages between the committed position and the end.
 * `dead_letter_rate` per source: dead letters / (events + dead letters) since the previous
   evaluation (the first one: since the source started); firing when above 0.
 * `no_data` per model: minutes since the model's last event was written; firing after two
@@ -42,12 +42,17 @@ def evaluation_failed_signals(
 
 
 def ingest_lag_signals(engine: Engine, now: datetime) -> list[Signal]:
-    """Messages each source is behind the end of its topics (sources that know their end)."""
+    """Messages each lagging source is behind the end of its topics or files.
+
+    Only rows that are behind are read (the partial index of migration 0013), so the cost
+    follows the lagging partitions, not the one row per HTTP idempotency key; a source that
+    caught up has no signal, which resolves its alert.
+    """
     behind = func.sum(SourcePosition.end_offset - SourcePosition.offset)
     with session_factory(engine)() as s:
         rows = s.execute(
             select(SourcePosition.source, behind)
-            .where(SourcePosition.end_offset > 0)
+            .where(SourcePosition.end_offset > SourcePosition.offset)
             .group_by(SourcePosition.source)
         ).all()
     return [

@@ -60,6 +60,8 @@ class MetricsPublisher:
         self.keep = keep
         self.slo = dict(slo or {})
         self._seen: dict[tuple[str, ...], float] = {}
+        self._dead_after = 0  # the newest dead letter id counted
+        self._lagging: set[str] = set()
 
     def _advance(self, key: tuple[str, ...], total: float) -> float:
         delta = total - self._seen.get(key, 0.0)
@@ -70,16 +72,22 @@ class MetricsPublisher:
         """Refresh every metric from the database."""
         with session_factory(self.engine)() as s:
             ingest = s.execute(select(IngestCounter.source, IngestCounter.events)).all()
+            # Dead letters newer than the last publish only (a range of the primary key): the
+            # first publish of a process counts the retained ones once.
             dead = s.execute(
-                select(DeadLetter.source, DeadLetter.reason, func.count()).group_by(
-                    DeadLetter.source, DeadLetter.reason
-                )
+                select(DeadLetter.source, DeadLetter.reason, func.count(), func.max(DeadLetter.id))
+                .where(DeadLetter.id > self._dead_after)
+                .group_by(DeadLetter.source, DeadLetter.reason)
             ).all()
+            # Only rows that are behind, by the partial lag index (0013): never a row per HTTP
+            # idempotency key.
             lag = s.execute(
                 select(
                     SourcePosition.source,
                     func.sum(SourcePosition.end_offset - SourcePosition.offset),
-                ).group_by(SourcePosition.source)
+                )
+                .where(SourcePosition.end_offset > SourcePosition.offset)
+                .group_by(SourcePosition.source)
             ).all()
             # Every attempt failed except the last one of each sent row.
             sent = case((AlertNotification.status == "sent", 1), else_=0)
@@ -118,11 +126,15 @@ class MetricsPublisher:
         for source, events in ingest:
             inc = self._advance(("events", source), float(events))
             self.metrics.record_ingested(ALL_MODELS, source, int(inc))
-        for source, reason, count in dead:
-            inc = self._advance(("dead", source, reason), float(count))
-            self.metrics.record_dead_letter(source, reason, int(inc))
-        for source, behind in lag:
-            self.metrics.set_consumer_lag(source, max(int(behind or 0), 0))
+        for source, reason, count, newest in dead:
+            self.metrics.record_dead_letter(source, reason, int(count))
+            self._dead_after = max(self._dead_after, int(newest))
+        behind_now = {source: max(int(behind or 0), 0) for source, behind in lag}
+        for source in self._lagging - behind_now.keys():
+            self.metrics.set_consumer_lag(source, 0)  # caught up: no row is behind any more
+        for source, behind in behind_now.items():
+            self.metrics.set_consumer_lag(source, behind)
+        self._lagging = set(behind_now)
 
     def _failures(self, rows: Iterable[Any]) -> None:
         for receiver, failed in rows:

@@ -18,7 +18,8 @@ def registry_names() -> RegistryNames:
     """Valid drift methods, outcome metrics per task, formats, receiver types, signal kinds."""
     by_task: dict[str, list[str]] = {}
     for metric in sorted(METRICS.values(), key=lambda m: m.name):
-        by_task.setdefault(metric.task, []).append(metric.name)
+        for task in (metric.task, *metric.also):
+            by_task.setdefault(task, []).append(metric.name)
     return RegistryNames(
         drift_methods=tuple(detector_names()),
         formats=tuple(adapter_names()),

@@ -134,6 +134,7 @@ def period_drift(
         methods=cfg.drift.methods or None,
         thresholds=thresholds_for(cfg, baseline),
         alpha=cfg.drift.alpha,
+        evidence_alpha=cfg.drift.evidence_alpha,
         min_n=cfg.drift.min_n,
     )
 

@@ -75,6 +75,8 @@ class Detector:
     ``buckets`` turns a profile into the count vector it works on (default: the profile's
     buckets); ``p_value`` is analytic where the statistic has a known null distribution,
     otherwise None and the null is a multinomial bootstrap from the reference proportions;
+    ``evidence``: whether the overwhelming-evidence rule applies on exact-count columns (it
+    compares value distributions; ``missing_rate``, which watches nulls, opts out).
     """
 
     name: str
@@ -88,6 +90,7 @@ class Detector:
     )
     size: Callable[[Profile], int] = field(default=lambda p: p.n)
     observed: Callable[[Pair], float] | None = None
+    evidence: bool = True
 
     def score(self, pair: Pair) -> float:
         """The statistic of the observed pair (`observed` when the detector has a finer one)."""
@@ -183,6 +186,18 @@ class DriftResult:
     status: Status
     # Which threshold strategy set `threshold` ("constant", "reference", "floor").
     threshold_by: str = "constant"
+    # The overwhelming-evidence alpha applied to this result (exact-count columns only, see
+    # `evidence`); None where only the threshold rule decides.
+    evidence_alpha: float | None = None
+
+    @property
+    def decided_by(self) -> str | None:
+        """Which rule made this a drift: "threshold" (value above it and significant) or
+        "evidence" (p below the evidence alpha while the value is within the threshold)."""
+        if self.status != "drift":
+            return None
+        assert self.value is not None
+        return "threshold" if self.value > self.threshold else "evidence"
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON row of the drift report."""
@@ -198,6 +213,8 @@ class DriftResult:
             "n_reference": self.n_reference,
             "n_current": self.n_current,
             "status": self.status,
+            "decided_by": self.decided_by,
+            "evidence_alpha": self.evidence_alpha,
         }
 
 

@@ -3,9 +3,10 @@
 What it measures: value is Cramér's V = sqrt(chi² / N) of the 2 x k table (reference and
 current counts per bucket), an effect size in [0, 1]; the p-value is the chi² test's.
 Default threshold: 0.1.
-p-value: analytic (chi² with k-1 degrees of freedom over non-empty buckets) when every
-expected count is >= 5; otherwise the multinomial bootstrap from the reference, because the
-chi² approximation is anti-conservative for sparse tables.
+p-value: analytic (chi² with k-1 degrees of freedom over non-empty buckets), buckets with an
+expected count under 5 pooled first because the chi² approximation is anti-conservative for
+sparse cells (`evidence.homogeneity_p`, the one owner of the test); the multinomial bootstrap
+from the reference when fewer than two buckets remain.
 Edge cases: buckets empty on both sides are dropped; no smoothing.
 """
 
@@ -15,8 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from monitor.detectors.base import Counts, Detector, Pair, register
-
-MIN_EXPECTED = 5.0
+from monitor.detectors.evidence import homogeneity_p
 
 
 def _chi2(ref: Counts, cur: Counts) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -37,18 +37,8 @@ def _cramers_v(ref: Counts, cur: Counts, pair: Pair) -> NDArray[np.float64]:
 
 
 def _p_value(value: float, pair: Pair) -> float | None:
-    from scipy.stats import chi2
-
     ref = pair.reference.counts.astype(np.float64)
-    cur = pair.current.counts.astype(np.float64)
-    keep = (ref + cur) > 0
-    ref, cur = ref[keep], cur[keep]
-    total = ref.sum() + cur.sum()
-    expected = np.outer([ref.sum(), cur.sum()], ref + cur) / total
-    if keep.sum() < 2 or expected.min() < MIN_EXPECTED:
-        return None
-    stat = value * value * total
-    return float(chi2.sf(stat, int(keep.sum()) - 1))
+    return homogeneity_p(ref, pair.current.counts.astype(np.float64))
 
 
 DETECTOR = register(

@@ -16,6 +16,7 @@ from monitor.detectors.base import (
     Pair,
     Status,
 )
+from monitor.detectors.evidence import DEFAULT_EVIDENCE_ALPHA, exact_counts
 from monitor.detectors.null import p_value as null_p_value
 from monitor.errors import InputError
 from monitor.profiles.kinds import Profile
@@ -29,8 +30,10 @@ def compare(
     slice_: dict[str, str] | None = None,
     min_n: int = MIN_N,
     alpha: float = DEFAULT_ALPHA,
+    evidence_alpha: float = DEFAULT_EVIDENCE_ALPHA,
 ) -> DriftResult:
-    """One comparison: drift when value > threshold and p < alpha (no multiple-testing step).
+    """One comparison: drift when value > threshold and p < alpha (no multiple-testing step),
+    or, on exact-count columns, when p < evidence_alpha (see `evidence`).
 
     A plain number as `threshold` is a constant bound; a `Bound` also says what set it.
     """
@@ -55,20 +58,31 @@ def compare(
         n_current=n_cur,
         status="insufficient_data",
         threshold_by=bound.source,
+        evidence_alpha=evidence_alpha if detector.evidence and exact_counts(reference) else None,
     )
     if min(n_ref, n_cur) < min_n:
         return base
     value = detector.score(pair)
     p = null_p_value(detector, pair)
-    status: Status = "drift" if value > bound.value and p < alpha else "ok"
+    status = verdict(value, bound.value, p, alpha, base.evidence_alpha)
     return replace(base, value=_finite(value), p_value=_finite(p), status=status)
+
+
+def verdict(
+    value: float, threshold: float, p: float, alpha: float, evidence_alpha: float | None
+) -> Status:
+    """The one drift rule: above the threshold and significant, or overwhelming evidence."""
+    if value > threshold and p < alpha:
+        return "drift"
+    return "drift" if evidence_alpha is not None and p < evidence_alpha else "ok"
 
 
 def benjamini_hochberg(results: Sequence[DriftResult], alpha: float) -> list[DriftResult]:
     """Adjust p-values across `results` (BH step-up) and set status from the adjusted ones.
 
     A result drifts when its value exceeds its threshold AND its BH-adjusted p-value is below
-    ``alpha``; the reported p_value is the adjusted one. Results without a p-value keep theirs.
+    ``alpha``, or when the adjusted p-value is below the result's evidence alpha; the reported
+    p_value is the adjusted one. Results without a p-value keep theirs.
     """
     idx = [i for i, r in enumerate(results) if r.p_value is not None]
     out = list(results)
@@ -84,7 +98,7 @@ def benjamini_hochberg(results: Sequence[DriftResult], alpha: float) -> list[Dri
     for i, q in zip(idx, adjusted.tolist(), strict=True):
         r = results[i]
         assert r.value is not None
-        status: Status = "drift" if r.value > r.threshold and q < alpha else "ok"
+        status = verdict(r.value, r.threshold, q, alpha, r.evidence_alpha)
         out[i] = replace(r, p_value=q, status=status)
     return out
 

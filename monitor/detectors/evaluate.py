@@ -18,6 +18,7 @@ from monitor.detectors.base import (
     get_detector,
 )
 from monitor.detectors.compare import benjamini_hochberg, compare
+from monitor.detectors.evidence import DEFAULT_EVIDENCE_ALPHA
 from monitor.errors import InputError
 from monitor.profiles import OVERALL, ProfileSet, parse_slice_key
 from monitor.profiles.kinds import Profile
@@ -41,12 +42,14 @@ def evaluate(
     thresholds: ThresholdStrategy | None = None,
     alpha: float = DEFAULT_ALPHA,
     min_n: int = MIN_N,
+    evidence_alpha: float = DEFAULT_EVIDENCE_ALPHA,
 ) -> list[DriftResult]:
     """Drift results for each column (overall, then each slice) and method.
 
     Methods: `methods` that accept the column's kind, else the kind's default, plus
     ``missing_rate`` for columns with nulls on either side. Verdicts need value > threshold
-    and a Benjamini–Hochberg-adjusted p-value < `alpha` across all results of this call.
+    and a Benjamini–Hochberg-adjusted p-value < `alpha` across all results of this call; on
+    exact-count columns an adjusted p-value < `evidence_alpha` is drift whatever the value.
 
     Schema changes are results, not errors (method ``schema``): a reference column the current
     data lacks, or holds as another kind, is ``missing``; with `columns` unset, a current column
@@ -72,7 +75,9 @@ def evaluate(
                 if slice_ is not None and column in slice_:
                     continue  # a slice column within its own slice holds one value: trivial
                 ref, cur = _pair(reference, current, key, column, ref_all)
-                results.append(compare(detector, ref, cur, bound, slice_, min_n=min_n))
+                results.append(
+                    compare(detector, ref, cur, bound, slice_, min_n, evidence_alpha=evidence_alpha)
+                )
     return benjamini_hochberg(results, alpha)
 
 

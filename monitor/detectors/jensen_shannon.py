@@ -4,9 +4,12 @@ What it measures: sqrt of the JS divergence (natural log) between reference and 
 bucket proportions; 0 for identical, at most sqrt(ln 2) ≈ 0.83. Same definition as
 ``scipy.spatial.distance.jensenshannon`` and Evidently's ``jensenshannon`` test.
 Default threshold: 0.1.
-Edge cases: no smoothing needed (0·log 0 = 0), finite with empty buckets. Null by multinomial
-bootstrap from the reference, so sparse high-cardinality columns in small windows, whose
-distance is large by sampling alone, are not called drift.
+Edge cases: no smoothing needed (0·log 0 = 0), finite with empty buckets.
+p-value: on exact-count columns (categorical, discrete numeric) the chi-square homogeneity test
+of the buckets, sparse buckets pooled (`evidence.homogeneity_p`): it resolves the tiny p-values
+the evidence rule needs, which 300 bootstrap draws cannot. On binned numeric columns the null
+is a multinomial bootstrap from the reference. Either way sparse high-cardinality columns in
+small windows, whose distance is large by sampling alone, are not called drift.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from monitor.detectors.base import Counts, Detector, Pair, proportions, register
+from monitor.detectors.evidence import exact_counts, homogeneity_p
 
 
 def _kl_to(p: Counts, m: Counts) -> NDArray[np.float64]:
@@ -30,12 +34,20 @@ def js_distance(ref: Counts, cur: Counts, pair: Pair | None = None) -> NDArray[n
     return np.sqrt(np.maximum(div, 0.0))
 
 
+def _p_value(value: float, pair: Pair) -> float | None:
+    if not exact_counts(pair.reference):
+        return None
+    ref = pair.reference.counts.astype(np.float64)
+    return homogeneity_p(ref, pair.current.counts.astype(np.float64))
+
+
 DETECTOR = register(
     Detector(
         name="jensen_shannon",
         kinds=frozenset({"numeric", "categorical"}),
         default_threshold=0.1,
         statistic=js_distance,
+        p_value=_p_value,
         description="Jensen-Shannon distance (natural log)",
     )
 )

@@ -53,6 +53,7 @@ DETECTOR = register(
         buckets=_buckets,
         size=_rows,
         description="absolute change of the missing-value rate",
+        evidence=False,
     )
 )
 

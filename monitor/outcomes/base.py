@@ -13,7 +13,7 @@ from monitor.errors import RegistryError
 from monitor.outcomes import metrics as m
 
 OutcomeStatus = Literal["ok", "degraded", "insufficient_data"]
-Task = Literal["classification", "regression"]
+Task = Literal["classification", "regression", "multiclass"]
 Array = NDArray[np.float64]
 
 
@@ -23,7 +23,9 @@ class Metric:
 
     ``support`` says which rows the metric's sample size counts: all rows, predicted
     positives (precision) or actual positives (recall). Proportions get Wilson intervals
-    (``successes`` gives the numerator); the rest a percentile bootstrap.
+    (``successes`` gives the numerator); the rest a percentile bootstrap. ``also``: other
+    tasks the metric's name is valid for (multiclass accuracy), computed by that task's own
+    function (``for_task``).
     """
 
     name: str
@@ -32,12 +34,25 @@ class Metric:
     higher_is_better: bool
     support: Literal["rows", "predicted_positive", "actual_positive"] = "rows"
     proportion: bool = False
+    also: tuple[Task, ...] = ()
+
+    def accepts(self, task: Task) -> bool:
+        """Whether the metric is defined for `task`."""
+        return task == self.task or task in self.also
+
+    def for_task(self, task: Task) -> Metric:
+        """This metric as `task` computes it (multiclass accuracy counts classes, not scores)."""
+        if task == self.task:
+            return self
+        return METRICS_BY_TASK[(self.name, task)]
 
 
 METRICS: dict[str, Metric] = {
     x.name: x
     for x in (
-        Metric("accuracy", m.accuracy, "classification", True, proportion=True),
+        Metric(
+            "accuracy", m.accuracy, "classification", True, proportion=True, also=("multiclass",)
+        ),
         Metric("precision", m.precision, "classification", True, "predicted_positive", True),
         Metric("recall", m.recall, "classification", True, "actual_positive", True),
         Metric("f1", m.f1, "classification", True),
@@ -47,11 +62,21 @@ METRICS: dict[str, Metric] = {
         Metric("mae", m.mae, "regression", False),
         Metric("rmse", m.rmse, "regression", False),
         Metric("mape", m.mape, "regression", False),
+        Metric("macro_precision", m.macro_precision, "multiclass", True),
+        Metric("macro_recall", m.macro_recall, "multiclass", True),
+        Metric("macro_f1", m.macro_f1, "multiclass", True),
     )
+}
+# Metrics whose name other tasks share, as those tasks compute them.
+METRICS_BY_TASK: dict[tuple[str, Task], Metric] = {
+    ("accuracy", "multiclass"): Metric(
+        "accuracy", m.multiclass_accuracy, "multiclass", True, proportion=True
+    ),
 }
 DEFAULT_METRICS: dict[Task, tuple[str, ...]] = {
     "classification": ("accuracy", "precision", "recall", "f1", "roc_auc", "log_loss", "ece"),
     "regression": ("mae", "rmse", "mape"),
+    "multiclass": ("accuracy", "macro_precision", "macro_recall", "macro_f1"),
 }
 
 

@@ -19,6 +19,7 @@ from monitor.outcomes.base import (
     get_metric,
 )
 from monitor.outcomes.intervals import bootstrap, wilson
+from monitor.outcomes.multiclass import class_of
 
 MIN_SUPPORT = 30
 Rows = NDArray[np.intp]
@@ -37,17 +38,19 @@ def evaluate_outcomes(
 ) -> list[OutcomeResult]:
     """Each metric overall, then per value of each slice column.
 
-    Classification is binary: ``y_true`` in {0, 1}, ``y_score`` the positive-class
-    probability (labels are ``score >= threshold``). Status ``degraded`` needs the value worse
-    than ``baseline - tolerance`` (``+`` for lower-is-better metrics) with its whole 95% interval
-    beyond that level, so a small noisy slice is not called degraded; fewer than
-    `min_support` supporting rows give ``insufficient_data``.
+    Classification is binary: ``y_true`` in {0, 1}, ``y_score`` the positive-class probability
+    (labels are ``score >= threshold``); multiclass takes class labels (or probability maps) on
+    both sides (see `multiclass.class_of`). Status ``degraded`` needs the value worse than
+    ``baseline - tolerance`` (``+`` for lower-is-better metrics) with its whole 95% interval
+    beyond that level, so a small noisy slice is not called degraded; fewer than `min_support`
+    supporting rows give ``insufficient_data``.
     """
     y, s = _arrays(y_true, y_score, task)
     chosen = [get_metric(n) for n in metrics or DEFAULT_METRICS[task]]
     for metric in chosen:
-        if metric.task != task:
+        if not metric.accepts(task):
             raise InputError(f"metric '{metric.name}' is for {metric.task}, not {task}")
+    chosen = [metric.for_task(task) for metric in chosen]
     groups: list[tuple[dict[str, str] | None, Rows]] = [(None, np.arange(y.size))]
     groups += _slice_groups(slices or {}, y.size)
     out = []
@@ -60,6 +63,11 @@ def evaluate_outcomes(
 
 
 def _arrays(y_true: Any, y_score: Any, task: Task) -> tuple[Array, Array]:
+    if task == "multiclass":
+        y, s = _classes(y_true, "y_true"), _classes(y_score, "predictions")
+        if y.size != s.size:
+            raise InputError(f"y_true has {y.size} rows but predictions have {s.size}")
+        return y, s
     y = np.asarray(y_true, dtype=np.float64).reshape(-1)
     s = np.asarray(y_score, dtype=np.float64).reshape(-1)
     if y.size != s.size:
@@ -72,6 +80,13 @@ def _arrays(y_true: Any, y_score: Any, task: Task) -> tuple[Array, Array]:
         if ((s < 0) | (s > 1)).any():
             raise InputError("classification scores must be probabilities in [0, 1]")
     return y, s
+
+
+def _classes(values: Any, name: str) -> Array:
+    out = [class_of(v) for v in values]
+    if any(c is None for c in out):
+        raise InputError(f"multiclass {name} must be class labels or probability maps")
+    return np.asarray(out, dtype=object)
 
 
 def _slice_groups(slices: Mapping[str, Any], n: int) -> list[tuple[dict[str, str], Rows]]:

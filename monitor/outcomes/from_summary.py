@@ -1,10 +1,12 @@
 """Outcome metrics, intervals and verdicts computed from mergeable summaries, not raw rows.
 
 Values equal `evaluate_outcomes` on the same pairs: exactly for counts-based metrics (accuracy,
-precision, recall, f1), up to float rounding for log loss, ECE, MAE, RMSE and MAPE, and within
-`roc_auc_error` for ROC-AUC. Proportions get the same Wilson intervals as the raw path; the other
-classification metrics a bootstrap that resamples the summary's cells (a multinomial draw, the
-row bootstrap of binned scores); regression metrics a normal interval from the stored moments.
+precision, recall, f1; multiclass accuracy and macro precision, recall, f1 from the confusion
+matrix, intervals by a multinomial bootstrap of its cells), up to float rounding for log loss,
+ECE, MAE, RMSE and MAPE, and within `roc_auc_error` for ROC-AUC. Proportions get the same Wilson
+intervals as the raw path; the other classification metrics a bootstrap that resamples the
+summary's cells (a multinomial draw, the row bootstrap of binned scores); regression metrics a
+normal interval from the stored moments.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from monitor.outcomes.base import DEFAULT_METRICS, Metric, OutcomeResult, Task, 
 from monitor.outcomes.evaluate import MIN_SUPPORT, status_of
 from monitor.outcomes.intervals import BOOTSTRAP_DRAWS, Z95, wilson
 from monitor.outcomes.metrics import ECE_BINS
+from monitor.outcomes.multiclass import MulticlassSummary, confusion_metrics
 from monitor.outcomes.summary import (
     BINS,
     ClassificationSummary,
@@ -48,8 +51,9 @@ def evaluate_summaries(
     """Each metric of each (slice, summary), in the given order, like `evaluate_outcomes`."""
     chosen = [get_metric(n) for n in metrics or DEFAULT_METRICS[task]]
     for metric in chosen:
-        if metric.task != task:
+        if not metric.accepts(task):
             raise InputError(f"metric '{metric.name}' is for {metric.task}, not {task}")
+    chosen = [metric.for_task(task) for metric in chosen]
     out = []
     for slice_, summary in summaries:
         values = _values(summary)
@@ -83,7 +87,7 @@ def _one(
 
 
 def _support(metric: Metric, summary: OutcomeSummary) -> int:
-    if isinstance(summary, RegressionSummary):
+    if isinstance(summary, RegressionSummary | MulticlassSummary):
         return summary.n
     tp, fp, _tn, fn = (int(x) for x in summary.confusion)
     if metric.support == "predicted_positive":
@@ -97,7 +101,21 @@ def _values(summary: OutcomeSummary) -> dict[str, tuple[float, float, float]]:
     """(value, ci_low, ci_high) of every metric the summary can give."""
     if isinstance(summary, RegressionSummary):
         return _regression(summary)
+    if isinstance(summary, MulticlassSummary):
+        return _multiclass(summary)
     return _classification(summary)
+
+
+def _multiclass(s: MulticlassSummary) -> dict[str, tuple[float, float, float]]:
+    """Exact counts metrics; intervals from a multinomial bootstrap of the matrix's cells."""
+    if s.n == 0:
+        return {}
+    _classes, matrix = s.matrix()
+    m = matrix.astype(np.float64)
+    rng = np.random.default_rng(s.n)
+    draws = rng.multinomial(s.n, m.reshape(-1) / s.n, size=BOOTSTRAP_DRAWS)
+    boot = confusion_metrics(draws.reshape(BOOTSTRAP_DRAWS, *m.shape).astype(np.float64))
+    return _with_intervals({k: float(v) for k, v in confusion_metrics(m).items()}, boot)
 
 
 def _classification(s: ClassificationSummary) -> dict[str, tuple[float, float, float]]:
@@ -110,20 +128,20 @@ def _classification(s: ClassificationSummary) -> dict[str, tuple[float, float, f
     counts = s.count.reshape(-1)[cells].astype(np.float64)
     draws = rng.multinomial(s.n, counts / counts.sum(), size=BOOTSTRAP_DRAWS) / counts
     flat = (counts, s.score_sum.reshape(-1)[cells], s.loss_sum.reshape(-1)[cells])
-    out = {}
-    for name, value in _confusion_metrics(conf[None, :]).items():
-        out[name] = _with_interval(float(value[0]), _confusion_metrics(boot_conf)[name])
-    point = _cell_metrics(cells, *(x[None, :] for x in flat))
-    boot = _cell_metrics(cells, *(draws * x[None, :] for x in flat))
-    for name, value in point.items():
-        if name != "roc_auc" or 0 < s.count[1].sum() < s.n:
-            out[name] = _with_interval(float(value[0]), boot[name])
-    return out
+    point = _confusion_metrics(conf[None, :]) | _cell_metrics(cells, *(x[None, :] for x in flat))
+    boot = _confusion_metrics(boot_conf) | _cell_metrics(cells, *(draws * x[None, :] for x in flat))
+    if not 0 < s.count[1].sum() < s.n:
+        del point["roc_auc"]
+    return _with_intervals({k: float(v[0]) for k, v in point.items()}, boot)
 
 
-def _with_interval(value: float, draws: np.ndarray) -> tuple[float, float, float]:
-    lo, hi = np.percentile(draws, [2.5, 97.5])
-    return value, float(lo), float(hi)
+def _with_intervals(
+    point: dict[str, float], boot: dict[str, np.ndarray]
+) -> dict[str, tuple[float, float, float]]:
+    """(value, 2.5th, 97.5th percentile of the draws) per metric, in one percentile call."""
+    names = list(point)
+    lo, hi = np.percentile(np.stack([boot[n] for n in names]), [2.5, 97.5], axis=1)
+    return {n: (point[n], float(a), float(b)) for n, a, b in zip(names, lo, hi, strict=True)}
 
 
 def _confusion_metrics(c: np.ndarray) -> dict[str, np.ndarray]:

@@ -1,7 +1,10 @@
-"""Outcome metrics as pure functions of (y_true, y_score) — binary classification — or
-(y_true, y_pred) — regression. Each returns a float; callers check support first."""
+"""Outcome metrics as pure functions of (y_true, y_score) — binary classification —,
+(y_true, y_pred) — regression — or (true classes, predicted classes) — multiclass. Each returns
+a float; callers check support first."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -76,3 +79,22 @@ def mape(y: Array, pred: Array, threshold: float = 0.5) -> float:
     if not keep.any():
         return 0.0
     return float(np.abs((y[keep] - pred[keep]) / y[keep]).mean())
+
+
+def _multiclass(name: str) -> Callable[[Array, Array, float], float]:
+    def fn(y: Array, pred: Array, threshold: float = 0.5) -> float:
+        from monitor.outcomes.multiclass import confusion_metrics
+
+        classes, codes = np.unique(np.concatenate([y, pred]).astype(str), return_inverse=True)
+        k = classes.size
+        cells = np.bincount(codes[: y.size] * k + codes[y.size :], minlength=k * k)
+        return float(confusion_metrics(cells.reshape(k, k).astype(np.float64))[name])
+
+    fn.__name__ = name
+    return fn
+
+
+multiclass_accuracy = _multiclass("accuracy")
+macro_precision = _multiclass("macro_precision")
+macro_recall = _multiclass("macro_recall")
+macro_f1 = _multiclass("macro_f1")

@@ -14,6 +14,8 @@ Regression keeps n, the sums of error, |error|, error², error⁴, the sums of |
 square over rows with y != 0, and a log-bucketed histogram of |error| for quantiles within
 `QUANTILE_ACCURACY` relative error.
 
+Multiclass keeps the confusion matrix of (true class, predicted class) (see `multiclass`).
+
 Pairs whose label or score is not usable (not a number, not finite, a label outside {0, 1} or a
 score outside [0, 1] for classification) are counted in `invalid` and otherwise skipped: one bad
 pair never stops the others from being scored.
@@ -32,8 +34,9 @@ from numpy.typing import NDArray
 
 from monitor.errors import InputError
 from monitor.outcomes.metrics import CLIP, ECE_BINS
+from monitor.outcomes.multiclass import MulticlassSummary, class_of
 
-Task = Literal["classification", "regression"]
+Task = Literal["classification", "regression", "multiclass"]
 Array = NDArray[np.float64]
 
 PER_ECE_BIN = 100
@@ -247,14 +250,36 @@ def _buckets(absolute: Array) -> NDArray[np.int64]:
     return np.where(absolute > 0, keys, _ZERO).astype(np.int64)
 
 
-OutcomeSummary = ClassificationSummary | RegressionSummary
+OutcomeSummary = ClassificationSummary | RegressionSummary | MulticlassSummary
 
 
 def new_summary(task: Task, threshold: float) -> OutcomeSummary:
     """An empty summary for `task`."""
     if task == "classification":
         return ClassificationSummary(threshold)
+    if task == "multiclass":
+        return MulticlassSummary()
     return RegressionSummary()
+
+
+def pair_values(label: Any, prediction: Any, task: Task, output: str | None) -> tuple[Any, Any]:
+    """What a summary of `task` adds for one joined pair: numbers, or classes (multiclass).
+
+    Unusable sides come back as NaN (numbers) or None (classes); `add_pairs` counts them
+    as invalid.
+    """
+    if task == "multiclass":
+        return class_of(label), class_of(prediction, output)
+    y, s = score_of(label, None), score_of(prediction, output)
+    return (math.nan if y is None else y), (math.nan if s is None else s)
+
+
+def add_pairs(summary: OutcomeSummary, ys: list[Any], ss: list[Any], sign: int = 1) -> None:
+    """Add the `pair_values` of many pairs to `summary`."""
+    if isinstance(summary, MulticlassSummary):
+        summary.add_classes(ys, ss, sign)
+    else:
+        summary.add(np.asarray(ys, np.float64), np.asarray(ss, np.float64), sign=sign)
 
 
 def summary_to_bytes(summary: OutcomeSummary) -> bytes:
@@ -267,6 +292,8 @@ def summary_from_bytes(payload: bytes) -> OutcomeSummary:
     doc = orjson.loads(payload)
     if doc.get("task") == "classification":
         return ClassificationSummary.from_doc(doc)
+    if doc.get("task") == "multiclass":
+        return MulticlassSummary.from_doc(doc)
     return RegressionSummary.from_doc(doc)
 
 
@@ -277,6 +304,6 @@ def merge_summaries(summaries: list[OutcomeSummary]) -> OutcomeSummary | None:
     out = summaries[0]
     for other in summaries[1:]:
         if type(other) is not type(out):
-            raise InputError("cannot merge classification and regression outcome summaries")
+            raise InputError("cannot merge outcome summaries of different tasks")
         out = out.merge(other)  # type: ignore[arg-type]
     return out

@@ -19,6 +19,10 @@ if TYPE_CHECKING:
 
 MAGIC = b"MWP1"
 _LEN = struct.Struct("<I")
+# Decoded specs by their JSON: a window's ~200 profiles share a few dozen specs, and building
+# one (validating its edges) costs ~20x re-encoding it to look it up (bench/soak.py profile).
+_SPECS: dict[bytes, ColumnSpec] = {}
+_SPECS_MAX = 4096
 
 
 def encode(profile: Profile) -> bytes:
@@ -81,7 +85,7 @@ def _parts(payload: bytes, where: str) -> tuple[ColumnSpec, dict[str, Any], byte
     (size,) = _LEN.unpack_from(payload, 4)
     try:
         header = orjson.loads(payload[8 : 8 + size])
-        spec = spec_from_dict(header["spec"])
+        spec = _spec(header["spec"])
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
         raise _corrupt(where, None, f"corrupt header: {exc}") from None
     body = payload[8 + size :]
@@ -89,6 +93,17 @@ def _parts(payload: bytes, where: str) -> tuple[ColumnSpec, dict[str, Any], byte
     if len(body) != expected or not isinstance(header, dict):
         raise _corrupt(where, spec.column, "bad length")
     return spec, header, body
+
+
+def _spec(doc: Any) -> ColumnSpec:
+    key = orjson.dumps(doc)
+    spec = _SPECS.get(key)
+    if spec is None:
+        spec = spec_from_dict(doc)
+        if len(_SPECS) >= _SPECS_MAX:
+            _SPECS.clear()
+        _SPECS[key] = spec
+    return spec
 
 
 def _corrupt(where: str, column: str | None, why: str) -> CorruptProfileError:

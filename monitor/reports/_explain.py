@@ -36,6 +36,11 @@ def explain(r: DriftResult, alpha: float, min_n: int) -> str:
         n, side = min((r.n_reference, "reference"), (r.n_current, "current"))
         return f"insufficient data: {n} {side} rows < min_n {min_n}; no verdict"
     p = "" if r.p_value is None else f", adjusted p = {fmt(r.p_value)}"
+    if r.status == "drift" and r.decided_by == "evidence":
+        return (
+            f"{stat}{p}: drift — within the threshold, but overwhelming evidence "
+            f"(p < evidence alpha {r.evidence_alpha:g})"
+        )
     if r.status == "drift":
         return f"{stat}{p}: drift — above the threshold and significant at alpha {alpha:g}"
     assert r.value is not None

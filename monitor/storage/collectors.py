@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Boolean, Index, Integer, LargeBinary, String, Text
+from sqlalchemy import BigInteger, Boolean, Index, Integer, LargeBinary, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from monitor.storage.base import Base, JSONDoc, UTCDateTime, utcnow
@@ -77,6 +77,18 @@ class SourcePosition(Base):
     """How far a source has been consumed: a Kafka partition's next offset or a file's bytes."""
 
     __tablename__ = "source_positions"
+    # Lag reads only rows that are behind (Kafka partitions, files), never the one row per
+    # HTTP idempotency key (consumed whole): a partial index over them (migration 0013).
+    __table_args__ = (
+        Index(
+            "ix_source_positions_lag",
+            "source",
+            "end_offset",
+            "offset",
+            postgresql_where=text('end_offset > "offset"'),
+            sqlite_where=text('end_offset > "offset"'),
+        ),
+    )
 
     source: Mapped[str] = mapped_column(String(200), primary_key=True)
     # "topic:partition" for Kafka; the file fingerprint for log files.

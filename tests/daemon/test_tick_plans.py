@@ -36,6 +36,7 @@ from tests.services.postgres import PostgresServer
 BIG = (
     "window_profiles", "window_counts", "drift_results", "outcome_results",
     "labeled_predictions", "outcome_summaries", "window_changes",
+    "source_positions", "dead_letters",
 )  # fmt: skip
 WINDOWS = 2000  # per model: about 83 days of hourly windows
 # A tick reads at most a few windows' rows of a big table per statement, whatever the history.
@@ -69,6 +70,16 @@ INSERT INTO window_changes
 SELECT m, k, '1', WS, WE, 3, false, now()
 FROM unnest(ARRAY['m0', 'm1', 'm2']) m, unnest(ARRAY['drift', 'outcome']) k,
      generate_series(0, :n - 1) w;
+INSERT INTO source_positions
+SELECT 'http', 'idem:' || i, 40, 40, NULL, '{}', now()
+FROM generate_series(0, 20 * :n - 1) i;
+INSERT INTO source_positions
+SELECT 'kafka', 't:' || p, 100, CASE WHEN p < 2 THEN 150 ELSE 100 END, NULL, '{}', now()
+FROM generate_series(0, 7) p;
+INSERT INTO dead_letters (source, key, "offset", reason, detail, payload, payload_size,
+    truncated, created_at)
+SELECT 'http', 'idem:' || i, 0, 'invalid_json', 'x', 'x'::bytea, 1, false, now()
+FROM generate_series(0, 20 * :n - 1) i;
 INSERT INTO labeled_predictions
 SELECT m, 'old' || i, '1', to_timestamp(:t0 + i * 36), '0.5', '1', '{}', now()
 FROM unnest(ARRAY['m0', 'm1', 'm2']) m, generate_series(0, 20 * :n - 1) i;
@@ -163,8 +174,13 @@ def test_idle_and_new_window_ticks_use_indexes(history: Engine) -> None:
     config = _config(str(history.url))
     monitoring = Monitoring(history, config, ModelwatchMetrics(CollectorRegistry(), config.models))
     now = datetime.now(UTC)
+    first = _captured(history, lambda: monitoring(now=now))
+    # A process's first metrics publish counts the retained dead letters once; no other scan.
+    assert [s for s in _scans(history, first) if "dead_letters" not in s] == []
     idle = _captured(history, lambda: monitoring(now=now))
     assert any("window_changes" in s for s, _ in idle)
+    assert any("source_positions" in s for s, _ in idle)  # ingest_lag and the lag gauge
+    assert any("dead_letters" in s for s, _ in idle)
     assert _scans(history, idle) == []
     _ingest_one_window(history, config)
     busy: list[Any] = []

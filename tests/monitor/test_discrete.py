@@ -25,6 +25,7 @@ from monitor.profiles import (
     spec_from_reference,
     specs_for,
 )
+from monitor.reports._explain import explain
 
 ALL_NUMERIC = ["wasserstein", "jensen_shannon", "chi2", "psi", "ks", "l_infinity", "hellinger"]
 
@@ -70,30 +71,77 @@ def test_a_mass_shift_chi_square_finds_is_flagged(case: tuple) -> None:
     # Exact counts: the statistic is the JS distance of the raw value proportions.
     assert result.method == "jensen_shannon"
     assert result.value == pytest.approx(exact, abs=1e-9)
-    if p_raw < 1e-6 and exact > result.threshold * 1.05:
+    if p_raw < 1e-6:  # whatever the effect size, at 1k, 10k and 100k rows
         assert result.status == "drift", (exact, p_raw, result)
-    if exact < result.threshold:
+    if result.status == "drift" and exact <= result.threshold:
+        # The user sees which rule decided: p below the evidence alpha, value within bound.
+        assert result.decided_by == "evidence" and result.to_dict()["decided_by"] == "evidence"
+        assert result.p_value is not None and result.p_value < 1e-6
+    if exact < result.threshold and p_raw > 1e-4:
         assert result.status == "ok"
 
 
-@settings(max_examples=40, deadline=None)
-@given(
-    st.integers(2, 10).flatmap(
-        lambda k: st.tuples(
-            st.lists(st.integers(1, 30), min_size=k, max_size=k),
-            st.sampled_from([1_000, 10_000, 100_000]),
-            st.integers(0, 2**31),
-        )
-    )
-)
-def test_same_distribution_is_not_flagged(case: tuple) -> None:
-    weights, n, seed = case
-    rng = np.random.default_rng(seed)
-    p = np.array(weights, float) / sum(weights)
-    values = np.arange(len(p)) * 3 + 1
-    ref, cur = (rng.choice(values, size=n, p=p).astype(float) for _ in range(2))
-    results = _drift(ref, cur)
-    assert [r.status for r in results] == ["ok"]
+@st.composite
+def same_distribution(draw: st.DrawFn) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Two independent samples of several discrete columns drawn from the same distributions."""
+    n = draw(st.sampled_from([1_000, 10_000, 100_000]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**31)))
+    frames = []
+    weights = [
+        np.array(draw(st.lists(st.integers(1, 30), min_size=k, max_size=k)), float)
+        for k in (2, draw(st.integers(3, 10)), draw(st.integers(2, 40)))
+    ]
+    for _ in range(2):
+        cols = {}
+        for name, w in zip(("flag", "rating", "label"), weights, strict=True):
+            cols[name] = rng.choice(len(w), size=n, p=w / w.sum())
+        cols["label"] = np.array([f"class{v}" for v in range(40)], dtype=object)[cols["label"]]
+        cols["rare"] = rng.choice(["a", "b", "c", "d"], size=n, p=[0.9, 0.0995, 0.0004, 0.0001])
+        frames.append(pd.DataFrame(cols))
+    return frames[0], frames[1]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(same_distribution())
+def test_no_column_of_a_same_distribution_pair_is_flagged(case: tuple) -> None:
+    ref, cur = case
+    specs = specs_for(list(ref.columns), ref)
+    results = evaluate(profile_frame(ref, specs), profile_frame(cur, specs))
+    assert {r.column for r in results} == {"flag", "rating", "label", "rare"}
+    assert [r for r in results if r.status == "drift"] == []
+
+
+def test_a_value_the_reference_never_saw_is_not_overwhelming_evidence() -> None:
+    # 1 row in 1,000 of a value absent from 100,000 reference rows: Pearson's chi² on the raw
+    # cells is ~100 (p ~ 1e-23), but its expected count is 0.01; pooled, it is noise.
+    ref = pd.DataFrame({"c": np.repeat(["a", "b"], [60_000, 40_000]).astype(object)})
+    cur = pd.DataFrame({"c": np.repeat(["a", "b", "zzz"], [600, 399, 1]).astype(object)})
+    assert chi2_contingency(np.array([[60_000, 40_000, 0], [600, 399, 1]]))[1] < 1e-6
+    specs = specs_for(["c"], ref)
+    (result,) = evaluate(profile_frame(ref, specs), profile_frame(cur, specs))
+    assert result.status == "ok" and result.evidence_alpha == 1e-6
+
+
+def test_a_small_overwhelming_shift_is_drift_by_evidence_and_the_alpha_is_configurable() -> None:
+    # Positive rate 0.50 -> 0.52 at 100k rows: JS 0.014 (far under 0.1), chi² p ~ 1e-19.
+    ref = _column(np.array([0, 1]), np.array([50_000, 50_000]))
+    cur = _column(np.array([0, 1]), np.array([48_000, 52_000]))
+    (result,) = _drift(ref, cur)
+    assert result.status == "drift" and result.decided_by == "evidence"
+    assert result.value is not None and result.value < result.threshold
+    assert result.p_value is not None and result.p_value < 1e-15
+    why = explain(result, alpha=0.01, min_n=30)
+    assert "within the threshold, but overwhelming evidence (p < evidence alpha 1e-06)" in why
+    (strict,) = _drift(ref, cur, evidence_alpha=1e-30)
+    assert strict.status == "ok" and strict.decided_by is None
+
+
+def test_the_evidence_rule_does_not_apply_to_binned_numeric_columns() -> None:
+    rng = np.random.default_rng(3)
+    ref, cur = rng.normal(0, 1, 100_000), rng.normal(0.03, 1, 100_000)
+    (result,) = _drift(ref, cur)
+    assert result.method == "wasserstein" and result.evidence_alpha is None
+    assert result.status == "ok"
 
 
 def test_census_prediction_share_drop_is_flagged_by_every_method() -> None:

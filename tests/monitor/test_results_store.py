@@ -35,6 +35,7 @@ def test_drift_rows_upsert_idempotently(engine: Engine) -> None:
             ('{"region":"eu"}', None, "insufficient_data"),
         ]
         assert rows[0].window_start == START and rows[0].window_end.tzinfo is not None
+        assert rows[0].p_value == 1e-9 and rows[0].n_current == 800  # exact round trip
 
 
 def test_outcome_rows_upsert(engine: Engine) -> None:
@@ -51,3 +52,26 @@ def test_window_must_be_ordered_and_aware(sqlite_engine: Engine) -> None:
         store_drift_results(sqlite_engine, "m", "1", (WINDOW[1], WINDOW[0]), DRIFT)
     with pytest.raises(InputError, match="timezone-aware"):
         store_drift_results(sqlite_engine, "m", "1", (START.replace(tzinfo=None), WINDOW[1]), DRIFT)
+
+
+def test_all_null_columns_and_a_callers_session(engine: Engine) -> None:
+    # Every value/ci null (one array of only NULLs on PostgreSQL), written in the caller's
+    # transaction: rolled back with it, committed with it.
+    empty = [
+        OutcomeResult(m, None, None, None, None, None, None, 3, "insufficient_data")
+        for m in ("accuracy", "f1")
+    ]
+    with pytest.raises(RuntimeError), transaction(engine) as s:
+        assert store_outcome_results(s, "fraud", "3", WINDOW, empty) == 2
+        raise RuntimeError("the caller fails after storing")
+    with transaction(engine) as s:
+        assert s.scalars(select(OutcomeResultRow)).all() == []
+        store_outcome_results(s, "fraud", "3", WINDOW, empty)
+        store_drift_results(s, "fraud", "3", WINDOW, DRIFT)
+    with transaction(engine) as s:
+        rows = s.scalars(select(OutcomeResultRow).order_by(OutcomeResultRow.metric)).all()
+        assert [(r.metric, r.value, r.ci_low, r.n) for r in rows] == [
+            ("accuracy", None, None, 3),
+            ("f1", None, None, 3),
+        ]
+        assert len(s.scalars(select(DriftResultRow)).all()) == 2

@@ -1,0 +1,166 @@
+"""Multiclass outcome summaries: the confusion matrix built at label-join time.
+
+Oracles: scikit-learn's confusion matrix and accuracy / macro precision, recall, F1
+(zero_division=0) on the raw rows, and `evaluate_outcomes` on the raw rows. Counts are exact,
+so the metrics of a merge of any split of the rows equal the raw values exactly.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.metrics import accuracy_score, confusion_matrix, precision_recall_fscore_support
+from sqlalchemy.engine import Engine
+
+from monitor.config import parse_config
+from monitor.daemon.names import registry_names
+from monitor.errors import ConfigError
+from monitor.outcomes import evaluate_outcomes
+from monitor.outcomes.from_summary import evaluate_summaries
+from monitor.outcomes.multiclass import MulticlassSummary, class_of
+from monitor.outcomes.summary import (
+    add_pairs,
+    merge_summaries,
+    new_summary,
+    pair_values,
+    summary_from_bytes,
+    summary_to_bytes,
+)
+from monitor.storage import transaction
+from monitor.summaries import add_joined, outcome_results
+
+MULTI = ("accuracy", "macro_precision", "macro_recall", "macro_f1")
+CLASSES = ["cat", "dog", 3, "bird", 7.0]
+
+
+def _oracle(y: list[str], p: list[str]) -> dict[str, float]:
+    labels = sorted(set(y) | set(p))
+    prec, rec, f1, _ = precision_recall_fscore_support(
+        y, p, labels=labels, average="macro", zero_division=0
+    )
+    acc = accuracy_score(y, p)
+    return {"accuracy": acc, "macro_precision": prec, "macro_recall": rec, "macro_f1": f1}
+
+
+def _prediction(draw: st.DrawFn, true: Any) -> Any:
+    """A label, or a probability map (ZipMap) / list whose argmax is some class."""
+    shape = draw(st.sampled_from(["label", "map", "label"]))
+    cls = draw(st.sampled_from([true, *CLASSES]))
+    if shape == "label":
+        return cls
+    probs = {str(c): 0.1 for c in CLASSES}
+    probs[str(class_of(cls))] = 0.6
+    return probs
+
+
+@st.composite
+def rows(draw: st.DrawFn) -> list[tuple[Any, Any]]:
+    n = draw(st.integers(0, 200))
+    truths = draw(st.lists(st.sampled_from(CLASSES), min_size=n, max_size=n))
+    return [(t, _prediction(draw, t)) for t in truths]
+
+
+@settings(max_examples=80, deadline=None)
+@given(rows(), st.lists(st.integers(0, 200), max_size=4))
+def test_merged_summaries_equal_the_raw_rows(data: list[tuple[Any, Any]], cuts: list[int]) -> None:
+    bounds = [0, *sorted(c for c in cuts if c <= len(data)), len(data)]
+    parts = []
+    for a, b in zip(bounds, bounds[1:], strict=False):
+        summary = new_summary("multiclass", 0.5)
+        values = [pair_values(label, pred, "multiclass", None) for label, pred in data[a:b]]
+        add_pairs(summary, [v[0] for v in values], [v[1] for v in values])
+        parts.append(summary_from_bytes(summary_to_bytes(summary)))  # stored and read back
+    merged = merge_summaries(parts)
+    assert isinstance(merged, MulticlassSummary)
+    y = [str(class_of(t)) for t, _ in data]
+    p = [str(class_of(pred)) for _, pred in data]
+    assert merged.n == len(data) and merged.invalid == 0
+    classes, matrix = merged.matrix()
+    if data:
+        assert np.array_equal(matrix, confusion_matrix(y, p, labels=classes))
+    results = evaluate_summaries([(None, merged)], task="multiclass", min_support=1)
+    assert [r.metric for r in results] == list(MULTI)
+    if not data:
+        assert all(r.status == "insufficient_data" for r in results)
+        return
+    expected = _oracle(y, p)
+    raw = evaluate_outcomes(y, p, task="multiclass", min_support=1)
+    for r, from_raw in zip(results, raw, strict=True):
+        assert r.value == pytest.approx(expected[r.metric], abs=1e-12), r.metric
+        assert from_raw.value == pytest.approx(expected[r.metric], abs=1e-12), r.metric
+        assert r.ci_low is not None and r.ci_high is not None
+        assert r.ci_low <= r.value + 1e-12 and r.value <= r.ci_high + 1e-12
+    # accuracy is a proportion: the same Wilson interval as the raw path
+    assert (results[0].ci_low, results[0].ci_high) == pytest.approx((raw[0].ci_low, raw[0].ci_high))
+
+
+def test_removing_pairs_is_exact_and_empty_cells_vanish() -> None:
+    s = MulticlassSummary()
+    s.add(["a", "b", "b"], ["a", "a", "b"])
+    s.add(["b"], ["a"], sign=-1)
+    assert s.cells == {("a", "a"): 1, ("b", "b"): 1} and s.n == 2
+
+
+def test_classes_as_users_send_them() -> None:
+    assert class_of(3) == class_of(3.0) == class_of("3") == "3"
+    assert class_of(True) == "1" and class_of("") is None and class_of(float("nan")) is None
+    assert class_of({"cat": 0.2, "dog": 0.7, "bird": 0.1}) == "dog"  # ZipMap
+    assert class_of([0.1, 0.7, 0.2]) == "1"  # probabilities per class index
+    assert class_of({"label": "dog", "probabilities": {"dog": 0.9}}, "label") == "dog"
+    assert class_of({"cat": "high"}) is None and class_of([]) is None and class_of(None) is None
+    assert class_of(2.5) == "2.5"
+
+
+def test_unusable_pairs_are_invalid_and_the_rest_are_scored() -> None:
+    s = new_summary("multiclass", 0.5)
+    values = [
+        pair_values(label, pred, "multiclass", None)
+        for label, pred in [("a", "a"), (None, "a"), ("b", {"x": "not a prob"}), ("b", "a")]
+    ]
+    add_pairs(s, [v[0] for v in values], [v[1] for v in values])
+    assert isinstance(s, MulticlassSummary) and s.n == 2 and s.invalid == 2
+
+
+def test_a_day_of_joined_multiclass_pairs_through_the_store(engine: Engine) -> None:
+    config = parse_config(
+        {"models": [{"name": "m", "slices": ["region"], "outcomes": {"task": "multiclass"}}]},
+        env={},
+    )
+    cfg = config.models[0]
+    t0 = datetime(2026, 11, 30, tzinfo=UTC)
+    rng = np.random.default_rng(4)
+    pairs = []
+    for i in range(600):
+        true = str(rng.choice(["cat", "dog", "bird"]))
+        pred = true if rng.random() < 0.7 else str(rng.choice(["cat", "dog", "bird"]))
+        region = "eu" if i % 3 else "us"
+        ts = t0 + timedelta(minutes=i * 2)  # 20 hourly windows
+        pairs.append({"version": "1", "ts": ts, "label": true, "prediction": {pred: 0.9},
+                      "slice_values": {"region": region}})  # fmt: skip
+    with transaction(engine) as s:  # the label join's call, in two batches
+        add_joined(s, "m", pairs[:250], cfg, 3600)
+        add_joined(s, "m", pairs[250:], cfg, 3600)
+    got = outcome_results(engine, cfg, "1", t0, t0 + timedelta(days=1))
+    y = [p["label"] for p in pairs]
+    p = [next(iter(x["prediction"])) for x in pairs]
+    overall = {r.metric: r for r in got if r.slice is None}
+    assert overall.keys() == set(MULTI) and overall["accuracy"].n == 600
+    for name, value in _oracle(y, p).items():
+        assert overall[name].value == pytest.approx(value, abs=1e-12)
+    eu = [i for i, x in enumerate(pairs) if x["slice_values"]["region"] == "eu"]
+    eu_acc = next(r for r in got if r.slice == {"region": "eu"} and r.metric == "accuracy")
+    assert eu_acc.value == pytest.approx(accuracy_score([y[i] for i in eu], [p[i] for i in eu]))
+
+
+def test_config_accepts_multiclass_metrics_and_names_the_task_of_others() -> None:
+    names = registry_names()
+    model = {"name": "m", "outcomes": {"task": "multiclass", "metrics": ["accuracy", "macro_f1"]}}
+    assert parse_config({"models": [model]}, env={}, names=names).models[0].outcomes.metrics
+    bad = {"name": "m", "outcomes": {"task": "multiclass", "metrics": ["roc_auc"]}}
+    with pytest.raises(ConfigError, match="roc_auc"):
+        parse_config({"models": [bad]}, env={}, names=names)
