@@ -15,12 +15,12 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from sqlalchemy.engine import Engine
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from collectors.http_intake import HttpIntake
 from monitor._version import __version__
 from monitor.config import Config
 from monitor.daemon.alerts_api import router as alerts_router
 from monitor.daemon.auth import TokenStore, requires
 from monitor.daemon.ingest_api import router as ingest_router
-from monitor.daemon.intake import HttpIntake
 from monitor.daemon.limits import BodyLimitMiddleware
 from monitor.daemon.models_api import router as models_router
 from monitor.daemon.release_api import router as release_router
@@ -129,13 +129,32 @@ def _install_health(app: FastAPI, state: DaemonState) -> None:
             checks["database"] = redact(exc)
         for name, problem in state.components.items():
             checks[name] = problem() or "ok"
+        doc: dict[str, Any] = {"checks": checks}
+        if state.intake is not None and checks.get("schema") == "ok":
+            doc["intake"] = _intake_doc(state.intake, checks)
         ready = all(v == "ok" for v in checks.values())
-        return JSONResponse({"ready": ready, "checks": checks}, status_code=200 if ready else 503)
+        return JSONResponse({"ready": ready, **doc}, status_code=200 if ready else 503)
 
     @app.get("/metrics", dependencies=deps, tags=["health"])
     def metrics() -> Response:
         """Prometheus exposition of this process's registry."""
         return Response(generate_latest(state.registry), media_type=CONTENT_TYPE_LATEST)
+
+
+def _intake_doc(intake: HttpIntake, checks: dict[str, str]) -> dict[str, Any]:
+    """The HTTP intake backlog (requests and events not yet aggregated) and its check."""
+    try:
+        checks["intake"] = intake.problem() or "ok"
+        backlog = intake.backlog()
+    except Exception as exc:  # a failing count must not fail readiness's other checks
+        checks["intake"] = redact(exc)
+        return {}
+    return {
+        "backlog_requests": backlog.requests,
+        "backlog_events": backlog.events,
+        "max_backlog": backlog.bound,
+        "oldest_age_s": backlog.oldest_age_s,
+    }
 
 
 def create_app(state: DaemonState) -> FastAPI:
@@ -147,9 +166,11 @@ def create_app(state: DaemonState) -> FastAPI:
     )
     app.state.daemon = state
     app.state.tokens = TokenStore(state.config.api.tokens)
+    if state.intake is None:
+        state.intake = HttpIntake(state.engine, state.config)
     _install_error_handlers(app)
     _install_health(app, state)
-    app.state.intake = state.intake or HttpIntake(state.engine, state.config)
+    app.state.intake = state.intake
     routers = (models_router, ingest_router, results_router, release_router, alerts_router)
     for router in routers:
         app.include_router(router, prefix="/v1")

@@ -1,0 +1,161 @@
+"""The HTTP intake log's drain: pending request bodies aggregated in large batches, exactly once.
+
+A background thread reads the oldest pending rows of `intake_log` (up to `collect.batch_size`
+events), splits them into one record per event and hands them to the `Ingestor` of their
+adapter; inside that batch's transaction the rows are marked consumed (a keyed row keeps its key
+and digest for duplicate detection, its body is dropped; a keyless row is deleted). If another
+replica consumed one of them first, the batch is rolled back and read again. Records sit at the
+positions of this drain's own key (`drain:<replica>`), consecutive like a Kafka partition's.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session
+
+from collectors.base import Batch, RawRecord
+from collectors.http_bodies import ADAPTERS, split
+from collectors.ingest import Ingestor
+from monitor.failures import Backoff, redact
+from monitor.storage import IntakeEntry, utcnow
+
+log = logging.getLogger(__name__)
+# Pending rows read per round (the batch takes a prefix of them up to batch_size events).
+READ_ROWS = 1000
+
+
+class Superseded(Exception):
+    """Some rows of the batch were consumed by another drain first; the batch rolls back."""
+
+
+class Drain:
+    """Aggregates the intake log in the background; `drain_once` does one batch."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        ingestor_for: Callable[[str], Ingestor],
+        replica: str,
+        batch_events: int = 5000,
+        interval_s: float = 0.1,
+    ) -> None:
+        self.engine = engine
+        self._ingestor_for = ingestor_for
+        self.key = f"drain:{replica}"
+        self.batch_events = batch_events
+        self.interval_s = interval_s
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self.last_error: str | None = None
+
+    def drain_once(self) -> int:
+        """Aggregate one batch of pending rows; returns the rows consumed (0: nothing pending)."""
+        with self._lock:
+            rows = self._pending()
+            if not rows:
+                return 0
+            adapter = ADAPTERS.get(rows[0].kind, "modelwatch")
+            rows = [r for r in rows if ADAPTERS.get(r.kind, "modelwatch") == adapter]
+            ingestor = self._ingestor_for(adapter)
+            start = ingestor.position(self.key)
+            records = self._records(rows, start)
+            try:
+                ingestor.ingest(Batch(records), within=_consume([r.id for r in rows]))
+            except Superseded:
+                log.info("intake drain: rows consumed by another replica; reading again")
+                return 0
+            return len(rows)
+
+    def _pending(self) -> list[Any]:
+        with Session(self.engine) as session:
+            found = session.execute(
+                select(IntakeEntry.id, IntakeEntry.kind, IntakeEntry.events, IntakeEntry.body)
+                .where(IntakeEntry.consumed_at.is_(None))
+                .order_by(IntakeEntry.id)
+                .limit(READ_ROWS)
+            ).all()
+        taken: list[Any] = []
+        events = 0
+        for row in found:
+            if taken and events + row.events > self.batch_events:
+                break
+            taken.append(row)
+            events += row.events
+        return taken
+
+    def _records(self, rows: Sequence[Any], start: int) -> list[RawRecord]:
+        records: list[RawRecord] = []
+        offset = start
+        for row in rows:
+            for payload in split(row.kind, row.body or b""):
+                records.append(RawRecord(self.key, offset, offset + 1, payload))
+                offset += 1
+        return records
+
+    def wake(self) -> None:
+        """Tell the drain a request was appended (it otherwise polls every `interval_s`)."""
+        self._wake.set()
+
+    def start(self) -> None:
+        """Run the drain on a daemon thread (once)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="intake-drain", daemon=True)
+            self._thread.start()
+
+    def stop(self, timeout: float) -> None:
+        """Finish the batch in progress and stop; pending rows wait for the next start."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    @property
+    def started(self) -> bool:
+        return self._thread is not None
+
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def _run(self) -> None:
+        backoff = Backoff(0.2, 5.0)
+        failures = 0
+        while not self._stop.is_set():
+            try:
+                done = self.drain_once()
+                failures, self.last_error = 0, None
+            except Exception as exc:  # one bad batch or an outage must not end the drain
+                failures += 1
+                self.last_error = redact(exc)
+                log.exception("intake drain failed; retrying")
+                self._stop.wait(backoff.delay(failures).total_seconds())
+                continue
+            if not done:
+                self._wake.wait(self.interval_s)
+                self._wake.clear()
+
+
+def _consume(ids: list[int]) -> Callable[[Session], None]:
+    """Mark `ids` consumed in the batch's transaction; Superseded if one already was."""
+
+    def consume(session: Session) -> None:
+        table: Any = IntakeEntry.__table__
+        pending = [table.c.id.in_(ids), table.c.consumed_at.is_(None)]
+        kept: int = session.execute(  # type: ignore[attr-defined]
+            update(table)
+            .where(*pending, table.c.key.is_not(None))
+            .values(consumed_at=utcnow(), body=None)
+        ).rowcount
+        gone = delete(table).where(*pending, table.c.key.is_(None))
+        dropped: int = session.execute(gone).rowcount  # type: ignore[attr-defined]
+        if kept + dropped != len(ids):
+            raise Superseded()
+
+    return consume
