@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -54,6 +55,7 @@ class Drain:
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._flush_until = 0.0
         self.last_error: str | None = None
 
     def drain_once(self) -> int:
@@ -111,7 +113,9 @@ class Drain:
             self._thread.start()
 
     def stop(self, timeout: float) -> None:
-        """Finish the batch in progress and stop; pending rows wait for the next start."""
+        """Aggregate what is pending for most of `timeout`, then stop; the rest waits in the
+        log for the next start (nothing accepted is lost either way)."""
+        self._flush_until = time.monotonic() + 0.8 * timeout
         self._stop.set()
         self._wake.set()
         if self._thread is not None:
@@ -127,7 +131,10 @@ class Drain:
     def _run(self) -> None:
         backoff = Backoff(0.2, 5.0)
         failures = 0
-        while not self._stop.is_set():
+        while True:
+            stopping = self._stop.is_set()
+            if stopping and time.monotonic() >= self._flush_until:
+                return
             try:
                 done = self.drain_once()
                 failures, self.last_error = 0, None
@@ -135,9 +142,13 @@ class Drain:
                 failures += 1
                 self.last_error = redact(exc)
                 log.exception("intake drain failed; retrying")
+                if stopping:
+                    return
                 self._stop.wait(backoff.delay(failures).total_seconds())
                 continue
             if not done:
+                if stopping:
+                    return
                 self._wake.wait(self.interval_s)
                 self._wake.clear()
 

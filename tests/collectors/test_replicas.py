@@ -112,8 +112,10 @@ def test_replicas_share_partitions_and_survive_a_kill9(
         # replica started after the kill may join in that rebalance or in a later one.
         wait_for(
             "the survivors, the new replica among them, to hold all partitions",
-            lambda: bool(current(logs[3]))
-            and set().union(*(current(logs[i]) for i in survivors)) == {0, 1, 2, 3},
+            lambda: (
+                bool(current(logs[3]))
+                and set().union(*(current(logs[i]) for i in survivors)) == {0, 1, 2, 3}
+            ),
         )
         wait_for("every event counted", lambda: events(engine) >= 6 * PER_ROUND)
         time.sleep(2)  # a double count would land after the total was first reached
