@@ -32,6 +32,8 @@ ADAPTERS = {
     "cloudevents": "cloudevents",
     "cloudevents-batch": "cloudevents",
 }
+# Adapter -> (source name, source type) of the ingestor that serves it (counters, dead letters).
+SOURCES = {"modelwatch": ("http", "http"), "cloudevents": ("http-cloudevents", "http")}
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session
 
-from collectors.http_bodies import RequestBody
+from collectors.http_bodies import SOURCES, RequestBody
 from collectors.ingest import Ingestor
 from collectors.intake_drain import Drain
 from monitor.config import Config
@@ -161,8 +161,6 @@ class IntakeLog:
                 raise IntakeFull(self._pending, self.max_backlog)
 
 
-# Adapter name -> (source name, source type) of the ingestor that serves it.
-SOURCES = {"modelwatch": ("http", "http"), "cloudevents": ("http-cloudevents", "http")}
 # The drain's database outages are retried this long per attempt (then the drain backs off).
 HTTP_DB_RETRY = timedelta(seconds=10)
 

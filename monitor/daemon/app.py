@@ -15,7 +15,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from sqlalchemy.engine import Engine
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from collectors.http_intake import HttpIntake
+from collectors import HttpIntake
 from monitor._version import __version__
 from monitor.config import Config
 from monitor.daemon.alerts_api import router as alerts_router

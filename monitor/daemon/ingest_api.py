@@ -18,8 +18,16 @@ from fastapi import APIRouter, Depends, Header, HTTPException, Request
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
-from collectors.http_bodies import CE_BATCH, CE_STRUCTURED, RequestBody, check_request
-from collectors.http_intake import Accepted, HttpIntake, IntakeFull, check_idempotency_key
+from collectors import (
+    CE_BATCH,
+    CE_STRUCTURED,
+    Accepted,
+    HttpIntake,
+    IntakeFull,
+    RequestBody,
+    check_idempotency_key,
+    check_request,
+)
 from monitor.daemon.auth import requires
 from monitor.daemon.common import ApiModel, ErrorBody, errors
 

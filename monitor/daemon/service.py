@@ -16,7 +16,7 @@ import uvicorn
 from prometheus_client import CollectorRegistry
 from sqlalchemy.engine import Engine
 
-from collectors.http_intake import HttpIntake
+from collectors import HttpIntake
 from monitor.config import Config
 from monitor.daemon.app import DaemonState, create_app
 from monitor.daemon.retention import retention_job

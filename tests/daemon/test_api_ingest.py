@@ -254,8 +254,7 @@ def test_database_outage_is_503_soon(tmp_path: Path) -> None:
     from prometheus_client import CollectorRegistry
     from sqlalchemy import text
 
-    from collectors import Ingestor
-    from collectors.http_intake import HttpIntake
+    from collectors import HttpIntake, Ingestor
     from monitor.config import parse_config
     from monitor.daemon.app import DaemonState, create_app
     from monitor.storage import make_engine, upgrade
