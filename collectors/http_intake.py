@@ -35,7 +35,7 @@ from collectors.ingest import Ingestor
 from collectors.intake_drain import Drain
 from monitor.config import Config
 from monitor.errors import ConflictError, InputError, StorageError
-from monitor.storage import IntakeEntry, transaction, utcnow
+from monitor.storage import IntakeEntry, utcnow
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 _KEY = re.compile(r"^[\x21-\x7e]{1,200}$")
@@ -132,8 +132,8 @@ class IntakeLog:
         stored_key = None if key is None else f"{namespace}:{key}"
         row = {"key": stored_key, "kind": kind, "sha256": digest, "events": events, "body": body}
         try:
-            with transaction(self.engine) as session:
-                session.execute(insert(IntakeEntry), [{**row, "received_at": utcnow()}])
+            with self.engine.begin() as connection:
+                connection.execute(insert(IntakeEntry), [{**row, "received_at": utcnow()}])
         except IntegrityError:
             if stored_key is None:
                 raise
