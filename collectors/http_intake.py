@@ -24,8 +24,9 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import cast
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import Table, func, insert, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session
@@ -38,6 +39,7 @@ from monitor.errors import ConflictError, InputError, StorageError
 from monitor.storage import IntakeEntry, utcnow
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
+_INSERT = insert(cast(Table, IntakeEntry.__table__))
 _KEY = re.compile(r"^[\x21-\x7e]{1,200}$")
 # How long a backlog count is trusted before a request counts again (one query per interval).
 BACKLOG_REFRESH_S = 0.5
@@ -133,7 +135,7 @@ class IntakeLog:
         row = {"key": stored_key, "kind": kind, "sha256": digest, "events": events, "body": body}
         try:
             with self.engine.begin() as connection:
-                connection.execute(insert(IntakeEntry), [{**row, "received_at": utcnow()}])
+                connection.execute(_INSERT, {**row, "received_at": utcnow()})
         except IntegrityError:
             if stored_key is None:
                 raise
