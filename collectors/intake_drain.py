@@ -84,21 +84,29 @@ class Drain:
             return len(rows)
 
     def _pending(self) -> list[Any]:
+        """The oldest pending rows, up to batch_events events (at least one row), with bodies;
+        sizes are read first so a long backlog's bodies are not all read each round."""
+        entry = IntakeEntry.__table__.c
         with Session(self.engine) as session:
             found = session.execute(
-                select(IntakeEntry.id, IntakeEntry.kind, IntakeEntry.events, IntakeEntry.body)
-                .where(IntakeEntry.consumed_at.is_(None))
-                .order_by(IntakeEntry.id)
+                select(entry.id, entry.events)
+                .where(entry.consumed_at.is_(None))
+                .order_by(entry.id)
                 .limit(READ_ROWS)
             ).all()
-        taken: list[Any] = []
-        events = 0
-        for row in found:
-            if taken and events + row.events > self.batch_events:
-                break
-            taken.append(row)
-            events += row.events
-        return taken
+            ids: list[int] = []
+            events = 0
+            for row in found:
+                if ids and events + row.events > self.batch_events:
+                    break
+                ids.append(row.id)
+                events += row.events
+            if not ids:
+                return []
+            stmt = select(entry.id, entry.kind, entry.body).where(
+                entry.id.in_(ids), entry.consumed_at.is_(None)
+            )
+            return sorted(session.execute(stmt).all(), key=lambda row: row.id)
 
     def _records(self, rows: Sequence[Any], start: int) -> list[RawRecord]:
         records: list[RawRecord] = []

@@ -18,7 +18,9 @@ def test_health_and_metrics_are_open(server: ServerProcess) -> None:
     assert health.status_code == 200 and health.json()["status"] == "ok"
     ready = httpx.get(f"{server.url}/readyz")
     assert ready.status_code == 200, ready.text
-    assert ready.json()["checks"] == {"database": "ok", "schema": "ok", "scheduler": "ok"}
+    checks = {"database": "ok", "schema": "ok", "scheduler": "ok", "intake": "ok"}
+    assert ready.json()["checks"] == checks
+    assert ready.json()["intake"]["backlog_requests"] == 0
     metrics = httpx.get(f"{server.url}/metrics")
     assert metrics.status_code == 200
     assert metrics.headers["content-type"].startswith("text/plain")
