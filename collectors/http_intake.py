@@ -34,6 +34,7 @@ from sqlalchemy.orm import Session
 from collectors.http_bodies import SOURCES, RequestBody
 from collectors.ingest import Ingestor
 from collectors.intake_drain import Drain
+from collectors.intake_worker import DrainProcess
 from monitor.config import Config
 from monitor.errors import ConflictError, InputError, StorageError
 from monitor.storage import IntakeEntry, utcnow
@@ -193,14 +194,22 @@ class HttpIntake:
         config: Config,
         replica: str | None = None,
         factory: Callable[[str], Ingestor] | None = None,
+        drain_process: bool = False,
     ) -> None:
+        """`drain_process`: drain in a spawned worker (serve), else on a thread of this
+        process, started by the first request or `start()`."""
         self.engine = engine
         self._factory = factory or (lambda adapter: make_ingestor(engine, config, adapter))
         self._ingestors: dict[str, Ingestor] = {}
         self.max_backlog = config.collect.http_max_backlog
         self.log = IntakeLog(engine, self.max_backlog)
         replica = replica or uuid.uuid4().hex[:16]
-        self.drain = Drain(engine, self._ingestor, replica, config.collect.batch_size)
+        self.drain: Drain | DrainProcess
+        if drain_process:
+            url = engine.url.render_as_string(hide_password=False)
+            self.drain = DrainProcess(url, config, replica)
+        else:
+            self.drain = Drain(engine, self._ingestor, replica, config.collect.batch_size)
 
     def submit(self, request: RequestBody, key: str | None, namespace: str = "idem") -> Accepted:
         """Append one checked request to the log (the drain aggregates it within moments)."""

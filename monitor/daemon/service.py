@@ -101,7 +101,9 @@ class Service:
     def state(self) -> DaemonState:
         comps: dict[str, Callable[[], str | None]] = {c.name: c.problem for c in self.components}
         comps["scheduler"] = lambda: "stopped" if self._stopped.is_set() else None
-        intake = self._intake = HttpIntake(self.engine, self.config, replica=self.holder)
+        intake = self._intake = HttpIntake(
+            self.engine, self.config, replica=self.holder, drain_process=True
+        )
         intake.start()  # drain what a previous run accepted but had not yet aggregated
         return DaemonState(self.engine, self.config, self.registry, comps, intake=intake)
 
