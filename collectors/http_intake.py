@@ -36,7 +36,7 @@ from collectors.ingest import Ingestor
 from collectors.intake_drain import Drain
 from collectors.intake_worker import DrainProcess
 from monitor.config import Config
-from monitor.errors import ConflictError, InputError, StorageError
+from monitor.errors import ConfigError, ConflictError, InputError, StorageError
 from monitor.storage import IntakeEntry, utcnow
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
@@ -202,6 +202,7 @@ class HttpIntake:
         self._factory = factory or (lambda adapter: make_ingestor(engine, config, adapter))
         self._ingestors: dict[str, Ingestor] = {}
         self.max_backlog = config.collect.http_max_backlog
+        self._has_models = bool(config.models)
         self.log = IntakeLog(engine, self.max_backlog)
         replica = replica or uuid.uuid4().hex[:16]
         self.drain: Drain | DrainProcess
@@ -213,6 +214,8 @@ class HttpIntake:
 
     def submit(self, request: RequestBody, key: str | None, namespace: str = "idem") -> Accepted:
         """Append one checked request to the log (the drain aggregates it within moments)."""
+        if not self._has_models:
+            raise ConfigError("HTTP ingest: no models configured; add them under `models`")
         self.drain.start()
         accepted = self.log.append(request.kind, request.body, request.events, key, namespace)
         self.drain.wake()

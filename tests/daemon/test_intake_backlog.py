@@ -30,7 +30,9 @@ def test_backlog_at_its_bound_is_503_with_retry_after_and_shown(tmp_path: Path) 
         }
     )
     intake = HttpIntake(engine, config)
-    intake.drain.stop(0)  # a drain that is not keeping up (stopped: it never starts)
+    intake.drain.stop(0)  # a drain that is not keeping up: started, and already gone
+    intake.drain.start()
+    intake.drain.stop(30)
     client = TestClient(create_app(DaemonState(engine, config, CollectorRegistry(), intake=intake)))
 
     assert client.post("/v1/events", json=[event(1), event(2)], headers=HEADERS).status_code == 202
@@ -59,4 +61,16 @@ def test_backlog_at_its_bound_is_503_with_retry_after_and_shown(tmp_path: Path) 
     assert client.post("/v1/events", json=[event(5)], headers=HEADERS).status_code == 202
     status = collect_status(engine)
     assert (status.intake_backlog, status.sources[0].events) == (1, 3)
+    engine.dispose()
+
+
+def test_without_models_a_request_is_refused_not_queued(tmp_path: Path) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path / 'mw.db'}")
+    upgrade(engine)
+    config = parse_config({"models": [], "api": {"tokens": [TOKEN]}})
+    client = TestClient(create_app(DaemonState(engine, config, CollectorRegistry())))
+    refused = client.post("/v1/events", json=[event(1)], headers=HEADERS)
+    assert refused.status_code == 400
+    assert refused.json()["detail"] == "HTTP ingest: no models configured; add them under `models`"
+    assert collect_status(engine).intake_backlog == 0
     engine.dispose()
