@@ -7,7 +7,11 @@ validates, windows, profiles per (model, version, window, slice) and commits agg
 offsets in one database transaction. Usage:
 
     MODELWATCH_KAFKA_LIBS=... python bench/ingest.py [--events 100000] [--db sqlite|postgresql]
-        [--pipeline auto|true|false] [--rounds 2]
+        [--pipeline auto|true|false] [--rounds 2] [--no-labels]
+
+With labels (the default) the topic also holds a label for every prediction, 1,000 messages
+after it, so the label join has every pair to make; bare loops and the collector with the join
+off read the same messages (labels included), so "join on vs off" compares the same input.
 """
 
 from __future__ import annotations
@@ -54,6 +58,23 @@ def make_events(n: int, seed: int = 1) -> list[bytes]:
             )
         )
     return out
+
+
+def with_labels(events: list[bytes], lag: int = 1000, seed: int = 2) -> list[bytes]:
+    """The events with a label for every prediction, each `lag` messages after its prediction."""
+    rng = random.Random(seed)
+    labels = []
+    for raw in events:
+        event = orjson.loads(raw)
+        label = {"request_id": event["request_id"], "model": event["model"]}
+        label.update({"label": int(rng.random() < 0.3), "timestamp": event["timestamp"] + 30})
+        labels.append(orjson.dumps(label))
+    out: list[bytes] = []
+    for i, raw in enumerate(events):
+        out.append(raw)
+        if i >= lag:
+            out.append(labels[i - lag])
+    return out + labels[len(events) - lag :]
 
 
 def bare(broker: KafkaBroker, topic: str, n: int) -> float:
@@ -163,6 +184,7 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--db", choices=["sqlite", "postgresql"], default="sqlite")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--no-labels", action="store_true", help="predictions only")
     parser.add_argument(
         "--pipeline",
         choices=["auto", "true", "false"],
@@ -181,7 +203,9 @@ def main() -> None:
     pg = None
     try:
         broker.create_topic("bench", 4)
-        broker.produce("bench", make_events(args.events))
+        events = make_events(args.events)
+        messages = events if args.no_labels else with_labels(events)
+        broker.produce("bench", messages)
         print(
             f"machine: {os.cpu_count()} cores, {cpu_model()}; {args.events} events x "
             f"{FEATURES} features, 4 partitions, Kafka 0.9, database {args.db}"
@@ -193,21 +217,26 @@ def main() -> None:
             pg.start()
         pipeline: str | bool = {"true": True, "false": False}.get(args.pipeline, "auto")
         for r in range(args.rounds):
-            b = bare(broker, "bench", args.events)
-            bc = bare_confluent(broker, "bench", args.events)
+            m = len(messages)
+            b = bare(broker, "bench", m)
+            bc = bare_confluent(broker, "bench", m)
             print(
-                f"round {r + 1}: bare kafka-python {args.events / b:,.0f} msg/s; "
-                f"bare confluent-kafka {args.events / bc:,.0f} msg/s"
+                f"round {r + 1}: {m} messages; bare kafka-python {m / b:,.0f} msg/s; "
+                f"bare confluent-kafka {m / bc:,.0f} msg/s"
             )
+            off: dict[str, float] = {}
             for client in ("kafka-python", "confluent-kafka"):
                 for join in (False, True):
                     with tempfile.TemporaryDirectory() as tmp:
                         url = pg.create_database() if pg else f"sqlite:///{tmp}/bench.db"
                         c = collector(broker, "bench", args.events, url, join, pipeline, client)
+                    if not join:
+                        off[client] = c
+                    vs_off = f", {off[client] / c:.0%} of join off" if join else ""
                     print(
                         f"  collector on {client} (label join {'on' if join else 'off'}): "
-                        f"{args.events / c:,.0f} ev/s = {b / c:.0%} of bare kafka-python, "
-                        f"{bc / c:.0%} of bare confluent-kafka"
+                        f"{m / c:,.0f} msg/s = {b / c:.0%} of bare kafka-python, "
+                        f"{bc / c:.0%} of bare confluent-kafka{vs_off}"
                     )
     finally:
         if pg is not None:

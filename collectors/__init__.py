@@ -1,4 +1,5 @@
-"""Sources (Kafka, JSONL serving logs, HTTP), decoding, dead letters, windowing and label join.
+"""Sources (Kafka, JSONL serving logs, HTTP via an intake log), decoding, dead letters, windowing
+and label join.
 
 The entry point for any input is :class:`Ingestor`: raw payloads with their positions in, one
 transaction with aggregates, counters, dead letters, label join and positions out.
@@ -18,28 +19,45 @@ from collectors.base import (
     Rejection,
     Source,
 )
+from collectors.http_bodies import CE_BATCH, CE_STRUCTURED, RequestBody, check_request
+from collectors.http_intake import (
+    Accepted,
+    Backlog,
+    HttpIntake,
+    IntakeFull,
+    check_idempotency_key,
+)
 from collectors.ingest import Ingestor
 from collectors.profiling import ProfileBackend
 from collectors.runner import RunState, run
 from collectors.status import CollectStatus, ModelStatus, SourceStatus, collect_status
 
 __all__ = [
+    "CE_BATCH",
+    "CE_STRUCTURED",
+    "Accepted",
     "Adapter",
     "Batch",
     "BatchResult",
+    "Backlog",
     "CollectStatus",
     "DecodeError",
+    "HttpIntake",
     "Ingestor",
+    "IntakeFull",
     "LabelEvent",
     "ModelStatus",
     "PredictionEvent",
     "ProfileBackend",
     "RawRecord",
+    "RequestBody",
     "Rejection",
     "RunState",
     "Source",
     "SourceStatus",
     "adapter_names",
+    "check_idempotency_key",
+    "check_request",
     "collect_status",
     "make_adapter",
     "register_adapter",

@@ -46,6 +46,8 @@ from monitor.errors import ConfigError, StorageError
 from monitor.storage import transaction
 
 log = logging.getLogger(__name__)
+# Work a source does inside a batch's transaction (see Ingestor.ingest).
+Within = Callable[[Session], None]
 # Replans of a batch whose insert met a row another writer created at the same moment.
 CONFLICT_RETRIES = 3
 
@@ -129,12 +131,28 @@ class Ingestor:
         self.states.update(stored)
         return {k: s.offset for k, s in stored.items()}
 
-    def ingest(self, records: Sequence[RawRecord] | Batch) -> BatchResult:
-        """Decode, validate, aggregate and commit `records` (with positions) in one transaction."""
-        with gc_paused():
-            return self._ingest(records)
+    def position(self, key: str) -> int:
+        """The next offset of `key` this ingestor applies (read once, then kept as it commits)."""
+        state = self.states.get(key)
+        return state.offset if state is not None else self.positions([key])[key]
 
-    def _ingest(self, records: Sequence[RawRecord] | Batch) -> BatchResult:
+    def forget(self, key: str) -> None:
+        """Drop `key`'s remembered position (read again if it comes back); keeps memory flat."""
+        self.states.pop(key, None)
+
+    def ingest(
+        self, records: Sequence[RawRecord] | Batch, within: Within | None = None
+    ) -> BatchResult:
+        """Decode, validate, aggregate and commit `records` (with positions) in one transaction.
+
+        `within(session)` runs inside that transaction, before the positions are written: a
+        source that must consume its input with the batch (the HTTP intake log) does it there,
+        and an exception it raises rolls the whole batch back.
+        """
+        with gc_paused():
+            return self._ingest(records, within)
+
+    def _ingest(self, records: Sequence[RawRecord] | Batch, within: Within | None) -> BatchResult:
         batch = records if isinstance(records, Batch) else Batch(records)
         missing = sorted({r.key for r in batch.records} - set(self.states))
         if missing:
@@ -144,7 +162,9 @@ class Ingestor:
         while True:
             retry = conflicts < CONFLICT_RETRIES
             try:
-                labels = self._with_retries(functools.partial(self._commit, plan, batch, retry))
+                labels = self._with_retries(
+                    functools.partial(self._commit, plan, batch, retry, within)
+                )
             except StalePlan as stale:
                 conflicts += 1
                 log.info(
@@ -163,7 +183,9 @@ class Ingestor:
             plan = self.planner.plan_chunked(batch.records, self.states, rejected)
         return plan
 
-    def _commit(self, plan: Plan, batch: Batch, retry_conflict: bool = False) -> int:
+    def _commit(
+        self, plan: Plan, batch: Batch, retry_conflict: bool = False, within: Within | None = None
+    ) -> int:
         built = build_profiles(plan.windows, self.specs)
         dead = dead_letter_rows(self.source, plan.dead, self.settings.dead_letter_bytes)
         window_s = self.settings.window.total_seconds()
@@ -181,6 +203,8 @@ class Ingestor:
                     join_labels(session, plan.table, plan.labels, self.models, horizon, window_s)
                 if plan.open_halves or plan.used_halves:
                     store_halves(session, self.source, plan, horizon)
+                if within is not None:
+                    within(session)
                 write_positions(session, self.source, plan, batch.ends, batch.details)
         except IntegrityError as exc:
             # A concurrent consumer inserted the same rows first: replan from what it stored.

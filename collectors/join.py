@@ -1,21 +1,28 @@
-"""The label join, inside the batch transaction.
+"""The label join, inside the batch transaction, set-based.
 
 Predictions wait in `pending_predictions`, labels that came first in `pending_labels`; a match in
 either direction moves the pair to `labeled_predictions` (drill-down data) and adds it to its
 window's outcome summaries (the input of per-slice outcome metrics). Both waiting rooms are
 emptied of entries older than the label horizon, judged in event time against the newest event
 of the model in the batch. A repeated request id replaces the earlier entry.
+
+Per model and batch the work is a fixed number of statements, whatever the batch size: the
+batch's unmatched predictions and labels are written in bulk (collectors/_bulk.py: COPY on
+PostgreSQL, one executemany on SQLite), then ONE join of the two waiting rooms restricted to the
+batch's ids finds the pairs that completed, which are deleted from both rooms by id set.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import delete, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from collectors import _bulk as bulk
+from collectors._bulk import json_text, ts_encoder
 from collectors.base import LabelEvent
 from collectors.table import EventTable
 from collectors.validate import utc
@@ -24,18 +31,6 @@ from monitor.config import ModelConfig
 from monitor.storage import LabeledPrediction, PendingLabel, PendingPrediction
 from monitor.storage.base import utcnow
 from monitor.summaries import add_joined
-
-
-def _chunks(items: Sequence[str], size: int = 500) -> list[Sequence[str]]:
-    return [items[i : i + size] for i in range(0, len(items), size)]
-
-
-def _pending(session: Session, table: Any, model: str, ids: Sequence[str]) -> dict[str, Any]:
-    found: dict[str, Any] = {}
-    for chunk in _chunks(ids):
-        stmt = select(table).where(table.model == model, table.request_id.in_(chunk))
-        found.update({row.request_id: row for row in session.execute(stmt).scalars()})
-    return found
 
 
 def join_labels(
@@ -92,44 +87,73 @@ def _join_model(
     preds: dict[str, dict[str, Any]],
     labs: dict[str, LabelEvent],
 ) -> list[dict[str, Any]]:
-    waiting_labels = _pending(session, PendingLabel, model, [i for i in preds if i not in labs])
-    waiting_preds = _pending(session, PendingPrediction, model, [i for i in labs if i not in preds])
-    pairs: list[dict[str, Any]] = []
-    new_preds: list[dict[str, Any]] = []
-    for rid, record in preds.items():
-        if rid in labs:
-            pairs.append({**record, "label": labs[rid].label})
-        elif rid in waiting_labels:
-            pairs.append({**record, "label": waiting_labels[rid].label})
-        else:
-            new_preds.append(record)
-    new_labels: list[dict[str, Any]] = []
-    for rid, lab in labs.items():
-        pending = waiting_preds.get(rid)
-        if rid in preds:
-            continue
-        if pending is None:
-            new_labels.append(
-                {"model": model, "request_id": rid, "label": lab.label, "ts": utc(lab.ts)}
-            )
-            continue
-        pairs.append(
-            {
-                "model": model,
-                "request_id": rid,
-                "version": pending.version,
-                "ts": pending.ts,
-                "prediction": pending.prediction,
-                "label": lab.label,
-                "slice_values": pending.slice_values,
-            }
-        )
+    """Pairs completed by this batch: within it, and against the waiting rooms (set-based)."""
+    pairs = [{**record, "label": labs[rid].label} for rid, record in preds.items() if rid in labs]
+    waiting_preds = {rid: p for rid, p in preds.items() if rid not in labs}
+    waiting_labels = {rid: lab for rid, lab in labs.items() if rid not in preds}
+    enc = ts_encoder(session)
+    bulk.upsert(
+        session,
+        "pending_predictions",
+        _PRED_COLUMNS,
+        _KEYS,
+        [_pending_prediction(model, p, enc) for p in waiting_preds.values()],
+    )
+    bulk.upsert(
+        session,
+        "pending_labels",
+        _LABEL_COLUMNS,
+        _KEYS,
+        [(model, rid, json_text(e.label), enc(utc(e.ts))) for rid, e in waiting_labels.items()],
+    )
+    pairs += _completed(session, model, [*waiting_preds, *waiting_labels])
     now = utcnow()
-    _delete_ids(session, PendingLabel, model, list(waiting_labels))
-    _delete_ids(session, PendingPrediction, model, list(waiting_preds))
-    _replace(session, PendingPrediction, model, new_preds)
-    _replace(session, PendingLabel, model, new_labels)
-    pairs = [{**p, "joined_at": now} for p in pairs]
+    return [{**p, "joined_at": now} for p in pairs]
+
+
+_KEYS = ("model", "request_id")
+_PRED_COLUMNS = ("model", "request_id", "version", "ts", "prediction", "slice_values")
+_LABEL_COLUMNS = ("model", "request_id", "label", "ts")
+_PAIR_COLUMNS = ("request_id", "version", "ts", "prediction", "label", "slice_values")
+_JOINED_COLUMNS = ("model", *_PAIR_COLUMNS, "joined_at")
+
+
+def _pending_prediction(
+    model: str, p: dict[str, Any], enc: Callable[[datetime], Any]
+) -> tuple[Any, ...]:
+    prediction, slices = json_text(p["prediction"]), json_text(p["slice_values"])
+    return (model, p["request_id"], p["version"], enc(p["ts"]), prediction, slices)
+
+
+def _completed(session: Session, model: str, ids: Sequence[str]) -> list[dict[str, Any]]:
+    """Pairs of `ids` now waiting in both rooms (one join), removed from both rooms."""
+    if not ids:
+        return []
+    p, lab = PendingPrediction.__table__.c, PendingLabel.__table__.c
+    stmt = (
+        select(p.request_id, p.version, p.ts, p.prediction, lab.label, p.slice_values)
+        .join_from(
+            PendingPrediction.__table__,
+            PendingLabel.__table__,
+            (lab.model == p.model) & (lab.request_id == p.request_id),
+        )
+        .where(p.model == model, bulk.in_ids(session, "pending_predictions.request_id", ids))
+    )
+    pairs = [
+        {"model": model, **dict(zip(_PAIR_COLUMNS, row, strict=True))}
+        for row in session.execute(stmt)
+    ]
+    done = [pair["request_id"] for pair in pairs]
+    if done:
+        for table in (PendingPrediction, PendingLabel):
+            session.execute(
+                delete(table)
+                .where(
+                    table.model == model,
+                    bulk.in_ids(session, f"{table.__tablename__}.request_id", done),
+                )
+                .execution_options(synchronize_session=False)
+            )
     return pairs
 
 
@@ -143,38 +167,21 @@ def _summarize(
     """Swap replaced joined pairs for the new ones, in the rows and in the summaries."""
     if not pairs:
         return
+    table = LabeledPrediction.__table__
     ids = [p["request_id"] for p in pairs]
-    replaced = list(_pending(session, LabeledPrediction, model, ids).values())
-    old = [
-        {c: getattr(r, c) for c in ("version", "ts", "prediction", "label", "slice_values")}
-        for r in replaced
-    ]
+    stmt = select(*(table.c[c] for c in _PAIR_COLUMNS[1:])).where(
+        table.c.model == model, bulk.in_ids(session, "labeled_predictions.request_id", ids)
+    )
+    old = [dict(zip(_PAIR_COLUMNS[1:], row, strict=True)) for row in session.execute(stmt)]
     add_joined(session, model, old, config, window_s, sign=-1)
     add_joined(session, model, pairs, config, window_s)
-    _replace(session, LabeledPrediction, model, pairs)
-
-
-def _delete_ids(session: Session, table: Any, model: str, ids: Sequence[str]) -> None:
-    for chunk in _chunks(ids):
-        session.execute(
-            delete(table)
-            .where(table.model == model, table.request_id.in_(chunk))
-            .execution_options(synchronize_session=False)
-        )
-
-
-def _replace(session: Session, table: Any, model: str, rows: list[dict[str, Any]]) -> None:
-    """Insert rows, replacing any with the same (model, request_id): one upsert executemany."""
-    if not rows:
-        return
-    dialect = session.get_bind().dialect.name
-    upsert_insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    stmt = upsert_insert(table.__table__)
-    keep = [c for c in rows[0] if c not in ("model", "request_id")]
-    stmt = stmt.on_conflict_do_update(
-        index_elements=["model", "request_id"], set_={c: stmt.excluded[c] for c in keep}
-    )
-    session.execute(stmt, rows)
+    enc = ts_encoder(session)
+    rows = [
+        (model, p["request_id"], p["version"], enc(p["ts"]), json_text(p["prediction"]),
+         json_text(p["label"]), json_text(p["slice_values"]), enc(p["joined_at"]))
+        for p in pairs
+    ]  # fmt: skip
+    bulk.upsert(session, "labeled_predictions", _JOINED_COLUMNS, _KEYS, rows)
 
 
 def _expire(session: Session, model: str, before: float) -> None:

@@ -10,8 +10,9 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
+from collectors.http_bodies import ADAPTERS, SOURCES
 from monitor.config import SourceConfig
-from monitor.storage import IngestCounter, SourcePosition, WindowCount
+from monitor.storage import IngestCounter, IntakeEntry, SourcePosition, WindowCount
 
 
 @dataclass(frozen=True)
@@ -43,11 +44,15 @@ class CollectStatus:
 
     sources: list[SourceStatus]
     models: list[ModelStatus]
+    # HTTP requests appended to the intake log and not yet aggregated (their events are the
+    # `lag` of the `http` and `http-cloudevents` sources).
+    intake_backlog: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "sources": [asdict(s) for s in self.sources],
             "models": [asdict(m) for m in self.models],
+            "intake_backlog": self.intake_backlog,
         }
 
 
@@ -65,6 +70,7 @@ def collect_status(engine: Engine, configured: Sequence[SourceConfig] = ()) -> C
             .tuples()
             .all()
         )
+        requests = _intake_lag(session, lag)
         models = (
             session.execute(
                 select(
@@ -80,7 +86,8 @@ def collect_status(engine: Engine, configured: Sequence[SourceConfig] = ()) -> C
             .tuples()
             .all()
         )
-    names = [s.name for s in configured] + sorted(set(counters) - {s.name for s in configured})
+    seen = set(counters) | {name for name, n in lag.items() if n}
+    names = [s.name for s in configured] + sorted(seen - {s.name for s in configured})
     types = {s.name: s.type for s in configured}
     sources = []
     for name in names:
@@ -96,4 +103,18 @@ def collect_status(engine: Engine, configured: Sequence[SourceConfig] = ()) -> C
                 int(lag.get(name) or 0),
             )
         )
-    return CollectStatus(sources, [ModelStatus(m, v, int(e or 0), int(w)) for m, v, e, w in models])
+    model_rows = [ModelStatus(m, v, int(e or 0), int(w)) for m, v, e, w in models]
+    return CollectStatus(sources, model_rows, requests)
+
+
+def _intake_lag(session: Session, lag: dict[str, Any]) -> int:
+    """Add the intake log's pending events to its sources' lag; returns pending requests."""
+    pending = session.execute(
+        select(IntakeEntry.kind, func.count(), func.sum(IntakeEntry.events))
+        .where(IntakeEntry.consumed_at.is_(None))
+        .group_by(IntakeEntry.kind)
+    ).all()
+    for kind, _, events in pending:
+        source = SOURCES[ADAPTERS.get(kind, "modelwatch")][0]
+        lag[source] = int(lag.get(source) or 0) + int(events or 0)
+    return sum(int(n) for _, n, _ in pending)

@@ -114,6 +114,8 @@ def status(config_path: Path, as_json: bool) -> None:
             f"{s.name:20} {s.type:6} {s.events:>10} {s.labels:>8} {s.dead_letters:>8} "
             f"{s.late:>8} {s.lag:>10}"
         )
+    if result.intake_backlog:
+        click.echo(f"http intake backlog: {result.intake_backlog} requests not yet aggregated")
     for m in result.models:
         click.echo(f"model {m.name} version {m.version}: {m.events} events in {m.windows} windows")
     for job, at in sorted(successes.items()):

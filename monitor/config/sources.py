@@ -76,6 +76,9 @@ class CollectConfig(StrictModel):
     # most db_retry_timeout in total before the collector gives up.
     db_retry_backoff_max: Duration = timedelta(seconds=5)
     db_retry_timeout: Duration = timedelta(minutes=10)
+    # HTTP ingest: requests appended to the intake log and not yet aggregated by the drain.
+    # Past this many, `POST /v1/events` and `/v1/labels` answer 503 with Retry-After.
+    http_max_backlog: int = Field(default=10_000, ge=1)
 
     @field_validator("max_future_skew")
     @classmethod

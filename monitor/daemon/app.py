@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from sqlalchemy.engine import Engine
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from collectors import HttpIntake
 from dashboards.metrics import http_request_histogram
 from monitor._version import __version__
 from monitor.config import Config
@@ -26,7 +27,6 @@ from monitor.daemon.docs import install_docs
 from monitor.daemon.exposition import RequestMetricsMiddleware, install_metrics_route
 from monitor.daemon.gate_api import router as gate_router
 from monitor.daemon.ingest_api import router as ingest_router
-from monitor.daemon.intake import HttpIntake
 from monitor.daemon.limits import BodyLimitMiddleware
 from monitor.daemon.models_api import router as models_router
 from monitor.daemon.release_api import router as release_router
@@ -163,8 +163,11 @@ def _install_health(app: FastAPI, state: DaemonState) -> None:
             checks["database"] = redact(exc)
         for name, problem in state.components.items():
             checks[name] = problem() or "ok"
+        doc: dict[str, Any] = {"checks": checks}
+        if state.intake is not None and checks.get("schema") == "ok":
+            doc["intake"] = _intake_doc(state.intake, checks)
         ready = all(v == "ok" for v in checks.values())
-        return JSONResponse({"ready": ready, "checks": checks}, status_code=200 if ready else 503)
+        return JSONResponse({"ready": ready, **doc}, status_code=200 if ready else 503)
 
     install_metrics_route(app, state.registry, deps, common)
 
@@ -172,6 +175,22 @@ def _install_health(app: FastAPI, state: DaemonState) -> None:
 def _templates(app: FastAPI) -> list[str]:
     """Every route's path template: the API's (from its schema) and the docs pages'."""
     return [*app.openapi()["paths"], "/docs", "/redoc", "/docs/assets/{path:path}"]
+
+
+def _intake_doc(intake: HttpIntake, checks: dict[str, str]) -> dict[str, Any]:
+    """The HTTP intake backlog (requests and events not yet aggregated) and its check."""
+    try:
+        checks["intake"] = intake.problem() or "ok"
+        backlog = intake.backlog()
+    except Exception as exc:  # a failing count must not fail readiness's other checks
+        checks["intake"] = redact(exc)
+        return {}
+    return {
+        "backlog_requests": backlog.requests,
+        "backlog_events": backlog.events,
+        "max_backlog": backlog.bound,
+        "oldest_age_s": backlog.oldest_age_s,
+    }
 
 
 def create_app(state: DaemonState) -> FastAPI:
@@ -185,10 +204,12 @@ def create_app(state: DaemonState) -> FastAPI:
     )
     app.state.daemon = state
     app.state.tokens = TokenStore(state.config.api.tokens)
+    if state.intake is None:
+        state.intake = HttpIntake(state.engine, state.config)
     _install_error_handlers(app)
     _install_health(app, state)
     install_docs(app)
-    app.state.intake = state.intake or HttpIntake(state.engine, state.config)
+    app.state.intake = state.intake
     routers = (
         models_router,
         ingest_router,

@@ -1,31 +1,40 @@
-"""`POST /v1/events` and `POST /v1/labels`: HTTP input through the same ingest pipeline as Kafka.
+"""`POST /v1/events` and `POST /v1/labels`: HTTP input, a source like Kafka and log files.
 
-Bodies: modelwatch events (a JSON array, or `{"events": [...], "batch_id": ...}`), or KServe /
-Seldon inference-logger CloudEvents — binary mode (`ce-*` headers, the body is the data),
-structured (`application/cloudevents+json`) or batched (`application/cloudevents-batch+json`).
-Each event is one record: a bad event is a dead letter, the others count.
+Bodies: modelwatch events (a JSON array, `{"events": [...], "batch_id": ...}` or one event
+object), or KServe / Seldon inference-logger CloudEvents — binary mode (`ce-*` headers, the body
+is the data), structured (`application/cloudevents+json`) or batched
+(`application/cloudevents-batch+json`).
+A body that is not JSON or not one of these shapes is a 422 at once; otherwise it is appended to
+the intake log and acknowledged with 202, and the drain aggregates it within a second or two:
+each event is validated there, a bad one becomes a dead letter (source `http`), the others count.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import orjson
-from fastapi import APIRouter, Depends, Header, Request
+from fastapi import APIRouter, Depends, Header, HTTPException, Request
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
+from collectors import (
+    CE_BATCH,
+    CE_STRUCTURED,
+    Accepted,
+    HttpIntake,
+    IntakeFull,
+    RequestBody,
+    check_idempotency_key,
+    check_request,
+)
 from monitor.daemon.auth import requires
-from monitor.daemon.common import ApiModel, errors
-from monitor.daemon.intake import HttpIntake, IntakeResult, check_idempotency_key
-from monitor.errors import InputError
+from monitor.daemon.common import ApiModel, ErrorBody, errors
 
 router = APIRouter(tags=["ingest"])
+_BUSY = "the database is unavailable, or the intake backlog is at collect.http_max_backlog"
+_RESPONSES = {**errors(409, 413, 422), 503: {"model": ErrorBody, "description": _BUSY}}
 
-CE_STRUCTURED = "application/cloudevents+json"
-CE_BATCH = "application/cloudevents-batch+json"
 Scalar = float | int | str | bool | None
 
 
@@ -60,16 +69,16 @@ class CloudEvent(BaseModel):
     data: dict[str, Any]
 
 
-class IngestResult(BaseModel):
-    """Counts of one request: aggregated events, labels, dead letters, late, duplicates.
+class IngestAccepted(BaseModel):
+    """A request appended to the intake log (`accepted`), or a retry of one (`duplicate`).
 
-    `duplicates` counts events skipped because this Idempotency-Key was already applied.
+    `queued`: events appended now, aggregated by the drain within a second or two (malformed
+    ones become dead letters, see `modelwatch status`); `duplicates`: events of the earlier
+    request with this Idempotency-Key, which are not counted again.
     """
 
-    accepted: int
-    labels: int
-    dead_letters: int
-    late: int
+    status: Literal["accepted", "duplicate"]
+    queued: int
     duplicates: int
     idempotency_key: str | None
 
@@ -102,7 +111,9 @@ def _events_body_doc() -> dict[str, Any]:
     return {
         "required": True,
         "content": {
-            "application/json": {"schema": {"oneOf": [{"type": "array", "items": event}, batch]}},
+            "application/json": {
+                "schema": {"oneOf": [{"type": "array", "items": event}, batch, event]}
+            },
             CE_STRUCTURED: {"schema": ce},
             CE_BATCH: {"schema": {"type": "array", "items": ce}},
         },
@@ -123,107 +134,47 @@ def _intake(request: Request) -> HttpIntake:
     return intake
 
 
-def _parse(body: bytes) -> Any:
+def _submit(intake: HttpIntake, body: RequestBody, key: str | None, ns: str) -> IngestAccepted:
     try:
-        return orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise InputError(f"body: invalid JSON: {exc}") from None
-
-
-# orjson writes at most 254 levels; a payload past orjson's 1024-level read limit is one the
-# collector dead-letters as `too_deep`, like any event nested past collectors' MAX_DEPTH.
-_TOO_DEEP = b"[" * 1100 + b"]" * 1100
-
-
-def _dump(item: Any) -> bytes:
-    """One event as its own payload; a deeply nested one still becomes a (dead-letter) record."""
-    try:
-        return orjson.dumps(item)
-    except orjson.JSONEncodeError:
-        try:
-            return json.dumps(item, separators=(",", ":")).encode()
-        except (RecursionError, ValueError):
-            return _TOO_DEEP
-
-
-def _dump_all(items: list[Any]) -> list[bytes]:
-    return [_dump(item) for item in items]
-
-
-def _native(body: bytes) -> tuple[list[bytes], str | None]:
-    doc = _parse(body)
-    if isinstance(doc, list):
-        return _dump_all(doc), None
-    if isinstance(doc, dict) and isinstance(doc.get("events"), list):
-        batch_id = doc.get("batch_id")
-        if batch_id is not None and not isinstance(batch_id, str):
-            raise InputError("body.batch_id: must be a string")
-        return _dump_all(doc["events"]), batch_id
-    raise InputError('body: expected a JSON array of events or {"events": [...]}')
-
-
-def _binary_cloudevent(request: Request, body: bytes) -> bytes:
-    """Binary mode: ce-* headers carry the attributes, the body is the data."""
-    event: dict[str, Any] = {
-        name[3:]: value for name, value in request.headers.items() if name.startswith("ce-")
-    }
-    ctype = request.headers.get("content-type")
-    if ctype:
-        event["datacontenttype"] = ctype
-    try:
-        event["data"] = orjson.loads(body) if body else None
-    except orjson.JSONDecodeError:
-        event["data"] = body.decode("utf-8", "replace")
-    return _dump(event)
-
-
-def _payloads(request: Request, body: bytes) -> tuple[str, list[bytes], str | None]:
-    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if "ce-id" in request.headers or "ce-specversion" in request.headers:
-        return "cloudevents", [_binary_cloudevent(request, body)], None
-    if ctype == CE_STRUCTURED:
-        _parse(body)
-        return "cloudevents", [body], None
-    if ctype == CE_BATCH:
-        doc = _parse(body)
-        if not isinstance(doc, list):
-            raise InputError("body: a CloudEvents batch is a JSON array")
-        return "cloudevents", _dump_all(doc), None
-    payloads, batch_id = _native(body)
-    return "modelwatch", payloads, batch_id
-
-
-def _result(r: IntakeResult) -> IngestResult:
-    return IngestResult.model_validate(asdict(r))
+        accepted: Accepted = intake.submit(body, key, ns)
+    except IntakeFull as exc:
+        raise HTTPException(503, str(exc), {"Retry-After": str(exc.retry_after)}) from None
+    status: Literal["accepted", "duplicate"] = "duplicate" if accepted.duplicates else "accepted"
+    return IngestAccepted(
+        status=status,
+        queued=accepted.queued,
+        duplicates=accepted.duplicates,
+        idempotency_key=accepted.idempotency_key,
+    )
 
 
 @router.post(
     "/events",
+    status_code=202,
     dependencies=[Depends(requires("ingest"))],
-    response_model=IngestResult,
-    responses=errors(409, 413, 422),
+    response_model=IngestAccepted,
+    responses=_RESPONSES,
     openapi_extra={"requestBody": _events_body_doc()},
 )
-async def post_events(request: Request, idempotency_key: IdempotencyKey = None) -> IngestResult:
-    """Ingest a batch of events; malformed events become dead letters, the rest count."""
-    body = await request.body()
-    adapter, payloads, batch_id = _payloads(request, body)
-    key = check_idempotency_key(idempotency_key or batch_id)
-    result = await run_in_threadpool(_intake(request).submit, adapter, payloads, key)
-    return _result(result)
+async def post_events(request: Request, idempotency_key: IdempotencyKey = None) -> IngestAccepted:
+    """Append a batch of events to the intake log; the drain aggregates it moments later."""
+    body = check_request(await request.body(), request.headers)
+    key = check_idempotency_key(idempotency_key or body.batch_id)
+    return await run_in_threadpool(_submit, _intake(request), body, key, "idem")
 
 
 @router.post(
     "/labels",
+    status_code=202,
     dependencies=[Depends(requires("ingest"))],
-    response_model=IngestResult,
-    responses=errors(409, 413, 422),
+    response_model=IngestAccepted,
+    responses=_RESPONSES,
 )
 def post_labels(
     body: list[LabelIn] | LabelBatch, request: Request, idempotency_key: IdempotencyKey = None
-) -> IngestResult:
-    """Ingest ground-truth labels; they are joined to predictions with the same request id."""
+) -> IngestAccepted:
+    """Append ground-truth labels; they are joined to predictions with the same request id."""
     labels, batch_id = (body, None) if isinstance(body, list) else (body.labels, body.batch_id)
     key = check_idempotency_key(idempotency_key or batch_id)
-    payloads = [orjson.dumps(label.model_dump()) for label in labels]
-    return _result(_intake(request).submit("modelwatch", payloads, key, namespace="labels"))
+    raw = orjson.dumps([label.model_dump() for label in labels])
+    return _submit(_intake(request), RequestBody("events", raw, len(labels)), key, "labels")

@@ -16,9 +16,9 @@ import uvicorn
 from prometheus_client import CollectorRegistry
 from sqlalchemy.engine import Engine
 
+from collectors import HttpIntake
 from monitor.config import Config
 from monitor.daemon.app import DaemonState, create_app
-from monitor.daemon.intake import HttpIntake
 from monitor.daemon.retention import retention_job
 from monitor.daemon.scheduler import JobSpec, Scheduler
 from monitor.failures import Backoff
@@ -80,6 +80,7 @@ class Service:
             on_success=self.on_job_success,
         )
         self._stopped = threading.Event()
+        self._intake: HttpIntake | None = None
 
     def all_jobs(self) -> list[JobSpec]:
         sched = self.config.scheduler
@@ -100,7 +101,10 @@ class Service:
     def state(self) -> DaemonState:
         comps: dict[str, Callable[[], str | None]] = {c.name: c.problem for c in self.components}
         comps["scheduler"] = lambda: "stopped" if self._stopped.is_set() else None
-        intake = HttpIntake(self.engine, self.config, replica=self.holder)
+        intake = self._intake = HttpIntake(
+            self.engine, self.config, replica=self.holder, drain_process=True
+        )
+        intake.start()  # drain what a previous run accepted but had not yet aggregated
         return DaemonState(self.engine, self.config, self.registry, comps, intake=intake)
 
     def start(self) -> None:
@@ -118,7 +122,9 @@ class Service:
         if self._stopped.is_set():
             return
         self._stopped.set()
-        share = timeout / max(1, len(self.components) + 1)
+        share = timeout / max(1, len(self.components) + 2)
+        if self._intake is not None:
+            self._intake.stop(share)
         for component in self.components:
             try:
                 component.stop(share)

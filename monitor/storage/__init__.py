@@ -38,6 +38,7 @@ from monitor.storage.core import (
 from monitor.storage.daemon import JobFailure, JobRun
 from monitor.storage.engine import make_engine, normalize_url, session_factory, transaction
 from monitor.storage.guards import GateRun, RollbackEvent
+from monitor.storage.intake import IntakeEntry
 from monitor.storage.results import DriftResultRow, OutcomeResultRow
 from monitor.storage.schema import (
     SchemaState,
@@ -71,6 +72,7 @@ __all__ = [
     "DriftResultRow",
     "GateRun",
     "IngestCounter",
+    "IntakeEntry",
     "JobFailure",
     "JobRun",
     "LabeledPrediction",

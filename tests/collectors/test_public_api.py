@@ -14,7 +14,16 @@ from monitor.config import parse_config
 from monitor.errors import ConfigError, RegistryError
 
 PINNED = {
+    "CE_BATCH",
+    "CE_STRUCTURED",
+    "Accepted",
     "Adapter",
+    "Backlog",
+    "HttpIntake",
+    "IntakeFull",
+    "RequestBody",
+    "check_idempotency_key",
+    "check_request",
     "Batch",
     "BatchResult",
     "CollectStatus",

@@ -1,7 +1,9 @@
-"""Events and labels over HTTP: counted exactly once, dead-lettered, joined; CloudEvents modes."""
+"""Events and labels over HTTP: appended, drained, counted exactly once, dead-lettered, joined;
+CloudEvents modes; backpressure."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +14,7 @@ from sqlalchemy import func, select
 from monitor.storage import (
     DeadLetter,
     IngestCounter,
+    IntakeEntry,
     LabeledPrediction,
     WindowCount,
     WindowProfile,
@@ -41,7 +44,21 @@ def post(server: ServerProcess, body: Any, key: str | None = None, **kw: Any) ->
     return httpx.post(f"{server.url}/v1/events", json=body, headers=headers, timeout=60, **kw)
 
 
+def drained(tmp_path: Path, timeout: float = 30.0) -> None:
+    """Wait until the drain has aggregated every appended request (no timing assertion)."""
+    pending = select(func.count()).where(IntakeEntry.consumed_at.is_(None))
+    deadline = time.monotonic() + timeout
+    while True:
+        with transaction(db_engine(tmp_path)) as s:
+            left = s.scalar(pending)
+        if left == 0:
+            return
+        assert time.monotonic() < deadline, f"{left} requests still pending in the intake log"
+        time.sleep(0.05)
+
+
 def totals(tmp_path: Path, source: str = "http") -> tuple[int, int, int]:
+    drained(tmp_path)
     with transaction(db_engine(tmp_path)) as s:
         row = s.get(IngestCounter, source)
         assert row is not None
@@ -49,6 +66,7 @@ def totals(tmp_path: Path, source: str = "http") -> tuple[int, int, int]:
 
 
 def window_events(tmp_path: Path) -> int:
+    drained(tmp_path)
     with transaction(db_engine(tmp_path)) as s:
         total = s.scalar(select(func.sum(WindowCount.events)).where(WindowCount.slice_key == ""))
     return int(total or 0)
@@ -59,15 +77,18 @@ def test_retried_post_with_idempotency_key_counts_once(
 ) -> None:
     batch = [event(i) for i in range(5)] + [{**event(9), "timestamp": "yesterday"}]
     first = post(server, batch, key="batch-0001")
-    assert first.status_code == 200, first.text
+    assert first.status_code == 202, first.text
     assert first.json() == {
-        "accepted": 5, "labels": 0, "dead_letters": 1, "late": 0, "duplicates": 0,
-        "idempotency_key": "batch-0001",
+        "status": "accepted", "queued": 6, "duplicates": 0, "idempotency_key": "batch-0001",
     }  # fmt: skip
-    again = post(server, batch, key="batch-0001")
-    assert again.status_code == 200
-    assert again.json()["accepted"] == 0 and again.json()["duplicates"] == 6
+    again = post(server, batch, key="batch-0001")  # before or after the drain: a duplicate
+    assert again.status_code == 202
+    assert again.json() == {
+        "status": "duplicate", "queued": 0, "duplicates": 6, "idempotency_key": "batch-0001",
+    }  # fmt: skip
     assert totals(tmp_path) == (5, 0, 1)
+    late_retry = post(server, batch, key="batch-0001")  # after the drain consumed it
+    assert late_retry.json()["status"] == "duplicate"
     assert window_events(tmp_path) == 5
     with transaction(db_engine(tmp_path)) as s:
         dead = s.scalars(select(DeadLetter)).all()
@@ -83,14 +104,16 @@ def test_without_a_key_every_post_counts_and_batch_id_is_a_key(
     server: ServerProcess, tmp_path: Path
 ) -> None:
     batch = [event(i) for i in range(3)]
-    assert post(server, batch).json()["accepted"] == 3
-    assert post(server, batch).json()["accepted"] == 3
+    assert post(server, batch).json()["queued"] == 3
+    assert post(server, batch).json()["queued"] == 3
     wrapped = {"events": [event(i) for i in range(10, 14)], "batch_id": "b-7"}
-    assert post(server, wrapped).json()["accepted"] == 4
+    assert post(server, wrapped).json()["queued"] == 4
     replay = post(server, wrapped).json()
-    assert replay["accepted"] == 0 and replay["idempotency_key"] == "b-7"
-    assert totals(tmp_path)[0] == 10
-    assert window_events(tmp_path) == 10
+    assert replay["queued"] == 0 and replay["idempotency_key"] == "b-7"
+    single = post(server, event(20))  # one event object, not in an array
+    assert single.status_code == 202 and single.json()["queued"] == 1
+    assert totals(tmp_path)[0] == 11
+    assert window_events(tmp_path) == 11
 
 
 def test_malformed_events_are_dead_letters_and_bad_bodies_422(
@@ -104,7 +127,8 @@ def test_malformed_events_are_dead_letters_and_bad_bodies_422(
         {**event(3), "features": "not a mapping"},
     ]
     resp = post(server, batch).json()
-    assert (resp["accepted"], resp["dead_letters"]) == (1, 4)
+    assert (resp["status"], resp["queued"]) == ("accepted", 5)
+    assert totals(tmp_path) == (1, 0, 4)  # the drain dead-letters the four bad events
     with transaction(db_engine(tmp_path)) as s:
         reasons = sorted(s.scalars(select(DeadLetter.reason)).all())
     assert "unknown_model" in reasons and "missing_field" in reasons
@@ -113,8 +137,10 @@ def test_malformed_events_are_dead_letters_and_bad_bodies_422(
     headers = {**auth("MW_T_INGEST"), "content-type": "application/json"}
     broken = httpx.post(url, content=b"[{", headers=headers)
     assert broken.status_code == 422 and broken.json()["detail"].startswith("body: invalid JSON")
-    shape = httpx.post(url, json={"rows": []}, headers=auth("MW_T_INGEST"))
+    shape = httpx.post(url, json="rows", headers=auth("MW_T_INGEST"))
     assert shape.status_code == 422 and "expected a JSON array" in shape.json()["detail"]
+    not_list = httpx.post(url, json={"events": 3}, headers=auth("MW_T_INGEST"))
+    assert not_list.status_code == 422 and not_list.json()["detail"].startswith("body.events")
     bad_key = post(server, [event(1)], key="has space")
     assert bad_key.status_code == 422 and bad_key.json()["detail"].startswith("Idempotency-Key")
     assert totals(tmp_path)[0] == 1
@@ -127,7 +153,7 @@ def test_ingest_scopes(server: ServerProcess) -> None:
     labels = f"{server.url}/v1/labels"
     assert httpx.post(labels, json=[]).status_code == 401
     assert httpx.post(labels, json=[], headers=auth("MW_T_READ")).status_code == 403
-    assert httpx.post(url, json=[event(1)], headers=auth("MW_T_ADMIN")).status_code == 200
+    assert httpx.post(url, json=[event(1)], headers=auth("MW_T_ADMIN")).status_code == 202
 
 
 def test_labels_are_joined_to_predictions(server: ServerProcess, tmp_path: Path) -> None:
@@ -138,12 +164,13 @@ def test_labels_are_joined_to_predictions(server: ServerProcess, tmp_path: Path)
     ]
     url = f"{server.url}/v1/labels"
     resp = httpx.post(url, json={"labels": labels, "batch_id": "L1"}, headers=auth("MW_T_INGEST"))
-    assert resp.status_code == 200, resp.text
-    assert resp.json()["labels"] == 3
+    assert resp.status_code == 202, resp.text
+    assert resp.json()["queued"] == 3
     again = httpx.post(url, json={"labels": labels, "batch_id": "L1"}, headers=auth("MW_T_INGEST"))
     assert again.json()["duplicates"] == 3 and again.json()["idempotency_key"] == "L1"
     # The same key on /v1/events is another batch: keys of the two endpoints are apart.
-    assert post(server, [event(7)], key="L1").json()["accepted"] == 1
+    assert post(server, [event(7)], key="L1").json()["queued"] == 1
+    drained(tmp_path)
     with transaction(db_engine(tmp_path)) as s:
         joined = s.execute(select(LabeledPrediction.request_id, LabeledPrediction.label)).all()
     assert sorted(joined) == [("r0", 0), ("r1", 1), ("r2", 0)]
@@ -182,21 +209,22 @@ def test_cloudevents_binary_structured_and_batch(server: ServerProcess, tmp_path
         url, content=orjson.dumps(request),
         headers={**binary, "ce-type": "org.kubeflow.serving.inference.request"},
     )  # fmt: skip
-    assert first.status_code == 200 and first.json()["accepted"] == 0  # waits for its response
+    assert first.status_code == 202 and first.json()["queued"] == 1
     second = httpx.post(
         url, content=orjson.dumps({"predictions": [0.8]}),
         headers={**binary, "ce-type": "org.kubeflow.serving.inference.response"},
     )  # fmt: skip
-    assert second.json()["accepted"] == 1
+    assert second.json()["queued"] == 1
+    assert totals(tmp_path, "http-cloudevents")[0] == 1  # the request half waited for it
 
     structured = {**auth("MW_T_INGEST"), "content-type": "application/cloudevents+json"}
     req_b = orjson.dumps(_ce("b", "request", {"instances": [[1.0, 2.0]]}))
-    assert httpx.post(url, content=req_b, headers=structured).json()["accepted"] == 0
+    assert httpx.post(url, content=req_b, headers=structured).json()["queued"] == 1
     batch = [_ce("b", "response", {"predictions": [0.1]}), _ce("c", "request", {})]
     batched = {**auth("MW_T_INGEST"), "content-type": "application/cloudevents-batch+json"}
     resp = httpx.post(url, content=orjson.dumps(batch), headers=batched).json()
-    assert (resp["accepted"], resp["dead_letters"]) == (1, 0)  # "c" waits for its response
-    assert totals(tmp_path, "http-cloudevents")[0] == 2
+    assert resp["queued"] == 2
+    assert totals(tmp_path, "http-cloudevents") == (2, 0, 0)  # "c" waits for its response
 
 
 def test_malformed_cloudevent_pairs_are_dead_letters(server: ServerProcess, tmp_path: Path) -> None:
@@ -212,8 +240,8 @@ def test_malformed_cloudevent_pairs_are_dead_letters(server: ServerProcess, tmp_
         for half in (_ce(pid, "request", req), _ce(pid, "response", resp))
     ]  # fmt: skip
     resp = httpx.post(f"{server.url}/v1/events", content=orjson.dumps(batch), headers=headers)
-    assert resp.status_code == 200, resp.text
-    assert (resp.json()["accepted"], resp.json()["dead_letters"]) == (0, 4)
+    assert resp.status_code == 202, resp.text
+    assert totals(tmp_path, "http-cloudevents") == (0, 0, 4)
     with transaction(db_engine(tmp_path)) as s:
         query = select(DeadLetter.reason).where(DeadLetter.source == "http-cloudevents")
         assert list(s.scalars(query)) == ["wrong_type"] * 4
@@ -226,10 +254,9 @@ def test_database_outage_is_503_soon(tmp_path: Path) -> None:
     from prometheus_client import CollectorRegistry
     from sqlalchemy import text
 
-    from collectors import Ingestor
+    from collectors import HttpIntake, Ingestor
     from monitor.config import parse_config
     from monitor.daemon.app import DaemonState, create_app
-    from monitor.daemon.intake import HttpIntake
     from monitor.storage import make_engine, upgrade
 
     engine = make_engine(f"sqlite:///{tmp_path / 'outage.db'}")
@@ -245,12 +272,13 @@ def test_database_outage_is_503_soon(tmp_path: Path) -> None:
     app = create_app(DaemonState(engine, config, CollectorRegistry(), intake=intake))
     client = TestClient(app, raise_server_exceptions=False)
     headers = {"Authorization": "Bearer secret-ingest"}
-    assert client.post("/v1/events", json=[event(1)], headers=headers).status_code == 200
+    assert client.post("/v1/events", json=[event(1)], headers=headers).status_code == 202
     with engine.begin() as conn:
-        conn.execute(text("DROP TABLE ingest_counters"))
+        conn.execute(text("DROP TABLE intake_log"))
     down = client.post("/v1/events", json=[event(2)], headers=headers)
     assert down.status_code == 503 and down.headers["retry-after"] == "5"
-    assert "database unavailable" in down.json()["detail"]
+    assert "intake log" in down.json()["detail"]
+    intake.stop(5)
 
 
 def test_configured_cloudevent_options_name_features_and_version(tmp_path: Path) -> None:
@@ -271,7 +299,8 @@ def test_configured_cloudevent_options_name_features_and_version(tmp_path: Path)
         ]
         headers = {**auth("MW_T_INGEST"), "content-type": "application/cloudevents-batch+json"}
         resp = httpx.post(f"{proc.url}/v1/events", content=orjson.dumps(halves), headers=headers)
-        assert resp.json()["accepted"] == 1
+        assert resp.json()["queued"] == 2
+        assert totals(tmp_path, "http-cloudevents")[0] == 1
     finally:
         proc.terminate()
     with transaction(db_engine(tmp_path)) as s:
@@ -296,8 +325,8 @@ def test_concurrent_retries_on_two_replicas_count_once(
             answers = list(pool.map(lambda job: post(job[0], batches[job[1]], key=job[1]), jobs))
     finally:
         other.terminate()
-    assert all(a.status_code == 200 for a in answers), [a.text for a in answers]
-    accepted = sum(a.json()["accepted"] for a in answers)
+    assert all(a.status_code == 202 for a in answers), [a.text for a in answers]
+    accepted = sum(a.json()["queued"] for a in answers)
     duplicates = sum(a.json()["duplicates"] for a in answers)
     assert (accepted, duplicates) == (60, 180)
     assert totals(tmp_path)[0] == 60
@@ -318,10 +347,11 @@ def test_huge_boolean_future_and_deeply_nested_events_never_500(
         {**event(44), "extra": deep},
     ]
     resp = post(server, batch)
-    assert resp.status_code == 200, resp.text
-    assert (resp.json()["accepted"], resp.json()["dead_letters"]) == (3, 2)
+    assert resp.status_code == 202, resp.text
+    assert totals(tmp_path) == (3, 0, 2)
     again = post(server, [event(45, features={"amount": -1.7e308, "country": "de"})])
-    assert again.status_code == 200 and again.json()["accepted"] == 1  # window still writable
+    assert again.status_code == 202
+    assert totals(tmp_path) == (4, 0, 2)  # the window is still writable
     with transaction(db_engine(tmp_path)) as s:
         reasons = sorted(s.scalars(select(DeadLetter.reason)).all())
     assert reasons == ["future_timestamp", "too_deep"]

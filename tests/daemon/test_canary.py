@@ -55,8 +55,17 @@ def post(server: ServerProcess, events: list[dict[str, Any]]) -> None:
     for start in range(0, len(events), 200):
         resp = httpx.post(f"{server.url}/v1/events", json=events[start : start + 200],
                           headers=auth("MW_T_INGEST"), timeout=60)  # fmt: skip
-        assert resp.status_code == 200, resp.text
-        assert resp.json()["accepted"] == len(events[start : start + 200])
+        assert resp.status_code == 202, resp.text
+        assert resp.json()["queued"] == len(events[start : start + 200])
+    drained(server)
+
+
+def drained(server: ServerProcess, timeout: float = 60) -> None:
+    """Wait until the intake drain has aggregated every queued request."""
+    deadline = time.monotonic() + timeout
+    while httpx.get(f"{server.url}/readyz").json()["intake"]["backlog_requests"]:
+        assert time.monotonic() < deadline, "the intake backlog never drained"
+        time.sleep(0.2)
 
 
 def verdict(server: ServerProcess, canary: str, **params: str) -> httpx.Response:

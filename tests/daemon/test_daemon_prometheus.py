@@ -19,7 +19,7 @@ def test_prometheus_sees_the_daemons_ingest_counters(server: ServerProcess, tmp_
         timeout=60,
         headers={**auth("MW_T_INGEST"), "Idempotency-Key": "prom-1"},
     )
-    assert resp.status_code == 200, resp.text
+    assert resp.status_code == 202, resp.text
     prom = PrometheusServer([f"127.0.0.1:{server.port}"])
     prom.start()
     try:

@@ -119,7 +119,7 @@ def seeded(server: ServerProcess, tmp_path: Path) -> ServerProcess:
     httpx.get(f"{server.url}/v1/models", headers=auth("MW_T_READ"))  # one request to count
     body = [event(i) for i in range(5)] + [{**event(9), "timestamp": "not a time"}]
     headers = {**auth("MW_T_INGEST"), "Idempotency-Key": "served-1"}
-    assert httpx.post(f"{server.url}/v1/events", json=body, headers=headers).status_code == 200
+    assert httpx.post(f"{server.url}/v1/events", json=body, headers=headers).status_code == 202
     _published(server, 'slice="segment=normal"')
     return server
 

@@ -18,7 +18,9 @@ def test_health_and_metrics_are_open(server: ServerProcess) -> None:
     assert health.status_code == 200 and health.json()["status"] == "ok"
     ready = httpx.get(f"{server.url}/readyz")
     assert ready.status_code == 200, ready.text
-    assert ready.json()["checks"] == {"database": "ok", "schema": "ok", "scheduler": "ok"}
+    checks = {"database": "ok", "schema": "ok", "scheduler": "ok", "intake": "ok"}
+    assert ready.json()["checks"] == checks
+    assert ready.json()["intake"]["backlog_requests"] == 0
     metrics = httpx.get(f"{server.url}/metrics")
     assert metrics.status_code == 200
     assert metrics.headers["content-type"].startswith("text/plain")
@@ -45,7 +47,13 @@ def test_models_endpoint_lists_registry(server: ServerProcess, tmp_path: Path) -
     body = httpx.get(f"{server.url}/v1/models", headers=auth("MW_T_READ")).json()
     assert body == {
         "models": [
-            {"name": "fraud", "versions": ["1", "2"], "active": None, "last_known_good": None}
+            {
+                "name": "fraud",
+                "versions": ["1", "2"],
+                "active": None,
+                "last_known_good": None,
+                "settings": {"1": {}, "2": {}},
+            }
         ],
         "next_cursor": None,
     }

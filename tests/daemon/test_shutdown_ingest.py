@@ -11,7 +11,7 @@ import httpx
 
 from monitor.storage import make_engine, upgrade
 from tests.daemon.conftest import ServerProcess, auth, write_config
-from tests.daemon.test_api_ingest import event, totals, window_events
+from tests.daemon.test_api_ingest import drained, event, totals, window_events
 
 BATCHES = 60
 PER_BATCH = 50
@@ -42,7 +42,7 @@ def _client(
             )
         except httpx.TransportError:
             return  # the server went away mid-request: the client will retry later
-        if r.status_code == 200:
+        if r.status_code == 202:
             acked.add(key)
 
 
@@ -75,6 +75,7 @@ def test_sigterm_mid_ingest_then_retries_count_exactly(tmp_path: Path) -> None:
         retried: set[str] = set()
         _client(second.url, batches, retried, threading.Event())
         assert retried == {k for k, _ in batches}
+        drained(tmp_path)
     finally:
         assert second.terminate() == 0
     total = BATCHES * PER_BATCH

@@ -169,8 +169,8 @@ class Driver:
     def normal_batch(self, model: str, n: int) -> None:
         events = [self._event(model) for _ in range(n)]
         result = self.post("/v1/events", events, key=uuid.uuid4().hex)
-        assert result["dead_letters"] == 0 and result["late"] == 0, result
-        self.tally.normal[model] += result["accepted"] + result["duplicates"]
+        # Accepted now, or by an earlier attempt whose answer was lost (a duplicate).
+        self.tally.normal[model] += result["queued"] + result["duplicates"]
         labels = [
             {
                 "request_id": e["request_id"],
@@ -192,14 +192,14 @@ def _huge(d: Driver) -> None:
     e = d._event("fraud")
     e["features"]["f1"] = 1e200
     result = d.post("/v1/events", [e], key=uuid.uuid4().hex)
-    assert result["accepted"] == 1, result
+    assert result["queued"] + result["duplicates"] == 1, result
     d.tally.poison_accepted["fraud"] += 1
 
 
 def _future(d: Driver) -> None:
     ahead = (datetime.now(UTC) + timedelta(days=365 * 200)).isoformat()
     result = d.post("/v1/events", [d._event("churn", timestamp=ahead)], key=uuid.uuid4().hex)
-    assert result["dead_letters"] == 1 and result["accepted"] == 0, result
+    assert result["queued"] + result["duplicates"] == 1, result  # the drain dead-letters it
 
 
 def _deep(d: Driver) -> None:
@@ -207,21 +207,21 @@ def _deep(d: Driver) -> None:
     for _ in range(300):
         nested = [nested]
     result = d.post("/v1/events", [d._event("fraud", prediction=nested)], key=uuid.uuid4().hex)
-    assert result["dead_letters"] == 1 and result["accepted"] == 0, result
+    assert result["queued"] + result["duplicates"] == 1, result  # the drain dead-letters it
 
 
 def _wrong_type(d: Driver) -> None:
     e = d._event("churn")
     e["features"]["tenure"] = {"not": "a number"}
     result = d.post("/v1/events", [e], key=uuid.uuid4().hex)
-    assert result["dead_letters"] == 1, result
+    assert result["queued"] + result["duplicates"] == 1, result  # the drain dead-letters it
 
 
 def _new_column(d: Driver) -> None:
     e = d._event("churn")
     e["features"]["brand_new"] = 3.0
     result = d.post("/v1/events", [e], key=uuid.uuid4().hex)
-    assert result["accepted"] == 1, result
+    assert result["queued"] + result["duplicates"] == 1, result
     d.tally.poison_accepted["churn"] += 1
 
 

@@ -1,0 +1,83 @@
+"""The intake drain in its own process, so aggregating never holds the API process's GIL.
+
+In one process the drain's CPU work (decode, validate, profile) and the event loop answering
+`POST /v1/events` take turns on one interpreter lock, which halves the rate requests are
+acknowledged at. `modelwatch serve` runs the drain in a spawned worker instead; the worker exits
+when its parent dies (kill -9), and its unfinished batch rolls back (exactly once either way).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+import time
+from typing import Any
+
+from monitor.config import Config
+
+_ERROR_BYTES = 400
+# How long a stopping worker goes on aggregating what is pending (within serve's grace period).
+FLUSH_S = 2.0
+
+
+def _exit_with_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(0.2)
+    os._exit(1)
+
+
+def _main(url: str, config: Config, replica: str, stop: Any, error: Any, parent: int) -> None:
+    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
+    from collectors.http_intake import make_ingestor
+    from collectors.intake_drain import Drain
+    from monitor.storage import make_engine
+
+    engine = make_engine(url)
+    ingestors: dict[str, Any] = {}
+
+    def ingestor_for(adapter: str) -> Any:
+        if adapter not in ingestors:
+            ingestors[adapter] = make_ingestor(engine, config, adapter)
+        return ingestors[adapter]
+
+    drain = Drain(engine, ingestor_for, replica, config.collect.batch_size)
+    drain.start()
+    while not stop.wait(0.5):
+        error.value = (drain.last_error or "").encode()[:_ERROR_BYTES]
+    drain.stop(FLUSH_S)
+
+
+class DrainProcess:
+    """Runs the drain in a spawned process; same start/stop/running/last_error as `Drain`."""
+
+    def __init__(self, url: str, config: Config, replica: str) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        self._stop = ctx.Event()
+        self._error: Any = ctx.Array("c", _ERROR_BYTES + 1)
+        args = (url, config, replica, self._stop, self._error, os.getpid())
+        self._process = ctx.Process(target=_main, args=args, name="intake-drain", daemon=True)
+        self.started = False
+
+    def start(self) -> None:
+        if not self.started:
+            self.started = True
+            self._process.start()
+
+    def stop(self, timeout: float) -> None:
+        self._stop.set()
+        if self.started:
+            self._process.join(timeout)
+            if self._process.is_alive():
+                self._process.terminate()
+
+    def running(self) -> bool:
+        return self.started and self._process.is_alive()
+
+    @property
+    def last_error(self) -> str | None:
+        text = bytes(self._error.value).decode("utf-8", "replace")
+        return text or None
+
+    def wake(self) -> None:
+        """The worker polls the log; nothing to signal across processes."""
