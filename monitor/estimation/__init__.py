@@ -1,0 +1,32 @@
+"""Performance estimation before labels arrive (confidence-based performance estimation, CBPE).
+
+A calibration map fitted on labelled reference data turns each score into the probability that
+the row is positive; summed per window it gives the expected confusion matrix, hence estimated
+accuracy, precision, recall, F1, specificity and ROC-AUC, each with a band of ±3 standard errors
+at the window's size. The per-window state is counts per calibration bin, which merge exactly.
+"""
+
+from __future__ import annotations
+
+from monitor.estimation._binary import BinaryData, EstimateOptions, estimate_binary
+from monitor.estimation._calibration import Calibration, fit_calibration
+from monitor.estimation._counts import ScoreCounts, count_scores, empty_counts
+from monitor.estimation._metrics import METRICS, Estimate, estimate_metrics
+from monitor.estimation._results import Chunk, EstimationResult, chunk_bounds
+
+__all__ = [
+    "METRICS",
+    "BinaryData",
+    "Calibration",
+    "Chunk",
+    "Estimate",
+    "EstimateOptions",
+    "EstimationResult",
+    "ScoreCounts",
+    "chunk_bounds",
+    "count_scores",
+    "empty_counts",
+    "estimate_binary",
+    "estimate_metrics",
+    "fit_calibration",
+]

@@ -1,0 +1,57 @@
+"""The frozen result row of an estimate and the reference-derived lower thresholds."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from monitor.estimation._calibration import Array
+
+EstimateStatus = Literal["ok", "degraded", "insufficient_data"]
+THRESHOLD_K = 3.0  # lower threshold = mean - 3 std of the metric over reference chunks
+REFERENCE_CHUNKS = 10  # without a chunk size, the reference is cut into this many chunks
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Rows [start, end) of the current data (by position), numbered from 0."""
+
+    index: int
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class EstimationResult:
+    """One metric for one (chunk, slice): estimate and band, the realized value where labels
+    are known, the reference-derived lower threshold and the verdict."""
+
+    metric: str
+    slice: dict[str, str] | None
+    chunk: Chunk | None
+    estimated: float | None
+    ci_low: float | None
+    ci_high: float | None
+    realized: float | None
+    threshold_low: float | None
+    n: int
+    status: EstimateStatus
+
+
+def lower_threshold(values: Array, k: float = THRESHOLD_K) -> float | None:
+    """mean - k·std of a metric over reference chunks (None with fewer than two chunks)."""
+    finite = values[np.isfinite(values)]
+    if finite.size < 2:
+        return None
+    return float(max(0.0, finite.mean() - k * finite.std(ddof=1)))
+
+
+def chunk_bounds(n: int, size: int | None, count: int = REFERENCE_CHUNKS) -> list[Chunk]:
+    """Contiguous chunks of `size` rows (the last one may be short), or `count` equal ones."""
+    if n == 0:
+        return []
+    if size is None:
+        size = max(1, -(-n // count))
+    return [Chunk(i, s, min(s + size, n)) for i, s in enumerate(range(0, n, size))]

@@ -1,0 +1,64 @@
+"""The estimate report: the JSON document of `modelwatch estimate` and its HTML page."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from typing import Any
+
+from monitor.estimation import EstimationResult
+from monitor.reports._page import page, results_table
+
+
+def result_dict(r: EstimationResult) -> dict[str, Any]:
+    """One result row as the JSON report writes it."""
+    chunk = None if r.chunk is None else {"index": r.chunk.index, "start": r.chunk.start,
+                                          "end": r.chunk.end}  # fmt: skip
+    return {
+        "metric": r.metric,
+        "slice": r.slice,
+        "chunk": chunk,
+        "estimated": r.estimated,
+        "ci_low": r.ci_low,
+        "ci_high": r.ci_high,
+        "realized": r.realized,
+        "threshold_low": r.threshold_low,
+        "n": r.n,
+        "status": r.status,
+    }
+
+
+def estimate_document(
+    results: Sequence[EstimationResult], calibration: dict[str, Any],
+    multivariate: dict[str, Any] | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """``{"results": [...], "calibration": {...}, "multivariate": {...} | null}``."""
+    return {
+        "results": [result_dict(r) for r in results],
+        "calibration": calibration,
+        "multivariate": multivariate,
+    }
+
+
+def _fmt(x: float | None) -> str:
+    return "" if x is None else f"{x:.4f}"
+
+
+def render_estimate_html(results: Sequence[EstimationResult], title: str) -> str:
+    """A sortable table of every result: estimate, band, realized, threshold, status."""
+    header = ["chunk", "slice", "metric", "estimated", "band", "realized", "threshold", "n",
+              "status"]  # fmt: skip
+    rows = []
+    for r in results:
+        where = "overall" if r.slice is None else ",".join(f"{k}={v}" for k, v in r.slice.items())
+        band = "" if r.ci_low is None else f"{_fmt(r.ci_low)} – {_fmt(r.ci_high)}"
+        chunk = "all" if r.chunk is None else f"{r.chunk.index} [{r.chunk.start}, {r.chunk.end})"
+        rows.append([chunk, where, r.metric, _fmt(r.estimated), band, _fmt(r.realized),
+                     _fmt(r.threshold_low), str(r.n), r.status])  # fmt: skip
+    degraded = sum(r.status == "degraded" for r in results)
+    body = (
+        f"<h1>{html.escape(title)}</h1><p>{len(results)} results, {degraded} degraded. "
+        "Estimates assume the reference's calibration still holds (no concept shift).</p>"
+        + results_table("estimates", header, rows, status_col=8)
+    )
+    return page(title, body)
