@@ -84,8 +84,8 @@ def _read(
 
     frame = read_frame(path, columns)
     scores = _numeric(frame, score, path)
-    if np.isfinite(scores).any() and not ((scores[np.isfinite(scores)] >= 0).all()
-                                          and (scores[np.isfinite(scores)] <= 1).all()):  # fmt: skip
+    finite = scores[np.isfinite(scores)]
+    if ((finite < 0) | (finite > 1)).any():
         raise InputError(f"{path}: column '{score}': scores must be probabilities in [0, 1]")
     predicted = (
         (scores >= threshold).astype(np.float64)

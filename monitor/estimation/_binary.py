@@ -18,11 +18,12 @@ from monitor.estimation._metrics import METRICS, estimate_metrics
 from monitor.estimation._realized import realized
 from monitor.estimation._results import (
     Chunk,
-    EstimationResult,
     EstimateStatus,
+    EstimationResult,
     chunk_bounds,
     lower_threshold,
 )
+from monitor.profiles.slicekeys import NULL_VALUE, value_text
 
 Rows = NDArray[np.intp]
 
@@ -83,7 +84,15 @@ def _one(
         if counts.n < how.min_n:
             out.append(
                 EstimationResult(
-                    e.metric, slice_, chunk, None, None, None, real, low, counts.n,
+                    e.metric,
+                    slice_,
+                    chunk,
+                    None,
+                    None,
+                    None,
+                    real,
+                    low,
+                    counts.n,
                     "insufficient_data",
                 )  # fmt: skip
             )
@@ -126,25 +135,24 @@ def _groups(
     reference: BinaryData, current: BinaryData
 ) -> list[tuple[dict[str, str] | None, Rows, Rows]]:
     """(slice, reference rows, current rows): overall, then each current slice value."""
-    from monitor.profiles.slicekeys import value_text
-
     groups: list[tuple[dict[str, str] | None, Rows, Rows]] = [
         (None, np.arange(reference.scores.size), np.arange(current.scores.size))
     ]
     for column, values in current.slices.items():
-        cur_text = np.asarray([value_text(v) or "(null)" for v in values], dtype=object)
+        cur_text = _texts(values)
         ref_values = reference.slices.get(column)
         ref_text = (
-            np.asarray([value_text(v) or "(null)" for v in ref_values], dtype=object)
+            _texts(ref_values)
             if ref_values is not None
             else np.full(reference.scores.size, None, dtype=object)
         )
-        for value in sorted(set(cur_text.tolist())):
-            groups.append(
-                (
-                    {column: value},
-                    np.flatnonzero(ref_text == value),
-                    np.flatnonzero(cur_text == value),
-                )
-            )
+        groups.extend(
+            ({column: v}, np.flatnonzero(ref_text == v), np.flatnonzero(cur_text == v))
+            for v in sorted(set(cur_text.tolist()))
+        )
     return groups
+
+
+def _texts(values: NDArray[np.object_]) -> NDArray[np.object_]:
+    """Slice values as slice-key text (the one text form every slice uses)."""
+    return np.asarray([value_text(v) or NULL_VALUE for v in values], dtype=object)

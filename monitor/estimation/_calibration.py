@@ -70,7 +70,7 @@ def fit_calibration(
     edges = _edges(s, threshold, bins)
     idx = np.searchsorted(edges, s, side="right")
     counts = np.bincount(idx, minlength=edges.size + 1)
-    positives = np.bincount(idx, weights=y, minlength=edges.size + 1)
+    positives = np.bincount(idx, weights=y, minlength=edges.size + 1).astype(np.float64)
     probability = _pool_adjacent_violators(positives, counts.astype(np.float64))
     return Calibration(
         tuple(float(e) for e in edges),

@@ -129,7 +129,9 @@ def test_slices_use_their_own_reference_rows_and_chunks_cover_current() -> None:
     region = np.where(np.arange(6000) % 2 == 0, "eu", "us").astype(object)
     c = fit_calibration(s, y)
     data = BinaryData(s, (s >= 0.5).astype(np.float64), y, {"region": region})
-    results = estimate_binary(c, data, data, EstimateOptions(chunk_size=2500, metrics=("accuracy",)))
+    results = estimate_binary(
+        c, data, data, EstimateOptions(chunk_size=2500, metrics=("accuracy",))
+    )
     keys = [(None if r.slice is None else r.slice["region"], r.chunk.index) for r in results
             if r.chunk is not None]  # fmt: skip
     assert keys == [(None, 0), (None, 1), (None, 2), ("eu", 0), ("eu", 1), ("eu", 2),

@@ -1,0 +1,100 @@
+"""`modelwatch estimate`: the JSON contract, exit codes, slices and chunks, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.conftest import run_cli
+
+KEYS = ["metric", "slice", "chunk", "estimated", "ci_low", "ci_high", "realized",
+        "threshold_low", "n", "status"]  # fmt: skip
+
+
+def _write(tmp_path: Path, name: str, n: int, a: float, labels: bool = True) -> Path:
+    """Calibrated scores from Beta(a, a): a large a puts scores near 0.5 (a worse model)."""
+    rng = np.random.default_rng(len(name) + n)
+    p = rng.beta(a, a, n)
+    frame = pd.DataFrame({"score": p, "region": rng.choice(["eu", "us"], n)})
+    if labels:
+        frame["label"] = (rng.random(n) < p).astype(int)
+    path = tmp_path / f"{name}.parquet"
+    frame.to_parquet(path)
+    return path
+
+
+@pytest.fixture
+def ref(tmp_path: Path) -> Path:
+    return _write(tmp_path, "ref", 20_000, 0.5)
+
+
+def test_json_contract_slices_chunks_and_realized(ref: Path, tmp_path: Path) -> None:
+    cur = _write(tmp_path, "cur", 4000, 0.5)
+    out = run_cli("estimate", str(ref), str(cur), "--score", "score", "--label", "label",
+                  "--slice-by", "region", "--chunk-size", "2000", "--json", "-")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    rows = doc["results"]
+    assert all(list(r) == KEYS for r in rows)
+    assert len(rows) == 3 * 2 * 6  # (overall, eu, us) x 2 chunks x 6 metrics
+    overall = [r for r in rows if r["slice"] is None and r["metric"] == "accuracy"]
+    assert [r["chunk"] for r in overall] == [{"index": 0, "start": 0, "end": 2000},
+                                             {"index": 1, "start": 2000, "end": 4000}]  # fmt: skip
+    assert {json.dumps(r["slice"]) for r in rows} == {"null", '{"region": "eu"}',
+                                                      '{"region": "us"}'}  # fmt: skip
+    for r in overall:
+        assert r["status"] == "ok" and r["realized"] is not None
+        assert r["ci_low"] <= r["estimated"] <= r["ci_high"]
+        assert abs(r["estimated"] - r["realized"]) < 0.03
+    assert doc["calibration"]["bins"] >= 2 and doc["multivariate"] is None
+
+
+def test_degraded_model_exits_1_with_fail_on_degraded(ref: Path, tmp_path: Path) -> None:
+    cur = _write(tmp_path, "worse", 3000, 6.0, labels=False)
+    args = ("estimate", str(ref), str(cur), "--score", "score", "--label", "label")
+    out = run_cli(*args, "--json", str(tmp_path / "o.json"), "--html", str(tmp_path / "o.html"))
+    assert out.returncode == 0, out.stderr
+    assert "DEGRADED accuracy" in out.stdout
+    doc = json.loads((tmp_path / "o.json").read_text())
+    acc = next(r for r in doc["results"] if r["metric"] == "accuracy")
+    assert acc["status"] == "degraded" and acc["realized"] is None
+    assert acc["estimated"] < acc["threshold_low"]
+    assert "degraded" in (tmp_path / "o.html").read_text()
+    assert run_cli(*args, "--fail-on-degraded").returncode == 1
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"score": "high"}, "column 'score': not a number: 'high'"),
+        ({"score": 1.5}, "column 'score': scores must be probabilities in [0, 1]"),
+        ({"label": 3}, "column 'label': expected 0/1, got 3"),
+    ],
+)
+def test_bad_reference_values_name_file_and_column(
+    tmp_path: Path, change: dict[str, object], message: str
+) -> None:
+    frame = pd.read_parquet(_write(tmp_path, "base", 500, 1.0))
+    frame[next(iter(change))] = frame[next(iter(change))].astype(object)
+    frame.loc[7, next(iter(change))] = next(iter(change.values()))
+    bad = tmp_path / "bad.csv"
+    frame.to_csv(bad, index=False)
+    out = run_cli("estimate", str(bad), str(bad), "--score", "score", "--label", "label")
+    assert out.returncode == 2
+    assert out.stderr.strip() == f"modelwatch: error: {bad}: {message}"
+
+
+def test_missing_columns_and_empty_current_exit_2(ref: Path, tmp_path: Path) -> None:
+    out = run_cli("estimate", str(ref), str(ref), "--score", "p", "--label", "label")
+    assert (
+        out.returncode == 2
+        and out.stderr.strip() == f"modelwatch: error: {ref}: column 'p' not found"
+    )
+    empty = tmp_path / "empty.csv"
+    empty.write_text("score,label,region\n")
+    out = run_cli("estimate", str(ref), str(empty), "--score", "score", "--label", "label")
+    assert out.returncode == 2 and "the current data is empty" in out.stderr
