@@ -8,25 +8,38 @@ at the window's size. The per-window state is counts per calibration bin, which 
 
 from __future__ import annotations
 
-from monitor.estimation._binary import BinaryData, EstimateOptions, estimate_binary
+from monitor.estimation._binary import BinaryData, estimate_binary
 from monitor.estimation._calibration import Calibration, fit_calibration
 from monitor.estimation._counts import ScoreCounts, count_scores, empty_counts
 from monitor.estimation._metrics import METRICS, Estimate, estimate_metrics
+from monitor.estimation._multiclass import (
+    MULTICLASS_METRICS,
+    MulticlassCalibration,
+    MulticlassData,
+    estimate_multiclass,
+    fit_multiclass,
+)
 from monitor.estimation._results import Chunk, EstimationResult, chunk_bounds
+from monitor.estimation._run import EstimateOptions
 
 __all__ = [
     "METRICS",
+    "MULTICLASS_METRICS",
     "BinaryData",
     "Calibration",
     "Chunk",
     "Estimate",
     "EstimateOptions",
     "EstimationResult",
+    "MulticlassCalibration",
+    "MulticlassData",
     "ScoreCounts",
     "chunk_bounds",
     "count_scores",
     "empty_counts",
     "estimate_binary",
     "estimate_metrics",
+    "estimate_multiclass",
     "fit_calibration",
+    "fit_multiclass",
 ]

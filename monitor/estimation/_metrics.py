@@ -106,10 +106,13 @@ def _f1(e: _Expected) -> tuple[float, float]:
 
 
 def _roc_auc(e: _Expected) -> tuple[float, float]:
-    """Soft-label AUC over bins in score order, ties within a bin counted half (the AUC of a
-    ranking that cannot order rows inside one bin), and its Hanley–McNeil standard error."""
-    pos = e.rows * e.probability
-    neg = e.rows * (1 - e.probability)
+    return soft_auc(e.rows * e.probability, e.rows * (1 - e.probability))
+
+
+def soft_auc(pos: Array, neg: Array) -> tuple[float, float]:
+    """AUC of bins in score order holding `pos` expected positives and `neg` expected negatives
+    (ties within a bin count half: the AUC of a ranking that cannot order rows inside a bin),
+    and its Hanley–McNeil standard error; 0.5 and 0 when a class is expected to be absent."""
     n1, n0 = float(pos.sum()), float(neg.sum())
     if n1 <= 0 or n0 <= 0:
         return 0.5, 0.0
@@ -118,6 +121,11 @@ def _roc_auc(e: _Expected) -> tuple[float, float]:
     q1, q2 = auc / (2 - auc), 2 * auc * auc / (1 + auc)
     var = (auc * (1 - auc) + (n1 - 1) * (q1 - auc**2) + (n0 - 1) * (q2 - auc**2)) / (n1 * n0)
     return auc, math.sqrt(max(var, 0.0))
+
+
+def band(name: str, value: float, se: float, n: int) -> Estimate:
+    """The estimate with its band of ±BAND_Z standard errors, clipped to [0, 1]."""
+    return _band(name, value, se, n)
 
 
 _ESTIMATORS: dict[str, Callable[[_Expected], tuple[float, float]]] = {
