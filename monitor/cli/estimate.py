@@ -1,5 +1,6 @@
 """`modelwatch estimate REFERENCE CURRENT --score COL --label COL`: estimated performance of a
-binary classifier on CURRENT (labels not needed) from a calibration fitted on REFERENCE.
+binary (or, with `--score CLASS=COL` per class, multiclass) classifier on CURRENT (labels not
+needed) from a calibration fitted on REFERENCE.
 
 Exit status: 0, 1 with --fail-on-degraded when an estimate falls below its reference-derived
 threshold, 2 on bad input (one line naming the file and column) or when CURRENT is empty.
@@ -12,16 +13,23 @@ from pathlib import Path
 from typing import Any
 
 import click
-import numpy as np
 
+from monitor.cli._estimate_input import (
+    ScoreColumns,
+    parse_scores,
+    read_binary,
+    read_multiclass,
+)
 from monitor.errors import InputError
 from monitor.estimation import (
-    BinaryData,
+    MULTICLASS_METRICS,
     Calibration,
     EstimateOptions,
     EstimationResult,
     estimate_binary,
+    estimate_multiclass,
     fit_calibration,
+    fit_multiclass,
 )
 
 _BINS_HELP = "Calibration bins (quantiles of the reference score, plus the threshold)."
@@ -30,9 +38,22 @@ _BINS_HELP = "Calibration bins (quantiles of the reference score, plus the thres
 @click.command("estimate")
 @click.argument("reference", metavar="REFERENCE")
 @click.argument("current", metavar="CURRENT")
-@click.option("--score", required=True, metavar="COL", help="Positive-class probability column.")
-@click.option("--label", required=True, metavar="COL", help="0/1 label column (REFERENCE).")
-@click.option("--prediction", metavar="COL", help="0/1 prediction column (default: score ≥ t).")
+@click.option(
+    "--score",
+    "score",
+    required=True,
+    multiple=True,
+    metavar="COL|CLASS=COL",
+    help="Binary: the positive-class probability column. Multiclass: CLASS=COL per class.",
+)
+@click.option(
+    "--label", required=True, metavar="COL", help="Label column: 0/1, or the class (REFERENCE)."
+)
+@click.option(
+    "--prediction",
+    metavar="COL",
+    help="Prediction column: 0/1 or the class (default: score ≥ t; multiclass: highest score).",
+)
 @click.option(
     "--threshold",
     default=0.5,
@@ -51,7 +72,7 @@ _BINS_HELP = "Calibration bins (quantiles of the reference score, plus the thres
 )
 @click.option("--fail-on-degraded", is_flag=True, help="Exit 1 when an estimate is degraded.")
 def estimate(
-    reference: str, current: str, score: str, label: str, prediction: str | None,
+    reference: str, current: str, score: tuple[str, ...], label: str, prediction: str | None,
     threshold: float, slice_by: tuple[str, ...], chunk_size: int | None, bins: int,
     json_path: Path | None, html_path: Path | None, fail_on_degraded: bool,
 ) -> None:  # fmt: skip
@@ -60,65 +81,55 @@ def estimate(
     from monitor.reports import is_stdout, write_json, write_text
     from monitor.reports.estimation import estimate_document, render_estimate_html
 
-    columns = [score, *([prediction] if prediction else []), *slice_by]
-    ref = _read(reference, [*columns, label], label, score, prediction, threshold, slice_by)
-    cur = _read(current, columns, label, score, prediction, threshold, slice_by)
-    if ref.labels is None:
-        raise InputError(f"{reference}: column '{label}' not found")
-    calibration = fit_calibration(ref.scores, ref.labels, threshold, bins)
-    results = estimate_binary(calibration, ref, cur, EstimateOptions(chunk_size=chunk_size))
-    document = estimate_document(results, _calibration_dict(calibration))
+    scores = parse_scores(score)
+    how = EstimateOptions(chunk_size=chunk_size)
+    if scores.multiclass:
+        results, calibration = _multiclass(reference, current, scores, label, prediction,
+                                           slice_by, bins, how)  # fmt: skip
+    else:
+        results, calibration = _binary(reference, current, scores, label, prediction,
+                                       threshold, slice_by, bins, how)  # fmt: skip
+    document = estimate_document(results, calibration)
     if json_path is not None:
         write_json(json_path, document)
     if html_path is not None:
         write_text(html_path, render_estimate_html(results, f"estimate: {current}"))
     _summary(results, err=is_stdout(json_path) or is_stdout(html_path))
-    _exit(results, cur.scores.size, fail_on_degraded)
+    _exit(results, fail_on_degraded)
 
 
-def _read(
-    path: str, columns: list[str], label: str, score: str, prediction: str | None,
-    threshold: float, slice_by: tuple[str, ...],
-) -> BinaryData:  # fmt: skip
-    from monitor.datafile import read_frame
-
-    frame = read_frame(path, columns)
-    scores = _numeric(frame, score, path)
-    finite = scores[np.isfinite(scores)]
-    if ((finite < 0) | (finite > 1)).any():
-        raise InputError(f"{path}: column '{score}': scores must be probabilities in [0, 1]")
-    predicted = (
-        (scores >= threshold).astype(np.float64)
-        if prediction is None
-        else _binary(frame, prediction, path)
-    )
-    labels = _binary(frame, label, path) if label in frame.columns else None
-    slices = {c: frame[c].to_numpy(dtype=object) for c in slice_by}
-    return BinaryData(scores, predicted, labels, slices)
+def _binary(
+    reference: str, current: str, scores: ScoreColumns, label: str, prediction: str | None,
+    threshold: float, slice_by: tuple[str, ...], bins: int, how: EstimateOptions,
+) -> tuple[list[EstimationResult], dict[str, Any]]:  # fmt: skip
+    ref = read_binary(reference, scores, label, prediction, threshold, slice_by)
+    cur = read_binary(current, scores, label, prediction, threshold, slice_by)
+    if ref.labels is None:
+        raise InputError(f"{reference}: column '{label}' not found")
+    _require_rows(current, cur.scores.size)
+    calibration = fit_calibration(ref.scores, ref.labels, threshold, bins)
+    return estimate_binary(calibration, ref, cur, how), _calibration_dict(calibration)
 
 
-def _numeric(frame: Any, column: str, path: str) -> np.ndarray[Any, np.dtype[np.float64]]:
-    import pandas as pd
+def _multiclass(
+    reference: str, current: str, scores: ScoreColumns, label: str, prediction: str | None,
+    slice_by: tuple[str, ...], bins: int, how: EstimateOptions,
+) -> tuple[list[EstimationResult], dict[str, Any]]:  # fmt: skip
+    ref = read_multiclass(reference, scores, label, prediction, slice_by)
+    cur = read_multiclass(current, scores, label, prediction, slice_by)
+    if ref.labels is None:
+        raise InputError(f"{reference}: column '{label}' not found")
+    _require_rows(current, cur.scores.shape[0])
+    calibration = fit_multiclass(scores.classes, ref.scores, ref.labels, bins)
+    how = EstimateOptions(how.chunk_size, MULTICLASS_METRICS, how.min_n)
+    summary = {name: _calibration_dict(c) for name, c in zip(scores.classes, calibration.maps,
+                                                             strict=True)}  # fmt: skip
+    return estimate_multiclass(calibration, ref, cur, how), {"classes": summary}
 
-    values = pd.to_numeric(frame[column], errors="coerce")
-    bad = values.isna() & frame[column].notna()
-    if bad.any():
-        first = frame[column][bad].iloc[0]
-        raise InputError(f"{path}: column '{column}': not a number: {first!r}")
-    return np.asarray(values.to_numpy(dtype=np.float64, na_value=np.nan))
 
-
-def _binary(frame: Any, column: str, path: str) -> np.ndarray[Any, np.dtype[np.float64]]:
-    """0/1 (or true/false) values; NaN where missing; InputError on anything else."""
-    raw = frame[column]
-    if raw.dtype == bool:
-        return np.asarray(raw.to_numpy(dtype=np.float64))
-    values = _numeric(frame, column, path)
-    known = values[np.isfinite(values)]
-    if not np.isin(known, (0.0, 1.0)).all():
-        other = known[~np.isin(known, (0.0, 1.0))][0]
-        raise InputError(f"{path}: column '{column}': expected 0/1, got {other:g}")
-    return values
+def _require_rows(path: str, n: int) -> None:
+    if not n:
+        raise InputError(f"{path}: the current data is empty")
 
 
 def _calibration_dict(c: Calibration) -> dict[str, Any]:
@@ -139,9 +150,6 @@ def _summary(results: list[EstimationResult], err: bool) -> None:
         )
 
 
-def _exit(results: list[EstimationResult], n_current: int, fail_on_degraded: bool) -> None:
-    if not n_current:
-        click.echo("modelwatch: error: the current data is empty", err=True)
-        sys.exit(2)
+def _exit(results: list[EstimationResult], fail_on_degraded: bool) -> None:
     if fail_on_degraded and any(r.status == "degraded" for r in results):
         sys.exit(1)

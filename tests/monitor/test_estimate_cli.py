@@ -98,3 +98,33 @@ def test_missing_columns_and_empty_current_exit_2(ref: Path, tmp_path: Path) -> 
     empty.write_text("score,label,region\n")
     out = run_cli("estimate", str(ref), str(empty), "--score", "score", "--label", "label")
     assert out.returncode == 2 and "the current data is empty" in out.stderr
+
+
+def _multiclass_file(tmp_path: Path, name: str, n: int, concentration: float) -> Path:
+    """Three classes; the true class is drawn from the (calibrated) scores."""
+    rng = np.random.default_rng(n)
+    p = rng.dirichlet([concentration] * 3, n)
+    classes = np.array(["a", "b", "c"])
+    y = classes[[rng.choice(3, p=row) for row in p]]
+    frame = pd.DataFrame({"pa": p[:, 0], "pb": p[:, 1], "pc": p[:, 2], "y": y})
+    path = tmp_path / f"{name}.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def test_multiclass_scores_per_class(tmp_path: Path) -> None:
+    ref = _multiclass_file(tmp_path, "mref", 9000, 0.3)
+    cur = _multiclass_file(tmp_path, "mcur", 3000, 0.3)
+    args = ("estimate", str(ref), str(cur), "--label", "y", "--json", "-")
+    out = run_cli(*args, "--score", "a=pa", "--score", "b=pb", "--score", "c=pc")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    by_metric = {r["metric"]: r for r in doc["results"]}
+    assert set(by_metric) == {"roc_auc", "accuracy", "precision", "recall", "f1"}
+    for r in by_metric.values():
+        assert r["status"] == "ok" and abs(r["estimated"] - r["realized"]) < 0.03
+    assert set(doc["calibration"]["classes"]) == {"a", "b", "c"}
+    # a label without a score column is named, with the classes there are
+    bad = run_cli(*args, "--score", "a=pa", "--score", "b=pb")
+    assert bad.returncode == 2
+    assert "column 'y': class 'c' has no --score CLASS=COL (classes: a, b)" in bad.stderr
