@@ -38,12 +38,19 @@ def parse_scores(values: Sequence[str]) -> ScoreColumns:
     return ScoreColumns(tuple(p[1] for p in pairs), tuple(p[0] for p in pairs))
 
 
+def read_frame(path: str, scores: ScoreColumns, prediction: str | None,
+               slice_by: Sequence[str]) -> Any:  # fmt: skip
+    """The whole file; InputError naming a missing score, prediction or slice column."""
+    from monitor.datafile import read_frame as read
+
+    return read(path, [*scores.columns, *([prediction] if prediction else []), *slice_by])
+
+
 def read_binary(
-    path: str, scores: ScoreColumns, label: str, prediction: str | None, threshold: float,
-    slice_by: Sequence[str],
+    path: str, frame: Any, scores: ScoreColumns, label: str, prediction: str | None,
+    threshold: float, slice_by: Sequence[str],
 ) -> BinaryData:  # fmt: skip
     """Score (probabilities), 0/1 prediction (or score ≥ threshold), label if present, slices."""
-    frame = _read(path, [*scores.columns, *([prediction] if prediction else []), *slice_by])
     s = _probabilities(frame, scores.columns[0], path)
     predicted = (s >= threshold).astype(np.float64) if prediction is None else (
         _zero_one(frame, prediction, path))  # fmt: skip
@@ -52,11 +59,10 @@ def read_binary(
 
 
 def read_multiclass(
-    path: str, scores: ScoreColumns, label: str, prediction: str | None,
+    path: str, frame: Any, scores: ScoreColumns, label: str, prediction: str | None,
     slice_by: Sequence[str],
 ) -> MulticlassData:  # fmt: skip
     """A score per class, the predicted class (or the highest score), label if present."""
-    frame = _read(path, [*scores.columns, *([prediction] if prediction else []), *slice_by])
     s = np.column_stack([_probabilities(frame, c, path) for c in scores.columns])
     if prediction is None:
         predicted = np.argmax(np.nan_to_num(s, nan=-1.0), axis=1).astype(np.intp)
@@ -66,10 +72,22 @@ def read_multiclass(
     return MulticlassData(s, predicted, labels, _slices(frame, slice_by))
 
 
-def _read(path: str, columns: list[str]) -> Any:
-    from monitor.datafile import read_frame
+def feature_columns(frame: Any, wanted: Sequence[str] | None, taken: Sequence[str],
+                    path: str) -> list[str]:  # fmt: skip
+    """The multivariate features: `wanted` (each must exist), or every column not already a
+    score, label, prediction or slice, that is not a timestamp and does not look like an id."""
+    from monitor.cli._roles import looks_like_id
 
-    return read_frame(path, columns)
+    if wanted is not None:
+        for col in wanted:
+            if col not in frame.columns:
+                raise InputError(f"{path}: column '{col}' not found")
+        return list(wanted)
+    return [
+        c for c in frame.columns
+        if c not in taken and frame[c].dtype.kind in "biufO" and str(frame[c].dtype) != "category"
+        and not looks_like_id(frame[c])
+    ]  # fmt: skip
 
 
 def _slices(frame: Any, slice_by: Sequence[str]) -> dict[str, NDArray[np.object_]]:

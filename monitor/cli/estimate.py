@@ -9,6 +9,7 @@ threshold, 2 on bad input (one line naming the file and column) or when CURRENT 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,10 @@ import click
 
 from monitor.cli._estimate_input import (
     ScoreColumns,
+    feature_columns,
     parse_scores,
     read_binary,
+    read_frame,
     read_multiclass,
 )
 from monitor.errors import InputError
@@ -30,6 +33,13 @@ from monitor.estimation import (
     estimate_multiclass,
     fit_calibration,
     fit_multiclass,
+    fit_reconstruction,
+    multivariate_drift,
+)
+from monitor.reports.estimation import (
+    estimate_document,
+    multivariate_dict,
+    render_estimate_html,
 )
 
 _BINS_HELP = "Calibration bins (quantiles of the reference score, plus the threshold)."
@@ -70,56 +80,87 @@ _BINS_HELP = "Calibration bins (quantiles of the reference score, plus the thres
 @click.option(
     "--html", "html_path", type=click.Path(path_type=Path), help="Write HTML here (- for stdout)."
 )
-@click.option("--fail-on-degraded", is_flag=True, help="Exit 1 when an estimate is degraded.")
+@click.option(
+    "--features",
+    metavar="C,...",
+    help="Multivariate drift features (default: every other column but timestamps and ids).",
+)
+@click.option(
+    "--variance",
+    default=0.65,
+    show_default=True,
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    help="Multivariate: share of variance the kept principal components explain.",
+)
+@click.option(
+    "--fail-on-degraded",
+    is_flag=True,
+    help="Exit 1 when an estimate is degraded or the multivariate check drifts.",
+)
 def estimate(
     reference: str, current: str, score: tuple[str, ...], label: str, prediction: str | None,
     threshold: float, slice_by: tuple[str, ...], chunk_size: int | None, bins: int,
-    json_path: Path | None, html_path: Path | None, fail_on_degraded: bool,
+    features: str | None, variance: float, json_path: Path | None, html_path: Path | None,
+    fail_on_degraded: bool,
 ) -> None:  # fmt: skip
     """Estimate accuracy, precision, recall, F1, specificity and ROC-AUC on CURRENT without its
     labels (CBPE), per chunk and slice; realized values too where CURRENT has the label."""
     from monitor.reports import is_stdout, write_json, write_text
-    from monitor.reports.estimation import estimate_document, render_estimate_html
 
     scores = parse_scores(score)
     how = EstimateOptions(chunk_size=chunk_size)
+    files = Files(reference, current, read_frame(reference, scores, prediction, slice_by),
+                  read_frame(current, scores, prediction, slice_by))  # fmt: skip
+    if not len(files.cur):
+        raise InputError(f"{current}: the current data is empty")
     if scores.multiclass:
-        results, calibration = _multiclass(reference, current, scores, label, prediction,
-                                           slice_by, bins, how)  # fmt: skip
+        results, calibration = _multiclass(files, scores, label, prediction, slice_by, bins, how)
     else:
-        results, calibration = _binary(reference, current, scores, label, prediction,
-                                       threshold, slice_by, bins, how)  # fmt: skip
-    document = estimate_document(results, calibration)
+        results, calibration = _binary(files, scores, label, prediction, threshold, slice_by,
+                                       bins, how)  # fmt: skip
+    taken = [*scores.columns, label, *([prediction] if prediction else []), *slice_by]
+    wanted = None if features is None else [c.strip() for c in features.split(",") if c.strip()]
+    multivariate = _multivariate(files, feature_columns(files.ref, wanted, taken, reference),
+                                 variance, chunk_size)  # fmt: skip
+    document = estimate_document(results, calibration, multivariate)
     if json_path is not None:
         write_json(json_path, document)
     if html_path is not None:
         write_text(html_path, render_estimate_html(results, f"estimate: {current}"))
-    _summary(results, err=is_stdout(json_path) or is_stdout(html_path))
-    _exit(results, fail_on_degraded)
+    _summary(results, multivariate, err=is_stdout(json_path) or is_stdout(html_path))
+    _exit(document, fail_on_degraded)
+
+
+@dataclass(frozen=True)
+class Files:
+    """The two files as given and as read."""
+
+    reference: str
+    current: str
+    ref: Any
+    cur: Any
 
 
 def _binary(
-    reference: str, current: str, scores: ScoreColumns, label: str, prediction: str | None,
-    threshold: float, slice_by: tuple[str, ...], bins: int, how: EstimateOptions,
+    files: Files, scores: ScoreColumns, label: str, prediction: str | None, threshold: float,
+    slice_by: tuple[str, ...], bins: int, how: EstimateOptions,
 ) -> tuple[list[EstimationResult], dict[str, Any]]:  # fmt: skip
-    ref = read_binary(reference, scores, label, prediction, threshold, slice_by)
-    cur = read_binary(current, scores, label, prediction, threshold, slice_by)
+    ref = read_binary(files.reference, files.ref, scores, label, prediction, threshold, slice_by)
+    cur = read_binary(files.current, files.cur, scores, label, prediction, threshold, slice_by)
     if ref.labels is None:
-        raise InputError(f"{reference}: column '{label}' not found")
-    _require_rows(current, cur.scores.size)
+        raise InputError(f"{files.reference}: column '{label}' not found")
     calibration = fit_calibration(ref.scores, ref.labels, threshold, bins)
     return estimate_binary(calibration, ref, cur, how), _calibration_dict(calibration)
 
 
 def _multiclass(
-    reference: str, current: str, scores: ScoreColumns, label: str, prediction: str | None,
+    files: Files, scores: ScoreColumns, label: str, prediction: str | None,
     slice_by: tuple[str, ...], bins: int, how: EstimateOptions,
 ) -> tuple[list[EstimationResult], dict[str, Any]]:  # fmt: skip
-    ref = read_multiclass(reference, scores, label, prediction, slice_by)
-    cur = read_multiclass(current, scores, label, prediction, slice_by)
+    ref = read_multiclass(files.reference, files.ref, scores, label, prediction, slice_by)
+    cur = read_multiclass(files.current, files.cur, scores, label, prediction, slice_by)
     if ref.labels is None:
-        raise InputError(f"{reference}: column '{label}' not found")
-    _require_rows(current, cur.scores.shape[0])
+        raise InputError(f"{files.reference}: column '{label}' not found")
     calibration = fit_multiclass(scores.classes, ref.scores, ref.labels, bins)
     how = EstimateOptions(how.chunk_size, MULTICLASS_METRICS, how.min_n)
     summary = {name: _calibration_dict(c) for name, c in zip(scores.classes, calibration.maps,
@@ -127,9 +168,15 @@ def _multiclass(
     return estimate_multiclass(calibration, ref, cur, how), {"classes": summary}
 
 
-def _require_rows(path: str, n: int) -> None:
-    if not n:
-        raise InputError(f"{path}: the current data is empty")
+def _multivariate(
+    files: Files, features: list[str], variance: float, chunk_size: int | None
+) -> dict[str, Any] | None:
+    if not features:
+        return None
+    model = fit_reconstruction(files.ref, features, variance)
+    overall = multivariate_drift(model, files.ref, files.cur, None)[0]
+    chunks = multivariate_drift(model, files.ref, files.cur, chunk_size) if chunk_size else []
+    return multivariate_dict(model, overall, chunks)
 
 
 def _calibration_dict(c: Calibration) -> dict[str, Any]:
@@ -137,9 +184,12 @@ def _calibration_dict(c: Calibration) -> dict[str, Any]:
             "reference_rows": sum(c.counts)}  # fmt: skip
 
 
-def _summary(results: list[EstimationResult], err: bool) -> None:
+def _summary(
+    results: list[EstimationResult], multivariate: dict[str, Any] | None, err: bool
+) -> None:
     degraded = [r for r in results if r.status == "degraded"]
-    click.echo(f"results={len(results)} degraded={len(degraded)}", err=err)
+    mv = "none" if multivariate is None else multivariate["status"]
+    click.echo(f"results={len(results)} degraded={len(degraded)} multivariate={mv}", err=err)
     for r in degraded:
         where = "" if r.slice is None else " " + ",".join(f"{k}={v}" for k, v in r.slice.items())
         chunk = "" if r.chunk is None else f" chunk={r.chunk.index}"
@@ -150,6 +200,9 @@ def _summary(results: list[EstimationResult], err: bool) -> None:
         )
 
 
-def _exit(results: list[EstimationResult], fail_on_degraded: bool) -> None:
-    if fail_on_degraded and any(r.status == "degraded" for r in results):
+def _exit(document: dict[str, Any], fail_on_degraded: bool) -> None:
+    degraded = any(r["status"] == "degraded" for r in document["results"])
+    multivariate = document["multivariate"]
+    drifted = multivariate is not None and multivariate["status"] == "drift"
+    if fail_on_degraded and (degraded or drifted):
         sys.exit(1)

@@ -19,6 +19,13 @@ from monitor.estimation._multiclass import (
     estimate_multiclass,
     fit_multiclass,
 )
+from monitor.estimation._reconstruction import (
+    MultivariateResult,
+    ReconstructionModel,
+    fit_reconstruction,
+    multivariate_drift,
+    reconstruction_errors,
+)
 from monitor.estimation._results import Chunk, EstimationResult, chunk_bounds
 from monitor.estimation._run import EstimateOptions
 
@@ -33,6 +40,8 @@ __all__ = [
     "EstimationResult",
     "MulticlassCalibration",
     "MulticlassData",
+    "MultivariateResult",
+    "ReconstructionModel",
     "ScoreCounts",
     "chunk_bounds",
     "count_scores",
@@ -42,4 +51,7 @@ __all__ = [
     "estimate_multiclass",
     "fit_calibration",
     "fit_multiclass",
+    "fit_reconstruction",
+    "multivariate_drift",
+    "reconstruction_errors",
 ]

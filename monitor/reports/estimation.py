@@ -6,7 +6,7 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
-from monitor.estimation import EstimationResult
+from monitor.estimation import EstimationResult, MultivariateResult, ReconstructionModel
 from monitor.reports._page import page, results_table
 
 
@@ -38,6 +38,26 @@ def estimate_document(
         "calibration": calibration,
         "multivariate": multivariate,
     }
+
+
+def multivariate_dict(
+    model: ReconstructionModel, overall: MultivariateResult, chunks: Sequence[MultivariateResult]
+) -> dict[str, Any]:
+    """The `multivariate` key: the whole current data's verdict, then one row per chunk."""
+    return {
+        **_mv_row(overall),
+        "features": list(model.columns),
+        "components": len(model.components),
+        "explained_variance": model.explained,
+        "chunks": [_mv_row(c) for c in chunks],
+    }
+
+
+def _mv_row(r: MultivariateResult) -> dict[str, Any]:
+    chunk = None if r.chunk is None else {"index": r.chunk.index, "start": r.chunk.start,
+                                          "end": r.chunk.end}  # fmt: skip
+    return {"chunk": chunk, "value": r.value, "threshold": r.threshold_high,
+            "threshold_low": r.threshold_low, "n": r.n, "status": r.status}  # fmt: skip
 
 
 def _fmt(x: float | None) -> str:

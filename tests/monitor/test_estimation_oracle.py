@@ -1,7 +1,8 @@
 """NannyML as the oracle for CBPE: on the datasets NannyML ships, per chunk our estimated ROC-AUC
 and accuracy are within 0.01 of NannyML's CBPE, realized values fall inside our band in at least
 90% of chunks (binary; multiclass wherever the data has no concept shift), and the same chunks
-fall below the reference-derived threshold."""
+fall below the reference-derived threshold; multivariate drift (PCA reconstruction error) takes
+the values of NannyML's DataReconstructionDriftCalculator and alerts on the same chunks."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ from monitor.estimation import (
     estimate_multiclass,
     fit_calibration,
     fit_multiclass,
+    fit_reconstruction,
+    multivariate_drift,
 )
 
 # NannyML (the dev extra) phones home on import unless told not to; a missing NannyML fails
@@ -124,3 +127,33 @@ def test_multiclass_cbpe_matches_nannyml_per_chunk() -> None:
         assert [_inside(r) for r in rows] == in_theirs.tolist() == [True] * 5 + [False] * 5
         alerts = theirs[(metric, "alert")].to_numpy(dtype=bool).tolist()
         assert [r.status == "degraded" for r in rows] == alerts and any(alerts), metric
+
+
+MULTIVARIATE = [
+    (nml.load_synthetic_car_loan_dataset, ["car_value", "salary_range", "debt_to_income_ratio",
+     "loan_length", "repaid_loan_on_prev_car", "size_of_downpayment", "driver_tenure"]),
+    (nml.load_synthetic_binary_classification_dataset, ["distance_from_office", "salary_range",
+     "gas_price_per_litre", "public_transportation_cost", "wfh_prev_workday", "workday", "tenure"]),
+    (nml.load_synthetic_multiclass_classification_dataset, ["acq_channel", "app_behavioral_score",
+     "requested_credit_limit", "app_channel", "credit_bureau_score", "stated_income",
+     "is_customer"]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("loader", "features"), MULTIVARIATE, ids=["car_loan", "binary", "mc"])
+def test_multivariate_drift_alerts_on_the_chunks_nannyml_does(
+    loader: Any, features: list[str]
+) -> None:
+    reference, analysis, _ = loader()
+    oracle = nml.DataReconstructionDriftCalculator(column_names=features, chunk_size=CHUNK)
+    theirs = oracle.fit(reference).calculate(analysis).filter(period="analysis").to_df()
+    model = fit_reconstruction(reference, features)
+    ours = multivariate_drift(model, reference, analysis, CHUNK)
+    values = np.array([r.value for r in ours], dtype=float)
+    expected = theirs[("reconstruction_error", "value")].to_numpy(dtype=float)
+    assert values == pytest.approx(expected, rel=1e-6)
+    alerts = theirs[("reconstruction_error", "alert")].to_numpy(dtype=bool).tolist()
+    assert [r.status == "drift" for r in ours] == alerts and any(alerts)
+    assert ours[0].threshold_high == pytest.approx(
+        theirs[("reconstruction_error", "upper_threshold")].iloc[0], rel=1e-6
+    )

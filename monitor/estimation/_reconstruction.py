@@ -1,0 +1,160 @@
+"""Multivariate drift by PCA reconstruction error (as NannyML's data reconstruction drift).
+
+Fitted once on the reference: missing values imputed (numeric: mean, categorical: most frequent),
+categories encoded as their reference share (unseen: 0), every column standardised, and the
+principal components kept that explain `variance` of the total. A row's error is the distance
+between it and its projection back from those components; a chunk's value is its mean error,
+compared with mean ± 3 std of the same value over the reference's chunks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from monitor.errors import InputError
+from monitor.estimation._calibration import Array
+from monitor.estimation._results import THRESHOLD_K, Chunk, chunk_bounds
+
+DEFAULT_VARIANCE = 0.65
+MultivariateStatus = Literal["ok", "drift", "insufficient_data"]
+
+
+@dataclass(frozen=True)
+class ReconstructionModel:
+    """Everything needed to score rows: per column the fill value and (categorical) the share
+    of each reference category; standardisation; the kept components (rows)."""
+
+    columns: tuple[str, ...]
+    categorical: tuple[str, ...]
+    fill: tuple[Any, ...]
+    shares: tuple[tuple[tuple[str, float], ...], ...]  # per categorical column
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    components: tuple[tuple[float, ...], ...]
+    explained: float
+
+
+@dataclass(frozen=True)
+class MultivariateResult:
+    """Mean reconstruction error of a chunk (None: the whole current data) and its verdict."""
+
+    chunk: Chunk | None
+    value: float | None
+    threshold_low: float | None
+    threshold_high: float | None
+    n: int
+    status: MultivariateStatus
+
+
+def fit_reconstruction(
+    frame: Any, columns: Sequence[str], variance: float = DEFAULT_VARIANCE
+) -> ReconstructionModel:
+    """Fit imputation, encoding, scaling and PCA on the reference `frame`."""
+    if not columns:
+        raise InputError("multivariate drift needs at least one feature column")
+    if len(frame) < 2:
+        raise InputError("multivariate drift needs at least 2 reference rows")
+    categorical = tuple(c for c in columns if _is_categorical(frame[c]))
+    fill = tuple(_fill_value(frame[c], c in categorical) for c in columns)
+    shares = tuple(_shares(frame[c], fill[columns.index(c)]) for c in categorical)
+    partial = ReconstructionModel(tuple(columns), categorical, fill, shares, (), (), (), 0.0)
+    x = _encode(partial, frame)
+    mean, scale = x.mean(axis=0), x.std(axis=0)
+    scale[scale == 0] = 1.0  # a constant column carries no variance (as StandardScaler)
+    z = (x - mean) / scale
+    _, s, vt = np.linalg.svd(z, full_matrices=False)
+    ratio = (s**2) / max(float((s**2).sum()), 1e-300)
+    keep = min(int(np.searchsorted(np.cumsum(ratio), variance, side="right")) + 1, vt.shape[0])
+    return ReconstructionModel(
+        partial.columns, categorical, fill, shares,
+        tuple(float(v) for v in mean), tuple(float(v) for v in scale),
+        tuple(tuple(float(v) for v in row) for row in vt[:keep]),
+        float(np.cumsum(ratio)[keep - 1]),
+    )  # fmt: skip
+
+
+def reconstruction_errors(model: ReconstructionModel, frame: Any) -> Array:
+    """Each row's distance from its reconstruction (missing values imputed as on reference)."""
+    z = (_encode(model, frame) - np.asarray(model.mean)) / np.asarray(model.scale)
+    v = np.asarray(model.components).reshape(-1, z.shape[1])
+    residual = z - (z @ v.T) @ v
+    return np.asarray(np.linalg.norm(residual, axis=1), dtype=np.float64)
+
+
+def multivariate_drift(
+    model: ReconstructionModel, reference: Any, current: Any, chunk_size: int | None = None,
+    min_n: int = 2,
+) -> list[MultivariateResult]:  # fmt: skip
+    """Per chunk of `current` (or all of it), the mean error against reference-chunk bounds."""
+    ref_err = reconstruction_errors(model, reference)
+    means = [ref_err[c.start : c.end].mean() for c in chunk_bounds(ref_err.size, chunk_size)
+             if c.end - c.start >= min_n]  # fmt: skip
+    low, high = _bounds(np.asarray(means, dtype=np.float64))
+    errors = reconstruction_errors(model, current)
+    chunks: list[Chunk | None] = (
+        list(chunk_bounds(errors.size, chunk_size)) if chunk_size else [None]
+    )
+    out = []
+    for chunk in chunks:
+        part = errors if chunk is None else errors[chunk.start : chunk.end]
+        out.append(_verdict(chunk, part, low, high, min_n))
+    return out
+
+
+def _verdict(
+    chunk: Chunk | None, errors: Array, low: float | None, high: float | None, min_n: int
+) -> MultivariateResult:
+    if errors.size < min_n:
+        return MultivariateResult(chunk, None, low, high, int(errors.size), "insufficient_data")
+    value = float(errors.mean())
+    drifted = (low is not None and value < low) or (high is not None and value > high)
+    return MultivariateResult(
+        chunk, value, low, high, int(errors.size), "drift" if drifted else "ok"
+    )
+
+
+def _bounds(means: Array) -> tuple[float | None, float | None]:
+    if means.size < 2:
+        return None, None
+    centre, spread = float(means.mean()), float(means.std())
+    return max(0.0, centre - THRESHOLD_K * spread), centre + THRESHOLD_K * spread
+
+
+def _is_categorical(column: Any) -> bool:
+    return str(column.dtype) in ("object", "string", "category", "bool", "str")
+
+
+def _fill_value(column: Any, categorical: bool) -> Any:
+    known = column.dropna()
+    if known.empty:
+        return "(null)" if categorical else 0.0
+    if categorical:
+        return str(known.astype(str).value_counts().idxmax())
+    return float(known.astype(float).mean())
+
+
+def _shares(column: Any, fill: Any) -> tuple[tuple[str, float], ...]:
+    counts = column.astype(object).where(column.notna(), fill).astype(str).value_counts()
+    total = float(counts.sum())
+    return tuple((str(k), float(v) / total) for k, v in counts.items())
+
+
+def _encode(model: ReconstructionModel, frame: Any) -> Array:
+    missing = [c for c in model.columns if c not in frame.columns]
+    if missing:
+        raise InputError(f"column '{missing[0]}' not found (a multivariate feature)")
+    out = np.empty((len(frame), len(model.columns)), dtype=np.float64)
+    share_of = dict(zip(model.categorical, model.shares, strict=True))
+    for j, (col, fill) in enumerate(zip(model.columns, model.fill, strict=True)):
+        values = frame[col]
+        if col in share_of:
+            text = values.astype(object).where(values.notna(), fill).astype(str)
+            out[:, j] = text.map(dict(share_of[col])).fillna(0.0).to_numpy(dtype=np.float64)
+        else:
+            numbers = values.astype(float).to_numpy(dtype=np.float64)
+            out[:, j] = np.where(np.isfinite(numbers), numbers, fill)
+    return out
