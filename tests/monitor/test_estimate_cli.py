@@ -128,3 +128,27 @@ def test_multiclass_scores_per_class(tmp_path: Path) -> None:
     bad = run_cli(*args, "--score", "a=pa", "--score", "b=pb")
     assert bad.returncode == 2
     assert "column 'y': class 'c' has no --score CLASS=COL (classes: a, b)" in bad.stderr
+
+
+def test_multivariate_key_and_exit_1_on_a_broken_correlation(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+
+    def frame(n: int, correlated: bool) -> pd.DataFrame:
+        a = rng.normal(0, 1, n)
+        b = a + rng.normal(0, 0.2, n) if correlated else rng.normal(0, 1.02, n)
+        p = rng.beta(0.5, 0.5, n)
+        return pd.DataFrame({"a": a, "b": b, "score": p, "label": (rng.random(n) < p) * 1})
+
+    ref, cur = tmp_path / "r.parquet", tmp_path / "c.parquet"
+    frame(20_000, True).to_parquet(ref)
+    frame(4000, False).to_parquet(cur)
+    args = ("estimate", str(ref), str(cur), "--score", "score", "--label", "label")
+    out = run_cli(*args, "--json", "-", "--chunk-size", "2000")
+    assert out.returncode == 0, out.stderr
+    mv = json.loads(out.stdout)["multivariate"]
+    assert mv["features"] == ["a", "b"] and mv["status"] == "drift"
+    assert mv["value"] > mv["threshold"] and [c["status"] for c in mv["chunks"]] == ["drift"] * 2
+    assert "multivariate=drift" in out.stderr
+    assert run_cli(*args, "--fail-on-degraded").returncode == 1
+    missing = run_cli(*args, "--features", "a,zz")
+    assert missing.returncode == 2 and f"{ref}: column 'zz' not found" in missing.stderr
