@@ -79,10 +79,13 @@ def fit_reconstruction(
 
 def reconstruction_errors(model: ReconstructionModel, frame: Any) -> Array:
     """Each row's distance from its reconstruction (missing values imputed as on reference)."""
-    z = (_encode(model, frame) - np.asarray(model.mean)) / np.asarray(model.scale)
+    z = _encode(model, frame)
+    z -= np.asarray(model.mean)
+    z /= np.asarray(model.scale)
     v = np.asarray(model.components).reshape(-1, z.shape[1])
-    residual = z - (z @ v.T) @ v
-    return np.asarray(np.linalg.norm(residual, axis=1), dtype=np.float64)
+    # the components are orthonormal: |z - z·VᵀV|² = |z|² - |z·Vᵀ|², without the n×d residual
+    squared = np.einsum("ij,ij->i", z, z) - np.square(z @ v.T).sum(axis=1)
+    return np.sqrt(np.maximum(squared, 0.0))
 
 
 def multivariate_drift(
@@ -152,9 +155,19 @@ def _encode(model: ReconstructionModel, frame: Any) -> Array:
     for j, (col, fill) in enumerate(zip(model.columns, model.fill, strict=True)):
         values = frame[col]
         if col in share_of:
-            text = values.astype(object).where(values.notna(), fill).astype(str)
-            out[:, j] = text.map(dict(share_of[col])).fillna(0.0).to_numpy(dtype=np.float64)
+            out[:, j] = _shares_of(values, dict(share_of[col]), fill)
         else:
             numbers = values.astype(float).to_numpy(dtype=np.float64)
             out[:, j] = np.where(np.isfinite(numbers), numbers, fill)
     return out
+
+
+def _shares_of(values: Any, share: dict[str, float], fill: Any) -> Array:
+    """Each value's reference share (missing: the fill value's; unseen: 0). Strings map
+    directly; only other values (bools, numbers in an object column) pay for str()."""
+    mapped = values.map(share) if values.dtype == object else values.astype(str).map(share)
+    other = mapped.isna() & values.notna()
+    if other.any():
+        mapped[other] = values[other].astype(str).map(share)
+    mapped[values.isna()] = share.get(str(fill), 0.0)
+    return np.asarray(mapped.fillna(0.0).to_numpy(dtype=np.float64))
