@@ -57,6 +57,13 @@ def baseline() -> None:
     help="local: read DATA here in record batches; spark: profile --table on Spark.",
 )
 @click.option("--table", default=None, metavar="NAME|PATH", help="spark: catalog table or path.")
+@click.option(
+    "--score",
+    default=None,
+    metavar="COL",
+    help="Positive-class probability column: store a CBPE calibration (with --label).",
+)
+@click.option("--label", default=None, metavar="COL", help="0/1 label column for --score.")
 @click.argument("data", required=False)
 @database_options
 @role_options
@@ -73,6 +80,8 @@ def create_cmd(
     replace: bool,
     engine_name: str,
     table: str | None,
+    score: str | None,
+    label: str | None,
     data: str | None,
     database_url: str | None,
     config_path: Path | None,
@@ -89,6 +98,8 @@ def create_cmd(
         raise InputError("--engine spark profiles --table NAME|PATH (and takes no DATA)")
     if not spark and (data is None or table is not None):
         raise InputError("give DATA (a file, directory or glob); --table needs --engine spark")
+    if (score is None) != (label is None) or (score is not None and spark):
+        raise InputError("--score and --label go together, with DATA (not --engine spark)")
     wanted = _split(columns)
     for col in categorical:
         if wanted is not None and col not in wanted and col not in slice_by:
@@ -113,6 +124,8 @@ def create_cmd(
             streamed, source, digest = _profile_data(
                 data, choose, slice_by, (bins, top_k, chunks), forced
             )
+        extra = {} if data is None or score is None or label is None else (
+            _estimation(data, score, label, chunks))  # fmt: skip
         step("saving the baseline")
         profiles, variability = streamed.profiles, streamed.variability
         cols = list(streamed.specs)
@@ -125,7 +138,7 @@ def create_cmd(
             source=source,
             source_sha256=digest,
             replace=replace,
-            settings={"bins": bins, "top_k": top_k},
+            settings={"bins": bins, "top_k": top_k, **extra},
             variability=variability,
         )
     spread = "" if variability is None else f", variability of {chunks} chunks"
@@ -162,6 +175,20 @@ def list_cmd(
         for b in found
     ]
     echo_table(header, rows, "no baselines")
+
+
+def _estimation(data: str, score: str, label: str, chunks: int) -> dict[str, Any]:
+    """The CBPE calibration of `score` against `label`, in one more pass over two columns."""
+    from monitor.datasets import open_source
+    from monitor.estimation import SETTINGS_KEY, fit_stored
+
+    source = open_source(data)
+    source.require([score, label])
+    try:
+        stored = fit_stored(source.batches([score, label]), score, label, chunks=chunks or 10)
+    except InputError as exc:
+        raise InputError(f"{data}: {exc}") from None
+    return {SETTINGS_KEY: stored.to_dict()}
 
 
 def _configured_categorical(config_path: Path | None, model: str) -> list[str]:

@@ -15,6 +15,8 @@ from typing import Any
 
 import click
 
+from monitor.cli._drift_input import baseline_options
+from monitor.cli._estimate_baseline import with_baseline
 from monitor.cli._estimate_input import (
     ScoreColumns,
     feature_columns,
@@ -46,19 +48,15 @@ _BINS_HELP = "Calibration bins (quantiles of the reference score, plus the thres
 
 
 @click.command("estimate")
-@click.argument("reference", metavar="REFERENCE")
-@click.argument("current", metavar="CURRENT")
+@click.argument("files", nargs=-1, metavar="[REFERENCE] CURRENT")
 @click.option(
     "--score",
     "score",
-    required=True,
     multiple=True,
     metavar="COL|CLASS=COL",
     help="Binary: the positive-class probability column. Multiclass: CLASS=COL per class.",
 )
-@click.option(
-    "--label", required=True, metavar="COL", help="Label column: 0/1, or the class (REFERENCE)."
-)
+@click.option("--label", metavar="COL", help="Label column: 0/1, or the class (REFERENCE).")
 @click.option(
     "--prediction",
     metavar="COL",
@@ -97,31 +95,44 @@ _BINS_HELP = "Calibration bins (quantiles of the reference score, plus the thres
     is_flag=True,
     help="Exit 1 when an estimate is degraded or the multivariate check drifts.",
 )
+@baseline_options
 def estimate(
-    reference: str, current: str, score: tuple[str, ...], label: str, prediction: str | None,
+    files: tuple[str, ...], score: tuple[str, ...], label: str | None, prediction: str | None,
     threshold: float, slice_by: tuple[str, ...], chunk_size: int | None, bins: int,
     features: str | None, variance: float, json_path: Path | None, html_path: Path | None,
-    fail_on_degraded: bool,
+    fail_on_degraded: bool, **opts: Any,
 ) -> None:  # fmt: skip
     """Estimate accuracy, precision, recall, F1, specificity and ROC-AUC on CURRENT without its
     labels (CBPE), per chunk and slice; realized values too where CURRENT has the label."""
     from monitor.reports import is_stdout, write_json, write_text
 
-    scores = parse_scores(score)
     how = EstimateOptions(chunk_size=chunk_size)
-    files = Files(reference, current, read_frame(reference, scores, prediction, slice_by),
-                  read_frame(current, scores, prediction, slice_by))  # fmt: skip
-    if not len(files.cur):
-        raise InputError(f"{current}: the current data is empty")
-    if scores.multiclass:
-        results, calibration = _multiclass(files, scores, label, prediction, slice_by, bins, how)
+    current = files[-1] if files else ""
+    if opts.get("baseline_name"):
+        if len(files) != 1 or not opts.get("model"):
+            raise click.UsageError("with --baseline give one file, CURRENT, and --model")
+        results, calibration = with_baseline(current, prediction, slice_by, how, opts)
+        multivariate = None
     else:
-        results, calibration = _binary(files, scores, label, prediction, threshold, slice_by,
-                                       bins, how)  # fmt: skip
-    taken = [*scores.columns, label, *([prediction] if prediction else []), *slice_by]
-    wanted = None if features is None else [c.strip() for c in features.split(",") if c.strip()]
-    multivariate = _multivariate(files, feature_columns(files.ref, wanted, taken, reference),
-                                 variance, chunk_size)  # fmt: skip
+        if len(files) != 2 or not score or label is None:
+            raise click.UsageError("give REFERENCE CURRENT --score COL --label COL "
+                                   "(or CURRENT --baseline NAME --model M)")  # fmt: skip
+        scores = parse_scores(score)
+        both = Files(files[0], current, read_frame(files[0], scores, prediction, slice_by),
+                     read_frame(current, scores, prediction, slice_by))  # fmt: skip
+        if not len(both.cur):
+            raise InputError(f"{current}: the current data is empty")
+        if scores.multiclass:
+            results, calibration = _multiclass(both, scores, label, prediction, slice_by, bins,
+                                               how)  # fmt: skip
+        else:
+            results, calibration = _binary(both, scores, label, prediction, threshold, slice_by,
+                                           bins, how)  # fmt: skip
+        taken = [*scores.columns, label, *([prediction] if prediction else []), *slice_by]
+        wanted = None if features is None else [c.strip() for c in features.split(",")
+                                                if c.strip()]  # fmt: skip
+        multivariate = _multivariate(both, feature_columns(both.ref, wanted, taken, files[0]),
+                                     variance, chunk_size)  # fmt: skip
     document = estimate_document(results, calibration, multivariate)
     if json_path is not None:
         write_json(json_path, document)

@@ -28,10 +28,17 @@ from monitor.estimation._reconstruction import (
 )
 from monitor.estimation._results import Chunk, EstimationResult, chunk_bounds
 from monitor.estimation._run import EstimateOptions
+from monitor.estimation._stored import (
+    SETTINGS_KEY,
+    StoredEstimation,
+    fit_stored,
+    stored_estimation,
+)
 
 __all__ = [
     "METRICS",
     "MULTICLASS_METRICS",
+    "SETTINGS_KEY",
     "BinaryData",
     "Calibration",
     "Chunk",
@@ -43,6 +50,7 @@ __all__ = [
     "MultivariateResult",
     "ReconstructionModel",
     "ScoreCounts",
+    "StoredEstimation",
     "chunk_bounds",
     "count_scores",
     "empty_counts",
@@ -52,6 +60,8 @@ __all__ = [
     "fit_calibration",
     "fit_multiclass",
     "fit_reconstruction",
+    "fit_stored",
     "multivariate_drift",
     "reconstruction_errors",
+    "stored_estimation",
 ]

@@ -9,12 +9,15 @@ predicted class of a bin is known without the raw scores.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from monitor.errors import InputError
+from monitor.errors import CorruptProfileError, InputError
 
 Array = NDArray[np.float64]
 DEFAULT_BINS = 100
@@ -46,6 +49,32 @@ class Calibration:
     def bin_of(self, scores: Array) -> NDArray[np.intp]:
         """The bin of each score (scores at an edge go to the bin above it)."""
         return np.searchsorted(np.asarray(self.edges), scores, side="right").astype(np.intp)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (stored with a baseline)."""
+        return {"edges": list(self.edges), "probability": list(self.probability),
+                "counts": list(self.counts), "threshold": self.threshold,
+                "raw_ece": self.raw_ece}  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], where: str = "calibration") -> Calibration:
+        """Inverse of `to_dict`; CorruptProfileError naming `where` on a malformed payload."""
+        try:
+            out = cls(
+                tuple(float(x) for x in data["edges"]),
+                tuple(float(x) for x in data["probability"]),
+                tuple(int(x) for x in data["counts"]),
+                float(data["threshold"]),
+                float(data["raw_ece"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CorruptProfileError(f"{where}: malformed calibration: {exc}") from None
+        values = (*out.edges, *out.probability, out.threshold)
+        if not all(math.isfinite(v) for v in values) or not all(
+            0.0 <= p <= 1.0 for p in out.probability
+        ):
+            raise CorruptProfileError(f"{where}: calibration has non-finite or out-of-range values")
+        return out
 
     def predicted_positive(self) -> NDArray[np.bool_]:
         """Per bin: whether its scores are at or above the threshold."""

@@ -85,7 +85,7 @@ def reconstruction_errors(model: ReconstructionModel, frame: Any) -> Array:
     v = np.asarray(model.components).reshape(-1, z.shape[1])
     # the components are orthonormal: |z - z·VᵀV|² = |z|² - |z·Vᵀ|², without the n×d residual
     squared = np.einsum("ij,ij->i", z, z) - np.square(z @ v.T).sum(axis=1)
-    return np.sqrt(np.maximum(squared, 0.0))
+    return np.asarray(np.sqrt(np.maximum(squared, 0.0)), dtype=np.float64)
 
 
 def multivariate_drift(

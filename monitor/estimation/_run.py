@@ -27,11 +27,14 @@ Slices = Mapping[str, NDArray[np.object_]]
 
 @dataclass(frozen=True)
 class EstimateOptions:
-    """Chunk size (None: the whole current data is one chunk), metrics and minimum rows."""
+    """Chunk size (None: the whole current data is one chunk), metrics, minimum rows and,
+    optionally, fixed overall thresholds."""
 
     chunk_size: int | None = None
     metrics: tuple[str, ...] = METRICS
     min_n: int = MIN_N
+    # overall lower thresholds known in advance (a baseline's); None: from reference chunks
+    thresholds: Mapping[str, float | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,8 @@ def run(reference: Side, current: Side, how: EstimateOptions) -> list[Estimation
     )
     out: list[EstimationResult] = []
     for slice_, ref_rows, cur_rows in _groups(reference, current):
-        bounds = _thresholds(reference, ref_rows, how)
+        fixed = how.thresholds if slice_ is None else None
+        bounds = dict(fixed) if fixed is not None else _thresholds(reference, ref_rows, how)
         for chunk in chunks:
             rows = cur_rows if chunk is None else _within(cur_rows, chunk)
             out.extend(_one(current, rows, slice_, chunk, bounds, how))

@@ -152,3 +152,31 @@ def test_multivariate_key_and_exit_1_on_a_broken_correlation(tmp_path: Path) -> 
     assert run_cli(*args, "--fail-on-degraded").returncode == 1
     missing = run_cli(*args, "--features", "a,zz")
     assert missing.returncode == 2 and f"{ref}: column 'zz' not found" in missing.stderr
+
+
+def test_baseline_stores_the_calibration_and_estimate_uses_it(ref: Path, tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'm.db'}"
+    made = run_cli("baseline", "create", "--model", "m", "--version", "1", "--score", "score",
+                   "--label", "label", "--database-url", db, str(ref))  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    cur = _write(tmp_path, "worse", 3000, 6.0, labels=False)
+    by_file = run_cli("estimate", str(ref), str(cur), "--score", "score", "--label", "label",
+                      "--features", "", "--json", "-")  # fmt: skip
+    stored = run_cli("estimate", str(cur), "--baseline", "default", "--model", "m",
+                     "--database-url", db, "--json", "-")  # fmt: skip
+    assert stored.returncode == 0, stored.stderr
+    a, b = json.loads(by_file.stdout)["results"], json.loads(stored.stdout)["results"]
+    assert [r["metric"] for r in a] == [r["metric"] for r in b]
+    for x, y in zip(a, b, strict=True):
+        assert x["estimated"] == pytest.approx(y["estimated"], abs=1e-12)
+        assert x["threshold_low"] == pytest.approx(y["threshold_low"], abs=1e-12)
+        assert y["status"] == "degraded" or y["metric"] != "accuracy"
+    # a baseline without a calibration says how to make one
+    run_cli("baseline", "create", "--model", "m", "--version", "1", "--name", "plain",
+            "--database-url", db, str(ref))  # fmt: skip
+    plain = run_cli("estimate", str(cur), "--baseline", "plain", "--model", "m",
+                    "--database-url", db)  # fmt: skip
+    assert plain.returncode == 2 and "has no calibration" in plain.stderr
+    half = run_cli("baseline", "create", "--model", "m", "--version", "1", "--name", "x",
+                   "--score", "score", "--database-url", db, str(ref))  # fmt: skip
+    assert half.returncode == 2 and "--score and --label go together" in half.stderr

@@ -1,0 +1,57 @@
+"""`modelwatch estimate CURRENT --baseline NAME --model M`: estimates from the calibration
+stored with a baseline (`baseline create --score COL --label COL`), no reference file needed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from monitor.cli._estimate_input import ScoreColumns, read_binary, read_frame
+from monitor.cli.common import engine_from_options
+from monitor.errors import InputError, NotFoundError
+from monitor.estimation import (
+    BinaryData,
+    EstimateOptions,
+    EstimationResult,
+    estimate_binary,
+    stored_estimation,
+)
+
+
+def with_baseline(
+    current: str, prediction: str | None, slice_by: tuple[str, ...], how: EstimateOptions,
+    opts: dict[str, Any],
+) -> tuple[list[EstimationResult], dict[str, Any]]:  # fmt: skip
+    """Results on CURRENT with the stored calibration and its reference-chunk thresholds."""
+    import numpy as np
+
+    from monitor.baselines import choose_baseline
+
+    engine = engine_from_options(opts.get("database_url"), opts.get("config_path"))
+    model, name = str(opts["model"]), str(opts["baseline_name"])
+    version = opts.get("model_version") or _newest(engine, model, name)
+    stored = stored_estimation(engine, model, version, name)
+    if stored is None or choose_baseline(engine, model, version, name) is None:
+        raise NotFoundError(
+            f"baseline '{name}' of model '{model}' has no calibration: create it with "
+            "`baseline create --score COL --label COL`"
+        )
+    scores = ScoreColumns((stored.score,))
+    cur = read_binary(current, read_frame(current, scores, prediction, slice_by), scores,
+                      stored.label, prediction, stored.calibration.threshold, slice_by)  # fmt: skip
+    if not cur.scores.size:
+        raise InputError(f"{current}: the current data is empty")
+    none = BinaryData(np.empty(0), np.empty(0), None)
+    fixed = EstimateOptions(how.chunk_size, how.metrics, how.min_n, stored.thresholds)
+    results = estimate_binary(stored.calibration, none, cur, fixed)
+    c = stored.calibration
+    return results, {"bins": c.n_bins, "threshold": c.threshold, "raw_ece": c.raw_ece,
+                     "reference_rows": sum(c.counts), "baseline": name}  # fmt: skip
+
+
+def _newest(engine: Any, model: str, name: str) -> str:
+    from monitor.baselines import list_baselines
+
+    for info in list_baselines(engine, model):
+        if info.name == name:
+            return str(info.version)
+    raise NotFoundError(f"no baseline '{name}' for model '{model}'")
