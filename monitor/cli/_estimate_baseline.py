@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from monitor.cli._estimate_input import ScoreColumns, read_binary, read_frame
+from monitor.cli._estimate_input import ScoreColumns, read_binary, read_frame, sort_by_time
 from monitor.cli.common import engine_from_options
 from monitor.errors import InputError, NotFoundError
 from monitor.estimation import (
@@ -13,13 +13,14 @@ from monitor.estimation import (
     EstimateOptions,
     EstimationResult,
     estimate_binary,
+    period_chunks,
     stored_estimation,
 )
 
 
 def with_baseline(
     current: str, prediction: str | None, slice_by: tuple[str, ...], how: EstimateOptions,
-    opts: dict[str, Any],
+    opts: dict[str, Any], period: tuple[str | None, float | None] = (None, None),
 ) -> tuple[list[EstimationResult], dict[str, Any]]:  # fmt: skip
     """Results on CURRENT with the stored calibration and its reference-chunk thresholds."""
     import numpy as np
@@ -36,12 +37,17 @@ def with_baseline(
             "`baseline create --score COL --label COL`"
         )
     scores = ScoreColumns((stored.score,))
-    cur = read_binary(current, read_frame(current, scores, prediction, slice_by), scores,
-                      stored.label, prediction, stored.calibration.threshold, slice_by)  # fmt: skip
+    frame = read_frame(current, scores, prediction, slice_by)
+    periods = None
+    if period[0] is not None and period[1] is not None and len(frame):
+        frame, starts = sort_by_time(frame, period[0], period[1], current)
+        periods = (tuple(period_chunks(starts)), ())
+    cur = read_binary(current, frame, scores, stored.label, prediction,
+                      stored.calibration.threshold, slice_by)  # fmt: skip
     if not cur.scores.size:
         raise InputError(f"{current}: the current data is empty")
     none = BinaryData(np.empty(0), np.empty(0), None)
-    fixed = EstimateOptions(how.chunk_size, how.metrics, how.min_n, stored.thresholds)
+    fixed = EstimateOptions(how.chunk_size, how.metrics, how.min_n, stored.thresholds, periods)
     results = estimate_binary(stored.calibration, none, cur, fixed)
     c = stored.calibration
     return results, {"bins": c.n_bins, "threshold": c.threshold, "raw_ece": c.raw_ece,

@@ -143,3 +143,22 @@ def _classes(frame: Any, column: str, path: str, classes: Sequence[str]) -> NDAr
             )
         out[row] = index[text]
     return out
+
+
+def sort_by_time(frame: Any, column: str, window_s: float, path: str) -> tuple[Any, list[Any]]:
+    """`frame` in time order (stable) and the start of each row's `window_s` window."""
+    import pandas as pd
+
+    from monitor.summaries import window_of
+
+    if column not in frame.columns:
+        raise InputError(f"{path}: column '{column}' not found")
+    ts = pd.to_datetime(frame[column], utc=True, errors="coerce")
+    bad = ts.isna()
+    if bad.any():
+        first = frame[column][bad].iloc[0]
+        raise InputError(f"{path}: column '{column}': not a timestamp: {first!r}")
+    order = np.argsort(ts.to_numpy(), kind="stable")
+    ordered = frame.iloc[order].reset_index(drop=True)
+    starts = [window_of(t.to_pydatetime(), window_s) for t in ts.iloc[order]]
+    return ordered, starts

@@ -9,7 +9,7 @@ threshold, 2 on bad input (one line naming the file and column) or when CURRENT 
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from monitor.cli._estimate_input import (
     read_binary,
     read_frame,
     read_multiclass,
+    sort_by_time,
 )
 from monitor.errors import InputError
 from monitor.estimation import (
@@ -37,6 +38,7 @@ from monitor.estimation import (
     fit_multiclass,
     fit_reconstruction,
     multivariate_drift,
+    period_chunks,
 )
 from monitor.reports.estimation import (
     estimate_document,
@@ -71,6 +73,13 @@ _BINS_HELP = "Calibration bins (quantiles of the reference score, plus the thres
 )
 @click.option("--slice-by", "slice_by", multiple=True, metavar="COL", help="Slice column.")
 @click.option("--chunk-size", type=click.IntRange(1), metavar="N", help="Rows per chunk.")
+@click.option(
+    "--period",
+    metavar="DURATION",
+    help="Chunk by time window instead (1h, 1d, 7d; epoch-aligned, as ingest windows); "
+    "needs --timestamp.",
+)
+@click.option("--timestamp", metavar="COL", help="Timestamp column for --period.")
 @click.option("--bins", default=100, show_default=True, type=click.IntRange(2), help=_BINS_HELP)
 @click.option(
     "--json", "json_path", type=click.Path(path_type=Path), help="Write JSON here (- for stdout)."
@@ -98,7 +107,8 @@ _BINS_HELP = "Calibration bins (quantiles of the reference score, plus the thres
 @baseline_options
 def estimate(
     files: tuple[str, ...], score: tuple[str, ...], label: str | None, prediction: str | None,
-    threshold: float, slice_by: tuple[str, ...], chunk_size: int | None, bins: int,
+    threshold: float, slice_by: tuple[str, ...], chunk_size: int | None, period: str | None,
+    timestamp: str | None, bins: int,
     features: str | None, variance: float, json_path: Path | None, html_path: Path | None,
     fail_on_degraded: bool, **opts: Any,
 ) -> None:  # fmt: skip
@@ -108,10 +118,12 @@ def estimate(
 
     how = EstimateOptions(chunk_size=chunk_size)
     current = files[-1] if files else ""
+    window_s = _period(period, timestamp, chunk_size)
     if opts.get("baseline_name"):
         if len(files) != 1 or not opts.get("model"):
             raise click.UsageError("with --baseline give one file, CURRENT, and --model")
-        results, calibration = with_baseline(current, prediction, slice_by, how, opts)
+        results, calibration = with_baseline(current, prediction, slice_by, how, opts,
+                                             (timestamp, window_s))  # fmt: skip
         multivariate = None
     else:
         if len(files) != 2 or not score or label is None:
@@ -122,6 +134,8 @@ def estimate(
                      read_frame(current, scores, prediction, slice_by))  # fmt: skip
         if not len(both.cur):
             raise InputError(f"{current}: the current data is empty")
+        if window_s is not None and timestamp is not None:
+            both, how = _by_period(both, timestamp, window_s)
         if scores.multiclass:
             results, calibration = _multiclass(both, scores, label, prediction, slice_by, bins,
                                                how)  # fmt: skip
@@ -131,8 +145,9 @@ def estimate(
         taken = [*scores.columns, label, *([prediction] if prediction else []), *slice_by]
         wanted = None if features is None else [c.strip() for c in features.split(",")
                                                 if c.strip()]  # fmt: skip
+        taken.extend([timestamp] if timestamp else [])
         multivariate = _multivariate(both, feature_columns(both.ref, wanted, taken, files[0]),
-                                     variance, chunk_size)  # fmt: skip
+                                     variance, how)  # fmt: skip
     document = estimate_document(results, calibration, multivariate)
     if json_path is not None:
         write_json(json_path, document)
@@ -173,20 +188,49 @@ def _multiclass(
     if ref.labels is None:
         raise InputError(f"{files.reference}: column '{label}' not found")
     calibration = fit_multiclass(scores.classes, ref.scores, ref.labels, bins)
-    how = EstimateOptions(how.chunk_size, MULTICLASS_METRICS, how.min_n)
+    how = replace(how, metrics=MULTICLASS_METRICS)
     summary = {name: _calibration_dict(c) for name, c in zip(scores.classes, calibration.maps,
                                                              strict=True)}  # fmt: skip
     return estimate_multiclass(calibration, ref, cur, how), {"classes": summary}
 
 
+def _period(period: str | None, timestamp: str | None, chunk_size: int | None) -> float | None:
+    from monitor.config._durations import parse_duration
+
+    if period is None:
+        if timestamp is not None:
+            raise click.UsageError("--timestamp goes with --period")
+        return None
+    if timestamp is None or chunk_size is not None:
+        raise click.UsageError("--period needs --timestamp COL, and replaces --chunk-size")
+    try:
+        seconds = parse_duration(period).total_seconds()
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--period") from None
+    if seconds <= 0:
+        raise click.BadParameter("must be longer than 0s", param_hint="--period")
+    return seconds
+
+
+def _by_period(files: Files, timestamp: str, window_s: float) -> tuple[Files, EstimateOptions]:
+    ref, ref_starts = sort_by_time(files.ref, timestamp, window_s, files.reference)
+    cur, cur_starts = sort_by_time(files.cur, timestamp, window_s, files.current)
+    periods = (tuple(period_chunks(cur_starts)), tuple(period_chunks(ref_starts)))
+    return Files(files.reference, files.current, ref, cur), EstimateOptions(periods=periods)
+
+
 def _multivariate(
-    files: Files, features: list[str], variance: float, chunk_size: int | None
+    files: Files, features: list[str], variance: float, how: EstimateOptions
 ) -> dict[str, Any] | None:
     if not features:
         return None
     model = fit_reconstruction(files.ref, features, variance)
     overall = multivariate_drift(model, files.ref, files.cur, None)[0]
-    chunks = multivariate_drift(model, files.ref, files.cur, chunk_size) if chunk_size else []
+    chunked = how.chunk_size is not None or how.periods is not None
+    chunks = (
+        multivariate_drift(model, files.ref, files.cur, how.chunk_size, periods=how.periods)
+        if chunked else []
+    )  # fmt: skip
     return multivariate_dict(model, overall, chunks)
 
 

@@ -26,7 +26,7 @@ from monitor.estimation._reconstruction import (
     multivariate_drift,
     reconstruction_errors,
 )
-from monitor.estimation._results import Chunk, EstimationResult, chunk_bounds
+from monitor.estimation._results import Chunk, EstimationResult, chunk_bounds, period_chunks
 from monitor.estimation._run import EstimateOptions
 from monitor.estimation._stored import (
     SETTINGS_KEY,
@@ -52,6 +52,7 @@ __all__ = [
     "ScoreCounts",
     "StoredEstimation",
     "chunk_bounds",
+    "period_chunks",
     "count_scores",
     "empty_counts",
     "estimate_binary",

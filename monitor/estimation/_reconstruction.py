@@ -90,17 +90,19 @@ def reconstruction_errors(model: ReconstructionModel, frame: Any) -> Array:
 
 def multivariate_drift(
     model: ReconstructionModel, reference: Any, current: Any, chunk_size: int | None = None,
-    min_n: int = 2,
+    min_n: int = 2, periods: tuple[Sequence[Chunk], Sequence[Chunk]] | None = None,
 ) -> list[MultivariateResult]:  # fmt: skip
-    """Per chunk of `current` (or all of it), the mean error against reference-chunk bounds."""
+    """Per chunk of `current` (or all of it), the mean error against reference-chunk bounds;
+    `periods` (current, reference chunks by time) replaces `chunk_size`."""
     ref_err = reconstruction_errors(model, reference)
-    means = [ref_err[c.start : c.end].mean() for c in chunk_bounds(ref_err.size, chunk_size)
-             if c.end - c.start >= min_n]  # fmt: skip
+    ref_chunks = periods[1] if periods else chunk_bounds(ref_err.size, chunk_size)
+    means = [ref_err[c.start : c.end].mean() for c in ref_chunks if c.end - c.start >= min_n]
     low, high = _bounds(np.asarray(means, dtype=np.float64))
     errors = reconstruction_errors(model, current)
     chunks: list[Chunk | None] = (
-        list(chunk_bounds(errors.size, chunk_size)) if chunk_size else [None]
-    )
+        list(periods[0]) if periods
+        else list(chunk_bounds(errors.size, chunk_size)) if chunk_size else [None]
+    )  # fmt: skip
     out = []
     for chunk in chunks:
         part = errors if chunk is None else errors[chunk.start : chunk.end]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Literal
 
 import numpy as np
@@ -16,11 +18,13 @@ REFERENCE_CHUNKS = 10  # without a chunk size, the reference is cut into this ma
 
 @dataclass(frozen=True)
 class Chunk:
-    """Rows [start, end) of the current data (by position), numbered from 0."""
+    """Rows [start, end) of the data (by position), numbered from 0; with `--period`, the
+    start of the time window the rows fall in."""
 
     index: int
     start: int
     end: int
+    period_start: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -55,3 +59,14 @@ def chunk_bounds(n: int, size: int | None, count: int = REFERENCE_CHUNKS) -> lis
     if size is None:
         size = max(1, -(-n // count))
     return [Chunk(i, s, min(s + size, n)) for i, s in enumerate(range(0, n, size))]
+
+
+def period_chunks(window_starts: Sequence[datetime]) -> list[Chunk]:
+    """One chunk per run of equal window starts (rows sorted by time)."""
+    out: list[Chunk] = []
+    begin = 0
+    for i in range(1, len(window_starts) + 1):
+        if i == len(window_starts) or window_starts[i] != window_starts[begin]:
+            out.append(Chunk(len(out), begin, i, window_starts[begin]))
+            begin = i
+    return out

@@ -35,6 +35,8 @@ class EstimateOptions:
     min_n: int = MIN_N
     # overall lower thresholds known in advance (a baseline's); None: from reference chunks
     thresholds: Mapping[str, float | None] | None = None
+    # chunks by time period (current, reference) instead of by chunk_size
+    periods: tuple[tuple[Chunk, ...], tuple[Chunk, ...]] | None = None
 
 
 @dataclass(frozen=True)
@@ -51,8 +53,9 @@ class Side:
 def run(reference: Side, current: Side, how: EstimateOptions) -> list[EstimationResult]:
     """Results per (slice, chunk, metric): overall first, then each current slice value."""
     chunks: list[Chunk | None] = (
-        list(chunk_bounds(current.n, how.chunk_size)) if how.chunk_size else [None]
-    )
+        list(how.periods[0]) if how.periods is not None
+        else list(chunk_bounds(current.n, how.chunk_size)) if how.chunk_size else [None]
+    )  # fmt: skip
     out: list[EstimationResult] = []
     for slice_, ref_rows, cur_rows in _groups(reference, current):
         fixed = how.thresholds if slice_ is None else None
@@ -84,8 +87,11 @@ def _one(
 def _thresholds(ref: Side, rows: Rows, how: EstimateOptions) -> dict[str, float | None]:
     """Per metric, the lower bound from the realized metric over the reference's chunks."""
     values: dict[str, list[float]] = {name: [] for name in how.metrics}
-    for chunk in chunk_bounds(rows.size, how.chunk_size):
-        part = rows[chunk.start : chunk.end]
+    parts = (
+        [_within(rows, c) for c in how.periods[1]] if how.periods is not None
+        else [rows[c.start : c.end] for c in chunk_bounds(rows.size, how.chunk_size)]
+    )  # fmt: skip
+    for part in parts:
         if part.size < how.min_n:
             continue
         for name in how.metrics:

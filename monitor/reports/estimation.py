@@ -6,14 +6,13 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
-from monitor.estimation import EstimationResult, MultivariateResult, ReconstructionModel
+from monitor.estimation import Chunk, EstimationResult, MultivariateResult, ReconstructionModel
 from monitor.reports._page import page, results_table
 
 
 def result_dict(r: EstimationResult) -> dict[str, Any]:
     """One result row as the JSON report writes it."""
-    chunk = None if r.chunk is None else {"index": r.chunk.index, "start": r.chunk.start,
-                                          "end": r.chunk.end}  # fmt: skip
+    chunk = _chunk(r.chunk)
     return {
         "metric": r.metric,
         "slice": r.slice,
@@ -26,6 +25,13 @@ def result_dict(r: EstimationResult) -> dict[str, Any]:
         "n": r.n,
         "status": r.status,
     }
+
+
+def _chunk(c: Chunk | None) -> dict[str, Any] | None:
+    if c is None:
+        return None
+    period = None if c.period_start is None else c.period_start.isoformat()
+    return {"index": c.index, "start": c.start, "end": c.end, "period_start": period}
 
 
 def estimate_document(
@@ -54,8 +60,7 @@ def multivariate_dict(
 
 
 def _mv_row(r: MultivariateResult) -> dict[str, Any]:
-    chunk = None if r.chunk is None else {"index": r.chunk.index, "start": r.chunk.start,
-                                          "end": r.chunk.end}  # fmt: skip
+    chunk = _chunk(r.chunk)
     return {"chunk": chunk, "value": r.value, "threshold": r.threshold_high,
             "threshold_low": r.threshold_low, "n": r.n, "status": r.status}  # fmt: skip
 
@@ -73,6 +78,8 @@ def render_estimate_html(results: Sequence[EstimationResult], title: str) -> str
         where = "overall" if r.slice is None else ",".join(f"{k}={v}" for k, v in r.slice.items())
         band = "" if r.ci_low is None else f"{_fmt(r.ci_low)} – {_fmt(r.ci_high)}"
         chunk = "all" if r.chunk is None else f"{r.chunk.index} [{r.chunk.start}, {r.chunk.end})"
+        if r.chunk is not None and r.chunk.period_start is not None:
+            chunk = f"{r.chunk.index} {r.chunk.period_start.isoformat()}"
         rows.append([chunk, where, r.metric, _fmt(r.estimated), band, _fmt(r.realized),
                      _fmt(r.threshold_low), str(r.n), r.status])  # fmt: skip
     degraded = sum(r.status == "degraded" for r in results)

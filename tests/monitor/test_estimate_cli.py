@@ -42,8 +42,10 @@ def test_json_contract_slices_chunks_and_realized(ref: Path, tmp_path: Path) -> 
     assert all(list(r) == KEYS for r in rows)
     assert len(rows) == 3 * 2 * 6  # (overall, eu, us) x 2 chunks x 6 metrics
     overall = [r for r in rows if r["slice"] is None and r["metric"] == "accuracy"]
-    assert [r["chunk"] for r in overall] == [{"index": 0, "start": 0, "end": 2000},
-                                             {"index": 1, "start": 2000, "end": 4000}]  # fmt: skip
+    assert [r["chunk"] for r in overall] == [
+        {"index": 0, "start": 0, "end": 2000, "period_start": None},
+        {"index": 1, "start": 2000, "end": 4000, "period_start": None},
+    ]
     assert {json.dumps(r["slice"]) for r in rows} == {"null", '{"region": "eu"}',
                                                       '{"region": "us"}'}  # fmt: skip
     for r in overall:
@@ -180,3 +182,30 @@ def test_baseline_stores_the_calibration_and_estimate_uses_it(ref: Path, tmp_pat
     half = run_cli("baseline", "create", "--model", "m", "--version", "1", "--name", "x",
                    "--score", "score", "--database-url", db, str(ref))  # fmt: skip
     assert half.returncode == 2 and "--score and --label go together" in half.stderr
+
+
+def test_period_chunks_by_time_window_in_time_order(ref: Path, tmp_path: Path) -> None:
+    rng = np.random.default_rng(9)
+    frame = pd.read_parquet(ref)
+    frame["ts"] = pd.Timestamp("2026-01-01", tz="UTC") + pd.to_timedelta(
+        rng.uniform(0, 3 * 86400, len(frame)), unit="s"
+    )  # unsorted on purpose
+    timed = tmp_path / "timed.parquet"
+    frame.to_parquet(timed)
+    args = ("estimate", str(timed), str(timed), "--score", "score", "--label", "label")
+    out = run_cli(*args, "--period", "1d", "--timestamp", "ts", "--json", "-")
+    assert out.returncode == 0, out.stderr
+    rows = [r for r in json.loads(out.stdout)["results"] if r["metric"] == "accuracy"]
+    assert [r["chunk"]["period_start"] for r in rows] == [
+        "2026-01-01T00:00:00+00:00", "2026-01-02T00:00:00+00:00", "2026-01-03T00:00:00+00:00"
+    ]  # fmt: skip
+    assert sum(r["n"] for r in rows) == len(frame)
+    assert all(r["status"] == "ok" and r["threshold_low"] is not None for r in rows)
+    frame["ts"] = frame["ts"].astype(str)
+    frame.loc[3, "ts"] = "yesterday"
+    frame.to_csv(tmp_path / "bad.csv", index=False)
+    bad = run_cli("estimate", str(timed), str(tmp_path / "bad.csv"), "--score", "score",
+                  "--label", "label", "--period", "1d", "--timestamp", "ts")  # fmt: skip
+    assert bad.returncode == 2
+    assert f"{tmp_path / 'bad.csv'}: column 'ts': not a timestamp: 'yesterday'" in bad.stderr
+    assert run_cli(*args, "--period", "1d").returncode == 2  # --timestamp missing

@@ -64,6 +64,7 @@ PINNED: dict[str, set[str]] = {
         "fit_reconstruction",
         "fit_stored",
         "multivariate_drift",
+        "period_chunks",
         "reconstruction_errors",
         "stored_estimation",
     },
