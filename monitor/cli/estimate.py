@@ -119,35 +119,19 @@ def estimate(
     how = EstimateOptions(chunk_size=chunk_size)
     current = files[-1] if files else ""
     window_s = _period(period, timestamp, chunk_size)
+    multivariate = None
     if opts.get("baseline_name"):
         if len(files) != 1 or not opts.get("model"):
             raise click.UsageError("with --baseline give one file, CURRENT, and --model")
         results, calibration = with_baseline(current, prediction, slice_by, how, opts,
                                              (timestamp, window_s))  # fmt: skip
-        multivariate = None
     else:
         if len(files) != 2 or not score or label is None:
             raise click.UsageError("give REFERENCE CURRENT --score COL --label COL "
                                    "(or CURRENT --baseline NAME --model M)")  # fmt: skip
-        scores = parse_scores(score)
-        both = Files(files[0], current, read_frame(files[0], scores, prediction, slice_by),
-                     read_frame(current, scores, prediction, slice_by))  # fmt: skip
-        if not len(both.cur):
-            raise InputError(f"{current}: the current data is empty")
-        if window_s is not None and timestamp is not None:
-            both, how = _by_period(both, timestamp, window_s)
-        if scores.multiclass:
-            results, calibration = _multiclass(both, scores, label, prediction, slice_by, bins,
-                                               how)  # fmt: skip
-        else:
-            results, calibration = _binary(both, scores, label, prediction, threshold, slice_by,
-                                           bins, how)  # fmt: skip
-        taken = [*scores.columns, label, *([prediction] if prediction else []), *slice_by]
-        wanted = None if features is None else [c.strip() for c in features.split(",")
-                                                if c.strip()]  # fmt: skip
-        taken.extend([timestamp] if timestamp else [])
-        multivariate = _multivariate(both, feature_columns(both.ref, wanted, taken, files[0]),
-                                     variance, how)  # fmt: skip
+        asked = Request(parse_scores(score), label, prediction, threshold, slice_by, timestamp,
+                        bins, features, variance)  # fmt: skip
+        results, calibration, multivariate = _from_files(files[0], current, asked, how, window_s)
     document = estimate_document(results, calibration, multivariate)
     if json_path is not None:
         write_json(json_path, document)
@@ -155,6 +139,45 @@ def estimate(
         write_text(html_path, render_estimate_html(results, f"estimate: {current}"))
     _summary(results, multivariate, err=is_stdout(json_path) or is_stdout(html_path))
     _exit(document, fail_on_degraded)
+
+
+@dataclass(frozen=True)
+class Request:
+    """What the command line asks of a REFERENCE CURRENT run."""
+
+    scores: ScoreColumns
+    label: str
+    prediction: str | None
+    threshold: float
+    slice_by: tuple[str, ...]
+    timestamp: str | None
+    bins: int
+    features: str | None
+    variance: float
+
+
+def _from_files(
+    reference: str, current: str, r: Request, how: EstimateOptions, window_s: float | None
+) -> tuple[list[EstimationResult], dict[str, Any], dict[str, Any] | None]:
+    """Estimates (binary or multiclass) and the multivariate check of CURRENT vs REFERENCE."""
+    both = Files(reference, current, read_frame(reference, r.scores, r.prediction, r.slice_by),
+                 read_frame(current, r.scores, r.prediction, r.slice_by))  # fmt: skip
+    if not len(both.cur):
+        raise InputError(f"{current}: the current data is empty")
+    if window_s is not None and r.timestamp is not None:
+        both, how = _by_period(both, r.timestamp, window_s)
+    if r.scores.multiclass:
+        results, calibration = _multiclass(both, r.scores, r.label, r.prediction, r.slice_by,
+                                           r.bins, how)  # fmt: skip
+    else:
+        results, calibration = _binary(both, r.scores, r.label, r.prediction, r.threshold,
+                                       r.slice_by, r.bins, how)  # fmt: skip
+    taken = [*r.scores.columns, r.label, *([r.prediction] if r.prediction else []), *r.slice_by,
+             *([r.timestamp] if r.timestamp else [])]  # fmt: skip
+    wanted = None if r.features is None else [c.strip() for c in r.features.split(",")
+                                              if c.strip()]  # fmt: skip
+    features = feature_columns(both.ref, wanted, taken, reference)
+    return results, calibration, _multivariate(both, features, r.variance, how)
 
 
 @dataclass(frozen=True)
