@@ -15,7 +15,8 @@ from monitor.estimation._calibration import Array, Calibration
 @dataclass(frozen=True)
 class ScoreCounts:
     """Rows per calibration bin, split by predicted class (column 0: negative, 1: positive),
-    and the rows whose score was missing or non-finite (left out of every estimate)."""
+    and the rows whose score (or given prediction) was missing or non-finite (left out of every
+    estimate)."""
 
     counts: tuple[tuple[int, int], ...]
     missing: int = 0
@@ -41,6 +42,8 @@ def count_scores(
     """Count `scores` into the calibration's bins; `predicted` (0/1 per row) overrides the
     threshold's decision where the model's own prediction is known."""
     finite = np.isfinite(scores)
+    if predicted is not None:
+        finite &= np.isfinite(np.asarray(predicted, dtype=np.float64))
     s = scores[finite]
     bins = calibration.bin_of(s)
     if predicted is None:

@@ -9,8 +9,8 @@ from monitor.outcomes import metrics as m
 
 
 def realized(metric: str, labels: Array, scores: Array, predicted: Array) -> float | None:
-    """`metric` over the rows with a finite label; None when there are none."""
-    known = np.isfinite(labels) & np.isfinite(scores)
+    """`metric` over the rows with a finite label, score and prediction; None when none."""
+    known = np.isfinite(labels) & np.isfinite(scores) & np.isfinite(predicted)
     y, s, p = labels[known], scores[known], predicted[known]
     if y.size == 0:
         return None

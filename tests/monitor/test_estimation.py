@@ -147,3 +147,11 @@ def test_too_little_or_non_binary_reference_is_a_clear_error() -> None:
     s, _ = _calibrated(500, 12)
     with pytest.raises(InputError, match="0/1"):
         fit_calibration(s, np.full(500, 2.0))
+
+
+def test_rows_without_a_prediction_are_left_out_not_counted_negative() -> None:
+    s, y = _calibrated(3000, 13)
+    c = fit_calibration(s, y)
+    counts = count_scores(c, np.array([0.9, 0.9]), np.array([1.0, np.nan]))
+    assert counts.n == 1 and counts.missing == 1
+    assert counts.array()[:, 0].sum() == 0  # nothing counted as predicted negative
