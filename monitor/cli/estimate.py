@@ -136,7 +136,7 @@ def estimate(
     if json_path is not None:
         write_json(json_path, document)
     if html_path is not None:
-        write_text(html_path, render_estimate_html(results, f"estimate: {current}"))
+        write_text(html_path, render_estimate_html(results, f"estimate: {current}", multivariate))
     _summary(results, multivariate, err=is_stdout(json_path) or is_stdout(html_path))
     _exit(document, fail_on_degraded)
 

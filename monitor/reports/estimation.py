@@ -69,7 +69,9 @@ def _fmt(x: float | None) -> str:
     return "" if x is None else f"{x:.4f}"
 
 
-def render_estimate_html(results: Sequence[EstimationResult], title: str) -> str:
+def render_estimate_html(
+    results: Sequence[EstimationResult], title: str, multivariate: dict[str, Any] | None = None
+) -> str:
     """A sortable table of every result: estimate, band, realized, threshold, status."""
     header = ["chunk", "slice", "metric", "estimated", "band", "realized", "threshold", "n",
               "status"]  # fmt: skip
@@ -87,5 +89,19 @@ def render_estimate_html(results: Sequence[EstimationResult], title: str) -> str
         f"<h1>{html.escape(title)}</h1><p>{len(results)} results, {degraded} degraded. "
         "Estimates assume the reference's calibration still holds (no concept shift).</p>"
         + results_table("estimates", header, rows, status_col=8)
+        + _multivariate_html(multivariate)
     )
     return page(title, body)
+
+
+def _multivariate_html(mv: dict[str, Any] | None) -> str:
+    if mv is None:
+        return ""
+    rows = [["all" if c["chunk"] is None else str(c["chunk"]["index"]), _fmt(c["value"]),
+             _fmt(c["threshold_low"]), _fmt(c["threshold"]), str(c["n"]), c["status"]]
+            for c in [mv, *mv["chunks"]]]  # fmt: skip
+    head = (f"<h2>Multivariate drift (PCA reconstruction error)</h2><p>{len(mv['features'])} "
+            f"features, {mv['components']} components "
+            f"({mv['explained_variance']:.0%} of the variance).</p>")  # fmt: skip
+    header = ["chunk", "mean error", "lower", "upper", "n", "status"]
+    return head + results_table("multivariate", header, rows, status_col=5)

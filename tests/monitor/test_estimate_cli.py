@@ -145,8 +145,9 @@ def test_multivariate_key_and_exit_1_on_a_broken_correlation(tmp_path: Path) -> 
     frame(20_000, True).to_parquet(ref)
     frame(4000, False).to_parquet(cur)
     args = ("estimate", str(ref), str(cur), "--score", "score", "--label", "label")
-    out = run_cli(*args, "--json", "-", "--chunk-size", "2000")
+    out = run_cli(*args, "--json", "-", "--chunk-size", "2000", "--html", str(tmp_path / "r.html"))
     assert out.returncode == 0, out.stderr
+    assert "Multivariate drift (PCA reconstruction error)" in (tmp_path / "r.html").read_text()
     mv = json.loads(out.stdout)["multivariate"]
     assert mv["features"] == ["a", "b"] and mv["status"] == "drift"
     assert mv["value"] > mv["threshold"] and [c["status"] for c in mv["chunks"]] == ["drift"] * 2
