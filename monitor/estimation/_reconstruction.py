@@ -10,13 +10,14 @@ compared with mean ± 3 std of the same value over the reference's chunks.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 
 from monitor.errors import InputError
 from monitor.estimation._calibration import Array
+from monitor.estimation._encoding import Scorer, ShareLookup, build_scorer
 from monitor.estimation._results import THRESHOLD_K, Chunk, chunk_bounds
 
 DEFAULT_VARIANCE = 0.65
@@ -36,6 +37,13 @@ class ReconstructionModel:
     scale: tuple[float, ...]
     components: tuple[tuple[float, ...], ...]
     explained: float
+    scorer: Scorer = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        scorer = build_scorer(
+            self.columns, _lookups(self), self.fill, self.mean, self.scale, self.components
+        )
+        object.__setattr__(self, "scorer", scorer)
 
 
 @dataclass(frozen=True)
@@ -79,13 +87,7 @@ def fit_reconstruction(
 
 def reconstruction_errors(model: ReconstructionModel, frame: Any) -> Array:
     """Each row's distance from its reconstruction (missing values imputed as on reference)."""
-    z = _encode(model, frame)
-    z -= np.asarray(model.mean)
-    z /= np.asarray(model.scale)
-    v = np.asarray(model.components).reshape(-1, z.shape[1])
-    # the components are orthonormal: |z - z·VᵀV|² = |z|² - |z·Vᵀ|², without the n×d residual
-    squared = np.einsum("ij,ij->i", z, z) - np.square(z @ v.T).sum(axis=1)
-    return np.asarray(np.sqrt(np.maximum(squared, 0.0)), dtype=np.float64)
+    return model.scorer.errors(_arrays(model, frame), len(frame))
 
 
 def multivariate_drift(
@@ -148,28 +150,29 @@ def _shares(column: Any, fill: Any) -> tuple[tuple[str, float], ...]:
     return tuple((str(k), float(v) / total) for k, v in counts.items())
 
 
-def _encode(model: ReconstructionModel, frame: Any) -> Array:
+def _lookups(model: ReconstructionModel) -> list[ShareLookup | None]:
+    share_of = dict(zip(model.categorical, model.shares, strict=True))
+    return [ShareLookup.build(share_of[c], f) if c in share_of else None
+            for c, f in zip(model.columns, model.fill, strict=True)]  # fmt: skip
+
+
+def _arrays(model: ReconstructionModel, frame: Any) -> dict[str, Array]:
+    """Column arrays of `frame` for the scorer: object arrays for categorical columns (strings
+    as they are; other dtypes with None where missing), floats (NaN where missing) otherwise."""
     missing = [c for c in model.columns if c not in frame.columns]
     if missing:
         raise InputError(f"column '{missing[0]}' not found (a multivariate feature)")
-    out = np.empty((len(frame), len(model.columns)), dtype=np.float64)
-    share_of = dict(zip(model.categorical, model.shares, strict=True))
-    for j, (col, fill) in enumerate(zip(model.columns, model.fill, strict=True)):
+    out: dict[str, Array] = {}
+    for col in model.columns:
         values = frame[col]
-        if col in share_of:
-            out[:, j] = _shares_of(values, dict(share_of[col]), fill)
+        if col in model.categorical:
+            if values.dtype != object:
+                values = values.astype(object).where(values.notna(), None)
+            out[col] = values.to_numpy(dtype=object)
         else:
-            numbers = values.astype(float).to_numpy(dtype=np.float64)
-            out[:, j] = np.where(np.isfinite(numbers), numbers, fill)
+            out[col] = values.astype(float).to_numpy(dtype=np.float64)
     return out
 
 
-def _shares_of(values: Any, share: dict[str, float], fill: Any) -> Array:
-    """Each value's reference share (missing: the fill value's; unseen: 0). Strings map
-    directly; only other values (bools, numbers in an object column) pay for str()."""
-    mapped = values.map(share) if values.dtype == object else values.astype(str).map(share)
-    other = mapped.isna() & values.notna()
-    if other.any():
-        mapped[other] = values[other].astype(str).map(share)
-    mapped[values.isna()] = share.get(str(fill), 0.0)
-    return np.asarray(mapped.fillna(0.0).to_numpy(dtype=np.float64))
+def _encode(model: ReconstructionModel, frame: Any) -> Array:
+    return model.scorer.encode(_arrays(model, frame), len(frame))

@@ -53,3 +53,39 @@ def test_bad_input_is_a_clear_error() -> None:
     model = fit_reconstruction(_frame(100, 6), ["a", "b"])
     with pytest.raises(InputError, match="column 'b' not found"):
         reconstruction_errors(model, pd.DataFrame({"a": [1.0]}))
+
+
+def _explicit_errors(model: object, frame: pd.DataFrame) -> np.ndarray:
+    """The definition, step by step: impute, encode by reference share, standardise,
+    project onto the kept components and back, distance."""
+    from monitor.estimation import ReconstructionModel
+
+    assert isinstance(model, ReconstructionModel)
+    share_of = {c: dict(s) for c, s in zip(model.categorical, model.shares, strict=True)}
+    cols = []
+    for col, fill in zip(model.columns, model.fill, strict=True):
+        if col in share_of:
+            text = [str(fill) if pd.isna(v) else str(v) for v in frame[col]]
+            cols.append([share_of[col].get(t, 0.0) for t in text])
+        else:
+            x = frame[col].astype(float).to_numpy()
+            cols.append(np.where(np.isfinite(x), x, fill).tolist())
+    z = (np.array(cols).T - np.array(model.mean)) / np.array(model.scale)
+    v = np.array(model.components)
+    return np.asarray(np.linalg.norm(z - z @ v.T @ v, axis=1))
+
+
+def test_numpy_path_equals_the_definition_and_the_frame_path() -> None:
+    ref = _frame(2000, 8)
+    ref["d"] = np.where(np.arange(2000) % 3 == 0, True, False)
+    model = fit_reconstruction(ref, ["a", "b", "c", "d"])
+    cur = _frame(300, 9)
+    cur["d"] = np.arange(300) % 2 == 0
+    cur.loc[:5, "c"] = "never-seen"
+    cur.loc[6:9, "c"] = None
+    cur.loc[10:12, "a"] = np.nan
+    cur.loc[13, "b"] = np.inf
+    from_frame = reconstruction_errors(model, cur)
+    arrays = {c: cur[c].to_numpy() for c in ["a", "b", "c", "d"]}
+    assert from_frame == pytest.approx(_explicit_errors(model, cur), rel=1e-9, abs=1e-12)
+    assert model.scorer.errors(arrays, len(cur)) == pytest.approx(from_frame, rel=1e-12)
