@@ -13,16 +13,19 @@ from monitor.estimation import (
     EstimateOptions,
     EstimationResult,
     estimate_binary,
+    multivariate_drift,
     period_chunks,
     stored_estimation,
+    stored_multivariate,
 )
 
 
 def with_baseline(
     current: str, prediction: str | None, slice_by: tuple[str, ...], how: EstimateOptions,
     opts: dict[str, Any], period: tuple[str | None, float | None] = (None, None),
-) -> tuple[list[EstimationResult], dict[str, Any]]:  # fmt: skip
-    """Results on CURRENT with the stored calibration and its reference-chunk thresholds."""
+) -> tuple[list[EstimationResult], dict[str, Any], dict[str, Any] | None]:  # fmt: skip
+    """Results on CURRENT with the stored calibration and its reference-chunk thresholds, and
+    the multivariate check when the baseline stores a model (`baseline create --features`)."""
     import numpy as np
 
     from monitor.baselines import choose_baseline
@@ -50,8 +53,27 @@ def with_baseline(
     fixed = EstimateOptions(how.chunk_size, how.metrics, how.min_n, stored.thresholds, periods)
     results = estimate_binary(stored.calibration, none, cur, fixed)
     c = stored.calibration
+    mv = _multivariate(engine, (model, version, name), frame, how.chunk_size, periods)
     return results, {"bins": c.n_bins, "threshold": c.threshold, "raw_ece": c.raw_ece,
-                     "reference_rows": sum(c.counts), "baseline": name}  # fmt: skip
+                     "reference_rows": sum(c.counts), "baseline": name}, mv  # fmt: skip
+
+
+def _multivariate(
+    engine: Any, which: tuple[str, str, str], frame: Any, chunk_size: int | None,
+    periods: tuple[Any, Any] | None,
+) -> dict[str, Any] | None:  # fmt: skip
+    """The stored model's verdict on the whole of CURRENT and per chunk, against its bounds."""
+    from monitor.reports.estimation import multivariate_dict
+
+    stored = stored_multivariate(engine, *which)
+    if stored is None:
+        return None
+    m, bounds = stored.model, stored.bounds
+    overall = multivariate_drift(m, None, frame, None, bounds=bounds)[0]
+    chunked = chunk_size is not None or periods is not None
+    chunks = multivariate_drift(m, None, frame, chunk_size, periods=periods,
+                                bounds=bounds) if chunked else []  # fmt: skip
+    return multivariate_dict(m, overall, chunks)
 
 
 def _newest(engine: Any, model: str, name: str) -> str:

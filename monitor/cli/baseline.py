@@ -64,6 +64,12 @@ def baseline() -> None:
     help="Positive-class probability column: store a CBPE calibration (with --label).",
 )
 @click.option("--label", default=None, metavar="COL", help="0/1 label column for --score.")
+@click.option(
+    "--features",
+    default=None,
+    metavar="COLS",
+    help="Comma-separated columns: store a multivariate drift (PCA reconstruction) model.",
+)
 @click.argument("data", required=False)
 @database_options
 @role_options
@@ -82,6 +88,7 @@ def create_cmd(
     table: str | None,
     score: str | None,
     label: str | None,
+    features: str | None,
     data: str | None,
     database_url: str | None,
     config_path: Path | None,
@@ -100,6 +107,8 @@ def create_cmd(
         raise InputError("give DATA (a file, directory or glob); --table needs --engine spark")
     if (score is None) != (label is None) or (score is not None and spark):
         raise InputError("--score and --label go together, with DATA (not --engine spark)")
+    if features is not None and spark:
+        raise InputError("--features needs DATA (not --engine spark)")
     wanted = _split(columns)
     for col in categorical:
         if wanted is not None and col not in wanted and col not in slice_by:
@@ -126,6 +135,8 @@ def create_cmd(
             )
         extra = {} if data is None or score is None or label is None else (
             _estimation(data, score, label, chunks))  # fmt: skip
+        if data is not None and features is not None:
+            extra.update(_multivariate(data, features, chunks))
         step("saving the baseline")
         profiles, variability = streamed.profiles, streamed.variability
         cols = list(streamed.specs)
@@ -189,6 +200,25 @@ def _estimation(data: str, score: str, label: str, chunks: int) -> dict[str, Any
     except InputError as exc:
         raise InputError(f"{data}: {exc}") from None
     return {SETTINGS_KEY: stored.to_dict()}
+
+
+def _multivariate(data: str, features: str, chunks: int) -> dict[str, Any]:
+    """The PCA reconstruction model of --features and its reference-chunk bounds."""
+    import pandas as pd
+
+    from monitor.datasets import open_source
+    from monitor.estimation import MULTIVARIATE_KEY, fit_stored_multivariate
+
+    wanted = [c.strip() for c in features.split(",") if c.strip()]
+    source = open_source(data)
+    source.require(wanted)
+    parts = list(source.batches(wanted))
+    frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=wanted)
+    try:
+        stored = fit_stored_multivariate(frame, wanted, chunks=chunks or 10)
+    except InputError as exc:
+        raise InputError(f"{data}: {exc}") from None
+    return {MULTIVARIATE_KEY: stored.to_dict()}
 
 
 def _configured_categorical(config_path: Path | None, model: str) -> list[str]:

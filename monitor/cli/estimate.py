@@ -123,7 +123,7 @@ def estimate(
     if opts.get("baseline_name"):
         if len(files) != 1 or not opts.get("model"):
             raise click.UsageError("with --baseline give one file, CURRENT, and --model")
-        results, calibration = with_baseline(current, prediction, slice_by, how, opts,
+        results, calibration, multivariate = with_baseline(current, prediction, slice_by, how, opts,
                                              (timestamp, window_s))  # fmt: skip
     else:
         if len(files) != 2 or not score or label is None:

@@ -34,9 +34,16 @@ from monitor.estimation._stored import (
     fit_stored,
     stored_estimation,
 )
+from monitor.estimation._stored_multivariate import (
+    MULTIVARIATE_KEY,
+    StoredMultivariate,
+    fit_stored_multivariate,
+    stored_multivariate,
+)
 
 __all__ = [
     "METRICS",
+    "MULTIVARIATE_KEY",
     "MULTICLASS_METRICS",
     "SETTINGS_KEY",
     "BinaryData",
@@ -51,6 +58,7 @@ __all__ = [
     "ReconstructionModel",
     "ScoreCounts",
     "StoredEstimation",
+    "StoredMultivariate",
     "chunk_bounds",
     "period_chunks",
     "count_scores",
@@ -62,7 +70,9 @@ __all__ = [
     "fit_multiclass",
     "fit_reconstruction",
     "fit_stored",
+    "fit_stored_multivariate",
     "multivariate_drift",
     "reconstruction_errors",
     "stored_estimation",
+    "stored_multivariate",
 ]

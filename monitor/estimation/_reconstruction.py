@@ -39,6 +39,27 @@ class ReconstructionModel:
     explained: float
     scorer: Scorer = field(init=False, repr=False, compare=False)
 
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "columns": list(self.columns), "categorical": list(self.categorical),
+            "fill": list(self.fill), "shares": [[list(kv) for kv in s] for s in self.shares],
+            "mean": list(self.mean), "scale": list(self.scale),
+            "components": [list(r) for r in self.components], "explained": self.explained,
+        }  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ReconstructionModel:
+        """Inverse of to_dict (KeyError/TypeError/ValueError on a damaged document)."""
+        categorical = tuple(str(c) for c in data["categorical"])
+        return cls(
+            tuple(str(c) for c in data["columns"]), categorical,
+            tuple(data["fill"]),
+            tuple(tuple((str(k), float(v)) for k, v in s) for s in data["shares"]),
+            tuple(float(v) for v in data["mean"]), tuple(float(v) for v in data["scale"]),
+            tuple(tuple(float(v) for v in r) for r in data["components"]),
+            float(data["explained"]),
+        )  # fmt: skip
+
     def __post_init__(self) -> None:
         scorer = build_scorer(
             self.columns, _lookups(self), self.fill, self.mean, self.scale, self.components
@@ -93,13 +114,16 @@ def reconstruction_errors(model: ReconstructionModel, frame: Any) -> Array:
 def multivariate_drift(
     model: ReconstructionModel, reference: Any, current: Any, chunk_size: int | None = None,
     min_n: int = 2, periods: tuple[Sequence[Chunk], Sequence[Chunk]] | None = None,
+    bounds: tuple[float | None, float | None] | None = None,
 ) -> list[MultivariateResult]:  # fmt: skip
     """Per chunk of `current` (or all of it), the mean error against reference-chunk bounds;
-    `periods` (current, reference chunks by time) replaces `chunk_size`."""
-    ref_err = reconstruction_errors(model, reference)
-    ref_chunks = periods[1] if periods else chunk_bounds(ref_err.size, chunk_size)
-    means = [ref_err[c.start : c.end].mean() for c in ref_chunks if c.end - c.start >= min_n]
-    low, high = _bounds(np.asarray(means, dtype=np.float64))
+    `periods` (current, reference chunks by time) replaces `chunk_size`; stored `bounds`
+    replace the reference (then None)."""
+    if bounds is None:
+        ref_err = reconstruction_errors(model, reference)
+        ref_chunks = periods[1] if periods else chunk_bounds(ref_err.size, chunk_size)
+        bounds = chunk_mean_bounds(ref_err, ref_chunks, min_n)
+    low, high = bounds
     errors = reconstruction_errors(model, current)
     chunks: list[Chunk | None] = (
         list(periods[0]) if periods
@@ -110,6 +134,14 @@ def multivariate_drift(
         part = errors if chunk is None else errors[chunk.start : chunk.end]
         out.append(_verdict(chunk, part, low, high, min_n))
     return out
+
+
+def chunk_mean_bounds(
+    errors: Array, chunks: Sequence[Chunk], min_n: int = 2
+) -> tuple[float | None, float | None]:
+    """Mean ± 3 std of the chunks' mean errors (None, None: fewer than 2 chunks)."""
+    means = [errors[c.start : c.end].mean() for c in chunks if c.end - c.start >= min_n]
+    return _bounds(np.asarray(means, dtype=np.float64))
 
 
 def _verdict(
