@@ -89,3 +89,20 @@ def test_numpy_path_equals_the_definition_and_the_frame_path() -> None:
     arrays = {c: cur[c].to_numpy() for c in ["a", "b", "c", "d"]}
     assert from_frame == pytest.approx(_explicit_errors(model, cur), rel=1e-9, abs=1e-12)
     assert model.scorer.errors(arrays, len(cur)) == pytest.approx(from_frame, rel=1e-12)
+
+
+def test_stored_model_round_trips_through_json_and_a_damaged_one_is_a_clear_error() -> None:
+    import json
+
+    from monitor.estimation import StoredMultivariate, fit_stored_multivariate
+
+    ref = _frame(1000, 10)
+    stored = fit_stored_multivariate(ref, ["a", "b", "c"])
+    back = StoredMultivariate.from_dict(json.loads(json.dumps(stored.to_dict())), "baseline 'x'")
+    assert back == stored and back.bounds[0] is not None and back.bounds[1] is not None
+    cur = _frame(50, 11)
+    assert reconstruction_errors(back.model, cur).tolist() == (
+        reconstruction_errors(stored.model, cur).tolist()
+    )
+    with pytest.raises(InputError, match="baseline 'x': damaged multivariate model"):
+        StoredMultivariate.from_dict({"model": {"columns": ["a"]}}, "baseline 'x'")
