@@ -151,6 +151,22 @@ def load_stored_baseline(
         )
 
 
+def stored_settings(
+    engine: Engine, model: str, version: str, name: str = "default"
+) -> dict[str, Any]:
+    """The settings stored with a baseline (bins, rows, estimation, ...); NotFoundError if none."""
+    with transaction(engine) as session:
+        settings = session.scalar(
+            select(Baseline.settings)
+            .join(ModelVersion, Baseline.model_version_id == ModelVersion.id)
+            .join(Model, ModelVersion.model_id == Model.id)
+            .where(Model.name == model, ModelVersion.version == version, Baseline.name == name)
+        )
+    if settings is None:
+        raise NotFoundError(f"no baseline '{name}' for model '{model}' version '{version}'")
+    return dict(settings)
+
+
 def choose_baseline(
     engine: Engine, model: str, version: str, name: str = "default"
 ) -> tuple[str, str] | None:

@@ -65,6 +65,19 @@ def baseline() -> None:
     help="Reference attributions (`attr.<feature>` columns) in a separate file; by default "
     "DATA's own `attr.*` columns are used.",
 )
+@click.option(
+    "--score",
+    default=None,
+    metavar="COL",
+    help="Positive-class probability column: store a CBPE calibration (with --label).",
+)
+@click.option("--label", default=None, metavar="COL", help="0/1 label column for --score.")
+@click.option(
+    "--features",
+    default=None,
+    metavar="COLS",
+    help="Comma-separated columns: store a multivariate drift (PCA reconstruction) model.",
+)
 @click.argument("data", required=False)
 @database_options
 @role_options
@@ -82,6 +95,9 @@ def create_cmd(
     engine_name: str,
     table: str | None,
     attributions_path: str | None,
+    score: str | None,
+    label: str | None,
+    features: str | None,
     data: str | None,
     database_url: str | None,
     config_path: Path | None,
@@ -99,6 +115,10 @@ def create_cmd(
         raise InputError("--engine spark profiles --table NAME|PATH (and takes no DATA)")
     if not spark and (data is None or table is not None):
         raise InputError("give DATA (a file, directory or glob); --table needs --engine spark")
+    if (score is None) != (label is None) or (score is not None and spark):
+        raise InputError("--score and --label go together, with DATA (not --engine spark)")
+    if features is not None and spark:
+        raise InputError("--features needs DATA (not --engine spark)")
     wanted = _split(columns)
     for col in categorical:
         if wanted is not None and col not in wanted and col not in slice_by:
@@ -125,6 +145,10 @@ def create_cmd(
                 data, choose, slice_by, (bins, top_k, chunks), forced
             )
         attributions = _attributions(attributions_path or data, attributions_path is not None)
+        extra = {} if data is None or score is None or label is None else (
+            _estimation(data, score, label, chunks))  # fmt: skip
+        if data is not None and features is not None:
+            extra.update(_multivariate(data, features, chunks))
         step("saving the baseline")
         profiles, variability = streamed.profiles, streamed.variability
         cols = list(streamed.specs)
@@ -137,7 +161,7 @@ def create_cmd(
             source=source,
             source_sha256=digest,
             replace=replace,
-            settings={"bins": bins, "top_k": top_k, "attributions": attributions},
+            settings={"bins": bins, "top_k": top_k, "attributions": attributions, **extra},
             variability=variability,
         )
     spread = "" if variability is None else f", variability of {chunks} chunks"
@@ -194,6 +218,39 @@ def list_cmd(
         for b in found
     ]
     echo_table(header, rows, "no baselines")
+
+
+def _estimation(data: str, score: str, label: str, chunks: int) -> dict[str, Any]:
+    """The CBPE calibration of `score` against `label`, in one more pass over two columns."""
+    from monitor.datasets import open_source
+    from monitor.estimation import SETTINGS_KEY, fit_stored
+
+    source = open_source(data)
+    source.require([score, label])
+    try:
+        stored = fit_stored(source.batches([score, label]), score, label, chunks=chunks or 10)
+    except InputError as exc:
+        raise InputError(f"{data}: {exc}") from None
+    return {SETTINGS_KEY: stored.to_dict()}
+
+
+def _multivariate(data: str, features: str, chunks: int) -> dict[str, Any]:
+    """The PCA reconstruction model of --features and its reference-chunk bounds."""
+    import pandas as pd
+
+    from monitor.datasets import open_source
+    from monitor.estimation import MULTIVARIATE_KEY, fit_stored_multivariate
+
+    wanted = [c.strip() for c in features.split(",") if c.strip()]
+    source = open_source(data)
+    source.require(wanted)
+    parts = list(source.batches(wanted))
+    frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=wanted)
+    try:
+        stored = fit_stored_multivariate(frame, wanted, chunks=chunks or 10)
+    except InputError as exc:
+        raise InputError(f"{data}: {exc}") from None
+    return {MULTIVARIATE_KEY: stored.to_dict()}
 
 
 def _configured_categorical(config_path: Path | None, model: str) -> list[str]:

@@ -32,6 +32,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "monitor.cli.drift:drift",
         "Compare two data files for drift, overall and per slice.",
     ),
+    "estimate": (
+        "monitor.cli.estimate:estimate",
+        "Estimate a classifier's performance on data without labels (CBPE).",
+    ),
     "skew": ("monitor.cli.skew:skew", "Compare serving and offline values joined by a key."),
     "dashboards": ("monitor.cli.dashboards:dashboards", "Export or provision Grafana dashboards."),
 }

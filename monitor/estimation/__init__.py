@@ -1,0 +1,78 @@
+"""Performance estimation before labels arrive (confidence-based performance estimation, CBPE).
+
+A calibration map fitted on labelled reference data turns each score into the probability that
+the row is positive; summed per window it gives the expected confusion matrix, hence estimated
+accuracy, precision, recall, F1, specificity and ROC-AUC, each with a band of ±3 standard errors
+at the window's size. The per-window state is counts per calibration bin, which merge exactly.
+"""
+
+from __future__ import annotations
+
+from monitor.estimation._binary import BinaryData, estimate_binary
+from monitor.estimation._calibration import Calibration, fit_calibration
+from monitor.estimation._counts import ScoreCounts, count_scores, empty_counts
+from monitor.estimation._metrics import METRICS, Estimate, estimate_metrics
+from monitor.estimation._multiclass import (
+    MULTICLASS_METRICS,
+    MulticlassCalibration,
+    MulticlassData,
+    estimate_multiclass,
+    fit_multiclass,
+)
+from monitor.estimation._reconstruction import (
+    MultivariateResult,
+    ReconstructionModel,
+    fit_reconstruction,
+    multivariate_drift,
+    reconstruction_errors,
+)
+from monitor.estimation._results import Chunk, EstimationResult, chunk_bounds, period_chunks
+from monitor.estimation._run import EstimateOptions
+from monitor.estimation._stored import (
+    SETTINGS_KEY,
+    StoredEstimation,
+    fit_stored,
+    stored_estimation,
+)
+from monitor.estimation._stored_multivariate import (
+    MULTIVARIATE_KEY,
+    StoredMultivariate,
+    fit_stored_multivariate,
+    stored_multivariate,
+)
+
+__all__ = [
+    "METRICS",
+    "MULTIVARIATE_KEY",
+    "MULTICLASS_METRICS",
+    "SETTINGS_KEY",
+    "BinaryData",
+    "Calibration",
+    "Chunk",
+    "Estimate",
+    "EstimateOptions",
+    "EstimationResult",
+    "MulticlassCalibration",
+    "MulticlassData",
+    "MultivariateResult",
+    "ReconstructionModel",
+    "ScoreCounts",
+    "StoredEstimation",
+    "StoredMultivariate",
+    "chunk_bounds",
+    "period_chunks",
+    "count_scores",
+    "empty_counts",
+    "estimate_binary",
+    "estimate_metrics",
+    "estimate_multiclass",
+    "fit_calibration",
+    "fit_multiclass",
+    "fit_reconstruction",
+    "fit_stored",
+    "fit_stored_multivariate",
+    "multivariate_drift",
+    "reconstruction_errors",
+    "stored_estimation",
+    "stored_multivariate",
+]

@@ -1,0 +1,138 @@
+"""Estimated binary metrics from the expected confusion matrix, each with its standard error at
+the window's size (the spread of the realized value if the calibration holds)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from monitor.estimation._calibration import Array, Calibration
+from monitor.estimation._counts import ScoreCounts
+
+METRICS = ("roc_auc", "accuracy", "precision", "recall", "f1", "specificity")
+BAND_Z = 3.0  # band = estimate ± 3 standard errors (as NannyML's sampling-error bands)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One estimated metric: value, standard error, band and the rows it stands on."""
+
+    metric: str
+    estimated: float
+    se: float
+    ci_low: float
+    ci_high: float
+    n: int
+
+
+@dataclass(frozen=True)
+class _Expected:
+    tp: float
+    fp: float
+    fn: float
+    tn: float
+    var_pos: float  # sum of q(1-q) over predicted positives
+    var_neg: float
+    probability: Array
+    rows: Array  # per bin, both predicted classes
+
+
+def expected(calibration: Calibration, counts: ScoreCounts) -> _Expected:
+    """The expected confusion matrix of a window (sums of q and 1-q per predicted class)."""
+    c = counts.array()
+    q = np.asarray(calibration.probability)
+    v = q * (1 - q)
+    return _Expected(
+        tp=float(c[:, 1] @ q), fp=float(c[:, 1] @ (1 - q)),
+        fn=float(c[:, 0] @ q), tn=float(c[:, 0] @ (1 - q)),
+        var_pos=float(c[:, 1] @ v), var_neg=float(c[:, 0] @ v),
+        probability=q, rows=c.sum(axis=1),
+    )  # fmt: skip
+
+
+def estimate_metrics(
+    calibration: Calibration, counts: ScoreCounts, metrics: tuple[str, ...] = METRICS
+) -> list[Estimate]:
+    """Estimate each of `metrics` for the window `counts` describes."""
+    e = expected(calibration, counts)
+    n = counts.n
+    out = []
+    for name in metrics:
+        value, se = _ESTIMATORS[name](e)
+        out.append(_band(name, value, se, n))
+    return out
+
+
+def _band(name: str, value: float, se: float, n: int) -> Estimate:
+    low = max(0.0, value - BAND_Z * se)
+    high = min(1.0, value + BAND_Z * se)
+    return Estimate(name, value, se, low, high, n)
+
+
+def _ratio(num: float, den: float) -> float:
+    return num / den if den > 0 else 0.0
+
+
+def _binomial_se(p: float, n: float) -> float:
+    return math.sqrt(max(p * (1 - p), 0.0) / n) if n > 0 else 0.0
+
+
+def _accuracy(e: _Expected) -> tuple[float, float]:
+    n = e.tp + e.fp + e.fn + e.tn
+    return _ratio(e.tp + e.tn, n), _ratio(math.sqrt(e.var_pos + e.var_neg), n)
+
+
+def _precision(e: _Expected) -> tuple[float, float]:
+    # the denominator (predicted positives) is known: only the numerator varies
+    return _ratio(e.tp, e.tp + e.fp), _ratio(math.sqrt(e.var_pos), e.tp + e.fp)
+
+
+def _recall(e: _Expected) -> tuple[float, float]:
+    value = _ratio(e.tp, e.tp + e.fn)
+    return value, _binomial_se(value, e.tp + e.fn)
+
+
+def _specificity(e: _Expected) -> tuple[float, float]:
+    value = _ratio(e.tn, e.tn + e.fp)
+    return value, _binomial_se(value, e.tn + e.fp)
+
+
+def _f1(e: _Expected) -> tuple[float, float]:
+    value = _ratio(2 * e.tp, 2 * e.tp + e.fp + e.fn)
+    return value, _binomial_se(value, e.tp + (e.fp + e.fn) / 2)
+
+
+def _roc_auc(e: _Expected) -> tuple[float, float]:
+    return soft_auc(e.rows * e.probability, e.rows * (1 - e.probability))
+
+
+def soft_auc(pos: Array, neg: Array) -> tuple[float, float]:
+    """AUC of bins in score order holding `pos` expected positives and `neg` expected negatives
+    (ties within a bin count half: the AUC of a ranking that cannot order rows inside a bin),
+    and its Hanley–McNeil standard error; 0.5 and 0 when a class is expected to be absent."""
+    n1, n0 = float(pos.sum()), float(neg.sum())
+    if n1 <= 0 or n0 <= 0:
+        return 0.5, 0.0
+    above = np.cumsum(pos[::-1])[::-1] - pos  # expected positives in higher bins
+    auc = float((neg * (above + pos / 2)).sum() / (n1 * n0))
+    q1, q2 = auc / (2 - auc), 2 * auc * auc / (1 + auc)
+    var = (auc * (1 - auc) + (n1 - 1) * (q1 - auc**2) + (n0 - 1) * (q2 - auc**2)) / (n1 * n0)
+    return auc, math.sqrt(max(var, 0.0))
+
+
+def band(name: str, value: float, se: float, n: int) -> Estimate:
+    """The estimate with its band of ±BAND_Z standard errors, clipped to [0, 1]."""
+    return _band(name, value, se, n)
+
+
+_ESTIMATORS: dict[str, Callable[[_Expected], tuple[float, float]]] = {
+    "roc_auc": _roc_auc,
+    "accuracy": _accuracy,
+    "precision": _precision,
+    "recall": _recall,
+    "f1": _f1,
+    "specificity": _specificity,
+}

@@ -1,0 +1,161 @@
+"""CBPE for a multiclass classifier, one-vs-rest as NannyML does: each class's score gets its
+own binned calibration map, calibrated rows are normalised to sum to one, and the estimates are
+accuracy (mean calibrated probability of the predicted class), macro precision, recall and F1,
+and macro one-vs-rest ROC-AUC (each class's bins in its score order)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+
+import numpy as np
+from numpy.typing import NDArray
+
+from monitor.errors import InputError
+from monitor.estimation._calibration import DEFAULT_BINS, Array, Calibration, fit_calibration
+from monitor.estimation._metrics import Estimate, band, soft_auc
+from monitor.estimation._results import EstimationResult
+from monitor.estimation._run import EstimateOptions, Rows, Side, run
+from monitor.outcomes import metrics as m
+
+MULTICLASS_METRICS = ("roc_auc", "accuracy", "precision", "recall", "f1")
+
+
+@dataclass(frozen=True)
+class MulticlassData:
+    """Per row: one score per class (columns in `classes` order), the predicted class index,
+    the true class index (-1 where unknown; None: no label column) and the slice values."""
+
+    scores: NDArray[np.float64]
+    predicted: NDArray[np.intp]
+    labels: NDArray[np.intp] | None = None
+    slices: Mapping[str, NDArray[np.object_]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        n = self.scores.shape[0]
+        for name, values in [("prediction", self.predicted), ("label", self.labels),
+                             *self.slices.items()]:  # fmt: skip
+            if values is not None and len(values) != n:
+                raise InputError(f"{name} has {len(values)} rows, scores have {n}")
+
+
+@dataclass(frozen=True)
+class MulticlassCalibration:
+    """The classes in order and one one-vs-rest calibration map per class."""
+
+    classes: tuple[str, ...]
+    maps: tuple[Calibration, ...]
+
+    def calibrate(self, scores: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Calibrated probabilities per row and class, normalised to sum to one per row."""
+        cal = np.column_stack([c.calibrate(scores[:, k]) for k, c in enumerate(self.maps)])
+        total = cal.sum(axis=1, keepdims=True)
+        uniform = np.full_like(cal, 1.0 / len(self.maps))
+        return np.asarray(np.divide(cal, total, out=uniform, where=total > 0), dtype=np.float64)
+
+
+def fit_multiclass(
+    classes: Sequence[str], scores: NDArray[np.float64], labels: NDArray[np.intp],
+    bins: int = DEFAULT_BINS,
+) -> MulticlassCalibration:  # fmt: skip
+    """One-vs-rest binned calibration per class on labelled reference rows."""
+    known = labels >= 0
+    maps = tuple(
+        fit_calibration(scores[known, k], (labels[known] == k).astype(np.float64), 0.5, bins)
+        for k in range(len(classes))
+    )
+    return MulticlassCalibration(tuple(classes), maps)
+
+
+def estimate_multiclass(
+    calibration: MulticlassCalibration, reference: MulticlassData, current: MulticlassData,
+    options: EstimateOptions | None = None,
+) -> list[EstimationResult]:  # fmt: skip
+    """Results per (slice, chunk, metric) for a multiclass model."""
+    how = options or EstimateOptions(metrics=MULTICLASS_METRICS)
+    unknown = set(how.metrics) - set(MULTICLASS_METRICS)
+    if unknown:
+        raise InputError(f"multiclass estimates {', '.join(MULTICLASS_METRICS)}, "
+                         f"not {', '.join(sorted(unknown))}")  # fmt: skip
+    return run(_side(calibration, reference, how), _side(calibration, current, how), how)
+
+
+def _side(c: MulticlassCalibration, data: MulticlassData, how: EstimateOptions) -> Side:
+    finite: NDArray[np.bool_] = np.asarray(np.isfinite(data.scores).all(axis=1))
+    q = np.zeros_like(data.scores)
+    q[finite] = c.calibrate(data.scores[finite])
+    return Side(
+        data.scores.shape[0],
+        data.slices,
+        partial(_estimate, c, data, q, finite, how.metrics),
+        partial(_realized, data, len(c.classes)),
+    )
+
+
+def _estimate(
+    c: MulticlassCalibration, data: MulticlassData, q: Array, finite: NDArray[np.bool_],
+    metrics: tuple[str, ...], rows: Rows,
+) -> list[Estimate]:  # fmt: skip
+    rows = rows[finite[rows]]
+    q, pred, s = q[rows], data.predicted[rows], data.scores[rows]
+    k = len(c.classes)
+    onehot = np.eye(k, dtype=bool)[pred]
+    values = {
+        "accuracy": _accuracy(q, onehot),
+        "roc_auc": _macro_auc(c, q, s),
+        **_macro_confusion(q, onehot),
+    }
+    return [band(name, *values[name], int(rows.size)) for name in metrics]
+
+
+def _accuracy(q: Array, onehot: NDArray[np.bool_]) -> tuple[float, float]:
+    p = q[onehot]
+    if p.size == 0:
+        return 0.0, 0.0
+    return float(p.mean()), math.sqrt(float((p * (1 - p)).sum())) / p.size
+
+
+def _macro_auc(c: MulticlassCalibration, q: Array, s: Array) -> tuple[float, float]:
+    aucs, variances = [], []
+    for k, cal in enumerate(c.maps):
+        bins = cal.bin_of(s[:, k])
+        pos = np.bincount(bins, weights=q[:, k], minlength=cal.n_bins)
+        neg = np.bincount(bins, weights=1 - q[:, k], minlength=cal.n_bins)
+        auc, se = soft_auc(pos.astype(np.float64), neg.astype(np.float64))
+        aucs.append(auc)
+        variances.append(se * se)
+    return float(np.mean(aucs)), math.sqrt(sum(variances)) / len(aucs)
+
+
+def _macro_confusion(q: Array, onehot: NDArray[np.bool_]) -> dict[str, tuple[float, float]]:
+    tp = (q * onehot).sum(axis=0)
+    fp = ((1 - q) * onehot).sum(axis=0)
+    fn = (q * ~onehot).sum(axis=0)
+    precision = np.divide(tp, tp + fp, out=np.zeros_like(tp), where=tp + fp > 0)
+    recall = np.divide(tp, tp + fn, out=np.zeros_like(tp), where=tp + fn > 0)
+    f1 = np.divide(2 * tp, 2 * tp + fp + fn, out=np.zeros_like(tp), where=2 * tp + fp + fn > 0)
+    support = max(float(onehot.sum()), 1.0)
+    return {
+        name: (float(v.mean()), math.sqrt(max(v.mean() * (1 - v.mean()), 0.0) / support))
+        for name, v in (("precision", precision), ("recall", recall), ("f1", f1))
+    }
+
+
+def _realized(data: MulticlassData, k: int, metric: str, rows: Rows) -> float | None:
+    if data.labels is None:
+        return None
+    known = rows[data.labels[rows] >= 0]
+    if known.size == 0:
+        return None
+    y, pred, s = data.labels[known], data.predicted[known], data.scores[known]
+    if metric == "accuracy":
+        return float((y == pred).mean())
+    if metric == "roc_auc":
+        return float(np.mean([m.roc_auc((y == j).astype(np.float64), s[:, j]) for j in range(k)]))
+    per_class = [
+        getattr(m, metric)((y == j).astype(np.float64), (pred == j).astype(np.float64), 0.5)
+        for j in range(k)
+    ]
+    return float(np.mean(per_class))

@@ -1,0 +1,72 @@
+"""The frozen result row of an estimate and the reference-derived lower thresholds."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+import numpy as np
+
+from monitor.estimation._calibration import Array
+
+EstimateStatus = Literal["ok", "degraded", "insufficient_data"]
+THRESHOLD_K = 3.0  # lower threshold = mean - 3 std of the metric over reference chunks
+REFERENCE_CHUNKS = 10  # without a chunk size, the reference is cut into this many chunks
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Rows [start, end) of the data (by position), numbered from 0; with `--period`, the
+    start of the time window the rows fall in."""
+
+    index: int
+    start: int
+    end: int
+    period_start: datetime | None = None
+
+
+@dataclass(frozen=True)
+class EstimationResult:
+    """One metric for one (chunk, slice): estimate and band, the realized value where labels
+    are known, the reference-derived lower threshold and the verdict."""
+
+    metric: str
+    slice: dict[str, str] | None
+    chunk: Chunk | None
+    estimated: float | None
+    ci_low: float | None
+    ci_high: float | None
+    realized: float | None
+    threshold_low: float | None
+    n: int
+    status: EstimateStatus
+
+
+def lower_threshold(values: Array, k: float = THRESHOLD_K) -> float | None:
+    """mean - k·std of a metric over reference chunks (None with fewer than two chunks)."""
+    finite = values[np.isfinite(values)]
+    if finite.size < 2:
+        return None
+    return float(max(0.0, finite.mean() - k * finite.std(ddof=1)))
+
+
+def chunk_bounds(n: int, size: int | None, count: int = REFERENCE_CHUNKS) -> list[Chunk]:
+    """Contiguous chunks of `size` rows (the last one may be short), or `count` equal ones."""
+    if n == 0:
+        return []
+    if size is None:
+        size = max(1, -(-n // count))
+    return [Chunk(i, s, min(s + size, n)) for i, s in enumerate(range(0, n, size))]
+
+
+def period_chunks(window_starts: Sequence[datetime]) -> list[Chunk]:
+    """One chunk per run of equal window starts (rows sorted by time)."""
+    out: list[Chunk] = []
+    begin = 0
+    for i in range(1, len(window_starts) + 1):
+        if i == len(window_starts) or window_starts[i] != window_starts[begin]:
+            out.append(Chunk(len(out), begin, i, window_starts[begin]))
+            begin = i
+    return out
