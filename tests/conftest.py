@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import Engine
 
-from monitor.storage import make_engine, upgrade
+from migrations import upgrade
+from monitor.storage import make_engine
 from tests.services.postgres import PostgresServer
 
 REPO = Path(__file__).resolve().parent.parent

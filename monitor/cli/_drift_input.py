@@ -121,10 +121,10 @@ def _from_baseline(
     current: str, wanted: list[str] | None, slice_by: Sequence[str], roles: ColumnRoles,
     opts: dict[str, Any],
 ) -> DriftInputs:  # fmt: skip
+    from migrations import require_head
     from monitor._stream import profile_source
     from monitor.baselines import load_stored_baseline
     from monitor.datasets import open_source
-    from monitor.storage import require_head
 
     engine = engine_from_options(opts.get("database_url"), opts.get("config_path"))
     require_head(engine)

@@ -12,6 +12,7 @@ from typing import Any
 import click
 from sqlalchemy import select
 
+from migrations import prepare_for_writes, require_head
 from monitor.cli._table import echo_table
 from monitor.cli.common import (
     database_options,
@@ -21,15 +22,7 @@ from monitor.cli.common import (
 )
 from monitor.config import parse_duration
 from monitor.errors import InputError
-from monitor.storage import (
-    AlertNotification,
-    AlertState,
-    make_engine,
-    prepare_for_writes,
-    require_head,
-    transaction,
-    utcnow,
-)
+from monitor.storage import AlertNotification, AlertState, make_engine, transaction, utcnow
 
 
 def _echo_json(data: Any) -> None:

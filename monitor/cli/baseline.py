@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from migrations import prepare_for_writes, require_head
 from monitor.cli._progress import progress
 from monitor.cli._roles import check_slice_columns, role_options, roles_from, select_columns
 from monitor.cli._table import echo_table
 from monitor.cli.common import database_options, engine_from_options
 from monitor.errors import InputError
-from monitor.storage import prepare_for_writes, require_head
 
 if TYPE_CHECKING:
     from monitor._stream import StreamedProfile

@@ -14,10 +14,11 @@ from typing import Any
 import click
 from sqlalchemy.engine import Engine
 
+from migrations import prepare_for_writes, require_head
 from monitor.cli.common import load_checked_config
 from monitor.config import Config
 from monitor.failures import Failure, last_successes, list_failures
-from monitor.storage import make_engine, prepare_for_writes, require_head
+from monitor.storage import make_engine
 
 CONFIG_OPTION = click.option(
     "--config",

@@ -170,7 +170,8 @@ def _summary(verdict: Any, err: bool) -> None:
 def _record(opts: dict[str, Any], verdict: Any, err: bool) -> None:
     from guards.events import CollectingListener
     from guards.history import record_gate
-    from monitor.storage import make_engine, prepare_for_writes
+    from migrations import prepare_for_writes
+    from monitor.storage import make_engine
 
     engine = make_engine(resolve_database_url(opts["database_url"], opts["config_path"]))
     prepare_for_writes(engine)

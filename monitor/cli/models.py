@@ -14,7 +14,7 @@ from monitor.cli.common import database_options, engine_from_options
 
 
 def _engine(database_url: str | None, config_path: Path | None, write: bool = False) -> Engine:
-    from monitor.storage import prepare_for_writes, require_head
+    from migrations import prepare_for_writes, require_head
 
     engine = engine_from_options(database_url, config_path)
     (prepare_for_writes if write else require_head)(engine)

@@ -15,6 +15,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from sqlalchemy.engine import Engine
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from migrations import schema_state
 from monitor._version import __version__
 from monitor.config import Config
 from monitor.daemon.alerts_api import router as alerts_router
@@ -33,7 +34,6 @@ from monitor.errors import (
     StorageError,
 )
 from monitor.failures import failing_jobs, redact
-from monitor.storage import schema_state
 
 if TYPE_CHECKING:
     from guards.events import RollbackListener

@@ -16,13 +16,13 @@ import uvicorn
 from prometheus_client import CollectorRegistry
 from sqlalchemy.engine import Engine
 
+from migrations import prepare_for_writes
 from monitor.config import Config
 from monitor.daemon.app import DaemonState, create_app
 from monitor.daemon.intake import HttpIntake
 from monitor.daemon.retention import retention_job
 from monitor.daemon.scheduler import JobSpec, Scheduler
 from monitor.failures import Backoff
-from monitor.storage import prepare_for_writes
 
 log = logging.getLogger(__name__)
 

@@ -20,6 +20,7 @@ from rich.table import Table
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
+from migrations import upgrade
 from monitor.config import Config
 from monitor.daemon.wiring import build_service
 from monitor.demo.gates import CANDIDATES, GateOutcome, rollbacks, run_candidate
@@ -27,7 +28,7 @@ from monitor.demo.receiver import SignedWebhookReceiver
 from monitor.demo.setup import SECRET_ENV, TOKEN_ENV, create_baseline, demo_config, onnx_scorer
 from monitor.demo.stream import stream, wait_for
 from monitor.demo.traffic import TrafficPlan
-from monitor.storage import DriftResultRow, OutcomeResultRow, make_engine, session_factory, upgrade
+from monitor.storage import DriftResultRow, OutcomeResultRow, make_engine, session_factory
 
 STEPS = 6
 

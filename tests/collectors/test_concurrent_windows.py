@@ -11,8 +11,9 @@ import orjson
 from sqlalchemy import text
 
 from collectors import BatchResult, Ingestor, RawRecord
+from migrations import upgrade
 from monitor.config import CollectConfig, ModelConfig
-from monitor.storage import WindowCount, make_engine, upgrade
+from monitor.storage import WindowCount, make_engine
 from tests.collectors.conftest import T0, aggregated, event
 from tests.services.postgres import PostgresServer
 

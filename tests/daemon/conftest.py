@@ -17,7 +17,8 @@ from sqlalchemy import select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
-from monitor.storage import JobRun, make_engine, upgrade
+from migrations import upgrade
+from monitor.storage import JobRun, make_engine
 from tests.conftest import REPO
 from tests.services.net import free_port
 

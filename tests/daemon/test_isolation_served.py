@@ -10,8 +10,9 @@ import httpx
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
+from migrations import upgrade
 from monitor.config import ModelConfig
-from monitor.storage import DriftResultRow, session_factory, upgrade
+from monitor.storage import DriftResultRow, session_factory
 from tests.conftest import run_cli
 from tests.daemon.conftest import ServerProcess
 from tests.daemon.isolation_data import START, WINDOW, baseline, events, ingest, poison_window

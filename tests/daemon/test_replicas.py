@@ -7,7 +7,8 @@ from pathlib import Path
 
 from sqlalchemy import select
 
-from monitor.storage import JobRun, make_engine, session_factory, upgrade
+from migrations import upgrade
+from monitor.storage import JobRun, make_engine, session_factory
 from tests.daemon.conftest import ServerProcess, write_config
 from tests.services.postgres import PostgresServer
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import httpx
 
-from monitor.storage import make_engine, upgrade
+from migrations import upgrade
+from monitor.storage import make_engine
 from tests.daemon.conftest import ServerProcess, auth, write_config
 from tests.daemon.test_api_ingest import event, totals, window_events
 

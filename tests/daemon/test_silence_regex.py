@@ -10,8 +10,9 @@ import httpx
 from sqlalchemy import select
 
 from alerts import Evaluator, Signal
+from migrations import upgrade
 from monitor.config.alerts import AlertsConfig, RuleConfig
-from monitor.storage import JobRun, make_engine, session_factory, upgrade, utcnow
+from monitor.storage import JobRun, make_engine, session_factory, utcnow
 from tests.daemon.conftest import ServerProcess, auth, write_config
 
 # Backtracking engines take minutes on `(.*){20}X` against a 40-character label that does not

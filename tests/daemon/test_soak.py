@@ -25,6 +25,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
+from migrations import upgrade
 from monitor.baselines import save_baseline
 from monitor.profiles import OVERALL, profile_frame, specs_for
 from monitor.storage import (
@@ -33,7 +34,6 @@ from monitor.storage import (
     WindowCount,
     make_engine,
     session_factory,
-    upgrade,
 )
 from tests.alerts.receiver import RecordingReceiver
 from tests.daemon.conftest import ServerProcess, auth

@@ -20,13 +20,14 @@ from sqlalchemy.engine import Engine
 
 from alerts import Evaluator
 from dashboards.metrics import ModelwatchMetrics
+from migrations import upgrade
 from monitor.config import Config, parse_config
 from monitor.daemon.signals import guard_signal
 from monitor.daemon.supervisor import SupervisedComponent
 from monitor.daemon.wiring import ComponentHealth, delivery_component
 from monitor.demo.receiver import SignedWebhookReceiver
 from monitor.failures import Backoff, list_failures
-from monitor.storage import make_engine, upgrade
+from monitor.storage import make_engine
 from tests.services.postgres import PostgresServer
 
 SECRET = "supervision-secret"

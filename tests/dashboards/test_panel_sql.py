@@ -13,7 +13,8 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from dashboards.render import build_dashboards
-from monitor.storage import make_engine, upgrade
+from migrations import upgrade
+from monitor.storage import make_engine
 from tests.dashboards.grafana_sql import GrafanaContext
 from tests.dashboards.seed import MODEL, VERSION, seed_all
 from tests.services.postgres import PostgresServer
