@@ -1,4 +1,12 @@
-"""Shared fixtures: databases on both backends, CLI runner."""
+"""Shared fixtures: databases on both backends, CLI runner; test-lane markers applied here.
+
+Markers come from what a test uses, so a new test gets them without remembering to:
+`pg` (PostgreSQL), `kafka` (the Kafka broker), `services` (any external service: PostgreSQL,
+Kafka, Prometheus, Alertmanager) and `slow` (a `modelwatch serve` subprocess). A test uses a
+service when it requests a fixture listed in FIXTURE_MARKS (directly or through another fixture),
+runs the PostgreSQL half of `database_url`, or its module imports a class listed in CLASS_MARKS.
+`./dev test --fast` deselects `slow` and `services`.
+"""
 
 from __future__ import annotations
 
@@ -13,9 +21,51 @@ from sqlalchemy.engine import Engine
 
 from migrations import upgrade
 from monitor.storage import make_engine
+from tests.services.alertmanager import AlertmanagerServer
+from tests.services.kafka import KafkaBroker
 from tests.services.postgres import PostgresServer
+from tests.services.prometheus import PrometheusServer
 
 REPO = Path(__file__).resolve().parent.parent
+
+PG = ("pg", "services")
+KAFKA = ("kafka", "services")
+FIXTURE_MARKS: dict[str, tuple[str, ...]] = {
+    "postgres": PG,
+    "own_postgres": PG,
+    "kafka": KAFKA,
+    "alertmanager": ("services",),
+    "server": ("slow",),
+    "idle_server": ("slow",),
+}
+CLASS_MARKS: dict[type, tuple[str, ...]] = {
+    PostgresServer: PG,
+    KafkaBroker: KAFKA,
+    PrometheusServer: ("services",),
+    AlertmanagerServer: ("services",),
+}
+
+
+def lane_marks(item: pytest.Item) -> set[str]:
+    """The lane markers a test earns from its fixtures, parameters and module imports."""
+    names = set(getattr(item, "fixturenames", ()))
+    marks = {mark for name in names & FIXTURE_MARKS.keys() for mark in FIXTURE_MARKS[name]}
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and callspec.params.get("database_url") == "postgresql":
+        marks.update(PG)
+    module = vars(getattr(item, "module", None) or object)
+    for cls, extra in CLASS_MARKS.items():
+        if any(value is cls for value in module.values()):
+            marks.update(extra)
+    if "postgres" in item.keywords:  # the old explicit marker, still accepted
+        marks.update(PG)
+    return marks
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for mark in sorted(lane_marks(item)):
+            item.add_marker(mark)
 
 
 def _cluster() -> Iterator[PostgresServer]:

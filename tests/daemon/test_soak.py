@@ -39,7 +39,7 @@ from tests.alerts.receiver import RecordingReceiver
 from tests.daemon.conftest import ServerProcess, auth
 from tests.services.postgres import PostgresServer
 
-pytestmark = [pytest.mark.slow, pytest.mark.postgres]
+pytestmark = pytest.mark.slow
 
 DRIVE_S = 150.0  # "a few minutes" with the start, the outage and the settling
 OUTAGE_AT_S = 60.0

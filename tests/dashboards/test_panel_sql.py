@@ -67,7 +67,6 @@ def numeric_columns(columns: list[str], rows: list[tuple[Any, ...]]) -> list[str
     return out
 
 
-@pytest.mark.postgres
 @pytest.mark.parametrize(("kind", "sql"), TARGETS)
 def test_panel_query_returns_what_its_panel_needs(
     seeded: tuple[Engine, GrafanaContext], kind: str, sql: str
@@ -87,7 +86,6 @@ def test_panel_query_returns_what_its_panel_needs(
         assert kind == "table" and columns
 
 
-@pytest.mark.postgres
 @pytest.mark.parametrize("sql", VARIABLES)
 def test_variable_query_offers_values(seeded: tuple[Engine, GrafanaContext], sql: str) -> None:
     _, rows = run(seeded, sql)
@@ -99,7 +97,6 @@ def panel_sql(uid: str, title: str, ref: str = "A") -> str:
     return str(next(t for t in panel["targets"] if t["refId"] == ref)["rawSql"])
 
 
-@pytest.mark.postgres
 def test_panels_show_the_seeded_facts(seeded: tuple[Engine, GrafanaContext]) -> None:
     # Drift of `amount` in region=eu crosses its threshold (0.2) in the latest window.
     assert run(seeded, panel_sql("modelwatch-drift", "Drifted now"))[1] == [(1,)]
