@@ -10,16 +10,22 @@ runs the PostgreSQL half of `database_url`, or its module imports a class listed
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+import traceback
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from sqlalchemy.engine import Engine
 
 from migrations import upgrade
+from monitor.cli.main import main
 from monitor.storage import make_engine
 from tests.services.alertmanager import AlertmanagerServer
 from tests.services.kafka import KafkaBroker
@@ -123,7 +129,48 @@ def sqlite_engine(tmp_path: Path) -> Iterator[Engine]:
 def run_cli(
     *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:
-    """Run `modelwatch ARGS` in a subprocess, as a user would, against this checkout."""
+    """Run `modelwatch ARGS` in this process, as a user would see it: exit status, stdout, stderr.
+
+    Through the same `main` as the console script (so exit 2 and one-line errors are what a user
+    gets), with click's CliRunner capturing the streams: no interpreter start, no re-import of
+    pandas and friends per call. A command that must run as its own process (a daemon, a signal,
+    a crash, the `python -m monitor` entry point itself) uses `run_cli_process`. `timeout` only
+    applies there; an in-process command cannot be cut off.
+    """
+    del timeout
+    environ: dict[str, str | None] = {"MODELWATCH_DATABASE_URL": None, **(env or {})}
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    runner = CliRunner()
+    with contextlib.chdir(cwd or Path.cwd()), runner.isolation(env=environ) as (out, err, _):
+        try:
+            code = _exit_code(main, list(args))
+        finally:  # what a command sets up for its own process must not outlive it here
+            root.handlers[:], root.level = saved
+            for sig, handler in handlers.items():
+                signal.signal(sig, handler)
+        return subprocess.CompletedProcess(
+            ["modelwatch", *args], code, out.getvalue().decode(), err.getvalue().decode()
+        )
+
+
+def _exit_code(entry: Callable[[list[str]], object], argv: list[str]) -> int:
+    """Call the CLI's entry point; a traceback lands on stderr and exits 1, as in a process."""
+    try:
+        entry(argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except Exception:
+        traceback.print_exc(file=sys.stderr)
+        return 1
+    return 0
+
+
+def run_cli_process(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """Run `modelwatch ARGS` in a subprocess (`python -m monitor`), against this checkout."""
     full_env = {k: v for k, v in os.environ.items() if k != "MODELWATCH_DATABASE_URL"}
     full_env.update(env or {})
     full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), full_env.get("PYTHONPATH")]))

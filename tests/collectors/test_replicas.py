@@ -33,6 +33,7 @@ from tests.collectors.test_crash import kill9
 from tests.conftest import REPO, run_cli
 from tests.services.kafka import KafkaBroker
 from tests.services.postgres import PostgresServer
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 PER_ROUND = 4000
@@ -66,10 +67,7 @@ def current(log: Path) -> set[int]:
 
 
 def wait_for(what: str, check: Callable[[], bool], timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
+    wait_until(check, what, timeout, interval=0.2)
 
 
 def events(engine: Engine) -> int:
@@ -112,8 +110,10 @@ def test_replicas_share_partitions_and_survive_a_kill9(
         # replica started after the kill may join in that rebalance or in a later one.
         wait_for(
             "the survivors, the new replica among them, to hold all partitions",
-            lambda: bool(current(logs[3]))
-            and set().union(*(current(logs[i]) for i in survivors)) == {0, 1, 2, 3},
+            lambda: (
+                bool(current(logs[3]))
+                and set().union(*(current(logs[i]) for i in survivors)) == {0, 1, 2, 3}
+            ),
         )
         wait_for("every event counted", lambda: events(engine) >= 6 * PER_ROUND)
         time.sleep(2)  # a double count would land after the total was first reached

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.conftest import REPO, run_cli
+from tests.conftest import REPO, run_cli, run_cli_process
 from tests.daemon.conftest import CONFIG, TOKENS
 from tests.services.net import free_port
 
@@ -85,5 +85,5 @@ def test_debug_level_shows_scheduler_ticks(tmp_path: Path) -> None:
 
 
 def test_bad_log_level_is_refused(tmp_path: Path) -> None:
-    out = run_cli("serve", "--config", str(_config(tmp_path)), "--log-level", "loud")
+    out = run_cli_process("serve", "--config", str(_config(tmp_path)), "--log-level", "loud")
     assert out.returncode == 2 and "--log-level" in out.stderr

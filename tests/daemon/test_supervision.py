@@ -29,6 +29,7 @@ from monitor.demo.receiver import SignedWebhookReceiver
 from monitor.failures import Backoff, list_failures
 from monitor.storage import make_engine
 from tests.services.postgres import PostgresServer
+from tests.waiting import wait_until
 
 SECRET = "supervision-secret"
 
@@ -58,12 +59,7 @@ def _raise_alert(engine: Engine, config: Config, version: str) -> None:
 
 
 def _wait(condition: Callable[[], bool], timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    raise AssertionError("condition not met in time")
+    wait_until(condition, getattr(condition, "__name__", "the condition"), timeout)
 
 
 def _versions(receiver: SignedWebhookReceiver) -> set[str]:
