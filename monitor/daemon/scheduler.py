@@ -96,9 +96,10 @@ class Scheduler:
         with self._idle:
             self._active[name] = self._active.get(name, 0) + 1
         try:
-            start = window_start(now or utcnow(), spec.interval_s)
+            now = now or utcnow()
+            start = window_start(now, spec.interval_s)
             try:
-                run = claim(self._engine, name, start.isoformat(), self._holder, self._lease_s)
+                run = claim(self._engine, name, start.isoformat(), self._holder, self._lease_s, now)
             except Exception as exc:  # e.g. the database restarting; the next tick tries again
                 self._failed(spec.name, exc)
                 return False
