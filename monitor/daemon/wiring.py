@@ -13,7 +13,7 @@ import httpx
 from prometheus_client import CollectorRegistry
 from sqlalchemy.engine import Engine
 
-from alerts import DeliveryWorker, Evaluator, Signal
+from alerts import SIGNAL_KINDS, DeliveryWorker, Evaluator, Signal
 from dashboards.metrics import ModelwatchMetrics
 from monitor.config import Config
 from monitor.daemon.evaluation import EVALUATE_JOB, WindowEvaluation, WindowEvaluator
@@ -33,16 +33,6 @@ from monitor.storage import utcnow
 
 log = logging.getLogger(__name__)
 
-MONITOR_KINDS = (
-    "drift",
-    "drift_count",
-    "outcome",
-    "guard",
-    "evaluation_failed",
-    "ingest_lag",
-    "dead_letter_rate",
-    "no_data",
-)
 ALERTS_JOB = "alerts"
 COMPONENTS_JOB = "components"
 SignalsOf = Callable[[datetime], list[Signal]]
@@ -154,7 +144,7 @@ class Monitoring:
             s for name, produce in self.producers() for s in self._signals(name, produce, now)
         ]
         self.isolation.attempt(
-            "rules", functools.partial(self.alerts.evaluate, signals, now, kinds=MONITOR_KINDS)
+            "rules", functools.partial(self.alerts.evaluate, signals, now, kinds=SIGNAL_KINDS)
         )
         if self.publisher is not None and self.metrics is not None:
             for done in evaluated:

@@ -13,7 +13,7 @@ from monitor.config import Config
 from monitor.daemon.signals import guard_signal
 from monitor.storage import RollbackEvent, session_factory, utcnow
 
-# candidate key in guards.builders.fraud_suite -> (registry version, preset)
+# candidate key in monitor.demo.models.fraud_suite -> (registry version, preset)
 CANDIDATES = {
     "fp16": ("2-fp16", "fp16"),
     "int8_good": ("3-int8", "int8"),

@@ -114,8 +114,8 @@ def _steps(
     console: Console,
     serve: bool,
 ) -> dict[str, Any]:
-    from guards.builders import fraud_golden, fraud_suite
     from guards.registry import register_version
+    from monitor.demo.models import fraud_golden, fraud_suite
 
     wd = state.workdir
     step("building the reference model and fp16/int8 builds")

@@ -150,7 +150,7 @@ class ReleaseModels:
 
 @pytest.fixture(scope="session")
 def release_models(tmp_path_factory: pytest.TempPathFactory) -> ReleaseModels:
-    from guards import builders
+    from monitor.demo import models as builders
 
     directory = tmp_path_factory.mktemp("release")
     ref = builders.save(builders.fraud_classifier(), directory / "fraud_fp32.onnx")
