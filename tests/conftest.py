@@ -2,10 +2,10 @@
 
 Markers come from what a test uses, so a new test gets them without remembering to:
 `pg` (PostgreSQL), `kafka` (the Kafka broker), `services` (any external service: PostgreSQL,
-Kafka, Prometheus, Alertmanager) and `slow` (a `modelwatch serve` subprocess). A test uses a
-service when it requests a fixture listed in FIXTURE_MARKS (directly or through another fixture),
-runs the PostgreSQL half of `database_url`, or its module imports a class listed in CLASS_MARKS.
-`./dev test --fast` deselects `slow` and `services`.
+Kafka, Prometheus, Alertmanager) and `slow` (a `modelwatch serve` subprocess). A test uses one
+when it requests a fixture listed in FIXTURE_MARKS (directly or through another fixture), runs
+the PostgreSQL half of `database_url`, or its module imports a class in CLASS_MARKS or
+SLOW_CLASSES. `./dev test --fast` deselects `slow` and `services`.
 """
 
 from __future__ import annotations
@@ -50,6 +50,8 @@ CLASS_MARKS: dict[type, tuple[str, ...]] = {
     PrometheusServer: ("services",),
     AlertmanagerServer: ("services",),
 }
+# A module that starts `modelwatch serve` itself: imported lazily (tests.daemon imports this file).
+SLOW_CLASSES = ("ServerProcess",)
 
 
 def lane_marks(item: pytest.Item) -> set[str]:
@@ -63,6 +65,8 @@ def lane_marks(item: pytest.Item) -> set[str]:
     for cls, extra in CLASS_MARKS.items():
         if any(value is cls for value in module.values()):
             marks.update(extra)
+    if any(getattr(value, "__qualname__", None) in SLOW_CLASSES for value in module.values()):
+        marks.add("slow")
     if "postgres" in item.keywords:  # the old explicit marker, still accepted
         marks.update(PG)
     return marks

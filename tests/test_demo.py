@@ -11,6 +11,9 @@ import pytest
 
 from tests.conftest import run_cli_process
 
+# the whole demo in its own process
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:

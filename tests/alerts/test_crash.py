@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 import yaml
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
@@ -24,6 +25,9 @@ from tests.alerts.conftest import drift
 from tests.alerts.receiver import RecordingReceiver
 from tests.conftest import REPO
 from tests.waiting import wait_until
+
+# delivery workers in their own processes, killed with -9
+pytestmark = pytest.mark.slow
 
 SECRET = "crash-test-secret"
 

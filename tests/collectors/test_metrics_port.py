@@ -10,11 +10,15 @@ from pathlib import Path
 
 import httpx
 import orjson
+import pytest
 
 from tests.collectors.conftest import event, write_config
 from tests.conftest import REPO, run_cli
 from tests.services.net import free_port
 from tests.waiting import wait_until
+
+# `modelwatch collect` in its own process
+pytestmark = pytest.mark.slow
 
 
 def _sample(text: str, name: str, labels: str) -> float | None:

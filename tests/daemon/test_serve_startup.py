@@ -12,10 +12,14 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.conftest import REPO, run_cli, run_cli_process
 from tests.daemon.conftest import CONFIG, TOKENS
 from tests.services.net import free_port
+
+# each test starts `python -m monitor serve`
+pytestmark = pytest.mark.slow
 
 
 def _config(tmp_path: Path) -> Path:
