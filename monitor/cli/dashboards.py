@@ -7,6 +7,8 @@ from pathlib import Path
 import click
 
 from dashboards.datasource import DatasourceSpec
+from dashboards.export import export
+from dashboards.provision import Provisioner
 from monitor.cli.common import database_options, resolve_database_url
 from monitor.errors import ConfigError
 
@@ -66,8 +68,6 @@ def export_cmd(
     dashboards_path: str | None,
 ) -> None:
     """Write Grafana file provisioning (datasource, dashboard provider, dashboards) to DIRECTORY."""
-    from dashboards.export import export
-
     spec = _datasource(datasource_url, database_url, config_path, datasource_uid, datasource_name)
     result = export(directory, spec, folder, dashboards_path)
     for path in (*result.dashboards, result.datasource_file, result.provider_file):
@@ -98,8 +98,6 @@ def provision_cmd(
 ) -> None:
     """Create or update the folder, datasource and dashboards in a running Grafana."""
     from grafana_client.api import GrafanaApi
-
-    from dashboards.provision import Provisioner
 
     if token and user:
         raise ConfigError("grafana: pass either --token or --user/--password, not both")

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from monitor.demo.run import run_demo
+
 
 @click.command()
 @click.option(
@@ -21,8 +23,6 @@ def demo(workdir: Path, serve: bool) -> None:
     import logging
 
     from rich.console import Console
-
-    from monitor.demo.run import run_demo
 
     logging.basicConfig(level=logging.ERROR)
     console = Console()

@@ -18,12 +18,18 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.json_schema import SkipJsonSchema
 from sqlalchemy.orm import Session
 
+from guards import registry
+from guards.gate import GateRequest, run_gate
+from guards.golden import load_golden
+from guards.history import latest_verdict, record_gate
+from guards.policy import preset
+from guards.registry import rollback
 from monitor.config import GatePolicyConfig, GuardsConfig
 from monitor.config.guards import GoldenSetConfig
 from monitor.daemon.auth import requires
 from monitor.daemon.common import ApiModel, daemon, errors
 from monitor.errors import ConflictError, InputError, NotFoundError
-from monitor.storage import Model, ModelVersion
+from monitor.storage import Model, ModelVersion, transaction
 
 router = APIRouter(tags=["release"])
 
@@ -148,8 +154,6 @@ def gate_verdict(
     ),
 ) -> JSONResponse:
     """The latest gate verdict of a model version: 200 pass, 409 fail/inconclusive, 404 none."""
-    from guards.history import latest_verdict
-
     doc = latest_verdict(daemon(request).engine, model, version)
     if doc is None:
         raise NotFoundError(f"no gate run recorded for model {model!r} version {version!r}")
@@ -170,9 +174,6 @@ def run_guard(
 ) -> JSONResponse:
     """Run the gate for a registered version against its reference; record it (rollback rules
     apply) and answer with the verdict: 200 pass, 409 fail or inconclusive."""
-    from guards.gate import run_gate
-    from guards.history import record_gate
-
     state = daemon(request)
     body = body or GuardRunRequest()
     golden_name, golden_cfg = _golden_config(state.config.guards, model, body)
@@ -201,9 +202,6 @@ def run_guard(
 
 
 def _artifacts(engine: Any, model: str, version: str, body: GuardRunRequest) -> tuple[Path, Path]:
-    from guards import registry
-    from monitor.storage import transaction
-
     with transaction(engine) as session:
         row = registry.find_model(session, model)
         candidate = registry.find_version(session, row, version)
@@ -217,8 +215,6 @@ def _artifacts(engine: Any, model: str, version: str, body: GuardRunRequest) -> 
 def _reference(
     session: Session, row: Model, candidate: ModelVersion, body: GuardRunRequest
 ) -> Path:
-    from guards import registry
-
     chosen: ModelVersion | None
     if body.reference_version is not None:
         chosen = registry.find_version(session, row, body.reference_version)
@@ -256,10 +252,6 @@ def _gate_request(
     body: GuardRunRequest,
     cfg: GuardsConfig,
 ) -> Any:
-    from guards.gate import GateRequest
-    from guards.golden import load_golden
-    from guards.policy import preset
-
     policy = preset(golden.preset)
     for overrides in (cfg.presets.get(golden.preset), body.thresholds):
         if overrides is not None:
@@ -291,8 +283,6 @@ def _gate_request(
 )
 def rollback_model(model: str, body: RollbackRequest, request: Request) -> RollbackResult:
     """Move `active` to `to` (default: last-known-good); repeating it changes nothing."""
-    from guards.registry import rollback
-
     state = daemon(request)
     outcome = rollback(
         state.engine, model, body.to, reason=body.reason, listener=state.rollback_listener

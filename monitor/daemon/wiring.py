@@ -14,7 +14,9 @@ from prometheus_client import CollectorRegistry
 from sqlalchemy.engine import Engine
 
 from alerts import SIGNAL_KINDS, DeliveryWorker, Evaluator, Signal
+from collectors.runner import RunState, run
 from dashboards.metrics import ModelwatchMetrics
+from guards.registry import rollback
 from monitor.config import Config
 from monitor.daemon.evaluation import EVALUATE_JOB, WindowEvaluation, WindowEvaluator
 from monitor.daemon.health_signals import (
@@ -69,7 +71,6 @@ def collectors_components(
 ) -> list[SupervisedComponent]:
     """One supervised component per configured source (`collectors:<source>`), so a source
     that dies is restarted alone and never stops the others."""
-    from collectors.runner import RunState, run
 
     def loop(source_config: Any, stop: threading.Event) -> None:
         one = config.model_copy(update={"sources": [source_config]})
@@ -84,7 +85,6 @@ def collectors_components(
 
 def rollback_handler(engine: Engine) -> Callable[[dict[str, Any]], None]:
     """Carries out a `rollback` alert action through the guards registry (idempotent)."""
-    from guards.registry import rollback
 
     def handle(payload: dict[str, Any]) -> None:
         rollback(engine, payload["model"], reason=f"alert {payload.get('rule', '')} fired")
