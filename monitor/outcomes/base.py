@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -78,3 +78,7 @@ class OutcomeResult:
     tolerance: float | None
     n: int
     status: OutcomeStatus
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document of the result: every field, by name."""
+        return asdict(self)
