@@ -13,33 +13,28 @@ from typing import Any
 import orjson
 
 from collectors.base import Adapter, DecodeError
-from monitor.errors import RegistryError
+from monitor.registry import Registry
 
 AdapterFactory = Callable[[Mapping[str, Any]], Adapter]
 
-_REGISTRY: dict[str, AdapterFactory] = {}
+ADAPTERS: Registry[AdapterFactory] = Registry("format")
 
 
 def register_adapter(name: str, factory: AdapterFactory) -> None:
     """Register an adapter factory under `name`; a name registers once."""
-    if name in _REGISTRY:
-        raise RegistryError(f"adapter {name!r} is already registered")
-    _REGISTRY[name] = factory
+    ADAPTERS.add(name, factory)
 
 
 def adapter_names() -> list[str]:
     """Registered adapter names, sorted."""
     _load_builtins()
-    return sorted(_REGISTRY)
+    return ADAPTERS.names()
 
 
 def make_adapter(name: str, options: Mapping[str, Any] | None = None) -> Adapter:
     """The adapter registered as `name`; RegistryError lists the valid names."""
     _load_builtins()
-    factory = _REGISTRY.get(name)
-    if factory is None:
-        raise RegistryError(f"unknown format {name!r}; valid: {', '.join(sorted(_REGISTRY))}")
-    return factory(options or {})
+    return ADAPTERS.lookup(name)(options or {})
 
 
 def loads(payload: bytes) -> Any:

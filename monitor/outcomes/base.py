@@ -9,8 +9,8 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from monitor.errors import RegistryError
 from monitor.outcomes import metrics as m
+from monitor.registry import Registry
 
 OutcomeStatus = Literal["ok", "degraded", "insufficient_data"]
 Task = Literal["classification", "regression"]
@@ -34,21 +34,20 @@ class Metric:
     proportion: bool = False
 
 
-METRICS: dict[str, Metric] = {
-    x.name: x
-    for x in (
-        Metric("accuracy", m.accuracy, "classification", True, proportion=True),
-        Metric("precision", m.precision, "classification", True, "predicted_positive", True),
-        Metric("recall", m.recall, "classification", True, "actual_positive", True),
-        Metric("f1", m.f1, "classification", True),
-        Metric("roc_auc", m.roc_auc, "classification", True),
-        Metric("log_loss", m.log_loss, "classification", False),
-        Metric("ece", m.ece, "classification", False),
-        Metric("mae", m.mae, "regression", False),
-        Metric("rmse", m.rmse, "regression", False),
-        Metric("mape", m.mape, "regression", False),
-    )
-}
+METRICS: Registry[Metric] = Registry("outcome metric")
+for _metric in (
+    Metric("accuracy", m.accuracy, "classification", True, proportion=True),
+    Metric("precision", m.precision, "classification", True, "predicted_positive", True),
+    Metric("recall", m.recall, "classification", True, "actual_positive", True),
+    Metric("f1", m.f1, "classification", True),
+    Metric("roc_auc", m.roc_auc, "classification", True),
+    Metric("log_loss", m.log_loss, "classification", False),
+    Metric("ece", m.ece, "classification", False),
+    Metric("mae", m.mae, "regression", False),
+    Metric("rmse", m.rmse, "regression", False),
+    Metric("mape", m.mape, "regression", False),
+):
+    METRICS.add(_metric.name, _metric)
 DEFAULT_METRICS: dict[Task, tuple[str, ...]] = {
     "classification": ("accuracy", "precision", "recall", "f1", "roc_auc", "log_loss", "ece"),
     "regression": ("mae", "rmse", "mape"),
@@ -57,12 +56,7 @@ DEFAULT_METRICS: dict[Task, tuple[str, ...]] = {
 
 def get_metric(name: str) -> Metric:
     """The metric called `name`; RegistryError listing valid names otherwise."""
-    try:
-        return METRICS[name]
-    except KeyError:
-        raise RegistryError(
-            f"unknown outcome metric '{name}'; valid: {', '.join(sorted(METRICS))}"
-        ) from None
+    return METRICS.lookup(name)
 
 
 @dataclass(frozen=True)
