@@ -10,6 +10,8 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from rich.console import Console
+
 Step = Callable[[str], None]
 
 
@@ -24,7 +26,6 @@ def progress(first: str) -> Iterator[Step]:
     if not enabled():
         yield lambda _text: None
         return
-    from rich.console import Console
 
     with Console(stderr=True).status(first) as status:
         yield lambda text: status.update(text)

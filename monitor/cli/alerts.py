@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+import httpx
 from sqlalchemy import select
 
 from alerts.delivery import DeliveryWorker
@@ -115,7 +116,6 @@ def _outbox_row(r: AlertNotification) -> dict[str, Any]:
 @click.option("--once", is_flag=True, help="Deliver what is due now, then exit.")
 def deliver_cmd(config_path: Path, database_url: str | None, once: bool) -> None:
     """Run the outbox delivery worker until interrupted (SIGTERM/SIGINT stop it cleanly)."""
-    import httpx
 
     cfg = load_checked_config(config_path)
     engine = make_engine(resolve_database_url(database_url, config_path))

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
@@ -219,8 +221,6 @@ def _profile_spark(
     categorical: tuple[str, ...] = (),
 ) -> tuple[StreamedProfile, str, str | None]:
     """Profile a Spark table or path; Spark sources have no content digest."""
-    import os
-    import sys
 
     try:
         from pyspark.sql import SparkSession

@@ -12,6 +12,7 @@ from types import FrameType
 from typing import Any
 
 import click
+from prometheus_client import CollectorRegistry
 from sqlalchemy.engine import Engine
 
 from collectors.runner import RunState, run
@@ -73,7 +74,6 @@ def collect(
 
 def _serve_metrics(engine: Engine, config: Config, port: int, stop: threading.Event) -> None:
     """Expose /metrics, refreshed from the database every second until `stop`."""
-    from prometheus_client import CollectorRegistry
 
     registry = CollectorRegistry()
     publisher = MetricsPublisher(engine, ModelwatchMetrics(registry, config.models))

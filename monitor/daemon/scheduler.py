@@ -12,6 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from apscheduler.executors.pool import ThreadPoolExecutor
+from apscheduler.jobstores.memory import MemoryJobStore
+from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy.engine import Engine
 
 from monitor.daemon.leases import Claim, claim, finish
@@ -52,9 +55,6 @@ class Scheduler:
         on_failure: Callable[[str], None] | None = None,
         on_success: Callable[[str, float], None] | None = None,
     ) -> None:
-        from apscheduler.executors.pool import ThreadPoolExecutor
-        from apscheduler.jobstores.memory import MemoryJobStore
-        from apscheduler.schedulers.background import BackgroundScheduler
 
         self._engine = engine
         self._holder = holder
