@@ -18,8 +18,9 @@ from pathlib import Path
 import httpx
 
 from alerts import DeliveryWorker, Evaluator, Signal
+from migrations import upgrade
 from monitor.config.alerts import AlertsConfig
-from monitor.storage import make_engine, upgrade
+from monitor.storage import make_engine
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.alerts.receiver import RecordingReceiver  # noqa: E402

@@ -38,7 +38,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.ingest import make_events  # noqa: E402
-from monitor.storage import make_engine, upgrade  # noqa: E402
+from migrations import upgrade  # noqa: E402
+from monitor.storage import make_engine  # noqa: E402
 from tests.services.net import free_port  # noqa: E402
 
 TOKEN = "bench-ingest-token"

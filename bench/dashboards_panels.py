@@ -15,9 +15,10 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import text
 
 from dashboards.render import build_dashboards
+from migrations import upgrade
 from monitor.detectors import DriftResult
 from monitor.results import store_drift_results
-from monitor.storage import make_engine, upgrade
+from monitor.storage import make_engine
 from tests.dashboards.grafana_sql import GrafanaContext
 from tests.services.postgres import PostgresServer
 

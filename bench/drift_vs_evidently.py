@@ -61,7 +61,8 @@ else:
     from monitor.detectors import evaluate
     from monitor.profiles import profile_frame, specs_for
     from monitor.baselines import load_baseline, save_baseline
-    from monitor.storage import make_engine, upgrade
+    from migrations import upgrade
+    from monitor.storage import make_engine
 imported = time.perf_counter() - t0
 cur = pd.read_parquet(cur_path)
 ref = pd.read_parquet(ref_path) if mode != "window" else None

@@ -140,8 +140,9 @@ def collector(
     """Seconds for the collector to ingest all n events (until caught up)."""
     from collectors.runner import run
     from collectors.status import collect_status
+    from migrations import upgrade
     from monitor.config import parse_config
-    from monitor.storage import make_engine, upgrade
+    from monitor.storage import make_engine
 
     config = parse_config(
         {

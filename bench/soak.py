@@ -40,6 +40,7 @@ from sqlalchemy import func, select, text  # noqa: E402
 from sqlalchemy.engine import Engine  # noqa: E402
 
 from collectors import Ingestor, RawRecord  # noqa: E402
+from migrations import upgrade  # noqa: E402
 from monitor.baselines import save_baseline  # noqa: E402
 from monitor.config import Config, parse_config  # noqa: E402
 from monitor.daemon.wiring import Monitoring  # noqa: E402
@@ -52,7 +53,6 @@ from monitor.storage import (  # noqa: E402
     mark_changed,
     session_factory,
     transaction,
-    upgrade,
 )
 from tests.services.postgres import PostgresServer  # noqa: E402
 

@@ -10,52 +10,40 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import orjson
-
+from collectors._json import loads
 from collectors.base import Adapter, DecodeError
-from monitor.errors import RegistryError
+from collectors.cloudevents import CloudEventsAdapter
+from collectors.sagemaker import SageMakerAdapter
+from monitor.registry import Registry
+
+__all__ = [
+    "ADAPTERS",
+    "AdapterFactory",
+    "NativeAdapter",
+    "adapter_names",
+    "loads",
+    "make_adapter",
+    "register_adapter",
+]
 
 AdapterFactory = Callable[[Mapping[str, Any]], Adapter]
 
-_REGISTRY: dict[str, AdapterFactory] = {}
+ADAPTERS: Registry[AdapterFactory] = Registry("format")
 
 
 def register_adapter(name: str, factory: AdapterFactory) -> None:
     """Register an adapter factory under `name`; a name registers once."""
-    if name in _REGISTRY:
-        raise RegistryError(f"adapter {name!r} is already registered")
-    _REGISTRY[name] = factory
+    ADAPTERS.add(name, factory)
 
 
 def adapter_names() -> list[str]:
     """Registered adapter names, sorted."""
-    _load_builtins()
-    return sorted(_REGISTRY)
+    return ADAPTERS.names()
 
 
 def make_adapter(name: str, options: Mapping[str, Any] | None = None) -> Adapter:
     """The adapter registered as `name`; RegistryError lists the valid names."""
-    _load_builtins()
-    factory = _REGISTRY.get(name)
-    if factory is None:
-        raise RegistryError(f"unknown format {name!r}; valid: {', '.join(sorted(_REGISTRY))}")
-    return factory(options or {})
-
-
-def loads(payload: bytes) -> Any:
-    """Parse JSON with orjson; DecodeError says whether the bytes or the JSON are broken."""
-    try:
-        return orjson.loads(payload)
-    except orjson.JSONDecodeError as exc:
-        try:
-            payload.decode("utf-8")
-        except UnicodeDecodeError as uerr:
-            raise DecodeError(
-                "invalid_utf8", f"payload: {uerr.reason} at byte {uerr.start}"
-            ) from None
-        if "depth limit" in str(exc):
-            raise DecodeError("too_deep", f"payload: {exc}") from None
-        raise DecodeError("invalid_json", f"payload: {exc}") from None
+    return ADAPTERS.lookup(name)(options or {})
 
 
 class NativeAdapter:
@@ -74,17 +62,7 @@ class NativeAdapter:
         return obj if isinstance(obj, list) else (obj,)
 
 
-_BUILTINS_LOADED = False
-
-
-def _load_builtins() -> None:
-    global _BUILTINS_LOADED
-    if _BUILTINS_LOADED:
-        return
-    _BUILTINS_LOADED = True
-    from collectors.cloudevents import CloudEventsAdapter
-    from collectors.sagemaker import SageMakerAdapter
-
-    register_adapter("modelwatch", NativeAdapter)
-    register_adapter("sagemaker", SageMakerAdapter)
-    register_adapter("cloudevents", CloudEventsAdapter)
+# The built-in formats register on import, like the detectors.
+register_adapter("modelwatch", NativeAdapter)
+register_adapter("sagemaker", SageMakerAdapter)
+register_adapter("cloudevents", CloudEventsAdapter)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from collectors.adapters import loads
+from collectors._json import loads
 from collectors.base import DecodeError, Half
 from collectors.validate import parse_timestamp
 

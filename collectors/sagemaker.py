@@ -16,7 +16,7 @@ import io
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from collectors.adapters import loads
+from collectors._json import loads
 from collectors.base import DecodeError
 
 

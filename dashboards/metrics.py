@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from dashboards.labels import ALL_SLICES, LabelLimiter, SliceLabels
 from dashboards.refresh import Refresh
-from monitor._version import __version__
+from monitor import __version__
 from monitor.config import ModelConfig
 
 # Window evaluation runs from milliseconds (small windows) to minutes (big backfills).

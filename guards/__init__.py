@@ -11,6 +11,7 @@ from guards.golden import GoldenSet, load_golden
 from guards.history import GateRecord, latest_verdict, record_gate
 from guards.policy import PRESETS, GatePolicy, preset
 from guards.registry import list_models, register_version, rollback
+from guards.request import gate_request, layered_policy
 from guards.results import Criterion, GuardVerdict, LatencyStats, OutputStats, WorstRow
 
 __all__ = [
@@ -27,7 +28,9 @@ __all__ = [
     "Rollback",
     "RollbackListener",
     "WorstRow",
+    "gate_request",
     "latest_verdict",
+    "layered_policy",
     "list_models",
     "load_golden",
     "preset",

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from monitor.errors import InputError
 
 
@@ -28,7 +30,6 @@ class GoldenSet:
 
     def ids(self) -> Any:
         """Row ids: the id column, else the row position."""
-        import numpy as np
 
         if self.id_column is None:
             return np.arange(self.rows)

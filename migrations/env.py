@@ -1,4 +1,4 @@
-"""Alembic environment: runs migrations on the engine handed over by `monitor.storage.schema`."""
+"""Alembic environment: runs migrations on the engine handed over by `migrations.schema`."""
 
 from __future__ import annotations
 

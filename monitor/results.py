@@ -48,17 +48,9 @@ def store_drift_results(
     computed_at: datetime | None = None,
 ) -> int:
     """Upsert one window's drift results; returns the number of rows written."""
-    rows = [
-        {
-            "slice_key": slice_key_of(r.slice), "column": r.column, "method": r.method,
-            "value": r.value, "threshold": r.threshold, "threshold_by": r.threshold_by,
-            "p_value": r.p_value,
-            "n_reference": r.n_reference, "n_current": r.n_current, "status": r.status,
-        }
-        for r in results
-    ]  # fmt: skip
-    table = DriftResultRow.__table__
-    return _store(engine, table, _DRIFT_KEY, (model, version, window), rows, computed_at)  # type: ignore[arg-type]
+    table: Table = DriftResultRow.__table__  # type: ignore[assignment]
+    rows = [result_row(r.to_dict(), table) for r in results]
+    return _store(engine, table, _DRIFT_KEY, (model, version, window), rows, computed_at)
 
 
 def store_outcome_results(
@@ -70,16 +62,17 @@ def store_outcome_results(
     computed_at: datetime | None = None,
 ) -> int:
     """Upsert one window's outcome metrics; returns the number of rows written."""
-    rows = [
-        {
-            "slice_key": slice_key_of(r.slice), "metric": r.metric, "value": r.value,
-            "ci_low": r.ci_low, "ci_high": r.ci_high, "baseline_value": r.baseline_value,
-            "tolerance": r.tolerance, "n": r.n, "status": r.status,
-        }
-        for r in results
-    ]  # fmt: skip
-    table = OutcomeResultRow.__table__
-    return _store(engine, table, _OUTCOME_KEY, (model, version, window), rows, computed_at)  # type: ignore[arg-type]
+    table: Table = OutcomeResultRow.__table__  # type: ignore[assignment]
+    rows = [result_row(r.to_dict(), table) for r in results]
+    return _store(engine, table, _OUTCOME_KEY, (model, version, window), rows, computed_at)
+
+
+def result_row(doc: Mapping[str, Any], table: Table) -> dict[str, Any]:
+    """A result document's stored row: the fields the table has a column for, and the slice as
+    its slice key. The result type owns its fields; nothing here lists them again."""
+    row = {name: value for name, value in doc.items() if name in table.c and name != "slice"}
+    row["slice_key"] = slice_key_of(doc["slice"])
+    return row
 
 
 def _store(

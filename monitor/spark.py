@@ -20,7 +20,7 @@ from typing import Any
 
 from monitor._stream import Folds, StreamedProfile, profile_batches, slice_folds
 from monitor.errors import InputError
-from monitor.profiles import ColumnSpec, ProfileSet
+from monitor.profiles import ColumnSpec, ProfileSet, profile_frame
 from monitor.profiles.sketch import SpecSketch, sketch_kinds
 
 __all__ = ["profile_dataframe", "profile_spark", "read_table", "sketch_spark"]
@@ -49,7 +49,6 @@ def profile_spark(
         yield _payload(whole)
 
     partials = _collect(df.select(*wanted).mapInArrow(profile_partition, _PAYLOAD))
-    from monitor.profiles import profile_frame
 
     empty = profile_frame(_empty_frame(df, wanted), specs, slice_by)
     return reduce(ProfileSet.merge, partials, empty)

@@ -1,20 +1,81 @@
-"""Shared fixtures: databases on both backends, CLI runner."""
+"""Shared fixtures: databases on both backends, CLI runner; test-lane markers applied here.
+
+Markers come from what a test uses, so a new test gets them without remembering to:
+`pg` (PostgreSQL), `kafka` (the Kafka broker), `services` (any external service: PostgreSQL,
+Kafka, Prometheus, Alertmanager) and `slow` (a `modelwatch serve` subprocess). A test uses one
+when it requests a fixture listed in FIXTURE_MARKS (directly or through another fixture), runs
+the PostgreSQL half of `database_url`, or its module imports a class in CLASS_MARKS or
+SLOW_CLASSES. `./dev test --fast` deselects `slow` and `services`.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+import traceback
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from sqlalchemy.engine import Engine
 
-from monitor.storage import make_engine, upgrade
+from migrations import upgrade
+from monitor.cli.main import main
+from monitor.storage import make_engine
+from tests.services.alertmanager import AlertmanagerServer
+from tests.services.kafka import KafkaBroker
 from tests.services.postgres import PostgresServer
+from tests.services.prometheus import PrometheusServer
 
 REPO = Path(__file__).resolve().parent.parent
+
+PG = ("pg", "services")
+KAFKA = ("kafka", "services")
+FIXTURE_MARKS: dict[str, tuple[str, ...]] = {
+    "postgres": PG,
+    "own_postgres": PG,
+    "kafka": KAFKA,
+    "alertmanager": ("services",),
+    "server": ("slow",),
+    "idle_server": ("slow",),
+}
+CLASS_MARKS: dict[type, tuple[str, ...]] = {
+    PostgresServer: PG,
+    KafkaBroker: KAFKA,
+    PrometheusServer: ("services",),
+    AlertmanagerServer: ("services",),
+}
+# A module that starts `modelwatch serve` itself: imported lazily (tests.daemon imports this file).
+SLOW_CLASSES = ("ServerProcess",)
+
+
+def lane_marks(item: pytest.Item) -> set[str]:
+    """The lane markers a test earns from its fixtures, parameters and module imports."""
+    names = set(getattr(item, "fixturenames", ()))
+    marks = {mark for name in names & FIXTURE_MARKS.keys() for mark in FIXTURE_MARKS[name]}
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and callspec.params.get("database_url") == "postgresql":
+        marks.update(PG)
+    module = vars(getattr(item, "module", None) or object)
+    for cls, extra in CLASS_MARKS.items():
+        if any(value is cls for value in module.values()):
+            marks.update(extra)
+    if any(getattr(value, "__qualname__", None) in SLOW_CLASSES for value in module.values()):
+        marks.add("slow")
+    if "postgres" in item.keywords:  # the old explicit marker, still accepted
+        marks.update(PG)
+    return marks
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for mark in sorted(lane_marks(item)):
+            item.add_marker(mark)
 
 
 def _cluster() -> Iterator[PostgresServer]:
@@ -72,7 +133,48 @@ def sqlite_engine(tmp_path: Path) -> Iterator[Engine]:
 def run_cli(
     *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:
-    """Run `modelwatch ARGS` in a subprocess, as a user would, against this checkout."""
+    """Run `modelwatch ARGS` in this process, as a user would see it: exit status, stdout, stderr.
+
+    Through the same `main` as the console script (so exit 2 and one-line errors are what a user
+    gets), with click's CliRunner capturing the streams: no interpreter start, no re-import of
+    pandas and friends per call. A command that must run as its own process (a daemon, a signal,
+    a crash, the `python -m monitor` entry point itself) uses `run_cli_process`. `timeout` only
+    applies there; an in-process command cannot be cut off.
+    """
+    del timeout
+    environ: dict[str, str | None] = {"MODELWATCH_DATABASE_URL": None, **(env or {})}
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    runner = CliRunner()
+    with contextlib.chdir(cwd or Path.cwd()), runner.isolation(env=environ) as (out, err, _):
+        try:
+            code = _exit_code(main, list(args))
+        finally:  # what a command sets up for its own process must not outlive it here
+            root.handlers[:], root.level = saved
+            for sig, handler in handlers.items():
+                signal.signal(sig, handler)
+        return subprocess.CompletedProcess(
+            ["modelwatch", *args], code, out.getvalue().decode(), err.getvalue().decode()
+        )
+
+
+def _exit_code(entry: Callable[[list[str]], object], argv: list[str]) -> int:
+    """Call the CLI's entry point; a traceback lands on stderr and exits 1, as in a process."""
+    try:
+        entry(argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except Exception:
+        traceback.print_exc(file=sys.stderr)
+        return 1
+    return 0
+
+
+def run_cli_process(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """Run `modelwatch ARGS` in a subprocess (`python -m monitor`), against this checkout."""
     full_env = {k: v for k, v in os.environ.items() if k != "MODELWATCH_DATABASE_URL"}
     full_env.update(env or {})
     full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), full_env.get("PYTHONPATH")]))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from monitor import __version__
-from tests.conftest import run_cli
+from tests.conftest import run_cli, run_cli_process
 from tests.services.net import free_port
 
 VALID = """\
@@ -27,7 +27,7 @@ sources:
 
 
 def test_version() -> None:
-    out = run_cli("--version")
+    out = run_cli_process("--version")  # the `python -m monitor` entry point itself
     assert out.returncode == 0
     assert __version__ in out.stdout
 

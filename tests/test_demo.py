@@ -9,13 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import run_cli_process
+
+# the whole demo in its own process
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
     workdir = tmp_path_factory.mktemp("demo") / "demo"
-    return workdir, run_cli("demo", "--workdir", str(workdir), timeout=600)
+    return workdir, run_cli_process("demo", "--workdir", str(workdir), timeout=600)
 
 
 def test_demo_delivers_what_it_promises(

@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import insert, select
 
+from migrations import upgrade
 from monitor.config import ModelConfig
 from monitor.config.monitoring import OutcomeConfig
 from monitor.daemon.evaluation import WindowEvaluator, changed_windows
@@ -25,7 +26,6 @@ from monitor.storage import (
     make_engine,
     session_factory,
     transaction,
-    upgrade,
 )
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -6,7 +6,8 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
 
-from monitor.storage import Base, downgrade, head_revision, make_engine, schema_state, upgrade
+from migrations import downgrade, head_revision, schema_state, upgrade
+from monitor.storage import Base, make_engine
 
 
 def test_round_trip_base_head_base_head(database_url: str) -> None:

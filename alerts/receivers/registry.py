@@ -6,38 +6,31 @@ from collections.abc import Callable, Mapping
 
 from alerts.base import Receiver
 from monitor.config.alerts import ReceiverConfig
-from monitor.errors import ConfigError, RegistryError
+from monitor.errors import ConfigError
+from monitor.registry import Registry
 
 ReceiverFactory = Callable[[ReceiverConfig, Mapping[str, str]], Receiver]
 
-_REGISTRY: dict[str, ReceiverFactory] = {}
+RECEIVERS: Registry[ReceiverFactory] = Registry("receiver type")
 
 
 def register(type_name: str) -> Callable[[ReceiverFactory], ReceiverFactory]:
     """Register a receiver factory under `type_name`; registering a name twice raises."""
 
     def decorator(factory: ReceiverFactory) -> ReceiverFactory:
-        if type_name in _REGISTRY:
-            raise RegistryError(f"receiver type {type_name!r} is already registered")
-        _REGISTRY[type_name] = factory
-        return factory
+        return RECEIVERS.add(type_name, factory)
 
     return decorator
 
 
 def receiver_types() -> list[str]:
     """Registered receiver type names."""
-    return sorted(_REGISTRY)
+    return RECEIVERS.names()
 
 
 def build_receiver(config: ReceiverConfig, env: Mapping[str, str]) -> Receiver:
     """Instantiate a configured receiver; RegistryError lists the valid types."""
-    factory = _REGISTRY.get(config.type)
-    if factory is None:
-        raise RegistryError(
-            f"unknown receiver type {config.type!r}; valid: {', '.join(receiver_types())}"
-        )
-    return factory(config, env)
+    return RECEIVERS.lookup(config.type)(config, env)
 
 
 def read_env(env: Mapping[str, str], name: str, receiver: str, key: str) -> str:

@@ -6,8 +6,9 @@ Every renderer takes the verdict document (`GuardVerdict.to_dict()`, or a stored
 
 from __future__ import annotations
 
-__all__ = ["render_html", "render_json", "render_markdown"]
+__all__ = ["headline", "localization_lines", "render_html", "render_json", "render_markdown"]
 
+from guards.reports._table import headline, localization_lines
 from guards.reports.html import render_html
 from guards.reports.json_doc import render_json
 from guards.reports.markdown import render_markdown

@@ -12,10 +12,14 @@ from typing import Any, TypeVar
 
 import click
 
+from migrations import require_head
+from monitor._stream import profile_source
+from monitor.baselines import list_baselines, load_stored_baseline
 from monitor.cli._roles import ColumnRoles, check_slice_columns, select_columns
 from monitor.cli.common import database_options, engine_from_options
-from monitor.errors import InputError
-from monitor.profiles import ColumnSpec, ProfileSet
+from monitor.datasets import open_source
+from monitor.errors import InputError, NotFoundError
+from monitor.profiles import ColumnSpec, ProfileSet, compared_columns
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -91,10 +95,6 @@ def _from_files(
     roles: ColumnRoles, how: Profiling,
 ) -> DriftInputs:  # fmt: skip
     """Both datasets read in record batches (bounded memory; see monitor._stream)."""
-    from monitor._stream import profile_source
-    from monitor.datasets import open_source
-    from monitor.profiles import compared_columns
-
     ref_source, cur_source = open_source(reference), open_source(current)
     ref_source.require([*(wanted or []), *slice_by])
     sample = sample_frame(ref_source)
@@ -121,11 +121,6 @@ def _from_baseline(
     current: str, wanted: list[str] | None, slice_by: Sequence[str], roles: ColumnRoles,
     opts: dict[str, Any],
 ) -> DriftInputs:  # fmt: skip
-    from monitor._stream import profile_source
-    from monitor.baselines import load_stored_baseline
-    from monitor.datasets import open_source
-    from monitor.storage import require_head
-
     engine = engine_from_options(opts.get("database_url"), opts.get("config_path"))
     require_head(engine)
     name, model = opts["baseline_name"], opts["model"]
@@ -150,9 +145,6 @@ def _from_baseline(
 
 
 def _newest_version(engine: Any, model: str, name: str) -> str:
-    from monitor.baselines import list_baselines
-    from monitor.errors import NotFoundError
-
     for info in list_baselines(engine, model):  # newest first
         if info.name == name:
             return info.version

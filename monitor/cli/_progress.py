@@ -14,6 +14,17 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TaskProgressColumn,
+    TextColumn,
+    TimeRemainingColumn,
+)
+
 from monitor import progress as reading
 
 Step = Callable[[str], None]
@@ -53,16 +64,6 @@ def progress(first: str) -> Iterator[Step]:
     if not enabled():
         yield lambda _text: None
         return
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        SpinnerColumn,
-        TaskProgressColumn,
-        TextColumn,
-        TimeRemainingColumn,
-    )
 
     columns = (
         SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),

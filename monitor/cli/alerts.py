@@ -10,8 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import click
+import httpx
 from sqlalchemy import select
 
+from alerts.delivery import DeliveryWorker
+from alerts.silences import add_silence, expire_silence, list_silences
+from migrations import prepare_for_writes, require_head
 from monitor.cli._table import echo_table
 from monitor.cli.common import (
     database_options,
@@ -21,15 +25,7 @@ from monitor.cli.common import (
 )
 from monitor.config import parse_duration
 from monitor.errors import InputError
-from monitor.storage import (
-    AlertNotification,
-    AlertState,
-    make_engine,
-    prepare_for_writes,
-    require_head,
-    transaction,
-    utcnow,
-)
+from monitor.storage import AlertNotification, AlertState, make_engine, transaction, utcnow
 
 
 def _echo_json(data: Any) -> None:
@@ -120,9 +116,6 @@ def _outbox_row(r: AlertNotification) -> dict[str, Any]:
 @click.option("--once", is_flag=True, help="Deliver what is due now, then exit.")
 def deliver_cmd(config_path: Path, database_url: str | None, once: bool) -> None:
     """Run the outbox delivery worker until interrupted (SIGTERM/SIGINT stop it cleanly)."""
-    import httpx
-
-    from alerts.delivery import DeliveryWorker
 
     cfg = load_checked_config(config_path)
     engine = make_engine(resolve_database_url(database_url, config_path))
@@ -156,8 +149,6 @@ def add_cmd(
     config_path: Path | None,
 ) -> None:
     """Silence alerts matching all MATCHERS (name=value, name!=value, name=~regex, name!~regex)."""
-    from alerts.silences import add_silence
-
     try:
         length: timedelta = parse_duration(duration)
     except ValueError as exc:
@@ -179,8 +170,6 @@ def silences_list_cmd(
     database_url: str | None, config_path: Path | None, include_expired: bool, as_json: bool
 ) -> None:
     """Silences that are active (or all with --all)."""
-    from alerts.silences import list_silences
-
     engine = engine_from_options(database_url, config_path)
     require_head(engine)
     with transaction(engine) as session:
@@ -208,8 +197,6 @@ def silences_list_cmd(
 @database_options
 def expire_cmd(silence_id: int, database_url: str | None, config_path: Path | None) -> None:
     """End silence SILENCE_ID now."""
-    from alerts.silences import expire_silence
-
     engine = engine_from_options(database_url, config_path)
     require_head(engine)
     with transaction(engine) as session:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
@@ -10,12 +12,19 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from migrations import prepare_for_writes, require_head
+from monitor._stream import profile_source
+from monitor.attributions import attribution_columns
+from monitor.baselines import list_baselines, save_baseline
+from monitor.cli._drift_input import sample_frame
 from monitor.cli._progress import progress
 from monitor.cli._roles import check_slice_columns, role_options, roles_from, select_columns
 from monitor.cli._table import echo_table
 from monitor.cli.common import database_options, engine_from_options
+from monitor.config import load_config
+from monitor.datasets import open_source
 from monitor.errors import InputError
-from monitor.storage import prepare_for_writes, require_head
+from monitor.profiles import compared_columns
 
 if TYPE_CHECKING:
     from monitor._stream import StreamedProfile
@@ -104,10 +113,6 @@ def create_cmd(
     **roles: Any,
 ) -> None:
     """Profile DATA (Parquet/CSV file, directory or glob) or a Spark table; store it."""
-    from monitor.attributions import attribution_columns
-    from monitor.baselines import save_baseline
-    from monitor.profiles import compared_columns
-
     if chunks < 0:
         raise InputError(f"--chunks must be 0 or more, got {chunks}")
     spark = engine_name == "spark"
@@ -203,8 +208,6 @@ def list_cmd(
     model: str | None, as_json: bool, database_url: str | None, config_path: Path | None
 ) -> None:
     """List stored baselines, newest first."""
-    from monitor.baselines import list_baselines
-
     engine = engine_from_options(database_url, config_path)
     require_head(engine)
     found = list_baselines(engine, model)
@@ -257,7 +260,6 @@ def _configured_categorical(config_path: Path | None, model: str) -> list[str]:
     """The model's `categorical` columns from the config file, if one was given."""
     if config_path is None:
         return []
-    from monitor.config import load_config
 
     models = {m.name: m for m in load_config(config_path).models}
     return list(models[model].categorical) if model in models else []
@@ -283,10 +285,6 @@ def _profile_data(
 
     `choose` picks the columns from a sample (the first batch); `sizes`: bins, top-k and
     reference chunks."""
-    from monitor._stream import profile_source
-    from monitor.cli._drift_input import sample_frame
-    from monitor.datasets import open_source
-
     bins, top_k, chunks = sizes
     source = open_source(data)
     source.require(slice_by)
@@ -312,8 +310,6 @@ def _profile_spark(
     categorical: tuple[str, ...] = (),
 ) -> tuple[StreamedProfile, str, str | None]:
     """Profile a Spark table or path; Spark sources have no content digest."""
-    import os
-    import sys
 
     try:
         from pyspark.sql import SparkSession

@@ -38,9 +38,9 @@ def canary(
     config_path: Path | None,
 ) -> None:
     """Compare CANARY's live windows of MODEL with --baseline's over the same range."""
+    from migrations import require_head
     from monitor.daemon.canary_api import apply_action
     from monitor.reports import is_stdout, write_text
-    from monitor.storage import require_head
 
     config = load_checked_config(config_path) if config_path is not None else Config()
     cfg = _model(config, model)

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import click
 
-from dashboards.datasource import DatasourceSpec
+from dashboards.datasource import DatasourceSpec, PrometheusDatasource
+from dashboards.export import export
+from dashboards.provision import Provisioner
 from monitor.cli.common import database_options, resolve_database_url
 from monitor.errors import ConfigError
 
@@ -76,9 +78,6 @@ def export_cmd(
 
     The Prometheus dashboards always; the SQL dashboards too when the database (or
     --datasource-url) is PostgreSQL. On SQLite only the Prometheus set is written."""
-    from dashboards.datasource import PrometheusDatasource
-    from dashboards.export import export
-
     url = datasource_url or resolve_database_url(database_url, config_path)
     spec = None
     if datasource_url is not None or url.startswith("postgresql"):
@@ -115,8 +114,6 @@ def provision_cmd(
 ) -> None:
     """Create or update the folder, datasource and dashboards in a running Grafana."""
     from grafana_client.api import GrafanaApi
-
-    from dashboards.provision import Provisioner
 
     if token and user:
         raise ConfigError("grafana: pass either --token or --user/--password, not both")

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
+from migrations import schema_state, upgrade
 from monitor.cli.common import database_options, engine_from_options
-from monitor.storage import schema_state, upgrade
 
 
 @click.group()

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import click
+from rich.console import Console
+
+from monitor.demo.run import run_demo
 
 
 @click.command()
@@ -18,11 +22,6 @@ import click
 @click.option("--serve", is_flag=True, help="Keep the daemon and API running afterwards.")
 def demo(workdir: Path, serve: bool) -> None:
     """Build models, stream drifting traffic, alert, gate and roll back; write summary.json."""
-    import logging
-
-    from rich.console import Console
-
-    from monitor.demo.run import run_demo
 
     logging.basicConfig(level=logging.ERROR)
     console = Console()

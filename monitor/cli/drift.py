@@ -16,6 +16,10 @@ import click
 from monitor.cli._drift_input import Profiling, baseline_options, load_inputs
 from monitor.cli._progress import progress
 from monitor.cli._roles import role_options, roles_from
+from monitor.datafile import read_frame
+from monitor.detectors import evaluate, get_detector, threshold_strategy
+from monitor.errors import InputError
+from monitor.reports import drift_report, is_stdout, render_html, write_json, write_text
 
 
 @click.command("drift")
@@ -118,9 +122,6 @@ def drift(
 ) -> None:
     """Compare CURRENT with REFERENCE (Parquet/CSV files, directories or globs) or with a
     stored baseline, overall and per slice."""
-    from monitor.detectors import evaluate, get_detector, threshold_strategy
-    from monitor.reports import drift_report, is_stdout, render_html, write_json, write_text
-
     method_names = _split(methods)
     for name in method_names or []:
         get_detector(name)
@@ -191,8 +192,6 @@ def _summary(document: dict[str, Any], err: bool = False) -> None:
 
 def _evidently(files: tuple[str, str] | None, specs: Any, cols: list[str], path: Path) -> None:
     # Evidently works on whole pandas frames: this report alone reads both datasets into memory.
-    from monitor.datafile import read_frame
-    from monitor.errors import InputError
     from monitor.reports.evidently import run_data_drift, write_evidently_html
 
     if files is None:

@@ -218,7 +218,7 @@ def _multiclass(
 
 
 def _period(period: str | None, timestamp: str | None, chunk_size: int | None) -> float | None:
-    from monitor.config._durations import parse_duration
+    from monitor.config import parse_duration
 
     if period is None:
         if timestamp is not None:

@@ -6,17 +6,43 @@ Exit status: 0 pass, 1 fail, 3 inconclusive, 2 error (bad input, mismatched mode
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import click
 
+from guards import (
+    CollectingListener,
+    GoldenSet,
+    GuardVerdict,
+    gate_request,
+    layered_policy,
+    load_golden,
+    record_gate,
+    run_gate,
+)
+from guards.registry import version_settings
+from guards.reports import (
+    headline,
+    localization_lines,
+    render_html,
+    render_json,
+    render_markdown,
+)
+from migrations import prepare_for_writes
 from monitor.cli._progress import progress
 from monitor.cli.common import database_options, load_checked_config, resolve_database_url
-from monitor.config import Config, GuardsConfig
-from monitor.reports import is_stdout
+from monitor.config import Config, GuardsConfig, parse_duration
+from monitor.reports import is_stdout, write_text
+from monitor.storage import make_engine
 
 FILE = click.Path(dir_okay=False, path_type=Path)
+# Threshold flags layered over the preset (and its `guards.presets` config); None: not given.
+POLICY_FLAGS = (
+    "atol", "rtol", "max_flip_rate", "max_slice_flip_rate", "max_metric_drop",
+    "max_slice_metric_drop", "latency_budget_ms", "max_latency_ratio",
+)  # fmt: skip
 
 
 @click.command()
@@ -54,21 +80,17 @@ FILE = click.Path(dir_okay=False, path_type=Path)
 @database_options
 def gate(**opts: Any) -> None:
     """Replay a golden set through reference and candidate and decide pass/fail."""
-    from guards.gate import GateRequest, run_gate
-
     if bool(opts["model"]) != bool(opts["model_version"]):
         raise click.UsageError("--model and --version go together")
     cfg = _config(opts["config_path"])
-    request = GateRequest(
-        reference=opts["reference"],
-        candidate=opts["candidate"],
-        golden=_golden(opts),
-        policy=_policy(opts, cfg.guards),
+    request = gate_request(
+        opts["reference"],
+        opts["candidate"],
+        _golden(opts),
+        cfg.guards,
+        layered_policy(cfg.guards, opts["preset"], [{k: opts[k] for k in POLICY_FLAGS}]),
+        latency_batch_sizes=_latency_sizes(opts),
         output=opts["output_name"],
-        providers=tuple(cfg.guards.providers) or None,
-        batch_size=cfg.guards.batch_size,
-        latency_batch_sizes=_latency_sizes(opts, cfg.guards),
-        intra_op_threads=cfg.guards.intra_op_threads,
         model=opts["model"],
         version=opts["model_version"],
         **_localize(opts, cfg.guards),
@@ -89,9 +111,7 @@ def _config(path: Path | None) -> Config:
     return load_checked_config(path) if path is not None else Config()
 
 
-def _golden(opts: dict[str, Any]) -> Any:
-    from guards.golden import load_golden
-
+def _golden(opts: dict[str, Any]) -> GoldenSet:
     features = [f.strip() for f in opts["features"].split(",")] if opts["features"] else None
     return load_golden(
         opts["golden"],
@@ -102,29 +122,14 @@ def _golden(opts: dict[str, Any]) -> Any:
     )
 
 
-def _policy(opts: dict[str, Any], cfg: GuardsConfig) -> Any:
-    from guards.policy import preset
-
-    policy = preset(opts["preset"])
-    configured = cfg.presets.get(opts["preset"])
-    if configured is not None:
-        policy = policy.with_overrides(configured.model_dump(exclude_none=True))
-    flags = (
-        "atol", "rtol", "max_flip_rate", "max_slice_flip_rate", "max_metric_drop",
-        "max_slice_metric_drop", "latency_budget_ms", "max_latency_ratio",
-    )  # fmt: skip
-    return policy.with_overrides({k: opts[k] for k in flags})
-
-
-def _latency_sizes(opts: dict[str, Any], cfg: GuardsConfig) -> tuple[int, ...]:
+def _latency_sizes(opts: dict[str, Any]) -> tuple[int, ...] | None:
+    """--no-latency: none; --batch-size given: those; else None (guards config decides)."""
     if opts["no_latency"]:
         return ()
-    return tuple(opts["batch_size"]) or tuple(cfg.latency_batch_sizes)
+    return tuple(opts["batch_size"]) or None
 
 
 def _localize(opts: dict[str, Any], cfg: GuardsConfig) -> dict[str, Any]:
-    from monitor.config import parse_duration
-
     flag = opts["localize"]
     mode = "always" if flag else "never" if flag is False or not cfg.localize.on_fail else "on_fail"
     budget = cfg.localize.budget
@@ -143,9 +148,6 @@ def _localize(opts: dict[str, Any], cfg: GuardsConfig) -> dict[str, Any]:
 
 
 def _write_reports(opts: dict[str, Any], doc: dict[str, Any]) -> None:
-    from guards.reports import render_html, render_json, render_markdown
-    from monitor.reports import write_text
-
     for key, render in (
         ("json_path", render_json),
         ("html_path", render_html),
@@ -156,10 +158,8 @@ def _write_reports(opts: dict[str, Any], doc: dict[str, Any]) -> None:
             write_text(path, render(doc))
 
 
-def _summary(verdict: Any, err: bool) -> None:
+def _summary(verdict: GuardVerdict, err: bool) -> None:
     """The headline and every criterion that did not pass (on stderr when a report is on stdout)."""
-    from guards.reports._table import headline, localization_lines
-
     doc = verdict.to_dict()
     click.echo(headline(doc), err=err)
     for criterion in verdict.criteria:
@@ -171,11 +171,6 @@ def _summary(verdict: Any, err: bool) -> None:
 
 def _with_settings(opts: dict[str, Any], verdict: Any) -> Any:
     """The verdict with the registered version's optimization settings in its `run`."""
-    from dataclasses import replace
-
-    from guards.registry import version_settings
-    from monitor.storage import make_engine, prepare_for_writes
-
     engine = make_engine(resolve_database_url(opts["database_url"], opts["config_path"]))
     try:
         prepare_for_writes(engine)
@@ -185,11 +180,7 @@ def _with_settings(opts: dict[str, Any], verdict: Any) -> Any:
     return replace(verdict, run={**verdict.run, "settings": settings})
 
 
-def _record(opts: dict[str, Any], verdict: Any, err: bool) -> None:
-    from guards.events import CollectingListener
-    from guards.history import record_gate
-    from monitor.storage import make_engine, prepare_for_writes
-
+def _record(opts: dict[str, Any], verdict: GuardVerdict, err: bool) -> None:
     engine = make_engine(resolve_database_url(opts["database_url"], opts["config_path"]))
     prepare_for_writes(engine)
     listener = CollectingListener()

@@ -9,7 +9,10 @@ import click
 
 from monitor.cli._roles import role_options, roles_from
 from monitor.config import load_config
+from monitor.datafile import read_frame
 from monitor.errors import InputError
+from monitor.reports import is_stdout, render_skew_html, write_json, write_text
+from monitor.skew import compute_skew
 
 
 @click.command("skew")
@@ -50,10 +53,6 @@ def skew(
     **roles: Any,
 ) -> None:
     """Join SERVING and OFFLINE rows by --key and report per-feature mismatches."""
-    from monitor.datafile import read_frame
-    from monitor.reports import is_stdout, render_skew_html, write_json, write_text
-    from monitor.skew import compute_skew
-
     wanted = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
     s_frame = read_frame(serving, [key])
     o_frame = read_frame(offline, [key])

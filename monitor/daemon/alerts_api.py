@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 from pydantic import BaseModel, Field, ValidationError, field_validator
 from sqlalchemy import select
 
+from alerts.silences import Silence, add_silence, expire_silence, list_silences
 from monitor.config import parse_duration
 from monitor.config.alerts import Matcher
 from monitor.daemon.auth import requires
@@ -87,8 +88,6 @@ class SilenceList(BaseModel):
 
 
 def _out(silence: object) -> SilenceOut:
-    from alerts.silences import Silence
-
     assert isinstance(silence, Silence)
     return SilenceOut(
         id=silence.id,
@@ -153,8 +152,6 @@ def get_alert(
 )  # fmt: skip
 def create_silence(body: SilenceRequest, request: Request) -> SilenceOut:
     """Silence alerts matching every matcher (name=value, name!=value, name=~re, name!~re)."""
-    from alerts.silences import add_silence
-
     with transaction(daemon(request).engine) as session:
         silence = add_silence(
             session,
@@ -178,8 +175,6 @@ def get_silences(
     limit: Limit = 500,
 ) -> SilenceList:
     """Silences not yet expired (all with `?all=true`), by id."""
-    from alerts.silences import list_silences
-
     after = decode_cursor("silences", cursor, (int,))
     with transaction(daemon(request).engine) as session:
         found = list_silences(session, utcnow(), include_expired=include_expired)
@@ -194,8 +189,6 @@ def get_silences(
 )  # fmt: skip
 def delete_silence(request: Request, silence_id: int = Path(ge=1, le=2**62)) -> SilenceOut:
     """Expire a silence now (409 if it already expired)."""
-    from alerts.silences import expire_silence
-
     with transaction(daemon(request).engine) as session:
         silence = expire_silence(session, silence_id, utcnow())
     return _out(silence)

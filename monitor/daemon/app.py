@@ -17,6 +17,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from collectors import HttpIntake
 from dashboards.metrics import http_request_histogram
+from migrations import schema_state
 from monitor._version import __version__
 from monitor.config import Config
 from monitor.daemon.alerts_api import router as alerts_router
@@ -40,7 +41,6 @@ from monitor.errors import (
     StorageError,
 )
 from monitor.failures import failing_jobs, redact
-from monitor.storage import schema_state
 
 if TYPE_CHECKING:
     from guards.events import RollbackListener

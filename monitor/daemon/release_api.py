@@ -18,12 +18,18 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.json_schema import SkipJsonSchema
 from sqlalchemy.orm import Session
 
+from guards import registry
+from guards.gate import GateRequest, run_gate
+from guards.golden import load_golden
+from guards.history import record_gate
+from guards.policy import preset
+from guards.registry import rollback, version_settings
 from monitor.config import GatePolicyConfig, GuardsConfig
 from monitor.config.guards import GoldenSetConfig
 from monitor.daemon.auth import requires
 from monitor.daemon.common import ApiModel, daemon, errors
 from monitor.errors import ConflictError, InputError
-from monitor.storage import Model, ModelVersion
+from monitor.storage import Model, ModelVersion, transaction
 
 router = APIRouter(tags=["release"])
 
@@ -144,10 +150,6 @@ def run_guard(
 ) -> JSONResponse:
     """Run the gate for a registered version against its reference; record it (rollback rules
     apply) and answer with the verdict: 200 pass, 409 fail or inconclusive."""
-    from guards.gate import run_gate
-    from guards.history import record_gate
-    from guards.registry import version_settings
-
     state = daemon(request)
     body = body or GuardRunRequest()
     golden_name, golden_cfg = _golden_config(state.config.guards, model, body)
@@ -178,9 +180,6 @@ def run_guard(
 
 
 def _artifacts(engine: Any, model: str, version: str, body: GuardRunRequest) -> tuple[Path, Path]:
-    from guards import registry
-    from monitor.storage import transaction
-
     with transaction(engine) as session:
         row = registry.find_model(session, model)
         candidate = registry.find_version(session, row, version)
@@ -194,8 +193,6 @@ def _artifacts(engine: Any, model: str, version: str, body: GuardRunRequest) -> 
 def _reference(
     session: Session, row: Model, candidate: ModelVersion, body: GuardRunRequest
 ) -> Path:
-    from guards import registry
-
     chosen: ModelVersion | None
     if body.reference_version is not None:
         chosen = registry.find_version(session, row, body.reference_version)
@@ -233,10 +230,6 @@ def _gate_request(
     body: GuardRunRequest,
     cfg: GuardsConfig,
 ) -> Any:
-    from guards.gate import GateRequest
-    from guards.golden import load_golden
-    from guards.policy import preset
-
     policy = preset(golden.preset)
     for overrides in (cfg.presets.get(golden.preset), body.thresholds):
         if overrides is not None:
@@ -268,8 +261,6 @@ def _gate_request(
 )
 def rollback_model(model: str, body: RollbackRequest, request: Request) -> RollbackResult:
     """Move `active` to `to` (default: last-known-good); repeating it changes nothing."""
-    from guards.registry import rollback
-
     state = daemon(request)
     outcome = rollback(
         state.engine, model, body.to, reason=body.reason, listener=state.rollback_listener

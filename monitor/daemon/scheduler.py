@@ -12,6 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from apscheduler.executors.pool import ThreadPoolExecutor
+from apscheduler.jobstores.memory import MemoryJobStore
+from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy.engine import Engine
 
 from monitor.daemon.leases import Claim, claim, finish
@@ -52,9 +55,6 @@ class Scheduler:
         on_failure: Callable[[str], None] | None = None,
         on_success: Callable[[str, float], None] | None = None,
     ) -> None:
-        from apscheduler.executors.pool import ThreadPoolExecutor
-        from apscheduler.jobstores.memory import MemoryJobStore
-        from apscheduler.schedulers.background import BackgroundScheduler
 
         self._engine = engine
         self._holder = holder
@@ -96,9 +96,10 @@ class Scheduler:
         with self._idle:
             self._active[name] = self._active.get(name, 0) + 1
         try:
-            start = window_start(now or utcnow(), spec.interval_s)
+            now = now or utcnow()
+            start = window_start(now, spec.interval_s)
             try:
-                run = claim(self._engine, name, start.isoformat(), self._holder, self._lease_s)
+                run = claim(self._engine, name, start.isoformat(), self._holder, self._lease_s, now)
             except Exception as exc:  # e.g. the database restarting; the next tick tries again
                 self._failed(spec.name, exc)
                 return False

@@ -17,12 +17,12 @@ from prometheus_client import CollectorRegistry
 from sqlalchemy.engine import Engine
 
 from collectors import HttpIntake
+from migrations import prepare_for_writes
 from monitor.config import Config
 from monitor.daemon.app import DaemonState, create_app
 from monitor.daemon.retention import retention_job
 from monitor.daemon.scheduler import JobSpec, Scheduler
 from monitor.failures import Backoff
-from monitor.storage import prepare_for_writes
 
 log = logging.getLogger(__name__)
 

@@ -13,8 +13,10 @@ import httpx
 from prometheus_client import CollectorRegistry
 from sqlalchemy.engine import Engine
 
-from alerts import DeliveryWorker, Evaluator, Signal
+from alerts import SIGNAL_KINDS, DeliveryWorker, Evaluator, Signal
+from collectors.runner import RunState, run
 from dashboards.metrics import ModelwatchMetrics
+from guards.registry import rollback
 from monitor.config import Config
 from monitor.daemon.evaluation import EVALUATE_JOB, WindowEvaluation, WindowEvaluator
 from monitor.daemon.health_signals import (
@@ -33,17 +35,6 @@ from monitor.storage import utcnow
 
 log = logging.getLogger(__name__)
 
-MONITOR_KINDS = (
-    "drift",
-    "drift_count",
-    "outcome",
-    "guard",
-    "evaluation_failed",
-    "ingest_lag",
-    "dead_letter_rate",
-    "no_data",
-    "slo",
-)
 ALERTS_JOB = "alerts"
 COMPONENTS_JOB = "components"
 SignalsOf = Callable[[datetime], list[Signal]]
@@ -80,7 +71,6 @@ def collectors_components(
 ) -> list[SupervisedComponent]:
     """One supervised component per configured source (`collectors:<source>`), so a source
     that dies is restarted alone and never stops the others."""
-    from collectors.runner import RunState, run
 
     def loop(source_config: Any, stop: threading.Event) -> None:
         one = config.model_copy(update={"sources": [source_config]})
@@ -95,7 +85,6 @@ def collectors_components(
 
 def rollback_handler(engine: Engine) -> Callable[[dict[str, Any]], None]:
     """Carries out a `rollback` alert action through the guards registry (idempotent)."""
-    from guards.registry import rollback
 
     def handle(payload: dict[str, Any]) -> None:
         rollback(engine, payload["model"], reason=f"alert {payload.get('rule', '')} fired")
@@ -159,7 +148,7 @@ class Monitoring:
             s for name, produce in self.producers() for s in self._signals(name, produce, now)
         ]
         self.isolation.attempt(
-            "rules", functools.partial(self.alerts.evaluate, signals, now, kinds=MONITOR_KINDS)
+            "rules", functools.partial(self.alerts.evaluate, signals, now, kinds=SIGNAL_KINDS)
         )
         if self.publisher is not None and self.metrics is not None:
             for done in evaluated:

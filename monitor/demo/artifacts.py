@@ -7,16 +7,17 @@ from pathlib import Path
 from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
+from dashboards.datasource import DatasourceSpec
+from dashboards.export import export
 from monitor.config import Config
 from monitor.daemon.evaluation import Window, reference_for, window_profiles
+from monitor.detectors import evaluate
+from monitor.reports import render_html
 from monitor.storage import WindowProfile, session_factory
 
 
 def drift_report(engine: Engine, config: Config, out: Path) -> Path:
     """An offline HTML drift report: the newest window against the baseline."""
-    from monitor.detectors import evaluate
-    from monitor.reports import render_html
-
     with session_factory(engine)() as s:
         start, end = s.execute(
             select(WindowProfile.window_start, WindowProfile.window_end)
@@ -40,9 +41,6 @@ def export_dashboards(out: Path) -> list[Path]:
     """Grafana file provisioning for the dashboards; the datasource is the PostgreSQL a
     production deployment uses (the demo's SQLite has the same views but Grafana reads
     PostgreSQL)."""
-    from dashboards.datasource import DatasourceSpec
-    from dashboards.export import export
-
     spec = DatasourceSpec.from_url("postgresql://modelwatch@localhost:5432/modelwatch")
     result = export(out, spec)
     return [*result.dashboards, result.datasource_file, result.provider_file]

@@ -9,11 +9,20 @@ from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
 from alerts import Evaluator
+from guards import (
+    gate_request,
+    layered_policy,
+    load_golden,
+    record_gate,
+    register_version,
+    run_gate,
+)
+from guards.reports import render_html, render_markdown
 from monitor.config import Config
 from monitor.daemon.signals import guard_signal
 from monitor.storage import RollbackEvent, session_factory, utcnow
 
-# candidate key in guards.builders.fraud_suite -> (registry version, preset)
+# candidate key in monitor.demo.models.fraud_suite -> (registry version, preset)
 CANDIDATES = {
     "fp16": ("2-fp16", "fp16"),
     "int8_good": ("3-int8", "int8"),
@@ -36,22 +45,14 @@ def run_candidate(
     engine: Engine, config: Config, models: dict[str, Path], golden: Path, key: str, out: Path
 ) -> GateOutcome:
     """Register the candidate as the active canary, gate it, record it and notify on failure."""
-    from guards.gate import GateRequest, run_gate
-    from guards.golden import load_golden
-    from guards.history import record_gate
-    from guards.policy import preset
-    from guards.registry import register_version
-    from guards.reports import render_html, render_markdown
-
     version, preset_name = CANDIDATES[key]
     register_version(engine, "fraud", version, models[key], auto_rollback=True, activate=True)
-    request = GateRequest(
-        reference=models["reference"],
-        candidate=models[key],
-        policy=preset(preset_name),
-        golden=load_golden(
-            golden, id_column="id", label_column="label", slice_by=("segment", "region")
-        ),
+    request = gate_request(
+        models["reference"],
+        models[key],
+        load_golden(golden, id_column="id", label_column="label", slice_by=("segment", "region")),
+        config.guards,
+        layered_policy(config.guards, preset_name),
         latency_batch_sizes=(64,),
     )
     verdict = run_gate(request)

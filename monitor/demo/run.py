@@ -20,14 +20,18 @@ from rich.table import Table
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
+from guards.registry import register_version
+from migrations import upgrade
 from monitor.config import Config
 from monitor.daemon.wiring import build_service
+from monitor.demo.artifacts import drift_report, export_dashboards
 from monitor.demo.gates import CANDIDATES, GateOutcome, rollbacks, run_candidate
+from monitor.demo.models import fraud_golden, fraud_suite
 from monitor.demo.receiver import SignedWebhookReceiver
 from monitor.demo.setup import SECRET_ENV, TOKEN_ENV, create_baseline, demo_config, onnx_scorer
 from monitor.demo.stream import stream, wait_for
 from monitor.demo.traffic import TrafficPlan
-from monitor.storage import DriftResultRow, OutcomeResultRow, make_engine, session_factory, upgrade
+from monitor.storage import DriftResultRow, OutcomeResultRow, make_engine, session_factory
 
 STEPS = 6
 
@@ -113,9 +117,6 @@ def _steps(
     console: Console,
     serve: bool,
 ) -> dict[str, Any]:
-    from guards.builders import fraud_golden, fraud_suite
-    from guards.registry import register_version
-
     wd = state.workdir
     step("building the reference model and fp16/int8 builds")
     models = fraud_suite(wd / "models")
@@ -194,8 +195,6 @@ def _gates(
 
 
 def _reports(state: DemoState, engine: Engine, config: Config, step: Callable[[str], None]) -> None:
-    from monitor.demo.artifacts import drift_report, export_dashboards
-
     step("writing HTML reports and Grafana dashboards")
     state.reports.insert(0, drift_report(engine, config, state.workdir / "reports"))
     state.dashboards = export_dashboards(state.workdir / "dashboards")

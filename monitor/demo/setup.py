@@ -9,9 +9,12 @@ from typing import Any
 import numpy as np
 from sqlalchemy.engine import Engine
 
+from monitor.baselines import save_baseline
 from monitor.config import Config, parse_config
 from monitor.daemon.names import registry_names
 from monitor.demo.traffic import FEATURES, Scorer, training_frame
+from monitor.outcomes.metrics import accuracy, recall
+from monitor.profiles import profile_frame, specs_for
 
 SECRET_ENV = "MODELWATCH_DEMO_WEBHOOK_SECRET"
 TOKEN_ENV = "MODELWATCH_DEMO_ADMIN_TOKEN"
@@ -114,10 +117,6 @@ def onnx_scorer(model: Path) -> Scorer:
 
 def create_baseline(engine: Engine, scorer: Scorer, out: Path) -> dict[str, float]:
     """Profile a training set into the baseline of fraud v1; returns its outcome metrics."""
-    from monitor.baselines import save_baseline
-    from monitor.outcomes.metrics import accuracy, recall
-    from monitor.profiles import profile_frame, specs_for
-
     frame = training_frame(scorer)
     frame.to_parquet(out, index=False)
     columns = [*FEATURES, "prediction"]

@@ -23,8 +23,9 @@ from typing import Any, Literal, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from monitor.errors import InputError, RegistryError
+from monitor.errors import InputError
 from monitor.profiles.kinds import Profile
+from monitor.registry import Registry
 
 # `missing`: a reference column the current data does not carry (or carries as another kind);
 # `new`: a current column the reference does not have. Both come with method SCHEMA_METHOD.
@@ -101,34 +102,26 @@ class Detector:
         return float(self.statistic(ref, cur, pair)[0])
 
 
-_REGISTRY: dict[str, Detector] = {}
+DETECTORS: Registry[Detector] = Registry("drift method")
 
 
 def register(detector: Detector) -> Detector:
     """Add a detector; a name registered twice raises RegistryError."""
-    if detector.name in _REGISTRY:
-        raise RegistryError(f"detector '{detector.name}' is already registered")
-    _REGISTRY[detector.name] = detector
-    return detector
+    return DETECTORS.add(detector.name, detector)
 
 
 def get_detector(name: str) -> Detector:
     """The detector called `name`; RegistryError listing the valid names otherwise."""
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise RegistryError(
-            f"unknown drift method '{name}'; valid: {', '.join(detector_names())}"
-        ) from None
+    return DETECTORS.lookup(name)
 
 
 def detector_names() -> list[str]:
-    return sorted(_REGISTRY)
+    return DETECTORS.names()
 
 
 def detectors() -> Mapping[str, Detector]:
     """All registered detectors by name."""
-    return dict(_REGISTRY)
+    return dict(DETECTORS)
 
 
 @dataclass(frozen=True)

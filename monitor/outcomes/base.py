@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
-from monitor.errors import RegistryError
 from monitor.outcomes import metrics as m
+from monitor.registry import Registry
 
 OutcomeStatus = Literal["ok", "degraded", "insufficient_data"]
 Task = Literal["classification", "regression", "multiclass"]
@@ -47,26 +47,23 @@ class Metric:
         return METRICS_BY_TASK[(self.name, task)]
 
 
-METRICS: dict[str, Metric] = {
-    x.name: x
-    for x in (
-        Metric(
-            "accuracy", m.accuracy, "classification", True, proportion=True, also=("multiclass",)
-        ),
-        Metric("precision", m.precision, "classification", True, "predicted_positive", True),
-        Metric("recall", m.recall, "classification", True, "actual_positive", True),
-        Metric("f1", m.f1, "classification", True),
-        Metric("roc_auc", m.roc_auc, "classification", True),
-        Metric("log_loss", m.log_loss, "classification", False),
-        Metric("ece", m.ece, "classification", False),
-        Metric("mae", m.mae, "regression", False),
-        Metric("rmse", m.rmse, "regression", False),
-        Metric("mape", m.mape, "regression", False),
-        Metric("macro_precision", m.macro_precision, "multiclass", True),
-        Metric("macro_recall", m.macro_recall, "multiclass", True),
-        Metric("macro_f1", m.macro_f1, "multiclass", True),
-    )
-}
+METRICS: Registry[Metric] = Registry("outcome metric")
+for _metric in (
+    Metric("accuracy", m.accuracy, "classification", True, proportion=True, also=("multiclass",)),
+    Metric("precision", m.precision, "classification", True, "predicted_positive", True),
+    Metric("recall", m.recall, "classification", True, "actual_positive", True),
+    Metric("f1", m.f1, "classification", True),
+    Metric("roc_auc", m.roc_auc, "classification", True),
+    Metric("log_loss", m.log_loss, "classification", False),
+    Metric("ece", m.ece, "classification", False),
+    Metric("mae", m.mae, "regression", False),
+    Metric("rmse", m.rmse, "regression", False),
+    Metric("mape", m.mape, "regression", False),
+    Metric("macro_precision", m.macro_precision, "multiclass", True),
+    Metric("macro_recall", m.macro_recall, "multiclass", True),
+    Metric("macro_f1", m.macro_f1, "multiclass", True),
+):
+    METRICS.add(_metric.name, _metric)
 # Metrics whose name other tasks share, as those tasks compute them.
 METRICS_BY_TASK: dict[tuple[str, Task], Metric] = {
     ("accuracy", "multiclass"): Metric(
@@ -82,12 +79,7 @@ DEFAULT_METRICS: dict[Task, tuple[str, ...]] = {
 
 def get_metric(name: str) -> Metric:
     """The metric called `name`; RegistryError listing valid names otherwise."""
-    try:
-        return METRICS[name]
-    except KeyError:
-        raise RegistryError(
-            f"unknown outcome metric '{name}'; valid: {', '.join(sorted(METRICS))}"
-        ) from None
+    return METRICS.lookup(name)
 
 
 @dataclass(frozen=True)
@@ -103,3 +95,7 @@ class OutcomeResult:
     tolerance: float | None
     n: int
     status: OutcomeStatus
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document of the result: every field, by name."""
+        return asdict(self)

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from monitor.errors import InputError
+from monitor.profiles._wire import encode_parts
 from monitor.profiles.numeric import _check_same_spec
 from monitor.profiles.slicekeys import value_text
-from monitor.profiles.spec import ColumnSpec
+
+if TYPE_CHECKING:
+    from monitor.profiles.spec import ColumnSpec
 
 
 def category_label(value: Any) -> str:
@@ -101,9 +104,7 @@ class CategoricalProfile:
 
     def to_bytes(self) -> bytes:
         """Compact self-describing encoding; `profile_from_bytes` restores it."""
-        from monitor.profiles.codec import encode
-
-        return encode(self)
+        return encode_parts(self.spec, self.null_count, self.counts)
 
 
 def profile_categorical(spec: ColumnSpec, values: Any) -> CategoricalProfile:

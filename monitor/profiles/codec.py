@@ -3,22 +3,18 @@
 from __future__ import annotations
 
 import math
-import struct
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import orjson
 
 from monitor.errors import CorruptProfileError
+from monitor.profiles._wire import LENGTH, MAGIC
 from monitor.profiles.categorical import CategoricalProfile
+from monitor.profiles.kinds import Profile
 from monitor.profiles.numeric import NumericProfile
 from monitor.profiles.spec import ColumnSpec, spec_from_dict
 
-if TYPE_CHECKING:
-    from monitor.profiles.kinds import Profile
-
-MAGIC = b"MWP1"
-_LEN = struct.Struct("<I")
 # Decoded specs by their JSON: a window's ~200 profiles share a few dozen specs, and building
 # one (validating its edges) costs ~20x re-encoding it to look it up (bench/soak.py profile).
 _SPECS: dict[bytes, ColumnSpec] = {}
@@ -26,19 +22,8 @@ _SPECS_MAX = 4096
 
 
 def encode(profile: Profile) -> bytes:
-    """``MWP1 | u32 header length | JSON header | int64 counts | float64 sums (numeric)``."""
-    header: dict[str, object] = {"spec": profile.spec.to_dict(), "null_count": profile.null_count}
-    arrays = [profile.counts.astype("<i8").tobytes()]
-    if isinstance(profile, NumericProfile):
-        header.update(
-            minimum=_finite_or_str(profile.minimum),
-            maximum=_finite_or_str(profile.maximum),
-            mean=profile.mean,
-            m2=profile.m2,
-        )
-        arrays.append(profile.sums.astype("<f8").tobytes())
-    head = orjson.dumps(header)
-    return MAGIC + _LEN.pack(len(head)) + head + b"".join(arrays)
+    """The profile's bytes (`Profile.to_bytes`; the format is in `monitor.profiles._wire`)."""
+    return profile.to_bytes()
 
 
 def profile_from_bytes(payload: bytes, where: str = "") -> Profile:
@@ -82,7 +67,7 @@ def profile_spec(payload: bytes, where: str = "") -> ColumnSpec:
 def _parts(payload: bytes, where: str) -> tuple[ColumnSpec, dict[str, Any], bytes]:
     if payload[:4] != MAGIC or len(payload) < 8:
         raise _corrupt(where, None, "not a modelwatch profile payload (bad magic)")
-    (size,) = _LEN.unpack_from(payload, 4)
+    (size,) = LENGTH.unpack_from(payload, 4)
     try:
         header = orjson.loads(payload[8 : 8 + size])
         spec = _spec(header["spec"])
@@ -119,8 +104,3 @@ def _bound(value: object, where: str, column: str) -> float:
     if _is_finite(value) or value in ("inf", "-inf"):
         return float(value)  # type: ignore[arg-type]
     raise _corrupt(where, column, f"minimum/maximum is {value!r}")
-
-
-def _finite_or_str(value: float) -> float | str:
-    # JSON has no infinity; an empty profile's min/max are ±inf.
-    return value if np.isfinite(value) else str(value)

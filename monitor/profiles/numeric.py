@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from monitor.errors import ConflictError, InputError
-from monitor.profiles.spec import ColumnSpec
+from monitor.profiles._wire import encode_parts
+
+if TYPE_CHECKING:
+    from monitor.profiles.spec import ColumnSpec
 
 
 def as_float_array(column: str, values: Any) -> NDArray[np.float64]:
@@ -133,9 +136,10 @@ class NumericProfile:
 
     def to_bytes(self) -> bytes:
         """Compact self-describing encoding; `profile_from_bytes` restores it."""
-        from monitor.profiles.codec import encode
-
-        return encode(self)
+        moments = {"minimum": self.minimum, "maximum": self.maximum, "mean": self.mean}
+        return encode_parts(
+            self.spec, self.null_count, self.counts, {**moments, "m2": self.m2}, self.sums
+        )
 
 
 def profile_numeric(spec: ColumnSpec, values: Any) -> NumericProfile:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -14,7 +15,5 @@ def map_columns(fn: Callable[[str], T], columns: Sequence[str]) -> list[T]:
     """`[fn(c) for c in columns]`, on up to MAX_THREADS threads."""
     if len(columns) < 2:
         return [fn(c) for c in columns]
-    from concurrent.futures import ThreadPoolExecutor
-
     with ThreadPoolExecutor(max_workers=min(MAX_THREADS, os.cpu_count() or 1)) as pool:
         return list(pool.map(fn, columns))

@@ -20,6 +20,7 @@ The display form (Prometheus labels, alert labels, Grafana) is ``col=text`` join
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -70,8 +71,6 @@ def value_text(value: Any) -> str | None:
 
 
 def _pandas_na() -> object:
-    import sys
-
     pandas = sys.modules.get("pandas")  # a pd.NA can only exist once pandas is imported
     return getattr(pandas, "NA", None) if pandas is not None else None
 

@@ -12,11 +12,13 @@ import numpy as np
 import orjson
 
 from monitor.errors import InputError
+from monitor.profiles.categorical import profile_categorical, value_counts
+from monitor.profiles.kinds import Profile
+from monitor.profiles.numeric import as_float_array, profile_numeric
+from monitor.profiles.parallel import map_columns
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
-
-    from monitor.profiles.kinds import Profile
 
 Kind = Literal["numeric", "categorical"]
 KINDS: tuple[Kind, ...] = ("numeric", "categorical")
@@ -105,11 +107,7 @@ class ColumnSpec:
     def profile(self, values: Any) -> Profile:
         """Profile a 1-d array, sequence or pandas Series; None/NaN count as nulls."""
         if self.kind == "numeric":
-            from monitor.profiles.numeric import profile_numeric
-
             return profile_numeric(self, values)
-        from monitor.profiles.categorical import profile_categorical
-
         return profile_categorical(self, values)
 
 
@@ -159,7 +157,6 @@ def spec_from_reference(
 
 
 def _quantile_edges(column: str, values: Any, bins: int) -> tuple[tuple[float, ...], bool]:
-    from monitor.profiles.numeric import as_float_array
 
     x = as_float_array(column, values)
     x = x[np.isfinite(x)]
@@ -222,7 +219,6 @@ def _isolate_atoms(
 
 
 def _categorical_spec(column: str, values: Any, top_k: int) -> ColumnSpec:
-    from monitor.profiles.categorical import value_counts
 
     return categorical_spec_from_counts(column, value_counts(values), top_k)
 
@@ -258,7 +254,6 @@ def specs_for(
     Columns named in `categorical` are profiled as categories whatever their dtype (a numeric
     code whose values are names, not magnitudes).
     """
-    from monitor.profiles.parallel import map_columns
 
     for col in [*columns, *categorical]:
         if col not in frame.columns:

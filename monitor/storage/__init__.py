@@ -1,4 +1,4 @@
-"""Storage: typed ORM models, engines and schema migrations.
+"""Storage: typed ORM models and engines (migrations and the schema check live in `migrations`).
 
 Every table's model is imported here so that `Base.metadata` is complete for Alembic.
 """
@@ -40,15 +40,6 @@ from monitor.storage.engine import make_engine, normalize_url, session_factory, 
 from monitor.storage.guards import GateRun, RollbackEvent
 from monitor.storage.intake import IntakeEntry
 from monitor.storage.results import DriftResultRow, OutcomeResultRow
-from monitor.storage.schema import (
-    SchemaState,
-    downgrade,
-    head_revision,
-    prepare_for_writes,
-    require_head,
-    schema_state,
-    upgrade,
-)
 from monitor.storage.summaries import OutcomeSummaryRow
 
 __all__ = [
@@ -84,21 +75,14 @@ __all__ = [
     "PendingLabel",
     "PendingPrediction",
     "RollbackEvent",
-    "SchemaState",
     "SourcePosition",
     "UTCDateTime",
     "WindowCount",
     "WindowProfile",
     "WindowServing",
-    "downgrade",
-    "head_revision",
     "make_engine",
     "normalize_url",
-    "prepare_for_writes",
-    "require_head",
-    "schema_state",
     "session_factory",
     "transaction",
-    "upgrade",
     "utcnow",
 ]

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 import yaml
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
@@ -23,6 +24,10 @@ from monitor.storage import AlertNotification, transaction, utcnow
 from tests.alerts.conftest import drift
 from tests.alerts.receiver import RecordingReceiver
 from tests.conftest import REPO
+from tests.waiting import wait_until
+
+# delivery workers in their own processes, killed with -9
+pytestmark = pytest.mark.slow
 
 SECRET = "crash-test-secret"
 
@@ -73,10 +78,7 @@ def _queue(engine: Engine, config: Path) -> None:
 
 
 def _wait_for(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + 30
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.02)
+    wait_until(condition, what, timeout=30, interval=0.02)
 
 
 def _restart_delivers_all_once(engine: Engine, config: Path, receiver: RecordingReceiver) -> None:

@@ -4,17 +4,18 @@ sources of one model): the second commit must merge into the first's row, not st
 from __future__ import annotations
 
 import threading
-import time
 from datetime import UTC, datetime, timedelta
 
 import orjson
 from sqlalchemy import text
 
 from collectors import BatchResult, Ingestor, RawRecord
+from migrations import upgrade
 from monitor.config import CollectConfig, ModelConfig
-from monitor.storage import WindowCount, make_engine, upgrade
+from monitor.storage import WindowCount, make_engine
 from tests.collectors.conftest import T0, aggregated, event
 from tests.services.postgres import PostgresServer
+from tests.waiting import wait_until
 
 MODELS = [ModelConfig(name="fraud")]
 
@@ -46,10 +47,12 @@ def test_a_concurrent_insert_of_the_same_window_is_merged(postgres: PostgresServ
 
     worker = threading.Thread(target=ingest)
     worker.start()
-    deadline = time.monotonic() + 60
-    while not _someone_waits(engine) and worker.is_alive():
-        assert time.monotonic() < deadline, "the ingest never reached the window row"
-        time.sleep(0.05)
+    wait_until(
+        lambda: _someone_waits(engine) or not worker.is_alive(),
+        "the ingest to reach the window row",
+        timeout=60,
+        interval=0.05,
+    )
     tx.commit()
     blocker.close()
     worker.join(timeout=60)

@@ -19,6 +19,7 @@ from monitor.storage import IngestCounter, make_engine
 from tests.collectors.conftest import event, kafka_source, payloads, write_config
 from tests.conftest import REPO, run_cli
 from tests.services.kafka import KafkaBroker
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 ROUNDS = 4
@@ -56,11 +57,12 @@ def kill9(proc: subprocess.Popen[bytes]) -> None:
     workers = children(proc.pid)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
-    deadline = time.monotonic() + 15
-    while workers and time.monotonic() < deadline:
-        workers = {w for w in workers if _is_worker(w)}
-        time.sleep(0.2)
-    assert not workers, f"ingest worker(s) {workers} outlived the killed collector"
+    wait_until(
+        lambda: not {w for w in workers if _is_worker(w)},
+        f"ingest worker(s) {workers} to exit with the killed collector",
+        timeout=15,
+        interval=0.2,
+    )
 
 
 def events_so_far(db: Path, source: str) -> int:
@@ -76,11 +78,12 @@ def events_so_far(db: Path, source: str) -> int:
 def kill_after_progress(proc: subprocess.Popen[bytes], db: Path, source: str, delay: float) -> int:
     """Wait until the collector commits something new, then kill -9 it `delay` s later."""
     before = events_so_far(db, source)
-    deadline = time.monotonic() + 120
-    while events_so_far(db, source) == before:
+
+    def progressed() -> bool:
         assert proc.poll() is None, "collector exited by itself"
-        assert time.monotonic() < deadline, "collector made no progress in 120 s"
-        time.sleep(0.01)
+        return events_so_far(db, source) != before
+
+    wait_until(progressed, "the collector to commit", timeout=120, interval=0.01)
     time.sleep(delay)
     kill9(proc)
     return events_so_far(db, source)

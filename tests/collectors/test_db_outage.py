@@ -11,9 +11,10 @@ import pytest
 from sqlalchemy.engine import Engine
 
 from collectors import BatchResult, Ingestor, RawRecord
+from migrations import upgrade
 from monitor.config import CollectConfig, ModelConfig
 from monitor.errors import StorageError
-from monitor.storage import make_engine, upgrade
+from monitor.storage import make_engine
 from tests.collectors.conftest import aggregated, counters, event
 from tests.services.postgres import PostgresServer
 

@@ -11,9 +11,10 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from collectors import Ingestor, RawRecord
+from migrations import upgrade
 from monitor.config import CollectConfig, ModelConfig
 from monitor.profiles import profile_from_bytes
-from monitor.storage import WindowProfile, upgrade
+from monitor.storage import WindowProfile
 from tests.collectors.conftest import aggregated, event
 
 MODELS = [ModelConfig(name="fraud", slices=["region"])]

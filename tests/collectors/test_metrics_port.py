@@ -6,15 +6,19 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import orjson
+import pytest
 
 from tests.collectors.conftest import event, write_config
 from tests.conftest import REPO, run_cli
 from tests.services.net import free_port
+from tests.waiting import wait_until
+
+# `modelwatch collect` in its own process
+pytestmark = pytest.mark.slow
 
 
 def _sample(text: str, name: str, labels: str) -> float | None:
@@ -50,17 +54,20 @@ def test_metrics_port_exports_ingested_events_and_dead_letters(tmp_path: Path) -
         stderr=subprocess.PIPE,
     )
     try:
-        events = dead = None
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and (events, dead) != (300.0, 4.0):
-            time.sleep(0.5)
-            try:
-                text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=2).text
-            except httpx.TransportError:
-                continue
+
+        def all_counted() -> bool:
+            text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=2).text
             events = _sample(text, "modelwatch_events_ingested_total", 'source="logs"')
             dead = _sample(text, "modelwatch_dead_letters_total", 'source="logs"')
-        assert (events, dead) == (300.0, 4.0)
+            return (events, dead) == (300.0, 4.0)
+
+        wait_until(
+            all_counted,
+            "300 events and 4 dead letters on /metrics",
+            timeout=60,
+            interval=0.5,
+            retry_on=(httpx.TransportError,),
+        )
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)

@@ -33,6 +33,7 @@ from tests.collectors.test_crash import kill9
 from tests.conftest import REPO, run_cli
 from tests.services.kafka import KafkaBroker
 from tests.services.postgres import PostgresServer
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 PER_ROUND = 4000
@@ -66,10 +67,7 @@ def current(log: Path) -> set[int]:
 
 
 def wait_for(what: str, check: Callable[[], bool], timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
+    wait_until(check, what, timeout, interval=0.2)
 
 
 def events(engine: Engine) -> int:

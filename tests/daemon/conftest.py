@@ -6,9 +6,9 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import httpx
@@ -17,9 +17,11 @@ from sqlalchemy import select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
-from monitor.storage import JobRun, make_engine, upgrade
+from migrations import upgrade
+from monitor.storage import JobRun, make_engine
 from tests.conftest import REPO
 from tests.services.net import free_port
+from tests.waiting import wait_until
 
 TOKENS = {
     "MW_T_READ": "read-secret-123",
@@ -75,16 +77,12 @@ class ServerProcess:
         )
 
     def wait_ready(self, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        def healthy() -> bool:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"server exited: {self.proc.communicate()[1]}")
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                time.sleep(0.2)
-        raise RuntimeError("server did not become healthy")
+            return httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200
+
+        wait_until(healthy, "/healthz", timeout, 0.2, retry_on=(httpx.TransportError,))
 
     def terminate(self, timeout: float = 15) -> int:
         if self.proc.poll() is None:
@@ -113,9 +111,7 @@ def idle_server(tmp_path: Path) -> Iterator[ServerProcess]:
     config = CONFIG.replace("evaluate_interval_s: 1", "evaluate_interval_s: 3600")
     for proc in _serve(tmp_path, config):
         engine = db_engine(tmp_path)
-        deadline = time.monotonic() + 30
-        while not _evaluated(engine) and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_until(partial(_evaluated, engine), "the first evaluation", timeout=30)
         engine.dispose()
         yield proc
 
@@ -154,7 +150,7 @@ class ReleaseModels:
 
 @pytest.fixture(scope="session")
 def release_models(tmp_path_factory: pytest.TempPathFactory) -> ReleaseModels:
-    from guards import builders
+    from monitor.demo import models as builders
 
     directory = tmp_path_factory.mktemp("release")
     ref = builders.save(builders.fraud_classifier(), directory / "fraud_fp32.onnx")

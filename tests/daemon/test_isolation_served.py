@@ -3,18 +3,19 @@ and /readyz, /metrics and `modelwatch status` say what fails (SQLite and Postgre
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import httpx
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
+from migrations import upgrade
 from monitor.config import ModelConfig
-from monitor.storage import DriftResultRow, session_factory, upgrade
+from monitor.storage import DriftResultRow, session_factory
 from tests.conftest import run_cli
 from tests.daemon.conftest import ServerProcess
 from tests.daemon.isolation_data import START, WINDOW, baseline, events, ingest, poison_window
+from tests.waiting import wait_until
 
 CONFIG = """\
 database_url: {url}
@@ -35,28 +36,23 @@ def _statuses(engine: Engine, model: str) -> dict[tuple[str, str], str]:
 
 
 def _wait_not_ready(url: str, timeout: float = 60) -> dict[str, object]:
-    deadline = time.monotonic() + timeout
-    body: dict[str, object] = {}
-    while time.monotonic() < deadline:
+    def failing_window() -> dict[str, object] | None:
         answer = httpx.get(f"{url}/readyz", timeout=5)
-        body = answer.json()
+        body: dict[str, object] = answer.json()
         checks = body["checks"]
         assert isinstance(checks, dict)
-        if answer.status_code == 503 and any(k.startswith("job evaluate") for k in checks):
-            return body
-        time.sleep(0.3)
-    raise AssertionError(f"/readyz never reported the failing window: {body}")
+        failing = answer.status_code == 503 and any(k.startswith("job evaluate") for k in checks)
+        return body if failing else None
+
+    return wait_until(failing_window, "/readyz to report the failing window", timeout, 0.3)
 
 
 def _wait_metric(url: str, name: str, timeout: float = 30) -> str:
-    deadline = time.monotonic() + timeout
-    text = ""
-    while time.monotonic() < deadline:
+    def exposition() -> str | None:
         text = httpx.get(f"{url}/metrics", timeout=5).text
-        if f"\n{name}" in text:
-            return text
-        time.sleep(0.3)
-    raise AssertionError(f"{name} never appeared: {text}")
+        return text if f"\n{name}" in text else None
+
+    return wait_until(exposition, f"{name} on /metrics", timeout, 0.3)
 
 
 def test_one_poisoned_model_never_stops_the_other(

@@ -13,7 +13,8 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from monitor.storage import IngestCounter, IntakeEntry, WindowCount, make_engine, upgrade
+from migrations import upgrade
+from monitor.storage import IngestCounter, IntakeEntry, WindowCount, make_engine
 from tests.daemon.conftest import ServerProcess, auth, write_config
 from tests.daemon.test_api_ingest import event
 

@@ -86,3 +86,15 @@ def test_failing_job_is_recorded_and_does_not_raise(engine: Engine) -> None:
 def test_window_start_is_aligned() -> None:
     assert window_start(T0, 60) == datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
     assert window_start(T0, 3600) == datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+
+def test_scheduler_tick_takes_over_only_after_the_lease_by_its_clock(engine: Engine) -> None:
+    """The injected clock decides the lease too, not only the window (no sleeping in tests)."""
+    calls: list[datetime] = []
+    b = Scheduler(engine, holder="b", lease_s=60)
+    b.add(JobSpec("evaluate", calls.append, interval_s=3600))
+    window = window_start(T0, 3600)
+    assert claim(engine, "evaluate", window.isoformat(), "a", lease_s=60, now=T0) is not None
+    assert not b.tick("evaluate", T0 + timedelta(seconds=30))  # a's lease still holds
+    assert b.tick("evaluate", T0 + timedelta(seconds=61))  # a died: b takes the window over
+    assert calls == [window]

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from sqlalchemy import select
 
-from monitor.storage import JobRun, make_engine, session_factory, upgrade
+from migrations import upgrade
+from monitor.storage import JobRun, make_engine, session_factory
 from tests.daemon.conftest import ServerProcess, write_config
 from tests.services.postgres import PostgresServer
+from tests.waiting import wait_until
 
 
 def _runs(url: str) -> list[JobRun]:
@@ -18,6 +19,10 @@ def _runs(url: str) -> list[JobRun]:
         rows = list(s.scalars(select(JobRun).where(JobRun.job == "retention")))
     engine.dispose()
     return rows
+
+
+def _at_least(n: int, runs: list[JobRun]) -> list[JobRun] | None:
+    return runs if len(runs) >= n else None
 
 
 def test_jobs_run_once_per_interval_and_survivor_takes_over(
@@ -32,17 +37,20 @@ def test_jobs_run_once_per_interval_and_survivor_takes_over(
     try:
         a.wait_ready()
         b.wait_ready()
-        time.sleep(4)
-        both = _runs(url)
+        # the job's interval is 1 s: wait for three windows, then check no window ran twice
+        both = wait_until(lambda: _at_least(3, _runs(url)), "three retention runs", timeout=60)
         keys = [r.window_key for r in both]
-        assert len(keys) == len(set(keys)) >= 3
+        assert len(keys) == len(set(keys))
         assert all(r.status == "done" for r in both if r.finished_at is not None)
         a.proc.kill()  # a replica dies without a goodbye
         a.proc.wait(10)
         killed_at = max(r.claimed_at for r in _runs(url))
-        time.sleep(4)
-        after = [r for r in _runs(url) if r.claimed_at > killed_at]
-        assert len(after) >= 2, "the surviving replica stopped running the job"
+
+        def runs_after_kill() -> list[JobRun] | None:
+            return _at_least(2, [r for r in _runs(url) if r.claimed_at > killed_at])
+
+        after = wait_until(runs_after_kill, "the surviving replica to run the job on", timeout=60)
+        assert len({r.window_key for r in after}) == len(after)
         assert len({r.holder for r in after}) == 1
     finally:
         a.terminate()

@@ -12,10 +12,14 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
-from tests.conftest import REPO, run_cli
+from tests.conftest import REPO, run_cli, run_cli_process
 from tests.daemon.conftest import CONFIG, TOKENS
 from tests.services.net import free_port
+
+# each test starts `python -m monitor serve`
+pytestmark = pytest.mark.slow
 
 
 def _config(tmp_path: Path) -> Path:
@@ -85,5 +89,5 @@ def test_debug_level_shows_scheduler_ticks(tmp_path: Path) -> None:
 
 
 def test_bad_log_level_is_refused(tmp_path: Path) -> None:
-    out = run_cli("serve", "--config", str(_config(tmp_path)), "--log-level", "loud")
+    out = run_cli_process("serve", "--config", str(_config(tmp_path)), "--log-level", "loud")
     assert out.returncode == 2 and "--log-level" in out.stderr

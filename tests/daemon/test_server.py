@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 
 from monitor.storage import Model, ModelVersion, make_engine, transaction
-from tests.conftest import run_cli
+from tests.conftest import run_cli, run_cli_process
 from tests.daemon.conftest import ServerProcess, auth, write_config
 from tests.services.postgres import PostgresServer
 
@@ -114,7 +114,7 @@ def test_refuses_to_start_when_postgresql_is_not_at_head(
 def test_refuses_to_start_with_invalid_config(tmp_path: Path) -> None:
     cfg = tmp_path / "bad.yaml"
     cfg.write_text("api:\n  prot: 1\n")
-    out = run_cli("serve", "--config", str(cfg))
+    out = run_cli_process("serve", "--config", str(cfg))
     assert out.returncode == 2
     assert "unknown key 'api.prot'" in out.stderr
 

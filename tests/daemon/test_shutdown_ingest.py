@@ -9,9 +9,11 @@ from pathlib import Path
 
 import httpx
 
-from monitor.storage import make_engine, upgrade
+from migrations import upgrade
+from monitor.storage import make_engine
 from tests.daemon.conftest import ServerProcess, auth, write_config
 from tests.daemon.test_api_ingest import drained, event, totals, window_events
+from tests.waiting import wait_until
 
 BATCHES = 60
 PER_BATCH = 50
@@ -59,9 +61,7 @@ def test_sigterm_mid_ingest_then_retries_count_exactly(tmp_path: Path) -> None:
     stop = threading.Event()
     client = threading.Thread(target=_client, args=(first.url, batches, acked, stop))
     client.start()
-    deadline = time.monotonic() + 60
-    while len(acked) < 5 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: len(acked) >= 5, "5 acknowledged batches", timeout=60, interval=0.05)
     started = time.monotonic()
     assert first.terminate() == 0
     assert time.monotonic() - started < 10

@@ -14,7 +14,8 @@ from pathlib import Path
 import httpx
 from sqlalchemy import make_url, text
 
-from monitor.storage import make_engine, upgrade
+from migrations import upgrade
+from monitor.storage import make_engine
 from tests.daemon.conftest import ServerProcess, write_config
 
 

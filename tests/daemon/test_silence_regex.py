@@ -3,16 +3,17 @@ restart that reloads the stored silence, on both database backends."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import httpx
 from sqlalchemy import select
 
 from alerts import Evaluator, Signal
+from migrations import upgrade
 from monitor.config.alerts import AlertsConfig, RuleConfig
-from monitor.storage import JobRun, make_engine, session_factory, upgrade, utcnow
+from monitor.storage import JobRun, make_engine, session_factory, utcnow
 from tests.daemon.conftest import ServerProcess, auth, write_config
+from tests.waiting import wait_until
 
 # Backtracking engines take minutes on `(.*){20}X` against a 40-character label that does not
 # end in X; RE2 answers in microseconds.
@@ -41,13 +42,12 @@ def _muted_by(server: ServerProcess) -> list[str | None]:
 
 def _wait_muted(server: ServerProcess, expected: str | None) -> None:
     """Poll until the alert shows `expected`; /healthz must answer within a second meanwhile."""
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+
+    def muted() -> bool:
         assert httpx.get(f"{server.url}/healthz", timeout=1).status_code == 200
-        if _muted_by(server) == [expected]:
-            return
-        time.sleep(0.3)
-    raise AssertionError(f"alert never muted_by {expected!r}: {_muted_by(server)}")
+        return _muted_by(server) == [expected]
+
+    wait_until(muted, f"the alert to be muted_by {expected!r}", timeout=30, interval=0.3)
 
 
 def _finished_evaluations_since(url: str, since: object) -> int:

@@ -25,6 +25,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
+from migrations import upgrade
 from monitor.baselines import save_baseline
 from monitor.profiles import OVERALL, profile_frame, specs_for
 from monitor.storage import (
@@ -33,13 +34,13 @@ from monitor.storage import (
     WindowCount,
     make_engine,
     session_factory,
-    upgrade,
 )
 from tests.alerts.receiver import RecordingReceiver
 from tests.daemon.conftest import ServerProcess, auth
 from tests.services.postgres import PostgresServer
+from tests.waiting import wait_until
 
-pytestmark = [pytest.mark.slow, pytest.mark.postgres]
+pytestmark = pytest.mark.slow
 
 DRIVE_S = 150.0  # "a few minutes" with the start, the outage and the settling
 OUTAGE_AT_S = 60.0
@@ -396,14 +397,18 @@ def _outage(pg: PostgresServer) -> None:
 def _settle(engine: Engine, tally: Tally, outage_end: datetime, timeout: float = 90) -> None:
     """Wait until every accepted event is counted and results after the outage exist."""
     expected = {m: tally.normal[m] + tally.poison_accepted[m] for m in tally.normal}
-    deadline = time.monotonic() + timeout
-    state: tuple[Any, ...] = ()
-    while time.monotonic() < deadline:
+    state: list[object] = []
+
+    def settled() -> bool:
         counted = _counted(engine)
         drift = _fresh(engine, DriftResultRow, outage_end)
         outcomes = _fresh(engine, OutcomeResultRow, outage_end)
-        state = (counted, drift, outcomes)
-        if counted == expected and {"fraud", "churn"} <= drift and {"fraud", "churn"} <= outcomes:
-            return
-        time.sleep(1)
-    raise AssertionError(f"expected counts {expected}; (counted, drift, outcomes) = {state}")
+        state[:] = [counted, drift, outcomes]
+        return (
+            counted == expected and {"fraud", "churn"} <= drift and {"fraud", "churn"} <= outcomes
+        )
+
+    try:
+        wait_until(settled, f"counts {expected} and fresh results of both models", timeout, 1)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; (counted, drift, outcomes) = {state}") from None

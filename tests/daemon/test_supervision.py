@@ -20,14 +20,16 @@ from sqlalchemy.engine import Engine
 
 from alerts import Evaluator
 from dashboards.metrics import ModelwatchMetrics
+from migrations import upgrade
 from monitor.config import Config, parse_config
 from monitor.daemon.signals import guard_signal
 from monitor.daemon.supervisor import SupervisedComponent
 from monitor.daemon.wiring import ComponentHealth, delivery_component
 from monitor.demo.receiver import SignedWebhookReceiver
 from monitor.failures import Backoff, list_failures
-from monitor.storage import make_engine, upgrade
+from monitor.storage import make_engine
 from tests.services.postgres import PostgresServer
+from tests.waiting import wait_until
 
 SECRET = "supervision-secret"
 
@@ -57,12 +59,7 @@ def _raise_alert(engine: Engine, config: Config, version: str) -> None:
 
 
 def _wait(condition: Callable[[], bool], timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    raise AssertionError("condition not met in time")
+    wait_until(condition, getattr(condition, "__name__", "the condition"), timeout)
 
 
 def _versions(receiver: SignedWebhookReceiver) -> set[str]:

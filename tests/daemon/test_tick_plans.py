@@ -24,12 +24,13 @@ from sqlalchemy.engine import Engine
 
 from collectors import Ingestor, RawRecord
 from dashboards.metrics import ModelwatchMetrics
+from migrations import upgrade
 from monitor.baselines import save_baseline
 from monitor.config import parse_config
 from monitor.daemon.signals import latest_rows
 from monitor.daemon.wiring import Monitoring
 from monitor.profiles import profile_frame, specs_for
-from monitor.storage import DriftResultRow, make_engine, upgrade
+from monitor.storage import DriftResultRow, make_engine
 from tests.collectors.conftest import T0, event
 from tests.services.postgres import PostgresServer
 

@@ -13,7 +13,8 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from dashboards.render import build_dashboards
-from monitor.storage import make_engine, upgrade
+from migrations import upgrade
+from monitor.storage import make_engine
 from tests.dashboards.grafana_sql import GrafanaContext
 from tests.dashboards.seed import MODEL, VERSION, seed_all
 from tests.services.postgres import PostgresServer
@@ -73,7 +74,6 @@ def numeric_columns(columns: list[str], rows: list[tuple[Any, ...]]) -> list[str
     return out
 
 
-@pytest.mark.postgres
 @pytest.mark.parametrize(("kind", "sql"), TARGETS)
 def test_panel_query_returns_what_its_panel_needs(
     seeded: tuple[Engine, GrafanaContext], kind: str, sql: str
@@ -93,7 +93,6 @@ def test_panel_query_returns_what_its_panel_needs(
         assert kind == "table" and columns
 
 
-@pytest.mark.postgres
 @pytest.mark.parametrize("sql", VARIABLES)
 def test_variable_query_offers_values(seeded: tuple[Engine, GrafanaContext], sql: str) -> None:
     _, rows = run(seeded, sql)
@@ -105,7 +104,6 @@ def panel_sql(uid: str, title: str, ref: str = "A") -> str:
     return str(next(t for t in panel["targets"] if t["refId"] == ref)["rawSql"])
 
 
-@pytest.mark.postgres
 def test_panels_show_the_seeded_facts(seeded: tuple[Engine, GrafanaContext]) -> None:
     # Drift of `amount` in region=eu crosses its threshold (0.2) in the latest window.
     assert run(seeded, panel_sql("modelwatch-drift", "Drifted now"))[1] == [(1,)]

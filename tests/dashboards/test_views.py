@@ -10,7 +10,7 @@ from sqlalchemy import inspect, text
 from sqlalchemy.engine import Engine
 
 from dashboards.views import VIEW_COLUMNS
-from monitor.storage import downgrade
+from migrations import downgrade
 from tests.dashboards.seed import seed_all
 
 

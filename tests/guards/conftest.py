@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from guards import builders
+from monitor.demo import models as builders
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,9 @@ GUARDS_ALL = {
     "Rollback",
     "RollbackListener",
     "WorstRow",
+    "gate_request",
     "latest_verdict",
+    "layered_policy",
     "list_models",
     "load_golden",
     "preset",
@@ -36,4 +38,10 @@ def test_guards_all_is_pinned() -> None:
 
 
 def test_reports_all_is_pinned() -> None:
-    assert set(guards.reports.__all__) == {"render_html", "render_json", "render_markdown"}
+    assert set(guards.reports.__all__) == {
+        "headline",
+        "localization_lines",
+        "render_html",
+        "render_json",
+        "render_markdown",
+    }

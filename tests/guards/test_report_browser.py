@@ -12,6 +12,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from guards import GateRequest, preset, run_gate
 from guards.reports import render_html as render_gate
 from monitor.detectors import evaluate
@@ -24,6 +26,8 @@ from tests.guards.test_gate import fraud_golden
 from tests.monitor.test_drift_report import demo_frames
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "img"
+# headless Chromium is a system package that `./dev test --fast` does not install
+pytestmark = pytest.mark.slow
 CONSOLE = re.compile(r":CONSOLE[:(]\d+\)?\] (.*)")
 
 

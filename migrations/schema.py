@@ -1,4 +1,8 @@
-"""Schema migrations driven through Alembic, and the startup check that the schema is at head."""
+"""Schema migrations driven through Alembic, and the startup check that the schema is at head.
+
+This lives beside the revisions (not in `monitor.storage`) so that the dependency points one way:
+`migrations` imports the ORM models, the models never import `migrations`.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +17,6 @@ from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
-import migrations
 from monitor.errors import SchemaVersionError, StorageError
 
 
@@ -32,7 +35,7 @@ class SchemaState:
 def alembic_config(engine: Engine) -> AlembicConfig:
     """An Alembic config bound to an engine, with the packaged migrations."""
     cfg = AlembicConfig()
-    cfg.set_main_option("script_location", str(Path(migrations.__file__).parent))
+    cfg.set_main_option("script_location", str(Path(__file__).parent))
     cfg.attributes["engine"] = engine
     return cfg
 

@@ -1,4 +1,4 @@
-"""Reproducible ONNX models and golden sets for tests, benchmarks and the demo.
+"""Reproducible ONNX models and golden sets for the demo, tests and benchmarks (not the gate).
 
 A fraud-like binary classifier (MLP, one 2-D float input, softmax probabilities), its optimized
 builds made with onnxruntime's own tools (float16 conversion, dynamic and static QDQ int8

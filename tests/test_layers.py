@@ -1,0 +1,52 @@
+"""The layer contract is complete and kept; no package reaches into another's private modules."""
+
+from __future__ import annotations
+
+import tomllib
+
+import grimp
+from importlinter.cli import lint_imports
+
+from tests.conftest import REPO
+
+PACKAGES = ("monitor", "collectors", "alerts", "guards", "dashboards", "migrations")
+# Modules every layer may use: the version string.
+UNLAYERED = {"monitor._version"}
+
+
+def _layers() -> list[str]:
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (contract,) = [c for c in config["contracts"] if c["id"] == "layers"]
+    return [m.strip() for layer in contract["layers"] for m in layer.replace(":", "|").split("|")]
+
+
+def test_every_module_of_monitor_and_every_package_has_a_layer() -> None:
+    graph = grimp.build_graph(*PACKAGES, cache_dir=None)
+    children = {m for m in graph.find_children("monitor")} | set(PACKAGES) - {"monitor"}
+    missing = sorted(children - set(_layers()) - UNLAYERED)
+    assert missing == [], f"add these to a layer in [tool.importlinter]: {missing}"
+
+
+def test_layer_contracts_hold() -> None:
+    assert lint_imports(no_cache=True) == 0  # the broken import chain is printed above
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def test_no_package_imports_another_packages_private_module() -> None:
+    graph = grimp.build_graph(*PACKAGES, cache_dir=None)
+    reaching = []
+    for importer in sorted(graph.modules):
+        for imported in graph.find_modules_directly_imported_by(importer):
+            parts = imported.split(".")
+            private = next(
+                (k for k, p in enumerate(parts) if p.startswith("_") and p[:2] != "__"), None
+            )
+            if private is None:
+                continue
+            owner = ".".join(parts[:private])
+            if importer != owner and not importer.startswith(owner + "."):
+                reaching.append(f"{importer} -> {imported}")
+    assert reaching == [], "import what the package's __init__ exports instead"
