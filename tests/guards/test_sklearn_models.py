@@ -208,7 +208,10 @@ def test_lightgbm_via_onnxmltools(tmp_path: Path) -> None:
 
     x, y = load_breast_cancer(return_X_y=True)
     x = x.astype(np.float32)
-    model = lightgbm.LGBMClassifier(n_estimators=30, verbose=-1).fit(x, y)
+    # The native training API: NannyML (the estimation oracle) holds lightgbm below 4.6, whose
+    # scikit-learn wrapper predates scikit-learn 1.8's check_X_y.
+    params = {"objective": "binary", "verbose": -1}
+    model = lightgbm.train(params, lightgbm.Dataset(x, y), num_boost_round=30)
     onx = onnxmltools.convert_lightgbm(
         model, initial_types=[("input", FloatTensorType([None, x.shape[1]]))], target_opset=15
     )
