@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from monitor.baselines import choose_baseline, list_baselines
 from monitor.cli._estimate_input import ScoreColumns, read_binary, read_frame, sort_by_time
 from monitor.cli.common import engine_from_options
 from monitor.errors import InputError, NotFoundError
@@ -18,6 +19,7 @@ from monitor.estimation import (
     stored_estimation,
     stored_multivariate,
 )
+from monitor.reports.estimation import multivariate_dict
 
 
 def with_baseline(
@@ -27,8 +29,6 @@ def with_baseline(
     """Results on CURRENT with the stored calibration and its reference-chunk thresholds, and
     the multivariate check when the baseline stores a model (`baseline create --features`)."""
     import numpy as np
-
-    from monitor.baselines import choose_baseline
 
     engine = engine_from_options(opts.get("database_url"), opts.get("config_path"))
     model, name = str(opts["model"]), str(opts["baseline_name"])
@@ -63,7 +63,6 @@ def _multivariate(
     periods: tuple[Any, Any] | None,
 ) -> dict[str, Any] | None:  # fmt: skip
     """The stored model's verdict on the whole of CURRENT and per chunk, against its bounds."""
-    from monitor.reports.estimation import multivariate_dict
 
     stored = stored_multivariate(engine, *which)
     if stored is None:
@@ -77,7 +76,6 @@ def _multivariate(
 
 
 def _newest(engine: Any, model: str, name: str) -> str:
-    from monitor.baselines import list_baselines
 
     for info in list_baselines(engine, model):
         if info.name == name:

@@ -10,8 +10,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from monitor.cli._roles import looks_like_id
+from monitor.datafile import read_frame as read
 from monitor.errors import InputError
 from monitor.estimation import BinaryData, MulticlassData
+from monitor.profiles.slicekeys import value_text
+from monitor.summaries import window_of
 
 Floats = NDArray[np.float64]
 
@@ -41,7 +45,6 @@ def parse_scores(values: Sequence[str]) -> ScoreColumns:
 def read_frame(path: str, scores: ScoreColumns, prediction: str | None,
                slice_by: Sequence[str]) -> Any:  # fmt: skip
     """The whole file; InputError naming a missing score, prediction or slice column."""
-    from monitor.datafile import read_frame as read
 
     return read(path, [*scores.columns, *([prediction] if prediction else []), *slice_by])
 
@@ -76,7 +79,6 @@ def feature_columns(frame: Any, wanted: Sequence[str] | None, taken: Sequence[st
                     path: str) -> list[str]:  # fmt: skip
     """The multivariate features: `wanted` (each must exist), or every column not already a
     score, label, prediction or slice, that is not a timestamp and does not look like an id."""
-    from monitor.cli._roles import looks_like_id
 
     if wanted is not None:
         for col in wanted:
@@ -128,7 +130,6 @@ def _zero_one(frame: Any, column: str, path: str) -> Floats:
 
 def _classes(frame: Any, column: str, path: str, classes: Sequence[str]) -> NDArray[np.intp]:
     """Class index per row (-1 where missing); InputError on a class without a score column."""
-    from monitor.profiles.slicekeys import value_text
 
     index = {c: i for i, c in enumerate(classes)}
     out = np.full(len(frame), -1, dtype=np.intp)
@@ -148,8 +149,6 @@ def _classes(frame: Any, column: str, path: str, classes: Sequence[str]) -> NDAr
 def sort_by_time(frame: Any, column: str, window_s: float, path: str) -> tuple[Any, list[Any]]:
     """`frame` in time order (stable) and the start of each row's `window_s` window."""
     import pandas as pd
-
-    from monitor.summaries import window_of
 
     if column not in frame.columns:
         raise InputError(f"{path}: column '{column}' not found")

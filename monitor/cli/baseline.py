@@ -14,7 +14,7 @@ import click
 
 from migrations import prepare_for_writes, require_head
 from monitor._stream import profile_source
-from monitor.attributions import attribution_columns
+from monitor.attributions import attribution_columns, reference_attributions
 from monitor.baselines import list_baselines, save_baseline
 from monitor.cli._drift_input import sample_frame
 from monitor.cli._progress import progress
@@ -24,7 +24,9 @@ from monitor.cli.common import database_options, engine_from_options
 from monitor.config import load_config
 from monitor.datasets import open_source
 from monitor.errors import InputError
+from monitor.estimation import MULTIVARIATE_KEY, SETTINGS_KEY, fit_stored, fit_stored_multivariate
 from monitor.profiles import compared_columns
+from monitor.spark import profile_dataframe, read_table
 
 if TYPE_CHECKING:
     from monitor._stream import StreamedProfile
@@ -185,8 +187,6 @@ def create_cmd(
 def _attributions(path: str | None, required: bool) -> dict[str, list[float]]:
     """Reference attributions of the `attr.*` columns of `path` ({} without any or a path);
     InputError when `required` (--attributions) and the file has none."""
-    from monitor.attributions import attribution_columns, reference_attributions
-    from monitor.datasets import open_source
 
     if path is None:
         return {}
@@ -225,8 +225,6 @@ def list_cmd(
 
 def _estimation(data: str, score: str, label: str, chunks: int) -> dict[str, Any]:
     """The CBPE calibration of `score` against `label`, in one more pass over two columns."""
-    from monitor.datasets import open_source
-    from monitor.estimation import SETTINGS_KEY, fit_stored
 
     source = open_source(data)
     source.require([score, label])
@@ -240,9 +238,6 @@ def _estimation(data: str, score: str, label: str, chunks: int) -> dict[str, Any
 def _multivariate(data: str, features: str, chunks: int) -> dict[str, Any]:
     """The PCA reconstruction model of --features and its reference-chunk bounds."""
     import pandas as pd
-
-    from monitor.datasets import open_source
-    from monitor.estimation import MULTIVARIATE_KEY, fit_stored_multivariate
 
     wanted = [c.strip() for c in features.split(",") if c.strip()]
     source = open_source(data)
@@ -316,8 +311,6 @@ def _profile_spark(
     except ImportError:
         raise InputError("--engine spark needs pyspark: pip install 'modelwatch[spark]'") from None
     import pandas as pd
-
-    from monitor.spark import profile_dataframe, read_table
 
     # Local-mode workers run this interpreter, which can import modelwatch.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

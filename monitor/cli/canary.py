@@ -13,10 +13,15 @@ from typing import Any
 
 import click
 
+from guards.registry import version_settings
+from migrations import require_head
 from monitor.canary import CanaryReport, analyze_canary, since_of
 from monitor.cli._table import echo_table
 from monitor.cli.common import database_options, engine_from_options, load_checked_config
+from monitor.cli.models import settings_text
 from monitor.config import Config, ModelConfig
+from monitor.daemon.canary_api import apply_action, model_config
+from monitor.reports import is_stdout, write_text
 
 EXIT = {"pass": 0, "fail": 1, "inconclusive": 3}
 
@@ -38,9 +43,6 @@ def canary(
     config_path: Path | None,
 ) -> None:
     """Compare CANARY's live windows of MODEL with --baseline's over the same range."""
-    from migrations import require_head
-    from monitor.daemon.canary_api import apply_action
-    from monitor.reports import is_stdout, write_text
 
     config = load_checked_config(config_path) if config_path is not None else Config()
     cfg = _model(config, model)
@@ -62,7 +64,6 @@ def canary(
 
 def _model(config: Config, model: str) -> ModelConfig:
     """The configured model, or its defaults when there is no config."""
-    from monitor.daemon.canary_api import model_config
 
     if not config.models:
         return ModelConfig(name=model)
@@ -71,8 +72,6 @@ def _model(config: Config, model: str) -> ModelConfig:
 
 def _print_settings(engine: Any, report: CanaryReport) -> None:
     """How each version was optimized, where the registry knows."""
-    from guards.registry import version_settings
-    from monitor.cli.models import settings_text
 
     for role, version in (("canary", report.canary), ("baseline", report.baseline)):
         settings = version_settings(engine, report.model, version)

@@ -26,6 +26,7 @@ from monitor.cli._estimate_input import (
     read_multiclass,
     sort_by_time,
 )
+from monitor.config import parse_duration
 from monitor.errors import InputError
 from monitor.estimation import (
     MULTICLASS_METRICS,
@@ -40,6 +41,7 @@ from monitor.estimation import (
     multivariate_drift,
     period_chunks,
 )
+from monitor.reports import is_stdout, write_json, write_text
 from monitor.reports.estimation import (
     estimate_document,
     multivariate_dict,
@@ -114,7 +116,6 @@ def estimate(
 ) -> None:  # fmt: skip
     """Estimate accuracy, precision, recall, F1, specificity and ROC-AUC on CURRENT without its
     labels (CBPE), per chunk and slice; realized values too where CURRENT has the label."""
-    from monitor.reports import is_stdout, write_json, write_text
 
     how = EstimateOptions(chunk_size=chunk_size)
     current = files[-1] if files else ""
@@ -218,7 +219,6 @@ def _multiclass(
 
 
 def _period(period: str | None, timestamp: str | None, chunk_size: int | None) -> float | None:
-    from monitor.config import parse_duration
 
     if period is None:
         if timestamp is not None:

@@ -13,6 +13,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
+from guards.registry import rollback_canary
 from monitor.canary import CanaryReport, analyze_canary, since_of
 from monitor.config import Config, ModelConfig
 from monitor.daemon.auth import requires
@@ -88,7 +89,6 @@ def apply_action(engine: Any, cfg: ModelConfig, report: CanaryReport, listener: 
     """`canary.action: rollback`: a failed canary that is active goes back to the stable."""
     if report.verdict != "fail" or cfg.canary.action != "rollback":
         return
-    from guards.registry import rollback_canary
 
     try:
         rollback_canary(engine, cfg.name, report.canary, report.baseline, listener=listener)

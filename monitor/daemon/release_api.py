@@ -18,11 +18,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.json_schema import SkipJsonSchema
 from sqlalchemy.orm import Session
 
-from guards import registry
+from guards import gate_request, layered_policy, registry
 from guards.gate import GateRequest, run_gate
 from guards.golden import load_golden
 from guards.history import record_gate
-from guards.policy import preset
 from guards.registry import rollback, version_settings
 from monitor.config import GatePolicyConfig, GuardsConfig
 from monitor.config.guards import GoldenSetConfig
@@ -154,10 +153,10 @@ def run_guard(
     body = body or GuardRunRequest()
     golden_name, golden_cfg = _golden_config(state.config.guards, model, body)
     reference, candidate = _artifacts(state.engine, model, version, body)
-    gate_request = _gate_request(reference, candidate, golden_cfg, body, state.config.guards)
+    to_run = _gate_request(reference, candidate, golden_cfg, body, state.config.guards)
     golden_path = Path(golden_cfg.path)
     with _GATE_LOCK:
-        verdict = run_gate(gate_request)
+        verdict = run_gate(to_run)
         settings = version_settings(state.engine, model, version)
         verdict = replace(verdict, run={**verdict.run, "settings": settings})
         record = record_gate(
@@ -229,27 +228,25 @@ def _gate_request(
     golden: GoldenSetConfig,
     body: GuardRunRequest,
     cfg: GuardsConfig,
-) -> Any:
-    policy = preset(golden.preset)
-    for overrides in (cfg.presets.get(golden.preset), body.thresholds):
-        if overrides is not None:
-            policy = policy.with_overrides(overrides.model_dump(exclude_none=True))
-    return GateRequest(
-        reference=reference,
-        candidate=candidate,
-        golden=load_golden(
-            Path(golden.path),
-            id_column=golden.id_column,
-            label_column=golden.label_column,
-            slice_by=golden.slice_by,
-            features=golden.features,
-        ),
-        policy=policy,
+) -> GateRequest:
+    """The request through guards' one assembly: preset, configured overrides, then the
+    request's thresholds; latency measured only when the body asks for it."""
+    thresholds = () if body.thresholds is None else (body.thresholds.model_dump(exclude_none=True),)
+    golden_set = load_golden(
+        Path(golden.path),
+        id_column=golden.id_column,
+        label_column=golden.label_column,
+        slice_by=golden.slice_by,
+        features=golden.features,
+    )
+    return gate_request(
+        reference,
+        candidate,
+        golden_set,
+        cfg,
+        layered_policy(cfg, golden.preset, thresholds),
+        latency_batch_sizes=None if body.latency else (),
         output=golden.output,
-        providers=tuple(cfg.providers) or None,
-        batch_size=cfg.batch_size,
-        latency_batch_sizes=tuple(cfg.latency_batch_sizes) if body.latency else (),
-        intra_op_threads=cfg.intra_op_threads,
     )
 
 
