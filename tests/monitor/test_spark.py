@@ -36,8 +36,15 @@ SUBMIT_ARGS = " ".join(f"--conf {k}={v}" for k, v in LOCAL_CONF.items()) + " pys
 def spark() -> Iterator[Any]:
     """A local-mode session on two cores, bound to loopback, without UI."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
+    # Importing NannyML (the estimation oracle) starts a Spark context through one of its
+    # dependencies, with workers on whatever `python3` is first on PATH; stop it so the
+    # session below is this interpreter's, on these settings.
+    stale = SparkContext._active_spark_context
+    if stale is not None:
+        stale.stop()
     builder = SparkSession.builder.master("local[2]").appName("modelwatch-tests")
     for key, value in LOCAL_CONF.items():
         builder = builder.config(key, value)
