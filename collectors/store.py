@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from collectors.base import RawRecord, Rejection
@@ -46,9 +47,14 @@ class StalePlan(Exception):
 
 
 def ensure_counter(session: Session, source: str, source_type: str) -> None:
-    """Create the source's counter row once (the batch transaction only updates it)."""
-    if session.get(IngestCounter, source) is None:
-        session.add(IngestCounter(source=source, type=source_type))
+    """Create the source's counter row once (the batch transaction only updates it).
+
+    Replicas of one source start together: the insert ignores a row another one just created
+    instead of failing on the primary key."""
+    dialect = session.get_bind().dialect.name
+    insert_into = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    stmt = insert_into(IngestCounter).values(source=source, type=source_type)
+    session.execute(stmt.on_conflict_do_nothing(index_elements=["source"]))
 
 
 def bump_counters(session: Session, source: str, plan: Plan, labels: int) -> None:
