@@ -17,9 +17,9 @@ from sqlalchemy.engine import Engine
 
 from monitor.baselines import baseline_for
 from monitor.config import ModelConfig, parse_duration
-from monitor.daemon.evaluation import thresholds_for
 from monitor.detectors import DriftResult, evaluate
 from monitor.errors import InputError
+from monitor.evaluation import thresholds_for
 from monitor.outcomes import OutcomeResult
 from monitor.profiles import ProfileSet, profile_from_bytes
 from monitor.profiles.kinds import Profile

@@ -18,7 +18,6 @@ from collectors.runner import RunState, run
 from dashboards.metrics import ModelwatchMetrics
 from guards.registry import rollback
 from monitor.config import Config
-from monitor.daemon.evaluation import EVALUATE_JOB, WindowEvaluation, WindowEvaluator
 from monitor.daemon.health_signals import (
     DeadLetterRate,
     evaluation_failed_signals,
@@ -30,6 +29,7 @@ from monitor.daemon.scheduler import JobSpec
 from monitor.daemon.service import Component, Service
 from monitor.daemon.signals import drift_signals, guard_signals, outcome_signals, slo_signals
 from monitor.daemon.supervisor import SupervisedComponent
+from monitor.evaluation import EVALUATE_JOB, WindowEvaluation, WindowEvaluator
 from monitor.failures import Backoff, Isolation, clear_failure, record_failure
 from monitor.storage import utcnow
 

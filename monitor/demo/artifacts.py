@@ -10,8 +10,8 @@ from sqlalchemy.engine import Engine
 from dashboards.datasource import DatasourceSpec
 from dashboards.export import export
 from monitor.config import Config
-from monitor.daemon.evaluation import Window, reference_for, window_profiles
 from monitor.detectors import evaluate
+from monitor.evaluation import Window, reference_for, window_profiles
 from monitor.reports import render_html
 from monitor.storage import WindowProfile, session_factory
 

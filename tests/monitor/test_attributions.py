@@ -16,7 +16,7 @@ from collectors import Ingestor, RawRecord
 from monitor.attributions import MEAN_ABS, RANK, attribution_drift, reference_attributions
 from monitor.baselines import load_stored_baseline
 from monitor.config import CollectConfig, ModelConfig
-from monitor.daemon.evaluation import WindowEvaluator
+from monitor.evaluation import WindowEvaluator
 from monitor.profiles.serving import ServingSummary
 from monitor.storage import DriftResultRow
 from tests.collectors.conftest import T0

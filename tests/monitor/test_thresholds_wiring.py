@@ -13,9 +13,9 @@ from sqlalchemy.engine import Engine
 
 from monitor.baselines import load_stored_baseline, save_baseline
 from monitor.config import parse_config
-from monitor.daemon.evaluation import WindowEvaluator
 from monitor.detectors import profile_variability
 from monitor.errors import ConfigError
+from monitor.evaluation import WindowEvaluator
 from monitor.profiles import OVERALL, ProfileSet, profile_frame, specs_for
 from monitor.storage import (
     DriftResultRow,
