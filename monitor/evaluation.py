@@ -26,7 +26,7 @@ from monitor.failures import Isolation
 from monitor.outcomes import OutcomeResult
 from monitor.profiles import OVERALL, ProfileSet, profile_from_bytes
 from monitor.results import store_drift_results, store_outcome_results
-from monitor.slo import serving_summary
+from monitor.slo import serving_summary, store_window_slo
 from monitor.storage import (
     Change,
     WindowCount,
@@ -35,6 +35,7 @@ from monitor.storage import (
     pending_changes,
     session_factory,
     transaction,
+    utcnow,
 )
 from monitor.summaries import outcome_results, rebuild_pending
 
@@ -191,6 +192,8 @@ class WindowEvaluator:
         refs: dict[str, tuple[ProfileSet, ThresholdStrategy, Sums] | None] = {}
         consumed = Consumed(self.engine, "drift")
         for window in changed_windows(self.engine, cfg.name):
+            if cfg.slo is not None:  # serving SLOs need no baseline
+                self._slo(cfg, window)
             if window.version not in refs:
                 refs[window.version] = self.isolation.attempt(
                     f"baseline {cfg.name}/{window.version}",
@@ -215,6 +218,13 @@ class WindowEvaluator:
                 consumed.add(window)
         consumed.flush()
         return out
+
+    def _slo(self, cfg: ModelConfig, window: Window) -> None:
+        assert cfg.slo is not None
+        store = functools.partial(store_window_slo, self.engine, cfg.slo, cfg.name)
+        what = f"slo {cfg.name}/{window.version} {window.start.isoformat()}"
+        run = functools.partial(store, window.version, window.start, utcnow())
+        self.isolation.attempt(what, run, cfg.name, window.version)
 
     def _drift_window(
         self,

@@ -25,13 +25,15 @@ from sqlalchemy.orm import Session
 from monitor.detectors import DriftResult
 from monitor.errors import InputError
 from monitor.profiles import key_of
-from monitor.storage import DriftResultRow, OutcomeResultRow, transaction, utcnow
+from monitor.storage import DriftResultRow, OutcomeResultRow, SloResultRow, transaction, utcnow
 
 if TYPE_CHECKING:
     from monitor.outcomes import OutcomeResult
+    from monitor.slo import SloResult
 
 _DRIFT_KEY = ["model", "version", "window_start", "slice_key", "column", "method"]
 _OUTCOME_KEY = ["model", "version", "window_start", "slice_key", "metric"]
+_SLO_KEY = ["model", "version", "window_start", "slice_key", "objective"]
 
 
 def slice_key_of(slice_: Mapping[str, Any] | None) -> str:
@@ -65,6 +67,21 @@ def store_outcome_results(
     table: Table = OutcomeResultRow.__table__  # type: ignore[assignment]
     rows = [result_row(r.to_dict(), table) for r in results]
     return _store(engine, table, _OUTCOME_KEY, (model, version, window), rows, computed_at)
+
+
+def store_slo_results(
+    engine: Engine | Session,
+    model: str,
+    version: str,
+    window: tuple[datetime, datetime],
+    results: Sequence[SloResult],
+    computed_at: datetime | None = None,
+) -> int:
+    """Upsert one window's serving-objective results (every slice); rows written."""
+    table: Table = SloResultRow.__table__  # type: ignore[assignment]
+    fields = ("slice_key", "objective", "value", "threshold", "n", "status")
+    rows = [{f: getattr(r, f) for f in fields} for r in results]
+    return _store(engine, table, _SLO_KEY, (model, version, window), rows, computed_at)
 
 
 def result_row(doc: Mapping[str, Any], table: Table) -> dict[str, Any]:

@@ -6,6 +6,10 @@ per second over the part of the window that has passed) and `cost_per_1k` (hourl
 replicas per 1,000 requests at the observed rate). A window (or slice) with fewer than
 `slo.min_events` requests is `insufficient_data` for latency and error rate; throughput and
 cost are judged on any traffic (low traffic is what they are about).
+
+The evaluate job stores the results of each window that changed as `slo_results` rows
+(:func:`store_window_slo`), which the SQL dashboards read; throughput and cost of a window
+still filling are as of its last change.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ from sqlalchemy.engine import Engine
 from monitor.config.serving import SloConfig
 from monitor.profiles import OVERALL
 from monitor.profiles.serving import ServingSummary
-from monitor.storage import WindowServing, session_factory
+from monitor.results import store_slo_results
+from monitor.storage import WindowServing, session_factory, transaction
 
 SloStatus = Literal["ok", "breach", "insufficient_data"]
 OBJECTIVES = ("latency_p95_ms", "latency_p99_ms", "error_rate", "min_rps", "cost_per_1k")
@@ -143,3 +148,23 @@ def slo_results(
             for r in s.scalars(stmt)
         ]  # fmt: skip
     return evaluate_windows(windows, cfg, now)
+
+
+def store_window_slo(
+    engine: Engine, cfg: SloConfig, model: str, version: str, start: datetime, now: datetime
+) -> list[SloResult]:
+    """Evaluate every objective of one window's stored serving summaries (overall and each
+    slice) and upsert them as `slo_results` rows; [] when the window has no serving rows."""
+    t = WindowServing
+    stmt = select(t).where(t.model == model, t.version == version, t.window_start == start)
+    with transaction(engine) as s:
+        windows = [
+            ServingWindow(r.model, r.version, r.window_start, r.window_end, r.slice_key,
+                          ServingSummary.from_row(r))
+            for r in s.scalars(stmt.order_by(t.slice_key))
+        ]  # fmt: skip
+        results = evaluate_windows(windows, cfg, now)
+        if windows:
+            span = (windows[0].window_start, windows[0].window_end)
+            store_slo_results(s, model, version, span, results)
+    return results

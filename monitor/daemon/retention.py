@@ -30,6 +30,7 @@ from monitor.storage import (
     LabeledPrediction,
     OutcomeResultRow,
     OutcomeSummaryRow,
+    SloResultRow,
     SourcePosition,
     WindowChange,
     WindowCount,
@@ -56,6 +57,7 @@ def purge(
         "window_serving": delete(WindowServing).where(WindowServing.updated_at < cutoff),
         "drift_results": delete(DriftResultRow).where(DriftResultRow.computed_at < cutoff),
         "outcome_results": delete(OutcomeResultRow).where(OutcomeResultRow.computed_at < cutoff),
+        "slo_results": delete(SloResultRow).where(SloResultRow.computed_at < cutoff),
         "labeled_predictions": delete(LabeledPrediction).where(
             LabeledPrediction.joined_at < joined
         ),

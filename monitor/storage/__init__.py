@@ -39,7 +39,7 @@ from monitor.storage.daemon import JobFailure, JobRun
 from monitor.storage.engine import make_engine, normalize_url, session_factory, transaction
 from monitor.storage.guards import GateRun, RollbackEvent
 from monitor.storage.intake import IntakeEntry
-from monitor.storage.results import DriftResultRow, OutcomeResultRow
+from monitor.storage.results import DriftResultRow, OutcomeResultRow, SloResultRow
 from monitor.storage.summaries import OutcomeSummaryRow
 
 __all__ = [
@@ -75,6 +75,7 @@ __all__ = [
     "PendingLabel",
     "PendingPrediction",
     "RollbackEvent",
+    "SloResultRow",
     "SourcePosition",
     "UTCDateTime",
     "WindowCount",

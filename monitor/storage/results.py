@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import CheckConstraint, Float, Integer, String, UniqueConstraint
+from sqlalchemy import CheckConstraint, Float, Index, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from monitor.storage.base import Base, UTCDateTime, utcnow
@@ -75,5 +75,26 @@ class OutcomeResultRow(_WindowResult, Base):
     ci_high: Mapped[float | None] = mapped_column(Float)
     baseline_value: Mapped[float | None] = mapped_column(Float)
     tolerance: Mapped[float | None] = mapped_column(Float)
+    n: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(20))
+
+
+class SloResultRow(_WindowResult, Base):
+    """One serving objective (`monitor.slo.OBJECTIVES`) of one slice in one window."""
+
+    __tablename__ = "slo_results"
+    __table_args__ = (
+        UniqueConstraint(
+            "model", "version", "window_start", "slice_key", "objective",
+            name="uq_slo_results_key",
+        ),
+        CheckConstraint("status IN ('ok', 'breach', 'insufficient_data')", name="status_known"),
+        # Retention deletes by age.
+        Index("ix_slo_results_computed_at", "computed_at"),
+    )  # fmt: skip
+
+    objective: Mapped[str] = mapped_column(String(50))
+    value: Mapped[float | None] = mapped_column(Float)
+    threshold: Mapped[float | None] = mapped_column(Float)
     n: Mapped[int] = mapped_column(Integer)
     status: Mapped[str] = mapped_column(String(20))

@@ -6,15 +6,19 @@ from datetime import UTC, datetime, timedelta
 
 import orjson
 import pytest
+from sqlalchemy import delete, select
 from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session
 
 from collectors import Ingestor, RawRecord
 from monitor.config import CollectConfig, ModelConfig
 from monitor.config.serving import CostConfig, SloConfig
 from monitor.daemon.signals import slo_signals
+from monitor.evaluation import WindowEvaluator
 from monitor.profiles.latency import LatencySketch
 from monitor.profiles.serving import ServingSummary
 from monitor.slo import ServingWindow, cost_per_1k, evaluate_slo
+from monitor.storage import SloResultRow
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 END = START + timedelta(hours=1)
@@ -85,3 +89,47 @@ def test_slo_signals_per_objective_and_slice_from_ingested_events(engine: Engine
     assert signals["region=us"].labels["objective"] == "latency_p95_ms"
     assert signals[""].firing is True  # 10 of 30 requests at 200 ms: p95 overall breaches
     assert slo_signals(engine, ModelConfig(name="fraud"), now) == []  # no slo: no signals
+
+
+def _served(engine: Engine, cfg: ModelConfig, latencies: list[float], first: int = 0) -> None:
+    ing = Ingestor(engine, "src", "kafka", [cfg], CollectConfig())
+    events = [
+        {"request_id": f"r{first + i}", "model": "fraud", "model_version": "1",
+         "timestamp": START.timestamp() + 60 + i, "features": {"x": 1.0}, "prediction": 0.5,
+         "metadata": {"region": "eu" if i % 2 else "us"}, "latency_ms": ms,
+         "error": "timeout" if i == 0 else None}
+        for i, ms in enumerate(latencies)
+    ]  # fmt: skip
+    records = [RawRecord("p0", first + i, first + i + 1, orjson.dumps(e))
+               for i, e in enumerate(events)]  # fmt: skip
+    assert ing.ingest(records).events == len(events)
+
+
+def _stored(engine: Engine) -> dict[tuple[str, str], tuple[str, float | None, int]]:
+    with Session(engine) as s:
+        rows = s.scalars(select(SloResultRow)).all()
+        return {(r.slice_key, r.objective): (r.status, r.value, r.n) for r in rows}
+
+
+def test_evaluate_job_stores_slo_rows_per_slice_for_changed_windows_only(engine: Engine) -> None:
+    slo = SloConfig(latency_p95_ms=50, error_rate=0.05, min_events=25)
+    cfg = ModelConfig(name="fraud", slices=["region"], slo=slo)
+    _served(engine, cfg, [20.0] * 30 + [300.0] * 10)  # no baseline: SLOs are stored anyway
+    evaluator = WindowEvaluator(engine, [cfg], 3600)
+    evaluator.run()
+    got = _stored(engine)
+    eu, us = '{"region":"eu"}', '{"region":"us"}'
+    assert {k[0] for k in got} == {"", eu, us}
+    assert got[("", "latency_p95_ms")][0] == "breach" and got[("", "latency_p95_ms")][2] == 40
+    assert got[("", "error_rate")] == ("ok", 1 / 40, 40)  # exactly 1 errored of 40
+    assert got[(eu, "latency_p95_ms")][0::2] == ("insufficient_data", 20)  # under min_events
+    with Session(engine) as s, s.begin():
+        s.execute(delete(SloResultRow))
+    evaluator.run()  # nothing changed: nothing re-evaluated
+    assert _stored(engine) == {}
+    _served(engine, cfg, [20.0] * 60, first=100)  # the window changes: evaluated again
+    evaluator.run()
+    got = _stored(engine)
+    assert got[("", "latency_p95_ms")][2] == 100
+    assert got[(eu, "latency_p95_ms")][0] == "breach"  # 5 of 50 at 300 ms
+    assert got[("", "error_rate")] == ("ok", 2 / 100, 100)
