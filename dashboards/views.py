@@ -2,9 +2,10 @@
 
 Panels query these views only, never the tables behind them, so storage can change without
 touching a dashboard as long as the views keep these columns. The views are created by the
-migration `0006_dashboard_views` on PostgreSQL and SQLite. `time` is always the timestamp a
-row is plotted at (a window's end, a run's start, a state change), timezone-aware UTC on
-PostgreSQL; `slice` is the slice key, with "all" for the whole window.
+migration `0006_dashboard_views` (and later ones, noted below) on PostgreSQL and SQLite.
+`time` is always the timestamp a row is plotted at (a window's end, a run's start, a state
+change, a version's registration), timezone-aware UTC on PostgreSQL; `slice` is the slice
+key, with "all" for the whole window.
 """
 
 from __future__ import annotations
@@ -73,6 +74,33 @@ VIEW_COLUMNS: Mapping[str, tuple[str, ...]] = {
     "mw_ingest": ("time", "window_end", "model", "version", "events"),
     "mw_dead_letters": ("time", "source", "reason", "payload_size"),
     "mw_source_lag": ("time", "source", "partition", "lag", "watermark"),
+    # Migration 0016_slo_results.
+    "mw_slo": (
+        "time",
+        "window_start",
+        "model",
+        "version",
+        "slice",
+        "objective",
+        "value",
+        "threshold",
+        "n",
+        "status",
+        "breached",
+    ),
+    "mw_model_settings": (
+        "time",
+        "model",
+        "version",
+        "precision",
+        "quantization",
+        "batching",
+        "runtime",
+        "meta",
+        "registered_at",
+        "verdict",
+        "gated_at",
+    ),
 }
 
 # state_code in mw_alerts, drawn by the alert timeline.

@@ -1,4 +1,6 @@
-"""Guard dashboard: gate runs with their verdicts, flip rates and reference vs candidate latency."""
+"""Guard dashboard: gate runs with their verdicts, flip rates, reference vs candidate latency,
+and each version's optimization settings (precision, quantization, batching, runtime, meta)
+with its newest gate verdict (`mw_model_settings`)."""
 
 from __future__ import annotations
 
@@ -42,6 +44,14 @@ WHERE {MODEL_VERSION}
 GROUP BY verdict
 ORDER BY verdict"""
 
+# Every version of the model, whatever the time range: settings describe the build, not a time.
+SETTINGS = """SELECT version, precision, quantization, batching, runtime, meta, registered_at,
+  verdict, gated_at
+FROM mw_model_settings
+WHERE model = ${model:sqlstring}
+ORDER BY registered_at DESC, version
+LIMIT 200"""
+
 
 def build(datasource: dm.DataSourceRef) -> dm.Dashboard:
     """The guard dashboard, reading `mw_gate_runs`."""
@@ -66,4 +76,12 @@ def build(datasource: dm.DataSourceRef) -> dm.Dashboard:
     runs = table_panel(
         "Gate runs", "Latest runs; decided_by names the criterion.", RUNS, datasource, 18
     )
-    return board.with_panel(flips).with_panel(latency).with_panel(verdicts).with_panel(runs).build()
+    settings = table_panel(
+        "Optimization settings",
+        "How each version was built (models register --precision/--quantization/--batching/"
+        "--runtime/--meta) and its newest gate verdict.",
+        SETTINGS,
+        datasource,
+    )
+    board = board.with_panel(flips).with_panel(latency).with_panel(verdicts).with_panel(runs)
+    return board.with_panel(settings).build()

@@ -1,6 +1,10 @@
-"""Operations dashboard: alerts and their delivery, ingest volume, dead letters, source lag."""
+"""Operations dashboard: alerts and their delivery, ingest volume, dead letters, source lag,
+and serving SLOs (latency percentiles, error rate, cost per 1,000 predictions) against their
+bounds, from the `slo_results` rows the evaluate job stores (`mw_slo`)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from grafana_foundation_sdk.models import dashboard as dm
 
@@ -55,6 +59,56 @@ GROUP BY 1, 2
 ORDER BY 1"""
 
 
+def slo_queries(objectives: tuple[str, ...]) -> list[str]:
+    """The whole-window values of `objectives` per version, and their configured bounds."""
+    where = f"{MODEL} AND slice = 'all' AND objective IN ({', '.join(map(repr, objectives))})"
+    value = f"""SELECT $__timeGroupAlias(time, $__interval), version || ' ' || objective AS metric,
+  max(value) AS value
+FROM mw_slo
+WHERE {where}
+GROUP BY 1, 2
+ORDER BY 1"""
+    bound = f"""SELECT $__timeGroupAlias(time, $__interval), 'SLO ' || objective AS metric,
+  max(threshold) AS threshold
+FROM mw_slo
+WHERE {where} AND threshold IS NOT NULL
+GROUP BY 1, 2
+ORDER BY 1"""
+    return [value, bound]
+
+
+SLO_LATENCY = slo_queries(("latency_p95_ms", "latency_p99_ms"))
+SLO_ERRORS = slo_queries(("error_rate",))
+SLO_COST = slo_queries(("cost_per_1k",))
+
+
+def slo_panels(datasource: dm.DataSourceRef) -> list[Any]:
+    """Latency p95/p99, error rate and cost per 1,000 predictions, each against its SLO."""
+    return [
+        time_series(
+            "Latency p95/p99 vs SLO",
+            "Serving latency percentiles per version (whole window) and the configured bounds.",
+            SLO_LATENCY,
+            datasource,
+            unit="ms",
+        ),
+        time_series(
+            "Error rate vs SLO",
+            "Errored requests over all requests per version, and the configured bound.",
+            SLO_ERRORS,
+            datasource,
+            unit="percentunit",
+        ),
+        time_series(
+            "Cost per 1k predictions",
+            "Hourly price x replicas per 1,000 requests at the observed rate, and the bound.",
+            SLO_COST,
+            datasource,
+            unit="currencyUSD",
+        ),
+    ]
+
+
 def build(datasource: dm.DataSourceRef) -> dm.Dashboard:
     """The operations dashboard: alerts, notifications and ingestion views."""
     board = dashboard(UID, "modelwatch / Operations", "Alerts and the health of ingestion.")
@@ -87,12 +141,14 @@ def build(datasource: dm.DataSourceRef) -> dm.Dashboard:
         [DELIVERY_FAILURES],
         datasource,
     )
-    return (
+    board = (
         board.with_panel(timeline)
         .with_panel(events)
         .with_panel(failures)
         .with_panel(events_panel)
         .with_panel(dead)
         .with_panel(lag)
-        .build()
     )
+    for panel in slo_panels(datasource):
+        board = board.with_panel(panel)
+    return board.build()

@@ -1,8 +1,10 @@
 """Seeds a database through the project's own write paths, for the dashboards' SQL evidence.
 
-Registry (guards.registry), drift and outcome results (monitor.results), gate runs
-(guards.history.record_gate), alert states and notifications (alerts.Evaluator) and ingest
-(collectors' Ingestor fed by the JSONL file source, with malformed lines as dead letters).
+Registry with optimization settings (guards.registry), drift and outcome results
+(monitor.results), gate runs (guards.history.record_gate), alert states and notifications
+(alerts.Evaluator), ingest (collectors' Ingestor fed by the JSONL file source, with malformed
+lines as dead letters, latencies and errors) and SLO rows (monitor.evaluation, as the evaluate
+job stores them).
 Everything lands in the hours before `now`, so one dashboard time range covers it.
 """
 
@@ -20,11 +22,13 @@ from collectors.files import JsonlSource
 from collectors.ingest import Ingestor
 from collectors.runner import RunState, pump
 from guards.history import record_gate
-from guards.registry import register_version
+from guards.registry import optimization_settings, register_version
 from guards.results import Criterion, GuardVerdict, LatencyStats
 from monitor.config import CollectConfig, ModelConfig
 from monitor.config.alerts import AlertsConfig
+from monitor.config.serving import CostConfig, SloConfig
 from monitor.detectors import DriftResult
+from monitor.evaluation import WindowEvaluator
 from monitor.outcomes.base import OutcomeResult
 from monitor.results import store_drift_results, store_outcome_results
 
@@ -85,7 +89,11 @@ def seed_registry_and_gates(engine: Engine, tmp: Path) -> None:
     for name in ("reference.onnx", "candidate.onnx", "golden.parquet"):
         (tmp / name).write_bytes(name.encode())
         artifacts.append(tmp / name)
-    register_version(engine, MODEL, VERSION, artifacts[0], activate=True)
+    settings = optimization_settings(
+        precision="int8", quantization="static qdq, 512 calibration rows",
+        batching="max 64, 5 ms", runtime="ort 1.31 CUDA", meta={"image": "serve:1.4"},
+    )  # fmt: skip
+    register_version(engine, MODEL, VERSION, artifacts[0], activate=True, settings=settings)
     ref, cand, golden = artifacts
     record_gate(engine, MODEL, VERSION, _verdict("pass", 0.002, 2.5), (ref, cand, golden))
     record_gate(engine, MODEL, VERSION, _verdict("fail", 0.04, 3.5), (ref, cand, golden))
@@ -122,6 +130,7 @@ def seed_ingest(engine: Engine, tmp: Path, t0: datetime) -> None:
             "timestamp": (t0 + timedelta(minutes=3 * i)).timestamp(),
             "features": {"amount": float(i % 50)}, "prediction": 0.5,
             "metadata": {"region": ["eu", "us"][i % 2]},
+            "latency_ms": 10.0 + i % 20, "error": "timeout" if i % 40 == 0 else None,
         }  # fmt: skip
         lines.append(orjson.dumps(event))
     lines[10:10] = [b"{not json", b'{"model": "fraud"}']
@@ -135,6 +144,14 @@ def seed_ingest(engine: Engine, tmp: Path, t0: datetime) -> None:
         source.close()
 
 
+def seed_slo(engine: Engine) -> None:
+    """SLO rows of the ingested windows, stored by the evaluate job as `serve` runs it."""
+    slo = SloConfig(latency_p95_ms=25, latency_p99_ms=40, error_rate=0.01, min_events=10,
+                    cost_per_1k=CostConfig(hourly_price=0.7, replicas=2, max=200))  # fmt: skip
+    model = ModelConfig(name=MODEL, slices=["region"], slo=slo)
+    WindowEvaluator(engine, [model], 3600).run()
+
+
 def seed_all(engine: Engine, tmp: Path, now: datetime) -> datetime:
     """Seed everything; returns t0, the start of the seeded hours."""
     t0 = now.replace(minute=0, second=0, microsecond=0) - timedelta(hours=HOURS)
@@ -142,4 +159,5 @@ def seed_all(engine: Engine, tmp: Path, now: datetime) -> datetime:
     seed_results(engine, t0)
     seed_alerts(engine, t0)
     seed_ingest(engine, tmp, t0)
+    seed_slo(engine)
     return t0

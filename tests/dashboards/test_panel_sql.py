@@ -131,6 +131,40 @@ def test_panels_show_the_seeded_facts(seeded: tuple[Engine, GrafanaContext]) -> 
     assert sum(r[2] for r in dead) == 2
 
 
+def test_slo_and_settings_panels_show_the_seeded_facts(
+    seeded: tuple[Engine, GrafanaContext],
+) -> None:
+    def series(title: str, ref: str) -> dict[str, list[float]]:
+        out: dict[str, list[float]] = {}
+        for _, metric, value in run(seeded, panel_sql("modelwatch-operations", title, ref))[1]:
+            out.setdefault(metric, []).append(float(value))
+        return out
+
+    # Each hour serves 10..29 ms once: p95 and p99 are 28 ms (rank q(n-1) rounded down; 1%
+    # sketch error), over the 25 ms bound, in 6 windows.
+    latency = series("Latency p95/p99 vs SLO", "A")
+    assert sorted(latency) == [f"{VERSION} latency_p95_ms", f"{VERSION} latency_p99_ms"]
+    assert all(v == pytest.approx(28, rel=0.01) for vs in latency.values() for v in vs)
+    assert len(latency[f"{VERSION} latency_p95_ms"]) == 6
+    bounds = series("Latency p95/p99 vs SLO", "B")
+    assert {k: set(v) for k, v in bounds.items()} == {
+        "SLO latency_p95_ms": {25.0},
+        "SLO latency_p99_ms": {40.0},
+    }
+    errors = series("Error rate vs SLO", "A")[f"{VERSION} error_rate"]
+    assert errors == [0.05, 0.0, 0.05, 0.0, 0.05, 0.0]  # 1 errored request of 20, every 2 h
+    assert series("Error rate vs SLO", "B") == {"SLO error_rate": [0.01] * 6}
+    # $0.70 x 2 replicas per hour over 20 requests an hour: $70 per 1,000.
+    cost = series("Cost per 1k predictions", "A")[f"{VERSION} cost_per_1k"]
+    assert cost == [pytest.approx(70.0)] * 6
+    columns, rows = run(seeded, panel_sql("modelwatch-guards", "Optimization settings"))
+    [row] = [dict(zip(columns, r, strict=True)) for r in rows]
+    assert (row["version"], row["precision"], row["runtime"], row["verdict"]) == (
+        VERSION, "int8", "ort 1.31 CUDA", "fail",
+    )  # fmt: skip
+    assert row["batching"] == "max 64, 5 ms" and '"image"' in row["meta"]
+
+
 @pytest.mark.postgres
 @pytest.mark.parametrize(("granularity", "seconds"), [("1d", 86400), ("7d", 7 * 86400)])
 def test_granularity_groups_sql_series_by_day_or_week(

@@ -62,3 +62,24 @@ def test_views_read_the_same_facts_on_both_backends(engine: Engine, tmp_path: Pa
         assert rows("SELECT sum(failed) FROM mw_notifications")[0][0] == 1
         assert rows("SELECT count(*) FROM mw_drift WHERE drifted = 1")[0][0] == 3
         assert rows("SELECT count(*) FROM mw_outcomes WHERE degraded = 1")[0][0] == 6
+        # Migration 0016: SLO rows per window and slice, and each version's build settings.
+        assert rows("SELECT DISTINCT slice FROM mw_slo ORDER BY slice") == [
+            ("all",),
+            ("region=eu",),
+            ("region=us",),
+        ]
+        assert rows(
+            "SELECT objective, sum(breached), sum(n) FROM mw_slo WHERE slice = 'all' "
+            "GROUP BY objective ORDER BY objective"
+        ) == [
+            ("cost_per_1k", 0, 120),
+            ("error_rate", 3, 120),  # 1 errored request of 20 in three windows
+            ("latency_p95_ms", 6, 120),
+            ("latency_p99_ms", 0, 120),
+        ]
+        assert rows(
+            "SELECT version, precision, quantization, batching, runtime, verdict "
+            "FROM mw_model_settings"
+        ) == [("3", "int8", "static qdq, 512 calibration rows", "max 64, 5 ms", "ort 1.31 CUDA",
+               "fail")]  # fmt: skip
+        assert '"image"' in rows("SELECT meta FROM mw_model_settings")[0][0]
