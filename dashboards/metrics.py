@@ -13,7 +13,8 @@ versions that no longer have current results are removed.
 from __future__ import annotations
 
 import platform
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -33,6 +34,10 @@ MAX_GATE_SLICES = 50
 HTTP_BUCKETS: tuple[float, ...] = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 60, 300)
 ALERT_STATES: tuple[str, ...] = ("pending", "firing", "resolved")
 OUTBOX_STATES: tuple[str, ...] = ("pending", "sending", "sent", "dead")
+# Optimization settings exported as `modelwatch_model_version_info` labels (free `meta` is not:
+# its keys are unbounded); values are cut to this many characters.
+VERSION_INFO_KEYS: tuple[str, ...] = ("precision", "quantization", "batching", "runtime")
+MAX_INFO_VALUE = 64
 
 
 class ModelwatchMetrics:
@@ -160,6 +165,14 @@ class ModelwatchMetrics:
             "modelwatch_slo_threshold",
             "The configured bound of a serving objective.",
             ["model", "version", "slice", "objective"],
+            registry=registry,
+        )
+
+        self.model_version_info = Gauge(
+            "modelwatch_model_version_info",
+            "A registered version's optimization settings as labels (always 1); the newest "
+            "versions of each configured model only.",
+            ["model", "version", *VERSION_INFO_KEYS],
             registry=registry,
         )
 
@@ -305,6 +318,11 @@ class ModelwatchMetrics:
         self._refresh.set(self.slo_value, labels, value)
         if threshold is not None:
             self._refresh.set(self.slo_threshold, labels, threshold)
+
+    def set_version_info(self, model: str, version: str, settings: Mapping[str, Any]) -> None:
+        """Publish a version's optimization settings (`VERSION_INFO_KEYS`, "" when unset)."""
+        values = tuple(str(settings.get(k) or "")[:MAX_INFO_VALUE] for k in VERSION_INFO_KEYS)
+        self._refresh.set(self.model_version_info, (model, version, *values), 1.0)
 
     def set_guard_verdict(self, model: str, version: str, verdict: str) -> None:
         """Publish the latest guard verdict; an unknown verdict name is a ValueError."""

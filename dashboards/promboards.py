@@ -1,5 +1,8 @@
 """Dashboards over modelwatch's Prometheus metrics: drift, outcomes, guards, operations.
 
+Serving SLO panels (latency p95/p99, error rate, cost per 1k against their bounds) are on the
+operations board; the guards board has a table of each version's optimization settings.
+
 They need no SQL database, so SQLite deployments and the demo get dashboards too; they are
 exported next to the PostgreSQL set (`dashboards.boards`). Every panel's queries are in
 `PANEL_QUERIES` so a test can run each against a real Prometheus. Series that compare drift
@@ -13,9 +16,10 @@ from typing import Any
 
 from grafana_foundation_sdk.builders import common as cb
 from grafana_foundation_sdk.builders import dashboard as db
-from grafana_foundation_sdk.builders import prometheus, timeseries
+from grafana_foundation_sdk.builders import prometheus, table, timeseries
 from grafana_foundation_sdk.models import common as cm
 from grafana_foundation_sdk.models import dashboard as dm
+from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 
 from dashboards.panels import dashboard
 
@@ -26,6 +30,27 @@ SEL = 'model="$model",version=~"$version"'
 
 # uid -> (title, description, [(panel title, unit, [(expr, legend)])])
 Panel = tuple[str, str, list[tuple[str, str]]]
+
+# Serving SLO panels: (title, unit, objectives); whole-window values against their bounds.
+SLO_PANELS: list[tuple[str, str, str]] = [
+    ("Latency p95/p99 vs SLO", "ms", "latency_p95_ms|latency_p99_ms"),
+    ("Error rate vs SLO", "percentunit", "error_rate"),
+    ("Cost per 1k predictions", "currencyUSD", "cost_per_1k"),
+]
+
+
+def _slo_panel(title: str, unit: str, objectives: str) -> Panel:
+    sel = f'{SEL},slice="all",objective=~"{objectives}"'
+    return (
+        title,
+        unit,
+        [
+            (f"modelwatch_slo_value{{{sel}}}", "{{version}} {{objective}}"),
+            (f"modelwatch_slo_threshold{{{sel}}}", "SLO {{objective}} ({{version}})"),
+        ],
+    )
+
+
 SPECS: dict[str, tuple[str, str, list[Panel]]] = {
     "modelwatch-prom-drift": (
         "modelwatch / Drift (Prometheus)",
@@ -125,14 +150,30 @@ SPECS: dict[str, tuple[str, str, list[Panel]]] = {
                 ],
             ),
             ("Running builds", "short", [("modelwatch_build_info", "{{version}}")]),
+            *[_slo_panel(*spec) for spec in SLO_PANELS],
         ],
     ),
 }
 
+# uid -> [(table title, description, instant expr)]: one row per series, labels as columns.
+TABLES: dict[str, list[tuple[str, str, str]]] = {
+    "modelwatch-prom-guards": [
+        (
+            "Optimization settings",
+            "Precision, quantization, batching and runtime of the model's newest versions "
+            "(models register), from modelwatch_model_version_info.",
+            'modelwatch_model_version_info{model="$model"}',
+        )
+    ],
+}
+
 PANEL_QUERIES: Mapping[str, list[str]] = {
-    f"{uid}/{title}": [expr for expr, _ in queries]
-    for uid, (_, _, panels) in SPECS.items()
-    for title, _, queries in panels
+    **{
+        f"{uid}/{title}": [expr for expr, _ in queries]
+        for uid, (_, _, panels) in SPECS.items()
+        for title, _, queries in panels
+    },
+    **{f"{uid}/{title}": [expr] for uid, tables in TABLES.items() for title, _, expr in tables},
 }
 
 
@@ -190,6 +231,31 @@ def _panel(title: str, unit: str, queries: list[tuple[str, str]], ref: dm.DataSo
     return panel
 
 
+def _table(title: str, description: str, expr: str, ref: dm.DataSourceRef) -> Any:
+    """An instant query as a table: one row per series, its labels as columns."""
+    hidden = {"Time": True, "Value": True, "__name__": True, "instance": True, "job": True}
+    organize = dm.DataTransformerConfig(id_val="organize", options={"excludeByName": hidden})
+    target = (
+        prometheus.Dataquery()
+        .expr(expr)
+        .instant()
+        .format(PromQueryFormat.TABLE)
+        .ref_id("A")
+        .datasource(ref)
+    )
+    return (
+        table.Panel()
+        .title(title)
+        .description(description)
+        .datasource(ref)
+        .with_target(target)
+        .with_transformation(organize)
+        .show_header(True)
+        .height(8)
+        .span(12)
+    )
+
+
 def _builder(uid: str) -> Callable[[dm.DataSourceRef], dm.Dashboard]:
     title, description, panels = SPECS[uid]
 
@@ -199,6 +265,8 @@ def _builder(uid: str) -> Callable[[dm.DataSourceRef], dm.Dashboard]:
             board = board.with_variable(variable)
         for panel_title, unit, queries in panels:
             board = board.with_panel(_panel(panel_title, unit, queries, ref))
+        for table_title, about, expr in TABLES.get(uid, []):
+            board = board.with_panel(_table(table_title, about, expr, ref))
         return board.build()
 
     return build

@@ -5,7 +5,8 @@ numbers, whichever of them ingested or evaluated. Counters advance by the growth
 totals since the previous tick. `events_ingested` counts per source; its `model` label is `*`
 because a source's counter spans every model it carries. Drift and outcome gauges show the
 versions with results in the model's newest window; guard gauges the versions gated within
-`scheduler.retention_days`. A series not written in a tick is removed.
+`scheduler.retention_days`; `model_version_info` the newest registered versions' settings.
+A series not written in a tick is removed.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from monitor.storage import (
     DriftResultRow,
     GateRun,
     IngestCounter,
+    Model,
+    ModelVersion,
     OutcomeResultRow,
     SourcePosition,
     WindowServing,
@@ -41,6 +44,8 @@ from monitor.storage import (
 )
 
 ALL_MODELS = "*"
+# Versions per model whose settings are exported as `modelwatch_model_version_info`.
+MAX_INFO_VERSIONS = 20
 
 
 class MetricsPublisher:
@@ -106,6 +111,7 @@ class MetricsPublisher:
             self._guards(model)
             if model in self.slo:
                 self._slo(model, self.slo[model])
+            self._settings(model)
         self.metrics.end_refresh()
 
     def _alerts(self, s: Session) -> None:
@@ -164,6 +170,19 @@ class MetricsPublisher:
                 self.metrics.set_slo(
                     model, r.version, r.slice_key or None, r.objective, r.value, r.threshold
                 )
+
+    def _settings(self, model: str) -> None:
+        """The newest `MAX_INFO_VERSIONS` versions' optimization settings (bounded labels)."""
+        stmt = (
+            select(ModelVersion.version, ModelVersion.settings)
+            .join(Model, ModelVersion.model_id == Model.id)
+            .where(Model.name == model)
+            .order_by(ModelVersion.created_at.desc(), ModelVersion.id.desc())
+            .limit(MAX_INFO_VERSIONS)
+        )
+        with session_factory(self.engine)() as s:
+            for version, settings in s.execute(stmt):
+                self.metrics.set_version_info(model, version, settings or {})
 
     def _outcomes(self, model: str) -> None:
         for r in _current(latest_rows(self.engine, OutcomeResultRow, model)):

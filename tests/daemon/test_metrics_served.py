@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -11,11 +12,12 @@ import httpx
 import pytest
 
 from dashboards.promboards import PANEL_QUERIES
+from guards.registry import optimization_settings, register_version
 from monitor.detectors import DriftResult
 from monitor.outcomes import OutcomeResult
 from monitor.results import store_drift_results, store_outcome_results
 from monitor.storage import AlertNotification, AlertState, GateRun, transaction, utcnow
-from tests.daemon.conftest import ServerProcess, auth, db_engine
+from tests.daemon.conftest import CONFIG, ServerProcess, _serve, auth, db_engine
 from tests.daemon.test_api_ingest import event
 from tests.services.prometheus import PrometheusServer
 
@@ -33,8 +35,29 @@ def _criteria() -> list[dict[str, object]]:
     ]
 
 
+SLO = """\
+    slo:
+      latency_p95_ms: 50
+      error_rate: 0.05
+      cost_per_1k: {{hourly_price: 0.7, max: 5}}
+"""
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[ServerProcess]:
+    """The daemon with serving SLOs for `fraud` (the SLO panels' series)."""
+    yield from _serve(
+        tmp_path, CONFIG.replace("    slices: [region]\n", "    slices: [region]\n" + SLO)
+    )
+
+
 def _seed(tmp_path: Path) -> None:
     engine = db_engine(tmp_path)
+    artifact = tmp_path / "fraud-2.onnx"
+    artifact.write_bytes(b"onnx")
+    settings = optimization_settings(precision="int8", runtime="ort 1.31 CUDA",
+                                     meta={"image": "serve:1.4"})  # fmt: skip
+    register_version(engine, "fraud", "2", artifact, settings=settings)
     drift = DriftResult("amount", None, "numeric", "psi", 0.3, 0.2, None, 1000, 500, "drift")
     store_drift_results(engine, "fraud", "1", (W - HOUR, W), [drift])  # retired version
     store_drift_results(engine, "fraud", "2", (W, W + HOUR), [drift])
@@ -117,10 +140,12 @@ def _published(server: ServerProcess, needle: str, timeout: float = 60) -> str:
 def seeded(server: ServerProcess, tmp_path: Path) -> ServerProcess:
     _seed(tmp_path)
     httpx.get(f"{server.url}/v1/models", headers=auth("MW_T_READ"))  # one request to count
-    body = [event(i) for i in range(5)] + [{**event(9), "timestamp": "not a time"}]
+    body = [event(i, latency_ms=20.0 + i) for i in range(5)]
+    body += [{**event(9), "timestamp": "not a time"}]
     headers = {**auth("MW_T_INGEST"), "Idempotency-Key": "served-1"}
     assert httpx.post(f"{server.url}/v1/events", json=body, headers=headers).status_code == 202
     _published(server, 'slice="segment=normal"')
+    _published(server, "modelwatch_slo_value")
     return server
 
 
@@ -150,6 +175,11 @@ QUERIES = {
     'count(modelwatch_drift_score{version="2"})': 1.0,
     'count(modelwatch_drift_score{version="1"}) or vector(0)': 0.0,
     'count(modelwatch_guard_verdict{version="0-old"}) or vector(0)': 0.0,
+    # Optimization settings as labels of an info-style series; free `meta` is no label.
+    'modelwatch_model_version_info{version="2",precision="int8",runtime="ort 1.31 CUDA"}': 1.0,
+    'count(modelwatch_model_version_info{image!=""}) or vector(0)': 0.0,
+    'modelwatch_slo_threshold{objective="latency_p95_ms",slice="all"}': 50.0,
+    'modelwatch_slo_value{objective="error_rate",slice="all"}': 0.0,
 }
 
 

@@ -173,3 +173,20 @@ def test_build_info_is_one(registry: CollectorRegistry, metrics: ModelwatchMetri
     infos = [s for m in registry.collect() if m.name == "modelwatch_build_info" for s in m.samples]
     assert len(infos) == 1 and infos[0].value == 1.0
     assert infos[0].labels["version"] == __version__
+
+
+def test_version_info_labels_are_the_fixed_setting_keys_cut_to_bounded_values(
+    metrics: ModelwatchMetrics, registry: CollectorRegistry
+) -> None:
+    settings = {"precision": "int8", "quantization": "q" * 500, "meta": {"user": "alice"}}
+    metrics.set_version_info("fraud", "4-int8", settings)
+    metrics.end_refresh()
+    [sample] = [s for m in registry.collect() if m.name == "modelwatch_model_version_info"
+                for s in m.samples]  # fmt: skip
+    assert sample.value == 1.0
+    assert sample.labels == {
+        "model": "fraud", "version": "4-int8", "precision": "int8", "quantization": "q" * 64,
+        "batching": "", "runtime": "",
+    }  # fmt: skip
+    metrics.end_refresh()  # not written again: a version no longer listed is removed
+    assert "modelwatch_model_version_info{" not in generate_latest(registry).decode()
