@@ -48,6 +48,10 @@ class StoredBaseline:
     variability: Variability | None
     # Reference attributions per feature: (count, sum of |attribution|); {} when none.
     attributions: Mapping[str, tuple[int, float]] = field(default_factory=dict)
+    # The same per slice key, where the reference file had the slice columns too.
+    attributions_by_slice: Mapping[str, Mapping[str, tuple[int, float]]] = field(
+        default_factory=dict
+    )
 
 
 def ensure_model_version(session: Session, model: str, version: str) -> ModelVersion:
@@ -148,6 +152,10 @@ def load_stored_baseline(
             ProfileSet(profiles, rows, tuple(row.slice_by), specs),
             None if spread is None else Variability.from_dict(spread),
             sums_from_settings(row.settings.get("attributions")),
+            {
+                k: sums_from_settings(v)
+                for k, v in row.settings.get("attributions_by_slice", {}).items()
+            },
         )
 
 

@@ -18,7 +18,7 @@ from sqlalchemy import select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
-from monitor.attributions import Sums, attribution_drift
+from monitor.attributions import AttributionReference
 from monitor.baselines import StoredBaseline, baseline_for
 from monitor.config import ModelConfig
 from monitor.detectors import DriftResult, ThresholdStrategy, evaluate, threshold_strategy
@@ -26,7 +26,7 @@ from monitor.failures import Isolation
 from monitor.outcomes import OutcomeResult
 from monitor.profiles import OVERALL, ProfileSet, profile_from_bytes
 from monitor.results import store_drift_results, store_outcome_results
-from monitor.slo import serving_summary, store_window_slo
+from monitor.slo import store_window_slo, window_serving
 from monitor.storage import (
     Change,
     WindowCount,
@@ -189,7 +189,7 @@ class WindowEvaluator:
 
     def _drift(self, cfg: ModelConfig) -> list[WindowEvaluation]:
         out = []
-        refs: dict[str, tuple[ProfileSet, ThresholdStrategy, Sums] | None] = {}
+        refs: dict[str, tuple[ProfileSet, ThresholdStrategy, AttributionReference] | None] = {}
         consumed = Consumed(self.engine, "drift")
         for window in changed_windows(self.engine, cfg.name):
             if cfg.slo is not None:  # serving SLOs need no baseline
@@ -232,12 +232,12 @@ class WindowEvaluator:
         window: Window,
         reference: ProfileSet,
         thresholds: ThresholdStrategy,
-        attributions: Sums,
+        attributions: AttributionReference,
     ) -> WindowEvaluation:
         started = time.perf_counter()
         served = (
-            serving_summary(self.engine, cfg.name, window.version, window.start, window.end)
-            if attributions
+            window_serving(self.engine, cfg.name, window.version, window.start)
+            if attributions.overall
             else None
         )
         with transaction(self.engine) as s:  # one connection: one pool checkout (and ping)
@@ -252,13 +252,13 @@ class WindowEvaluator:
                 min_n=cfg.drift.min_n,
             )
             if served is not None:
-                results = [*results, *attribution_drift(attributions, served, cfg.drift.min_n)]
+                results = [*results, *attributions.drift(served, cfg.drift.min_n)]
             store_drift_results(s, cfg.name, window.version, (window.start, window.end), results)
         return WindowEvaluation(window, drift=results, seconds=time.perf_counter() - started)
 
     def _reference(
         self, cfg: ModelConfig, version: str
-    ) -> tuple[ProfileSet, ThresholdStrategy, Sums] | None:
+    ) -> tuple[ProfileSet, ThresholdStrategy, AttributionReference] | None:
         baseline = baseline_for(self.engine, cfg.name, version, cfg.drift.baseline)
         if baseline is None:
             log.warning(
@@ -272,7 +272,10 @@ class WindowEvaluator:
                 cfg.name,
                 cfg.drift.baseline,
             )
-        return baseline.profiles, thresholds_for(cfg, baseline), dict(baseline.attributions)
+        attributions = AttributionReference(
+            dict(baseline.attributions), baseline.attributions_by_slice
+        )
+        return baseline.profiles, thresholds_for(cfg, baseline), attributions
 
     def _outcomes(self, cfg: ModelConfig) -> list[WindowEvaluation]:
         out = []

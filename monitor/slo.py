@@ -125,6 +125,16 @@ def serving_summary(
     return total
 
 
+def window_serving(
+    engine: Engine, model: str, version: str, start: datetime
+) -> dict[str, ServingSummary]:
+    """The serving summaries of one window by slice key ("" is the whole window)."""
+    t = WindowServing
+    stmt = select(t).where(t.model == model, t.version == version, t.window_start == start)
+    with session_factory(engine)() as s:
+        return {r.slice_key: ServingSummary.from_row(r) for r in s.scalars(stmt)}
+
+
 def slo_results(
     engine: Engine,
     model: str,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,7 +14,7 @@ import click
 
 from migrations import prepare_for_writes, require_head
 from monitor._stream import profile_source
-from monitor.attributions import attribution_columns, reference_attributions
+from monitor.attributions import Sums, attribution_columns, reference_sums
 from monitor.baselines import list_baselines, save_baseline
 from monitor.cli._drift_input import sample_frame
 from monitor.cli._progress import progress
@@ -25,7 +25,7 @@ from monitor.config import load_config
 from monitor.datasets import open_source
 from monitor.errors import InputError
 from monitor.estimation import MULTIVARIATE_KEY, SETTINGS_KEY, fit_stored, fit_stored_multivariate
-from monitor.profiles import compared_columns
+from monitor.profiles import ProfileSet, compared_columns
 from monitor.spark import profile_dataframe, read_table
 
 if TYPE_CHECKING:
@@ -151,7 +151,9 @@ def create_cmd(
             streamed, source, digest = _profile_data(
                 data, choose, slice_by, (bins, top_k, chunks), forced
             )
-        attributions = _attributions(attributions_path or data, attributions_path is not None)
+        attributions = _attributions(
+            attributions_path or data, attributions_path is not None, slice_by, streamed.profiles
+        )
         extra = {} if data is None or score is None or label is None else (
             _estimation(data, score, label, chunks))  # fmt: skip
         if data is not None and features is not None:
@@ -168,7 +170,7 @@ def create_cmd(
             source=source,
             source_sha256=digest,
             replace=replace,
-            settings={"bins": bins, "top_k": top_k, "attributions": attributions, **extra},
+            settings={"bins": bins, "top_k": top_k, **attributions, **extra},
             variability=variability,
         )
     spread = "" if variability is None else f", variability of {chunks} chunks"
@@ -180,23 +182,35 @@ def create_cmd(
     )
     sliced = f"; sliced by {', '.join(slice_by)}" if slice_by else ""
     click.echo(f"  columns: {', '.join(cols)}{sliced}")
-    if attributions:
-        click.echo(f"  attributions: {', '.join(sorted(attributions))}")
+    if attributions["attributions"]:
+        click.echo(f"  attributions: {', '.join(sorted(attributions['attributions']))}")
 
 
-def _attributions(path: str | None, required: bool) -> dict[str, list[float]]:
-    """Reference attributions of the `attr.*` columns of `path` ({} without any or a path);
-    InputError when `required` (--attributions) and the file has none."""
-
+def _attributions(
+    path: str | None, required: bool, slice_by: Sequence[str], profiles: ProfileSet
+) -> dict[str, Any]:
+    """Baseline settings of the reference attributions in the `attr.*` columns of `path`:
+    `attributions` overall ({} without any or a path) and `attributions_by_slice` of the
+    baseline's slices when `path` has the slice columns too; InputError when `required`
+    (--attributions) and the file has none."""
     if path is None:
-        return {}
+        return {"attributions": {}}
     source = open_source(path)
     columns = attribution_columns(source.columns)
     if not columns and required:
         raise InputError(f"--attributions {path}: no `attr.<feature>` columns")
     if not columns:
-        return {}
-    sums = reference_attributions(source.batches(columns))
+        return {"attributions": {}}
+    slices = [c for c in slice_by if c in source.columns]
+    frames = source.batches([*columns, *slices])
+    overall, by_slice = reference_sums(frames, slices, set(profiles.slice_keys))
+    out: dict[str, Any] = {"attributions": _doc(overall)}
+    if by_slice:
+        out["attributions_by_slice"] = {k: _doc(v) for k, v in by_slice.items()}
+    return out
+
+
+def _doc(sums: Sums) -> dict[str, list[float]]:
     return {feature: [n, total] for feature, (n, total) in sums.items()}
 
 
