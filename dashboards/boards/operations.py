@@ -77,6 +77,13 @@ ORDER BY 1"""
     return [value, bound]
 
 
+# Every slice of the newest window with SLO rows: which slice breaches, breaches first.
+SLO_SLICES = f"""SELECT time, version, slice, objective, value, threshold, n, status
+FROM mw_slo
+WHERE {MODEL} AND time = (SELECT max(time) FROM mw_slo WHERE {MODEL})
+ORDER BY breached DESC, version, slice, objective
+LIMIT 200"""
+
 SLO_LATENCY = slo_queries(("latency_p95_ms", "latency_p99_ms"))
 SLO_ERRORS = slo_queries(("error_rate",))
 SLO_COST = slo_queries(("cost_per_1k",))
@@ -105,6 +112,13 @@ def slo_panels(datasource: dm.DataSourceRef) -> list[Any]:
             SLO_COST,
             datasource,
             unit="currencyUSD",
+        ),
+        table_panel(
+            "SLOs by slice, newest window",
+            "Every objective of every slice in the newest window, breaches first.",
+            SLO_SLICES,
+            datasource,
+            12,
         ),
     ]
 

@@ -157,6 +157,14 @@ def test_slo_and_settings_panels_show_the_seeded_facts(
     # $0.70 x 2 replicas per hour over 20 requests an hour: $70 per 1,000.
     cost = series("Cost per 1k predictions", "A")[f"{VERSION} cost_per_1k"]
     assert cost == [pytest.approx(70.0)] * 6
+    columns, rows = run(seeded, panel_sql("modelwatch-operations", "SLOs by slice, newest window"))
+    newest = [dict(zip(columns, r, strict=True)) for r in rows]
+    assert {r["slice"] for r in newest} == {"all", "region=eu", "region=us"}
+    assert len({r["time"] for r in newest}) == 1 and newest[0]["status"] == "breach"
+    # 10 requests per region an hour, as many as slo.min_events: judged, p95 over 25 ms
+    assert {(r["slice"], r["status"]) for r in newest if r["objective"] == "latency_p95_ms"} == {
+        ("all", "breach"), ("region=eu", "breach"), ("region=us", "breach"),
+    }  # fmt: skip
     columns, rows = run(seeded, panel_sql("modelwatch-guards", "Optimization settings"))
     [row] = [dict(zip(columns, r, strict=True)) for r in rows]
     assert (row["version"], row["precision"], row["runtime"], row["verdict"]) == (
