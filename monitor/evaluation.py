@@ -26,7 +26,7 @@ from monitor.failures import Isolation
 from monitor.outcomes import OutcomeResult
 from monitor.profiles import OVERALL, ProfileSet, profile_from_bytes
 from monitor.results import store_drift_results, store_outcome_results
-from monitor.slo import store_window_slo, window_serving
+from monitor.slo import record_window_slo, retry_failed_slo, window_serving
 from monitor.storage import (
     Change,
     WindowCount,
@@ -35,7 +35,6 @@ from monitor.storage import (
     pending_changes,
     session_factory,
     transaction,
-    utcnow,
 )
 from monitor.summaries import outcome_results, rebuild_pending
 
@@ -193,7 +192,8 @@ class WindowEvaluator:
         consumed = Consumed(self.engine, "drift")
         for window in changed_windows(self.engine, cfg.name):
             if cfg.slo is not None:  # serving SLOs need no baseline
-                self._slo(cfg, window)
+                slo = (cfg.name, cfg.slo, window.version, window.start)
+                record_window_slo(self.isolation, self.engine, *slo)
             if window.version not in refs:
                 refs[window.version] = self.isolation.attempt(
                     f"baseline {cfg.name}/{window.version}",
@@ -217,14 +217,9 @@ class WindowEvaluator:
                 out.append(done)
                 consumed.add(window)
         consumed.flush()
+        if cfg.slo is not None:
+            retry_failed_slo(self.isolation, self.engine, cfg.name, cfg.slo)
         return out
-
-    def _slo(self, cfg: ModelConfig, window: Window) -> None:
-        assert cfg.slo is not None
-        store = functools.partial(store_window_slo, self.engine, cfg.slo, cfg.name)
-        what = f"slo {cfg.name}/{window.version} {window.start.isoformat()}"
-        run = functools.partial(store, window.version, window.start, utcnow())
-        self.isolation.attempt(what, run, cfg.name, window.version)
 
     def _drift_window(
         self,

@@ -152,6 +152,10 @@ class Isolation:
         self._now = now or utcnow()
         self._failing = {f.item: f for f in list_failures(self.engine, self.job)}
 
+    def failing(self) -> list[Failure]:
+        """The job's failing items (as loaded by `begin`, less those recovered since)."""
+        return list(self._failing.values())
+
     def due(self, item: str) -> bool:
         """Whether `item` may run now (not failing, or its retry time has come)."""
         failing = self._failing.get(item)

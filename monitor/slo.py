@@ -8,12 +8,15 @@ replicas per 1,000 requests at the observed rate). A window (or slice) with fewe
 cost are judged on any traffic (low traffic is what they are about).
 
 The evaluate job stores the results of each window that changed as `slo_results` rows
-(:func:`store_window_slo`), which the SQL dashboards read; throughput and cost of a window
-still filling are as of its last change.
+(:func:`record_window_slo`), which the SQL dashboards read; throughput and cost of a window
+still filling are as of its last change. A window whose SLO evaluation fails is an item of the
+job (`monitor.failures`), tried again after its backoff (:func:`retry_failed_slo`) though it
+does not change again.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,10 +26,11 @@ from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
 from monitor.config.serving import SloConfig
+from monitor.failures import Isolation
 from monitor.profiles import OVERALL
 from monitor.profiles.serving import ServingSummary
 from monitor.results import store_slo_results
-from monitor.storage import WindowServing, session_factory, transaction
+from monitor.storage import WindowServing, session_factory, transaction, utcnow
 
 SloStatus = Literal["ok", "breach", "insufficient_data"]
 OBJECTIVES = ("latency_p95_ms", "latency_p99_ms", "error_rate", "min_rps", "cost_per_1k")
@@ -178,3 +182,30 @@ def store_window_slo(
             span = (windows[0].window_start, windows[0].window_end)
             store_slo_results(s, model, version, span, results)
     return results
+
+
+def slo_item(model: str, version: str, start: datetime) -> str:
+    """The evaluate job's item name of one window's SLO evaluation."""
+    return f"slo {model}/{version} {start.isoformat()}"
+
+
+def record_window_slo(
+    isolation: Isolation, engine: Engine, model: str, cfg: SloConfig, version: str,
+    start: datetime,
+) -> None:  # fmt: skip
+    """:func:`store_window_slo` as an item of the job: a failure is recorded, not raised."""
+    work = functools.partial(store_window_slo, engine, cfg, model, version, start, utcnow())
+    isolation.attempt(slo_item(model, version, start), work, model, version)
+
+
+def retry_failed_slo(isolation: Isolation, engine: Engine, model: str, cfg: SloConfig) -> None:
+    """Try again the model's windows whose SLO evaluation failed, once their backoff passed."""
+    prefix = f"slo {model}/"
+    for f in isolation.failing():
+        if f.model != model or f.version is None or not f.item.startswith(prefix):
+            continue
+        try:
+            start = datetime.fromisoformat(f.item.rsplit(" ", 1)[1])
+        except ValueError:  # not an item this module named
+            continue
+        record_window_slo(isolation, engine, model, cfg, f.version, start)

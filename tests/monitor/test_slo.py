@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import orjson
 import pytest
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
@@ -15,10 +15,11 @@ from monitor.config import CollectConfig, ModelConfig
 from monitor.config.serving import CostConfig, SloConfig
 from monitor.daemon.signals import slo_signals
 from monitor.evaluation import WindowEvaluator
+from monitor.failures import list_failures
 from monitor.profiles.latency import LatencySketch
 from monitor.profiles.serving import ServingSummary
-from monitor.slo import ServingWindow, cost_per_1k, evaluate_slo
-from monitor.storage import SloResultRow
+from monitor.slo import ServingWindow, cost_per_1k, evaluate_slo, slo_item
+from monitor.storage import SloResultRow, WindowServing
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 END = START + timedelta(hours=1)
@@ -133,3 +134,36 @@ def test_evaluate_job_stores_slo_rows_per_slice_for_changed_windows_only(engine:
     assert got[("", "latency_p95_ms")][2] == 100
     assert got[(eu, "latency_p95_ms")][0] == "breach"  # 5 of 50 at 300 ms
     assert got[("", "error_rate")] == ("ok", 2 / 100, 100)
+
+
+def test_a_corrupt_window_fails_alone_and_is_retried_after_its_backoff(engine: Engine) -> None:
+    cfg = ModelConfig(name="fraud", slo=SloConfig(latency_p95_ms=50, min_events=5))
+    _served(engine, cfg, [20.0] * 10)
+    later = [dict(e, timestamp=START.timestamp() + 3600 + i) for i, e in enumerate(
+        {"request_id": f"x{i}", "model": "fraud", "model_version": "1", "features": {"x": 1.0},
+         "prediction": 0.5, "latency_ms": 30.0} for i in range(10))]  # fmt: skip
+    ing = Ingestor(engine, "src2", "kafka", [cfg], CollectConfig())
+    ing.ingest([RawRecord("p0", i, i + 1, orjson.dumps(e)) for i, e in enumerate(later)])
+    with Session(engine) as s, s.begin():  # the first window's sketch is unreadable
+        s.execute(update(WindowServing).where(WindowServing.window_start == START)
+                  .values(latency={"a": 0.5, "bins": {}, "zero": 0}))  # fmt: skip
+    evaluator = WindowEvaluator(engine, [cfg], 3600)
+    now = datetime.now(UTC)
+    evaluator.run(now)
+    assert list(_stored_by_window(engine)) == [(END, "latency_p95_ms")]  # the other window
+    [failure] = list_failures(engine, "evaluate")
+    assert failure.item == slo_item("fraud", "1", START) and "latency sketch" in failure.error
+    with Session(engine) as s, s.begin():  # repaired; the window itself does not change again
+        s.execute(update(WindowServing).where(WindowServing.window_start == START)
+                  .values(latency={}))  # fmt: skip
+    evaluator.run(now)  # before its backoff: not retried
+    assert len(_stored_by_window(engine)) == 1
+    evaluator.run(now + timedelta(days=1))
+    assert (START, "latency_p95_ms") in _stored_by_window(engine)
+    assert list_failures(engine, "evaluate") == []
+
+
+def _stored_by_window(engine: Engine) -> dict[tuple[datetime, str], str]:
+    with Session(engine) as s:
+        rows = s.scalars(select(SloResultRow).where(SloResultRow.slice_key == "")).all()
+        return {(r.window_start, r.objective): r.status for r in rows}
