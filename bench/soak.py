@@ -10,7 +10,10 @@ events per window. Then it records:
 - the first tick (every window changed: the burst of the whole history), its time per result;
 - the idle tick (nothing changed), median of 5, right after that burst and after VACUUM ANALYZE;
 - the tick after one new window (ingested with labels), median of 3;
-- a burst of `--burst` changed windows (markers set on existing windows), time per result;
+- a burst of `--burst` changed windows (markers set on existing windows), time per result,
+  evaluated in batches (the evaluator's default) and, unless `--no-compare`, first window by
+  window (batches of one: the path before batching), with an md5 of the drift rows after each
+  (`same_rows`: the two paths stored identical rows);
 - the database size per day of history;
 - "before": the per-tick queries of the previous evaluator (GROUP BY over every profile row, every
   joined row loaded, GROUP BY over every result row) timed on the same database.
@@ -23,6 +26,8 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import functools
+import os
 import random
 import statistics
 import sys
@@ -39,6 +44,7 @@ sys.path.insert(0, str(REPO))
 from sqlalchemy import func, select, text  # noqa: E402
 from sqlalchemy.engine import Engine  # noqa: E402
 
+import monitor.evaluation  # noqa: E402
 from collectors import Ingestor, RawRecord  # noqa: E402
 from migrations import upgrade  # noqa: E402
 from monitor.baselines import save_baseline  # noqa: E402
@@ -135,11 +141,64 @@ def results(engine: Engine) -> int:
     return int(drift) + int(outcome)
 
 
+def server_cpu_s(server: PostgresServer) -> float:
+    """CPU seconds used so far by the PostgreSQL server's backends (children of the postmaster):
+    with the client's `time.process_time()`, a cost that the machine's load barely moves."""
+    postmaster = (server.datadir / "postmaster.pid").read_text().split()[0]
+    tick_s = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # exited meanwhile
+            continue
+        if fields[1] == postmaster:  # ppid; then utime, stime at 11, 12 (after the comm)
+            total += int(fields[11]) + int(fields[12])
+    return total / tick_s
+
+
+def cpu_burst(server: PostgresServer, run: Any) -> tuple[float, int, float]:
+    """`run()`'s (seconds, results) and the CPU seconds it cost, client and server."""
+    cpu = time.process_time() + server_cpu_s(server)
+    seconds, count = run()
+    return seconds, count, time.process_time() + server_cpu_s(server) - cpu
+
+
 def tick(monitoring: Monitoring) -> tuple[float, int]:
     started = time.perf_counter()
     done = monitoring(now=END)
     seconds = time.perf_counter() - started
     return seconds, sum(len(e.drift) + len(e.outcomes) for e in done)
+
+
+CHECKSUM = """
+SELECT md5(string_agg(concat_ws('|', model, version, window_start, slice_key, "column", method,
+                                value, threshold, threshold_by, p_value, n_reference, n_current,
+                                status), ',' ORDER BY window_start, slice_key, "column", method))
+FROM drift_results
+"""
+
+
+def checksum(engine: Engine) -> str:
+    """md5 of every drift row but its id and computation time: equal rows, equal checksum."""
+    with engine.connect() as conn:
+        return str(conn.execute(text(CHECKSUM)).scalar_one())
+
+
+def mark_burst(engine: Engine, starts: list[datetime]) -> None:
+    with transaction(engine) as s:
+        for kind in ("drift", "outcome"):
+            mark_changed(s, kind, [("fraud", "1", st, st + timedelta(hours=1)) for st in starts])
+
+
+def window_by_window(monitoring: Monitoring) -> tuple[float, int]:
+    """The burst tick with batches of one window: the per-window path (before batching)."""
+    batched = monitor.evaluation.batches
+    monitor.evaluation.batches = functools.partial(batched, size=1)
+    try:
+        return tick(monitoring)
+    finally:
+        monitor.evaluation.batches = batched
 
 
 def vacuum(engine: Engine) -> None:
@@ -174,7 +233,12 @@ def before_idle(engine: Engine) -> float:
 
 
 def soak(
-    server: PostgresServer, days: int, per_window: int, burst: int, profile: str | None = None
+    server: PostgresServer,
+    days: int,
+    per_window: int,
+    burst: int,
+    profile: str | None = None,
+    compare: bool = True,
 ) -> dict[str, Any]:
     url = server.create_database()
     engine = make_engine(url)
@@ -211,22 +275,32 @@ def soak(
     }
     if days * 24 >= burst:
         starts = [first + timedelta(hours=h) for h in range(burst)]
-        with transaction(engine) as s:
-            for kind in ("drift", "outcome"):
-                mark_changed(
-                    s, kind, [("fraud", "1", st, st + timedelta(hours=1)) for st in starts]
-                )
+        # Each burst starts from a vacuumed table, as autovacuum leaves it between bursts: the
+        # second would otherwise wade through the first one's dead row versions.
+        if compare:
+            vacuum(engine)
+            mark_burst(engine, starts)
+            one_s, _, one_cpu = cpu_burst(server, lambda: window_by_window(monitoring))
+            out |= {"burst_window_by_window_cpu_s": one_cpu}
+            out |= {
+                "burst_window_by_window_s": one_s,
+                "burst_window_by_window_sum": checksum(engine),
+            }
+        vacuum(engine)
+        mark_burst(engine, starts)
         profiler = cProfile.Profile() if profile else None
         if profiler is not None:
             profiler.enable()
-        b_s, b_results = tick(monitoring)
+        b_s, b_results, b_cpu = cpu_burst(server, lambda: tick(monitoring))
         if profiler is not None and profile:
             profiler.disable()
             profiler.dump_stats(profile)
-        out |= {"burst_s": b_s, "burst_results": b_results}
+        out |= {"burst_s": b_s, "burst_results": b_results, "burst_sum": checksum(engine)}
+        out |= {"burst_cpu_s": b_cpu}
     with engine.connect() as conn:
         size = conn.execute(text("SELECT pg_database_size(current_database())")).scalar_one()
     out["mb_per_day"] = size / 2**20 / days
+    out["load_average_1m"] = os.getloadavg()[0]
     engine.dispose()
     return out
 
@@ -237,16 +311,23 @@ def main() -> None:
     parser.add_argument("--per-window", type=int, default=20)
     parser.add_argument("--burst", type=int, default=1000)
     parser.add_argument("--profile", default=None)
+    parser.add_argument("--no-compare", action="store_true", help="skip the per-window burst")
     args = parser.parse_args()
     server = PostgresServer()
     server.start()
     try:
         for days in (int(d) for d in args.days.split(",")):
-            row = soak(server, days, args.per_window, args.burst, args.profile)
+            row = soak(server, days, args.per_window, args.burst, args.profile, not args.no_compare)
             per = row["first_tick_s"] / max(row["first_tick_results"], 1) * 1000
             row["first_tick_ms_per_result"] = per
             if "burst_s" in row:
                 row["burst_ms_per_result"] = row["burst_s"] / max(row["burst_results"], 1) * 1000
+                row["burst_cpu_ms_per_result"] = row["burst_cpu_s"] / row["burst_results"] * 1000
+                if "burst_window_by_window_s" in row:
+                    for k in ("burst_window_by_window_s", "burst_window_by_window_cpu_s"):
+                        per = row[k] / max(row["burst_results"], 1) * 1000
+                        row[k.removesuffix("_s") + "_ms_per_result"] = per
+                    row["same_rows"] = row["burst_sum"] == row["burst_window_by_window_sum"]
             print(orjson.dumps(row, option=orjson.OPT_INDENT_2).decode(), flush=True)
     finally:
         server.stop()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -18,13 +18,22 @@ from sqlalchemy import select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
+from monitor._drift_batch import (
+    Reference,
+    batches,
+    drift_of,
+    evaluate_batch,
+    profile_set,
+    where_of,
+)
+from monitor._outcome_batch import outcome_batch
 from monitor.attributions import AttributionReference
 from monitor.baselines import StoredBaseline, baseline_for
 from monitor.config import ModelConfig
-from monitor.detectors import DriftResult, ThresholdStrategy, evaluate, threshold_strategy
-from monitor.failures import Isolation
+from monitor.detectors import DriftResult, ThresholdStrategy, threshold_strategy
+from monitor.failures import Isolation, redact
 from monitor.outcomes import OutcomeResult
-from monitor.profiles import OVERALL, ProfileSet, profile_from_bytes
+from monitor.profiles import ProfileSet
 from monitor.results import store_drift_results, store_outcome_results
 from monitor.slo import record_window_slo, retry_failed_slo, window_serving
 from monitor.storage import (
@@ -79,11 +88,18 @@ def _window(change: Change) -> Window:
     return Window(change.model, change.version, change.start, change.end, change.seq)
 
 
+def _change(window: Window) -> Change:
+    return Change(window.model, window.version, window.start, window.end, window.seq)
+
+
+def _item(kind: str, cfg: ModelConfig, window: Window) -> str:
+    """The evaluate job's item name of one window's drift or outcome evaluation."""
+    return f"{kind} {cfg.name}/{window.version} {window.start.isoformat()}"
+
+
 def consume(engine: Engine, kind: str, windows: Sequence[Window]) -> None:
     """Mark windows evaluated unless they changed again since they were read."""
-    consume_changes(
-        engine, kind, [Change(w.model, w.version, w.start, w.end, w.seq) for w in windows]
-    )
+    consume_changes(engine, kind, [_change(w) for w in windows])
 
 
 class Consumed:
@@ -134,14 +150,8 @@ def _window_profiles(s: Session, window: Window, slice_by: Sequence[str]) -> Pro
             WindowCount.window_start == window.start,
         )
     ).all()
-    where = f"model '{window.model}' version '{window.version}' window {window.start.isoformat()}"
-    profiles = {
-        (key, col): profile_from_bytes(payload, f"{where} slice {key or 'overall'}")
-        for key, col, payload in prof_rows
-    }
-    rows = {key: int(n) for key, n in counts}
-    specs = {col: p.spec for (key, col), p in profiles.items() if key == OVERALL}
-    return ProfileSet(profiles, rows, tuple(slice_by), specs)
+    where = where_of(window.model, window.version, window.start)
+    return profile_set(where, prof_rows, counts, slice_by)
 
 
 def reference_for(engine: Engine, model: str, version: str, name: str) -> ProfileSet | None:
@@ -188,48 +198,84 @@ class WindowEvaluator:
 
     def _drift(self, cfg: ModelConfig) -> list[WindowEvaluation]:
         out = []
-        refs: dict[str, tuple[ProfileSet, ThresholdStrategy, AttributionReference] | None] = {}
+        refs: dict[str, Reference | None] = {}
         consumed = Consumed(self.engine, "drift")
-        for window in changed_windows(self.engine, cfg.name):
+        for batch in batches(changed_windows(self.engine, cfg.name)):
+            version = batch[0].version
             if cfg.slo is not None:  # serving SLOs need no baseline
-                slo = (cfg.name, cfg.slo, window.version, window.start)
-                record_window_slo(self.isolation, self.engine, *slo)
-            if window.version not in refs:
-                refs[window.version] = self.isolation.attempt(
-                    f"baseline {cfg.name}/{window.version}",
-                    functools.partial(self._reference, cfg, window.version),
+                for window in batch:
+                    record_window_slo(self.isolation, self.engine, cfg.name, cfg.slo, version,
+                                      window.start)  # fmt: skip
+            if version not in refs:
+                refs[version] = self.isolation.attempt(
+                    f"baseline {cfg.name}/{version}",
+                    functools.partial(self._reference, cfg, version),
                     cfg.name,
-                    window.version,
+                    version,
                 )
-            found = refs[window.version]
+            found = refs[version]
             if found is None:
                 # Without a baseline there is nothing to compare; the window is evaluated when
                 # it next changes, not rescanned every tick.
-                consumed.add(window)
+                for window in batch:
+                    consumed.add(window)
                 continue
-            done = self.isolation.attempt(
-                f"drift {cfg.name}/{window.version} {window.start.isoformat()}",
-                functools.partial(self._drift_window, cfg, window, *found),
-                cfg.name,
-                window.version,
+            out += self._batched(
+                [_item("drift", cfg, w) for w in batch],
+                batch,
+                functools.partial(self._drift_together, cfg, found),
+                functools.partial(self._drift_window, cfg, found),
+                consumed,
             )
-            if done is not None:  # a failed window stays pending: retried after its backoff
-                out.append(done)
-                consumed.add(window)
         consumed.flush()
         if cfg.slo is not None:
             retry_failed_slo(self.isolation, self.engine, cfg.name, cfg.slo)
         return out
 
-    def _drift_window(
+    def _batched(
         self,
-        cfg: ModelConfig,
-        window: Window,
-        reference: ProfileSet,
-        thresholds: ThresholdStrategy,
-        attributions: AttributionReference,
-    ) -> WindowEvaluation:
+        items: list[str],
+        batch: list[Window],
+        together: Callable[[list[Window]], list[WindowEvaluation]],
+        alone: Callable[[Window], WindowEvaluation],
+        consumed: Consumed,
+    ) -> list[WindowEvaluation]:
+        """One version's changed windows evaluated `together` (results stored and markers
+        consumed in one transaction); when that fails, each `alone`, so a bad window is its own
+        failure and the others are stored. Windows failing until a later retry stay pending."""
+        due = [(item, w) for item, w in zip(items, batch, strict=True) if self.isolation.due(item)]
+        if len(due) > 1:
+            try:
+                done = together([w for _, w in due])
+            except Exception as exc:  # redone window by window: each failure is its own item
+                log.info("batch of %d windows failed (%s); one by one", len(due), redact(exc))
+            else:
+                for item, _ in due:
+                    self.isolation.succeeded(item)
+                return done
+        out = []
+        for item, window in due:
+            work = functools.partial(alone, window)
+            done_one = self.isolation.attempt(item, work, window.model, window.version)
+            if done_one is not None:  # a failed window stays pending: retried after its backoff
+                out.append(done_one)
+                consumed.add(window)
+        return out
+
+    def _drift_together(
+        self, cfg: ModelConfig, found: Reference, windows: list[Window]
+    ) -> list[WindowEvaluation]:
         started = time.perf_counter()
+        done = evaluate_batch(self.engine, cfg, [_change(w) for w in windows], found)
+        seconds = (time.perf_counter() - started) / len(windows)
+        return [
+            WindowEvaluation(w, drift=r, seconds=seconds)
+            for w, r in zip(windows, done, strict=True)
+        ]
+
+    def _drift_window(self, cfg: ModelConfig, found: Reference, window: Window) -> WindowEvaluation:
+        started = time.perf_counter()
+        reference, _thresholds, attributions = found
         served = (
             window_serving(self.engine, cfg.name, window.version, window.start)
             if attributions.overall
@@ -237,23 +283,11 @@ class WindowEvaluator:
         )
         with transaction(self.engine) as s:  # one connection: one pool checkout (and ping)
             current = window_profiles(s, window, reference.slice_by or cfg.slices)
-            results = evaluate(
-                reference,
-                current,
-                methods=cfg.drift.methods or None,
-                thresholds=thresholds,
-                alpha=cfg.drift.alpha,
-                evidence_alpha=cfg.drift.evidence_alpha,
-                min_n=cfg.drift.min_n,
-            )
-            if served is not None:
-                results = [*results, *attributions.drift(served, cfg.drift.min_n)]
+            results = drift_of(cfg, found, current, served)
             store_drift_results(s, cfg.name, window.version, (window.start, window.end), results)
         return WindowEvaluation(window, drift=results, seconds=time.perf_counter() - started)
 
-    def _reference(
-        self, cfg: ModelConfig, version: str
-    ) -> tuple[ProfileSet, ThresholdStrategy, AttributionReference] | None:
+    def _reference(self, cfg: ModelConfig, version: str) -> Reference | None:
         baseline = baseline_for(self.engine, cfg.name, version, cfg.drift.baseline)
         if baseline is None:
             log.warning(
@@ -276,19 +310,21 @@ class WindowEvaluator:
         out = []
         rebuild_pending(self.engine, cfg, self.window_s)
         consumed = Consumed(self.engine, "outcome")
-        for window in labeled_windows(self.engine, cfg.name, self.window_s):
-            done = self.isolation.attempt(
-                f"outcomes {cfg.name}/{window.version} {window.start.isoformat()}",
-                functools.partial(self._outcome_window, cfg, window),
-                cfg.name,
-                window.version,
+        for batch in batches(labeled_windows(self.engine, cfg.name, self.window_s)):
+            done = self._batched(
+                [_item("outcomes", cfg, w) for w in batch],
+                batch,
+                functools.partial(self._outcomes_together, cfg),
+                functools.partial(self._outcome_window, cfg),
+                consumed,
             )
-            if done is not None:  # a failed window stays pending: retried after its backoff
-                consumed.add(window)
-                if done.outcomes:
-                    out.append(done)
+            out += [e for e in done if e.outcomes]
         consumed.flush()
         return out
+
+    def _outcomes_together(self, cfg: ModelConfig, windows: list[Window]) -> list[WindowEvaluation]:
+        done = outcome_batch(self.engine, cfg, [_change(w) for w in windows])
+        return [WindowEvaluation(w, outcomes=r) for w, r in zip(windows, done, strict=True)]
 
     def _outcome_window(self, cfg: ModelConfig, window: Window) -> WindowEvaluation:
         with transaction(self.engine) as s:  # one connection: one pool checkout (and ping)

@@ -177,9 +177,13 @@ class Isolation:
             log.warning("job %s: %s failed: %s", self.job, item, redact(exc))
             self._record(item, exc, model, version)
             return None
+        self.succeeded(item)
+        return result
+
+    def succeeded(self, item: str) -> None:
+        """`item` succeeded (in `attempt`, or as part of a batch of items): forget its failures."""
         if item in self._failing:
             self._forget(item)
-        return result
 
     def _record(self, item: str, exc: Exception, model: str | None, version: str | None) -> None:
         if self.on_failure is not None:

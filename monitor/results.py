@@ -55,6 +55,47 @@ def store_drift_results(
     return _store(engine, table, _DRIFT_KEY, (model, version, window), rows, computed_at)
 
 
+def store_drift_windows(
+    engine: Engine | Session,
+    model: str,
+    version: str,
+    windows: Sequence[tuple[tuple[datetime, datetime], Sequence[DriftResult]]],
+    computed_at: datetime | None = None,
+) -> int:
+    """Upsert several windows' drift results of one version in ONE statement (a batch of
+    changed windows, `monitor._drift_batch`); returns the number of rows written."""
+    table: Table = DriftResultRow.__table__  # type: ignore[assignment]
+    return _store_windows(engine, table, _DRIFT_KEY, (model, version), windows, computed_at)
+
+
+def store_outcome_windows(
+    engine: Engine | Session,
+    model: str,
+    version: str,
+    windows: Sequence[tuple[tuple[datetime, datetime], Sequence[OutcomeResult]]],
+    computed_at: datetime | None = None,
+) -> int:
+    """Upsert several windows' outcome metrics of one version in ONE statement."""
+    table: Table = OutcomeResultRow.__table__  # type: ignore[assignment]
+    return _store_windows(engine, table, _OUTCOME_KEY, (model, version), windows, computed_at)
+
+
+def _store_windows(
+    engine: Engine | Session,
+    table: Table,
+    key: list[str],
+    ident: tuple[str, str],
+    windows: Sequence[tuple[tuple[datetime, datetime], Sequence[DriftResult | OutcomeResult]]],
+    computed_at: datetime | None,
+) -> int:
+    at = computed_at or utcnow()
+    rows = []
+    for window, results in windows:
+        mine = [result_row(r.to_dict(), table) for r in results]
+        rows += _rows((*ident, window), mine, at)
+    return _upsert(engine, table, key, rows)
+
+
 def store_outcome_results(
     engine: Engine | Session,
     model: str,
@@ -100,13 +141,21 @@ def _store(
     rows: list[dict[str, Any]],
     computed_at: datetime | None,
 ) -> int:
+    return _upsert(engine, table, key, _rows(ident, rows, computed_at or utcnow()))
+
+
+def _rows(
+    ident: tuple[str, str, tuple[datetime, datetime]],
+    rows: list[dict[str, Any]],
+    computed_at: datetime,
+) -> list[dict[str, Any]]:
     model, version, window = ident
     start, end = _check_window(window)
     common = {
         "model": model, "version": version, "window_start": start, "window_end": end,
-        "computed_at": computed_at or utcnow(),
+        "computed_at": computed_at,
     }  # fmt: skip
-    return _upsert(engine, table, key, [{**common, **row} for row in rows])
+    return [{**common, **row} for row in rows]
 
 
 def _check_window(window: tuple[datetime, datetime]) -> tuple[datetime, datetime]:

@@ -145,12 +145,19 @@ def window_summaries(
     stmt = select(t.slice_key, t.payload).where(
         t.model == model, t.version == version, t.window_start >= start, t.window_start < end
     )
-    by_slice: dict[str, list[OutcomeSummary]] = {}
     if isinstance(engine, Session):
         rows = engine.execute(stmt).all()
     else:
         with session_factory(engine)() as s:
             rows = s.execute(stmt).all()
+    return merged_by_slice(rows)
+
+
+def merged_by_slice(
+    rows: Iterable[tuple[str, bytes]],
+) -> list[tuple[dict[str, str] | None, OutcomeSummary]]:
+    """Stored (slice key, payload) summary rows merged per slice, overall first."""
+    by_slice: dict[str, list[OutcomeSummary]] = {}
     for key, payload in rows:
         by_slice.setdefault(key, []).append(summary_from_bytes(payload))
     out = []
@@ -165,7 +172,13 @@ def outcome_results(
     engine: Engine | Session, cfg: ModelConfig, version: str, start: datetime, end: datetime
 ) -> list[OutcomeResult]:
     """Per-slice outcome metrics of [start, end) from merged summaries ([] when no pairs)."""
-    summaries = window_summaries(engine, cfg.name, version, start, end)
+    return results_of(cfg, window_summaries(engine, cfg.name, version, start, end))
+
+
+def results_of(
+    cfg: ModelConfig, summaries: Sequence[tuple[dict[str, str] | None, OutcomeSummary]]
+) -> list[OutcomeResult]:
+    """The configured metrics of merged per-slice summaries ([] when they hold no pairs)."""
     if not summaries or summaries[0][1].n == 0:
         return []
     oc = cfg.outcomes

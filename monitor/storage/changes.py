@@ -99,8 +99,9 @@ def pending_changes(engine: Engine, model: str, kind: str) -> list[Change]:
         return [Change(model, v, start, end, int(seq)) for v, start, end, seq in s.execute(stmt)]
 
 
-def consume_changes(engine: Engine, kind: str, changes: Sequence[Change]) -> None:
-    """Clear `pending` of changes whose `seq` is still the one read (see the module docstring)."""
+def consume_changes(target: Engine | Session, kind: str, changes: Sequence[Change]) -> None:
+    """Clear `pending` of changes whose `seq` is still the one read (see the module docstring);
+    in the caller's transaction when given a Session (results and markers commit together)."""
     if not changes:
         return
     table: Any = WindowChange.__table__
@@ -121,5 +122,8 @@ def consume_changes(engine: Engine, kind: str, changes: Sequence[Change]) -> Non
         {"k_model": c.model, "k_version": c.version, "k_start": c.start, "k_seq": c.seq}
         for c in changes
     ]
-    with transaction(engine) as s:
+    if isinstance(target, Session):
+        target.execute(stmt, params)
+        return
+    with transaction(target) as s:
         s.execute(stmt, params)
