@@ -14,11 +14,14 @@ import numpy as np
 import orjson
 import pandas as pd
 import pytest
+from prometheus_client import CollectorRegistry
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
 from collectors import Ingestor, RawRecord
+from dashboards.metrics import ModelwatchMetrics
 from monitor.config import parse_config
+from monitor.daemon.metrics import MetricsPublisher
 from monitor.daemon.signals import estimate_signals
 from monitor.evaluation import WindowEvaluator
 from monitor.storage import EstimatedResultRow, WindowProfile, session_factory
@@ -145,6 +148,22 @@ def test_shifted_stream_fires_both_signals(baseline: str) -> None:
     stored = _stored(engine)
     assert all(r.realized is None for r in stored.values())
     assert {k for k, _ in stored} == {"", '{"region":"eu"}', '{"region":"us"}'}
+    # the gauges of the newest window, slice labels bounded like every other slice label
+    registry = CollectorRegistry()
+    config = _config(baseline)
+    MetricsPublisher(engine, ModelwatchMetrics(registry, config.models)).publish(["m"])
+    labels = {"model": "m", "version": "1", "metric": "accuracy", "slice": "all"}
+    acc = stored[("", "accuracy")]
+    assert registry.get_sample_value("modelwatch_estimated_value", labels) == acc.value
+    low = registry.get_sample_value("modelwatch_estimated_threshold", {**labels, "bound": "low"})
+    assert low == acc.threshold_low and acc.value is not None and acc.value < low
+    assert registry.get_sample_value("modelwatch_estimated_realized", labels) is None
+    err = {**labels, "metric": "reconstruction_error", "bound": "high"}
+    assert registry.get_sample_value("modelwatch_estimated_threshold", err) == pytest.approx(
+        stored[("", "reconstruction_error")].threshold_high
+    )
+    eu = {**labels, "slice": "region=eu", "bound": "high"}
+    assert registry.get_sample_value("modelwatch_estimated_band", eu) is not None
     engine.dispose()
 
 
