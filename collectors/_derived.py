@@ -147,8 +147,7 @@ def floats(window: WindowBatch, column: str) -> NDArray[np.float64]:
 
 def objects(window: WindowBatch, column: str) -> NDArray[np.object_]:
     """A column as an object array (None where missing)."""
-    out = np.empty(len(window), dtype=object)
     values = window.columns.get(column)
-    if values is not None:
-        out[:] = values
-    return out
+    if values is None:
+        return np.full(len(window), None, dtype=object)
+    return np.fromiter(values, dtype=object, count=len(values))

@@ -50,7 +50,7 @@ def _config(url: str) -> Any:
                         env={})  # fmt: skip
 
 
-def _events(frame: pd.DataFrame, labels: bool) -> list[RawRecord]:
+def _events(frame: pd.DataFrame, labels: bool, start: float = T0) -> list[RawRecord]:
     items: list[dict[str, Any]] = []
     for i, row in enumerate(frame.itertuples(index=False)):
         features = {"a": None if np.isnan(row.a) else float(row.a), "b": float(row.b), "c": row.c}
@@ -59,14 +59,14 @@ def _events(frame: pd.DataFrame, labels: bool) -> list[RawRecord]:
                 "request_id": f"r{i}",
                 "model": "m",
                 "model_version": "1",
-                "timestamp": T0 + i * 0.5,
+                "timestamp": start + i * 0.5,
                 "features": features,
                 "prediction": float(row.score),
                 "metadata": {"region": row.region},
             }
         )
     if labels:
-        items += [{"request_id": f"r{i}", "model": "m", "label": int(y), "timestamp": T0}
+        items += [{"request_id": f"r{i}", "model": "m", "label": int(y), "timestamp": start}
                   for i, y in enumerate(frame["label"])]  # fmt: skip
     return [RawRecord("s", i, i + 1, orjson.dumps(x)) for i, x in enumerate(items)]
 
@@ -180,3 +180,35 @@ def test_derived_columns_are_profiled_per_slice_and_skipped_without_a_calibratio
         columns = set(s.scalars(select(WindowProfile.column)))
     assert "a" in columns and not columns & {"__cbpe_score", "__pca_error"}
     assert _stored(engine) == {}
+
+
+def test_a_window_that_cannot_be_estimated_is_recorded_and_stays_pending(baseline: str) -> None:
+    from monitor.storage import JobFailure, WindowChange, make_engine, transaction
+
+    engine = make_engine(baseline)
+    config = _config(baseline)
+    ingestor = Ingestor(engine, "s", "http", config.models, config.collect)
+    ingestor.ingest(_events(_frame(300, 5), labels=False))
+    later = [RawRecord("s", 1000 + r.start, 1001 + r.start, r.payload)
+             for r in _events(_frame(300, 6), labels=False, start=T0 + HOUR)]  # fmt: skip
+    ingestor.ingest(later)
+    broken = datetime.fromtimestamp(T0, UTC)
+    with transaction(engine) as s:
+        row = s.scalars(select(WindowProfile).where(
+            WindowProfile.column == "__cbpe_score", WindowProfile.slice_key == "",
+            WindowProfile.window_start == broken)).one()  # fmt: skip
+        row.payload = b"not a profile"
+    WindowEvaluator(engine, config.models, HOUR).run()
+    with session_factory(engine)() as s:
+        failures = s.scalars(select(JobFailure.item)).all()
+        pending = s.scalars(select(WindowChange.window_start).where(
+            WindowChange.kind == "estimate", WindowChange.pending.is_(True))).all()  # fmt: skip
+        starts = set(s.scalars(select(EstimatedResultRow.window_start)))
+    assert [f for f in failures if f.startswith("estimate m/1 ")] == [
+        f"estimate m/1 {broken.isoformat()}"
+    ]
+    assert [p.replace(tzinfo=UTC) if p.tzinfo is None else p for p in pending] == [broken]
+    assert {t.replace(tzinfo=UTC) if t.tzinfo is None else t for t in starts} == {
+        datetime.fromtimestamp(T0 + HOUR, UTC)
+    }
+    engine.dispose()
