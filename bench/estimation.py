@@ -263,7 +263,8 @@ def _stages(
 
 
 def ingest_main(n: int, repeat: int) -> None:
-    """Ingest µs/event with derivation on vs off (interleaved rounds, best of `repeat`)."""
+    """Ingest µs/event with derivation on vs off (interleaved rounds, order alternating, best of
+    `repeat`), the profiling stage alone, and the evaluate job's estimation step."""
     import tempfile
 
     timer = ProfilingTimer()
@@ -272,9 +273,9 @@ def ingest_main(n: int, repeat: int) -> None:
     on: list[tuple[float, float]] = []
     off: list[tuple[float, float]] = []
     with tempfile.TemporaryDirectory() as tmp:
-        for _ in range(repeat):
-            off.append(_ingest_once(ref, records, False, tmp, timer))
-            on.append(_ingest_once(ref, records, True, tmp, timer))
+        for i in range(repeat):  # alternate which goes first: no order effect
+            for derive in (False, True) if i % 2 == 0 else (True, False):
+                (on if derive else off).append(_ingest_once(ref, records, derive, tmp, timer))
         evaluate, windows = _evaluate_once(ref, records, tmp)
         stages = _stages(ref, records, tmp, 10 * repeat)
     load = os.getloadavg()

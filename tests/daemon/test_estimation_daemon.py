@@ -18,13 +18,15 @@ from prometheus_client import CollectorRegistry
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
+from alerts import Evaluator
 from collectors import Ingestor, RawRecord
 from dashboards.metrics import ModelwatchMetrics
 from monitor.config import parse_config
+from monitor.config.alerts import AlertsConfig
 from monitor.daemon.metrics import MetricsPublisher
 from monitor.daemon.signals import estimate_signals
 from monitor.evaluation import WindowEvaluator
-from monitor.storage import EstimatedResultRow, WindowProfile, session_factory
+from monitor.storage import AlertState, EstimatedResultRow, WindowProfile, session_factory
 from tests.collectors.conftest import T0
 from tests.conftest import run_cli
 
@@ -144,6 +146,24 @@ def test_shifted_stream_fires_both_signals(baseline: str) -> None:
     firing = {(s.kind, s.labels.get("metric"), s.labels["slice"]) for s in signals if s.firing}
     assert ("estimated_outcome", "accuracy", "") in firing
     assert ("multivariate_drift", None, "") in firing
+    # alert rules over both kinds fire, with the default annotations of each kind
+    rules = [
+        {
+            "name": "EstimatedDrop",
+            "kind": "estimated_outcome",
+            "receivers": ["hook"],
+            "matchers": ['metric="accuracy"', 'slice=""'],
+        },
+        {"name": "JointDrift", "kind": "multivariate_drift", "receivers": ["hook"]},
+    ]
+    hook = [{"name": "hook", "type": "webhook", "url": "http://127.0.0.1:9/hook"}]
+    alerts = AlertsConfig.model_validate({"receivers": hook, "rules": rules})
+    Evaluator(engine, alerts).evaluate(signals, datetime.now(UTC))
+    with session_factory(engine)() as s:
+        states = s.execute(select(AlertState.rule, AlertState.state, AlertState.annotations)).all()
+    fired = {rule: notes["summary"] for rule, state, notes in states if state == "firing"}
+    assert fired["EstimatedDrop"] == "Estimated accuracy of m 1 degraded (slice overall)"
+    assert fired["JointDrift"].startswith("Multivariate drift in m 1")
     # no labels joined: no realized value, and the slices are estimated too
     stored = _stored(engine)
     assert all(r.realized is None for r in stored.values())
