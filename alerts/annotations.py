@@ -51,6 +51,16 @@ _DEFAULTS: dict[str, tuple[str, str]] = {
         "Serving objective {objective} of model {model} version {version} is {value} against "
         "{threshold} in the newest window, slice {slice}.",
     ),
+    "estimated_outcome": (
+        "Estimated {metric} of {model} {version} degraded (slice {slice})",
+        "{metric} estimated without labels (CBPE) is {value} against a reference threshold of "
+        "{threshold} for model {model} version {version}, slice {slice}, in the newest window.",
+    ),
+    "multivariate_drift": (
+        "Multivariate drift in {model} {version} (slice {slice})",
+        "The mean PCA reconstruction error of model {model} version {version} is {value} "
+        "against a reference bound of {threshold} in the newest window, slice {slice}.",
+    ),
     "evaluation_failed": (
         "Evaluation of {model} {version} failing",
         "{value} windows of model {model} version {version} failed to evaluate; see /readyz "

@@ -28,6 +28,8 @@ SignalKind = Literal[
     "no_data",
     "evaluation_failed",
     "slo",
+    "estimated_outcome",
+    "multivariate_drift",
 ]
 SIGNAL_KINDS: tuple[str, ...] = get_args(SignalKind)
 
@@ -46,7 +48,10 @@ class Signal:
     ``outcome`` for a degraded outcome metric, ``guard`` for a gate verdict, ``ingest_lag``
     in messages behind, ``dead_letter_rate`` as a fraction, ``no_data`` in minutes since the
     last event, ``evaluation_failed`` in failing windows of a model version, ``slo`` per
-    serving objective and slice of the newest window, firing on a breach).
+    serving objective and slice of the newest window, firing on a breach,
+    ``estimated_outcome`` per estimated metric (CBPE) and slice, firing below its reference
+    threshold, ``multivariate_drift`` per slice, firing when the mean reconstruction error
+    leaves its reference bounds).
     labels: identify the subject (model, version, column, slice, window, method, ...); they
     become the alert's labels, so keep their values bounded.
     value/threshold: the number that decided it and its bound (None when there is none).

@@ -3,6 +3,12 @@ evaluation costs, next to the floor they ride on (profiling the same batch of ev
 does) and the peer (NannyML's CBPE and DataReconstructionDriftCalculator on the same chunk).
 
     PYTHONPATH=. python bench/estimation.py [--events 100000] [--window 5000] [--repeat 5]
+    PYTHONPATH=. python bench/estimation.py --ingest [--events 20000] [--repeat 3]
+
+`--ingest` runs the collectors' real ingest (decode, validate, window, profile per slice, commit
+to SQLite) of the same events twice per round, against a baseline with and without a calibration
+and a PCA model stored, so the difference is what deriving and profiling `__cbpe_score` and
+`__pca_error` adds per event; then the evaluate job's estimation step per window.
 
 (OPENBLAS_NUM_THREADS=1 for a steadier reading on a loaded machine: the reconstruction's matmul
 is small and a threaded BLAS mostly waits for busy cores.)
@@ -59,7 +65,11 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=100_000)
     ap.add_argument("--window", type=int, default=5000)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--ingest", action="store_true", help="ingest with derivation on vs off")
     args = ap.parse_args()
+    if args.ingest:
+        ingest_main(args.events, args.repeat)
+        return
     ref, cur = make_frame(args.events, 1), make_frame(args.events, 2)
     features = [c for c in ref.columns if c.startswith(("num", "cat"))]
     specs = specs_for([*features, "y_pred_proba"], ref)
@@ -102,6 +112,198 @@ def _peer(ref: pd.DataFrame, chunk: pd.DataFrame, features: list[str], repeat: i
     drc = nml.DataReconstructionDriftCalculator(column_names=features, chunk_number=1).fit(ref)
     peer_mv = best(lambda: drc.calculate(chunk), max(1, repeat // 2))
     print(f"NannyML reconstruction drift of the chunk: {peer_mv * 1e3:.1f} ms")
+
+
+BATCH = 5000
+MODELS = [{"name": "fraud", "slices": ["region"]}]
+
+
+def _events(frame: pd.DataFrame) -> list[Any]:
+    """One prediction event per row (20 features, the score, a region), as raw records."""
+    import orjson
+
+    from collectors import RawRecord
+
+    features = [c for c in frame.columns if c.startswith(("num", "cat"))]
+    rows = frame[features].to_dict("records")
+    scores = frame["y_pred_proba"].tolist()
+    regions = np.random.default_rng(3).choice(["eu", "us", "apac"], len(frame)).tolist()
+    t0 = 1_767_225_600
+    docs = [
+        {
+            "request_id": f"r{i}",
+            "model": "fraud",
+            "model_version": "3",
+            "timestamp": t0 + i * 0.05,
+            "features": row,
+            "prediction": score,
+            "metadata": {"region": region},
+        }
+        for i, (row, score, region) in enumerate(zip(rows, scores, regions, strict=True))
+    ]
+    return [RawRecord("b", i, i + 1, orjson.dumps(d)) for i, d in enumerate(docs)]
+
+
+def _database(ref: pd.DataFrame, derive: bool, path: str) -> Any:
+    """A fresh SQLite database with a baseline of `ref` (with estimation models if `derive`)."""
+    from migrations import upgrade
+    from monitor.baselines import save_baseline
+    from monitor.estimation import (
+        MULTIVARIATE_KEY,
+        SETTINGS_KEY,
+        fit_stored,
+        fit_stored_multivariate,
+    )
+    from monitor.storage import make_engine
+
+    engine = make_engine(f"sqlite:///{path}")
+    upgrade(engine)
+    features = [c for c in ref.columns if c.startswith(("num", "cat"))]
+    frame = ref.rename(columns={"y_pred_proba": "prediction"})
+    frame["region"] = np.random.default_rng(4).choice(["eu", "us", "apac"], len(frame))
+    profiles = profile_frame(frame, specs_for([*features, "prediction"], frame), ["region"])
+    settings: dict[str, Any] = {}
+    if derive:
+        settings[SETTINGS_KEY] = fit_stored([ref[["y_pred_proba", "y"]]], "y_pred_proba",
+                                            "y").to_dict()  # fmt: skip
+        settings[MULTIVARIATE_KEY] = fit_stored_multivariate(ref, features).to_dict()
+    save_baseline(engine, "fraud", "3", profiles, settings=settings)
+    return engine
+
+
+class ProfilingTimer:
+    """Wraps the ingest's `build_profiles` (where derivation happens) to time that stage."""
+
+    def __init__(self) -> None:
+        import collectors.ingest
+
+        self.module = collectors.ingest
+        self.build = collectors.ingest.build_profiles
+        self.seconds = 0.0
+        collectors.ingest.build_profiles = self  # type: ignore[assignment]
+
+    def __call__(self, *args: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return self.build(*args)
+        finally:
+            self.seconds += time.perf_counter() - start
+
+
+def _ingest_once(
+    ref: pd.DataFrame, records: list[Any], derive: bool, tmp: str, timer: ProfilingTimer
+) -> tuple[float, float]:
+    """Seconds to ingest `records` in batches of BATCH into a fresh database, and of those the
+    seconds of the profiling stage."""
+    from collectors import Ingestor
+    from monitor.config import parse_config
+
+    path = f"{tmp}/{'on' if derive else 'off'}-{time.monotonic_ns()}.db"
+    engine = _database(ref, derive, path)
+    config = parse_config({"database_url": f"sqlite:///{path}", "models": MODELS}, env={})
+    ingestor = Ingestor(engine, "b", "http", config.models, config.collect)
+    ingestor.warm_up()
+    timer.seconds = 0.0
+    start = time.perf_counter()
+    for i in range(0, len(records), BATCH):
+        ingestor.ingest(records[i : i + BATCH])
+    took = time.perf_counter() - start
+    engine.dispose()
+    return took, timer.seconds
+
+
+def _evaluate_once(ref: pd.DataFrame, records: list[Any], tmp: str) -> tuple[float, int]:
+    """Seconds of the evaluate job's estimation step over the ingested windows, and windows."""
+    from collectors import Ingestor
+    from monitor.config import parse_config
+    from monitor.estimation import estimate_changed
+    from monitor.failures import Isolation
+    from monitor.storage import pending_changes
+
+    path = f"{tmp}/eval-{time.monotonic_ns()}.db"
+    engine = _database(ref, True, path)
+    config = parse_config({"database_url": f"sqlite:///{path}", "models": MODELS}, env={})
+    ingestor = Ingestor(engine, "b", "http", config.models, config.collect)
+    for i in range(0, len(records), BATCH):
+        ingestor.ingest(records[i : i + BATCH])
+    windows = len(pending_changes(engine, "fraud", "estimate"))
+    start = time.perf_counter()
+    estimate_changed(engine, config.models[0], Isolation(engine, "evaluate"))
+    took = time.perf_counter() - start
+    engine.dispose()
+    return took, windows
+
+
+def _stages(
+    ref: pd.DataFrame, records: list[Any], tmp: str, rounds: int
+) -> dict[bool, list[float]]:
+    """Seconds of the profiling stage alone (`build_profiles` of a planned batch, derivation
+    included) per round, off and on interleaved, each ingestor warmed by one ingest first (so
+    specs and stored models are cached, as in a running collector)."""
+    from collectors import Ingestor
+    from collectors.specs import build_profiles
+    from monitor.config import parse_config
+
+    ingestors = {}
+    for derive in (False, True):
+        path = f"{tmp}/stage-{derive}-{time.monotonic_ns()}.db"
+        engine = _database(ref, derive, path)
+        config = parse_config({"database_url": f"sqlite:///{path}", "models": MODELS}, env={})
+        ingestors[derive] = Ingestor(engine, "b", "http", config.models, config.collect)
+        ingestors[derive].ingest(records[:BATCH])
+    batch = records[BATCH : 2 * BATCH]
+    out: dict[bool, list[float]] = {False: [], True: []}
+    for _ in range(rounds):
+        for derive, ingestor in ingestors.items():
+            plan = ingestor.planner.plan_chunked(batch, {})
+            start = time.perf_counter()
+            build_profiles(plan.windows, ingestor.specs)
+            out[derive].append((time.perf_counter() - start) / len(batch))
+    return out
+
+
+def ingest_main(n: int, repeat: int) -> None:
+    """Ingest µs/event with derivation on vs off (interleaved rounds, order alternating, best of
+    `repeat`), the profiling stage alone, and the evaluate job's estimation step."""
+    import tempfile
+
+    timer = ProfilingTimer()
+    ref = make_frame(20_000, 1)
+    records = _events(make_frame(n, 2))
+    on: list[tuple[float, float]] = []
+    off: list[tuple[float, float]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(repeat):  # alternate which goes first: no order effect
+            for derive in (False, True) if i % 2 == 0 else (True, False):
+                (on if derive else off).append(_ingest_once(ref, records, derive, tmp, timer))
+        evaluate, windows = _evaluate_once(ref, records, tmp)
+        stages = _stages(ref, records, tmp, 10 * repeat)
+    load = os.getloadavg()
+    print(
+        f"machine: {platform.machine()} {os.cpu_count()} cores, python "
+        f"{platform.python_version()}, load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}"
+    )
+    print(f"ingest {n} events, batches of {BATCH}, SQLite, best of {repeat} (µs/event):")
+    whole = min(r[0] for r in off) / n * 1e6
+    for stage, k in (("whole ingest", 0), ("profiling stage", 1)):
+        best_off = min(r[k] for r in off) / n * 1e6
+        best_on = min(r[k] for r in on) / n * 1e6
+        runs_off = ", ".join(f"{r[k] / n * 1e6:.1f}" for r in off)
+        runs_on = ", ".join(f"{r[k] / n * 1e6:.1f}" for r in on)
+        print(
+            f"  {stage}: off {best_off:.2f} ({runs_off}); on {best_on:.2f} ({runs_on}); "
+            f"added {best_on - best_off:.2f} ({(best_on - best_off) / whole:.1%} of ingest)"
+        )
+    off_s, on_s = (np.asarray(stages[k]) * 1e6 for k in (False, True))
+    added = float(np.median(on_s) - np.median(off_s))
+    print(f"profiling stage alone ({BATCH}-event batch, {len(off_s)} interleaved rounds, "
+          f"µs/event): off median {np.median(off_s):.2f} (best {off_s.min():.2f}), on median "
+          f"{np.median(on_s):.2f} (best {on_s.min():.2f}); added {added:.2f} = "
+          f"{added / whole:.1%} of the whole ingest (best, off)")  # fmt: skip
+    print(
+        f"evaluate job, estimation step: {evaluate * 1e3:.1f} ms for {windows} windows "
+        f"({evaluate / max(windows, 1) * 1e3:.2f} ms per window, 4 slices each)"
+    )
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from sqlalchemy import select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
+from collectors._derived import Deriver
 from collectors.base import Rejection
 from collectors.plan import GroupKey, Plan, WindowKey
 from collectors.profiling import Profile, ProfileBackend
@@ -72,6 +73,8 @@ class SpecResolver:
         self.baselines = dict(baselines or {})
         self.cache: dict[SpecKey, Any] = {}
         self.missing: set[SpecKey] = set()
+        # Derived columns (`collectors._derived`) of versions whose baseline stores estimation.
+        self.derived = Deriver(engine, self.baselines)
 
     def kind_of(self, model: str, version: str, column: str) -> str | None:
         """The kind of an already known spec (baseline or stored window); None if not known yet."""
@@ -127,8 +130,11 @@ def _window_payload(session: Session, key: SpecKey) -> bytes | None:
 def build_profiles(
     windows: dict[WindowKey, WindowBatch], resolver: SpecResolver
 ) -> dict[tuple[GroupKey, str], BuiltProfile]:
-    """Profile every column of every window of a batch, overall and per slice, on its spec."""
+    """Profile every column of every window of a batch, overall and per slice, on its spec
+    (derived columns included: the `__cbpe_score` spec is the baseline calibration's)."""
     backend = resolver.backend
+    for (model, version), spec in resolver.derived.add(windows).items():
+        resolver.cache[(model, version, spec.column)] = spec
     built: dict[tuple[GroupKey, str], BuiltProfile] = {}
     for (model, version, start), window in windows.items():
         for column, values in window.columns.items():

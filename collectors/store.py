@@ -25,6 +25,7 @@ from collectors.specs import BuiltProfile
 from collectors.validate import utc
 from monitor.detectors import rebin
 from monitor.errors import CorruptProfileError
+from monitor.estimation import DERIVED_COLUMNS
 from monitor.storage import (
     DeadLetter,
     IngestCounter,
@@ -231,12 +232,19 @@ def merge_counts(session: Session, plan: Plan, window_s: float) -> None:
 
 
 def mark_windows(session: Session, plan: Plan, window_s: float) -> None:
-    """Mark the batch's windows changed, so the evaluate job finds them without a scan."""
+    """Mark the batch's windows changed, so the evaluate job finds them without a scan; those
+    with derived columns (`collectors._derived`) for the estimation step too."""
     mark_changed(
         session,
         "drift",
         ((m, v, utc(start), utc(start + window_s)) for m, v, start in plan.windows),
     )
+    derived = [
+        (m, v, utc(start), utc(start + window_s))
+        for (m, v, start), window in plan.windows.items()
+        if any(c in window.columns for c in DERIVED_COLUMNS)
+    ]
+    mark_changed(session, "estimate", derived)
 
 
 def _window_rows(

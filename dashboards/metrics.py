@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import platform
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -38,6 +38,25 @@ OUTBOX_STATES: tuple[str, ...] = ("pending", "sending", "sent", "dead")
 # its keys are unbounded); values are cut to this many characters.
 VERSION_INFO_KEYS: tuple[str, ...] = ("precision", "quantization", "batching", "runtime")
 MAX_INFO_VALUE = 64
+
+
+class EstimatedSeries(Protocol):
+    """What `set_estimated` reads of a stored estimated result (monitor.storage's row)."""
+
+    @property
+    def metric(self) -> str: ...
+    @property
+    def value(self) -> float | None: ...
+    @property
+    def ci_low(self) -> float | None: ...
+    @property
+    def ci_high(self) -> float | None: ...
+    @property
+    def realized(self) -> float | None: ...
+    @property
+    def threshold_low(self) -> float | None: ...
+    @property
+    def threshold_high(self) -> float | None: ...
 
 
 class ModelwatchMetrics:
@@ -128,6 +147,35 @@ class ModelwatchMetrics:
         self.outcome_baseline = Gauge(
             "modelwatch_outcome_baseline",
             "Baseline the latest outcome metric was compared with.",
+            ["model", "version", "metric", "slice"],
+            registry=registry,
+        )
+
+        # `metric` is a fixed estimation name (monitor.estimation: roc_auc, accuracy, ...,
+        # reconstruction_error); `bound` is "low" or "high".
+        self.estimated_value = Gauge(
+            "modelwatch_estimated_value",
+            "Latest window's metric estimated without labels (CBPE), or its mean PCA "
+            "reconstruction error (metric reconstruction_error), per slice.",
+            ["model", "version", "metric", "slice"],
+            registry=registry,
+        )
+        self.estimated_band = Gauge(
+            "modelwatch_estimated_band",
+            "Bounds of the estimate's sampling band (estimate ± 3 standard errors).",
+            ["model", "version", "metric", "slice", "bound"],
+            registry=registry,
+        )
+        self.estimated_threshold = Gauge(
+            "modelwatch_estimated_threshold",
+            "Reference-chunk threshold an estimate (low) or mean reconstruction error (low, "
+            "high) is judged by.",
+            ["model", "version", "metric", "slice", "bound"],
+            registry=registry,
+        )
+        self.estimated_realized = Gauge(
+            "modelwatch_estimated_realized",
+            "The realized value of an estimated metric in the same window, once labels joined.",
             ["model", "version", "metric", "slice"],
             registry=registry,
         )
@@ -245,6 +293,20 @@ class ModelwatchMetrics:
         self._refresh.set(self.outcome_value, labels, value)
         if baseline is not None:
             self._refresh.set(self.outcome_baseline, labels, baseline)
+
+    def set_estimated(self, model: str, version: str, slice_key: str | None,
+                      row: EstimatedSeries) -> None:  # fmt: skip
+        """Publish one estimated metric of one slice: value, band, thresholds, realized."""
+        labels = (model, version, row.metric, self.slices.label(model, slice_key))
+        refresh = self._refresh
+        for gauge, value, bound in (
+            (self.estimated_value, row.value, None), (self.estimated_realized, row.realized, None),
+            (self.estimated_band, row.ci_low, "low"), (self.estimated_band, row.ci_high, "high"),
+            (self.estimated_threshold, row.threshold_low, "low"),
+            (self.estimated_threshold, row.threshold_high, "high"),
+        ):  # fmt: skip
+            if value is not None:
+                refresh.set(gauge, labels if bound is None else (*labels, bound), value)
 
     def gate_slice(self, model: str, slice_key: str | None) -> str:
         """The bounded label of a gate slice (`segment=high`; `all` for the whole golden set)."""

@@ -27,6 +27,9 @@ DATASOURCE_TYPE = "prometheus"
 DEFAULT_DATASOURCE_UID = "modelwatch-prometheus"
 
 SEL = 'model="$model",version=~"$version"'
+# Estimated metrics of the whole window; the mean reconstruction error is drawn on its own.
+EST = SEL + ',slice="all",metric!="reconstruction_error"'
+ERR = SEL + ',metric="reconstruction_error"'
 
 # uid -> (title, description, [(panel title, unit, [(expr, legend)])])
 Panel = tuple[str, str, list[tuple[str, str]]]
@@ -88,6 +91,29 @@ SPECS: dict[str, tuple[str, str, list[Panel]]] = {
                 [
                     (f"modelwatch_outcome_value{{{SEL}}}", "{{metric}} {{slice}}"),
                     (f"modelwatch_outcome_baseline{{{SEL}}}", "{{metric}} {{slice}} baseline"),
+                ],
+            ),
+            (
+                "Estimated vs realized (whole window)",
+                "short",
+                [
+                    (f"modelwatch_estimated_value{{{EST}}}", "{{metric}} estimated {{version}}"),
+                    (
+                        f"modelwatch_estimated_realized{{{EST}}}",
+                        "{{metric}} realized ({{version}})",
+                    ),
+                    (
+                        f'modelwatch_estimated_threshold{{{EST},bound="low"}}',
+                        "{{metric}} threshold {{version}}",
+                    ),
+                ],
+            ),
+            (
+                "Multivariate drift: mean reconstruction error vs bounds",
+                "short",
+                [
+                    (f"modelwatch_estimated_value{{{ERR}}}", "{{slice}} ({{version}})"),
+                    (f"modelwatch_estimated_threshold{{{ERR}}}", "bound {{bound}} ({{version}})"),
                 ],
             ),
         ],

@@ -101,6 +101,24 @@ VIEW_COLUMNS: Mapping[str, tuple[str, ...]] = {
         "verdict",
         "gated_at",
     ),
+    # Migration 0018_estimated_results.
+    "mw_estimated": (
+        "time",
+        "window_start",
+        "model",
+        "version",
+        "slice",
+        "metric",
+        "estimated",
+        "ci_low",
+        "ci_high",
+        "realized",
+        "threshold_low",
+        "threshold_high",
+        "n",
+        "status",
+        "alerting",
+    ),
 }
 
 # state_code in mw_alerts, drawn by the alert timeline.

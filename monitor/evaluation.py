@@ -31,6 +31,7 @@ from monitor.attributions import AttributionReference
 from monitor.baselines import StoredBaseline, baseline_for
 from monitor.config import ModelConfig
 from monitor.detectors import DriftResult, ThresholdStrategy, threshold_strategy
+from monitor.estimation import estimate_changed
 from monitor.failures import Isolation, redact
 from monitor.outcomes import OutcomeResult
 from monitor.profiles import ProfileSet
@@ -194,6 +195,8 @@ class WindowEvaluator:
             attempt = functools.partial(self.isolation.attempt, model=cfg.name)
             out += attempt(f"drift {cfg.name}", functools.partial(self._drift, cfg)) or []
             out += attempt(f"outcomes {cfg.name}", functools.partial(self._outcomes, cfg)) or []
+            attempt(f"estimate {cfg.name}", functools.partial(estimate_changed, self.engine, cfg,
+                                                              self.isolation))  # fmt: skip
         return out
 
     def _drift(self, cfg: ModelConfig) -> list[WindowEvaluation]:

@@ -25,7 +25,14 @@ from sqlalchemy.orm import Session
 from monitor.detectors import DriftResult
 from monitor.errors import InputError
 from monitor.profiles import key_of
-from monitor.storage import DriftResultRow, OutcomeResultRow, SloResultRow, transaction, utcnow
+from monitor.storage import (
+    DriftResultRow,
+    EstimatedResultRow,
+    OutcomeResultRow,
+    SloResultRow,
+    transaction,
+    utcnow,
+)
 
 if TYPE_CHECKING:
     from monitor.outcomes import OutcomeResult
@@ -34,6 +41,7 @@ if TYPE_CHECKING:
 _DRIFT_KEY = ["model", "version", "window_start", "slice_key", "column", "method"]
 _OUTCOME_KEY = ["model", "version", "window_start", "slice_key", "metric"]
 _SLO_KEY = ["model", "version", "window_start", "slice_key", "objective"]
+_ESTIMATED_KEY = ["model", "version", "window_start", "slice_key", "metric"]
 
 
 def slice_key_of(slice_: Mapping[str, Any] | None) -> str:
@@ -123,6 +131,21 @@ def store_slo_results(
     fields = ("slice_key", "objective", "value", "threshold", "n", "status")
     rows = [{f: getattr(r, f) for f in fields} for r in results]
     return _store(engine, table, _SLO_KEY, (model, version, window), rows, computed_at)
+
+
+def store_estimated_results(
+    engine: Engine | Session,
+    model: str,
+    version: str,
+    window: tuple[datetime, datetime],
+    rows: Sequence[Mapping[str, Any]],
+    computed_at: datetime | None = None,
+) -> int:
+    """Upsert one window's estimated metrics and mean reconstruction error (every slice; each
+    row has the table's columns after the window: slice_key, metric, value, ...)."""
+    table: Table = EstimatedResultRow.__table__  # type: ignore[assignment]
+    return _store(engine, table, _ESTIMATED_KEY, (model, version, window), [dict(r) for r in rows],
+                  computed_at)  # fmt: skip
 
 
 def result_row(doc: Mapping[str, Any], table: Table) -> dict[str, Any]:

@@ -85,7 +85,8 @@ def add_joined(
     window_s: float,
     sign: int = 1,
 ) -> None:
-    """Add (or with sign=-1 remove) joined pairs to their summaries; mark their windows."""
+    """Add (or with sign=-1 remove) joined pairs to their summaries; mark their windows (for
+    the outcome and the estimation steps)."""
     built = summarize_pairs(pairs, cfg, window_s, sign)
     if not built:
         return
@@ -93,6 +94,7 @@ def add_joined(
     step = timedelta(seconds=window_s)
     windows = {(model, v, start, start + step) for v, start, _ in built}
     mark_changed(session, "outcome", windows)
+    mark_changed(session, "estimate", windows)  # realized next to estimated
 
 
 def merge_stored(

@@ -1,4 +1,5 @@
-"""Outcome dashboard: per-slice outcome metrics against their baseline, with confidence bands."""
+"""Outcome dashboard: per-slice outcome metrics against their baseline, with confidence bands,
+and the metric estimated without labels (CBPE, `mw_estimated`) next to the realized one."""
 
 from __future__ import annotations
 
@@ -30,6 +31,14 @@ BY_SLICE = f"""SELECT $__timeGroupAlias(time, $granularity), slice AS metric, av
 FROM mw_outcomes
 WHERE {MODEL_VERSION} AND metric = ${{metric:sqlstring}}
 GROUP BY 1, 2
+ORDER BY 1"""
+
+ESTIMATED = f"""SELECT $__timeGroupAlias(time, $granularity), avg(estimated) AS estimated,
+  min(ci_low) AS ci_low, max(ci_high) AS ci_high, avg(realized) AS realized,
+  avg(threshold_low) AS threshold
+FROM mw_estimated
+WHERE {MODEL_VERSION_SLICE} AND metric = ${{metric:sqlstring}}
+GROUP BY 1
 ORDER BY 1"""
 
 LATEST = f"""(SELECT max(time) FROM mw_outcomes WHERE {MODEL_VERSION})"""
@@ -64,6 +73,11 @@ def _band_overrides() -> list[tuple[dm.MatcherConfig, list[dm.DynamicConfigValue
     ]
 
 
+def _estimated_overrides() -> list[tuple[dm.MatcherConfig, list[dm.DynamicConfigValue]]]:
+    # The estimate's sampling band is filled like the outcome band; the threshold is dashed.
+    return [*_band_overrides()[:2], dashed("threshold")]
+
+
 def build(datasource: dm.DataSourceRef) -> dm.Dashboard:
     """The outcome dashboard, reading `mw_outcomes`."""
     board = dashboard(UID, "modelwatch / Outcomes", "Per-slice outcome metrics against baseline.")
@@ -80,6 +94,15 @@ def build(datasource: dm.DataSourceRef) -> dm.Dashboard:
     )
     for matcher, properties in _band_overrides():
         band = band.with_override(matcher, properties)
+    estimated = time_series(
+        "Estimated vs realized $metric in $slice",
+        "The metric estimated without labels (CBPE) with its ±3 SE band, the realized value "
+        "once labels are joined, and the reference-chunk threshold (dashed).",
+        [ESTIMATED],
+        datasource,
+    )
+    for matcher, properties in _estimated_overrides():
+        estimated = estimated.with_override(matcher, properties)
     by_slice = time_series("$metric by slice", "The metric in every slice.", [BY_SLICE], datasource)
     degraded = stat_panel(
         "Degraded now",
@@ -95,5 +118,10 @@ def build(datasource: dm.DataSourceRef) -> dm.Dashboard:
         18,
     )
     return (
-        board.with_panel(band).with_panel(by_slice).with_panel(degraded).with_panel(latest).build()
+        board.with_panel(band)
+        .with_panel(estimated)
+        .with_panel(by_slice)
+        .with_panel(degraded)
+        .with_panel(latest)
+        .build()
     )

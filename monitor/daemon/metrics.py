@@ -3,8 +3,8 @@
 Reading the shared tables (rather than counting in-process) makes every replica export the same
 numbers, whichever of them ingested or evaluated. Counters advance by the growth of the stored
 totals since the previous tick. `events_ingested` counts per source; its `model` label is `*`
-because a source's counter spans every model it carries. Drift and outcome gauges show the
-versions with results in the model's newest window; guard gauges the versions gated within
+because a source's counter spans every model it carries. Drift, outcome and estimated gauges
+show the versions with results in the model's newest window; guard gauges the versions gated within
 `scheduler.retention_days`; `model_version_info` the newest registered versions' settings.
 A series not written in a tick is removed.
 """
@@ -32,6 +32,7 @@ from monitor.storage import (
     AlertState,
     DeadLetter,
     DriftResultRow,
+    EstimatedResultRow,
     GateRun,
     IngestCounter,
     Model,
@@ -108,6 +109,7 @@ class MetricsPublisher:
         for model in models:
             self._drift(model)
             self._outcomes(model)
+            self._estimated(model)
             self._guards(model)
             if model in self.slo:
                 self._slo(model, self.slo[model])
@@ -189,6 +191,10 @@ class MetricsPublisher:
             if r.value is not None:
                 key = r.slice_key or None
                 self.metrics.set_outcome(model, r.version, r.metric, key, r.value, r.baseline_value)
+
+    def _estimated(self, model: str) -> None:
+        for r in _current(latest_rows(self.engine, EstimatedResultRow, model)):
+            self.metrics.set_estimated(model, r.version, r.slice_key or None, r)
 
     def _guards(self, model: str) -> None:
         newest = (

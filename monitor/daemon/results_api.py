@@ -1,10 +1,14 @@
 """`GET /v1/models/{model}/drift` and `/metrics`: stored window results, filtered.
 
 Without `window_start` or `since`, only the newest window (of the matching rows) is returned.
-A slice is given as canonical JSON (`{"region":"eu"}`) or `col=value`; `overall` (or an empty
-value) selects whole-window rows. With `granularity` (e.g. `1d`, `7d`: a whole number of
-windows) results are computed on demand for periods of that length by merging the periods'
-window summaries (monitor/daemon/periods.py); `window_start` then names a time in the period.
+`/metrics?kind=estimated` returns the estimated metrics (CBPE, each with its band, reference
+threshold and the realized value once labels are joined) and the mean reconstruction error
+(`metric=reconstruction_error`); `kind=all` both tables' rows, in one order; the default
+`realized` the outcome metrics of joined labels. A slice is given as canonical JSON
+(`{"region":"eu"}`) or `col=value`; `overall` (or an empty value) selects whole-window rows.
+With `granularity` (e.g. `1d`, `7d`: a whole number of windows) results are computed on demand
+for periods of that length by merging the periods' window summaries
+(monitor/daemon/periods.py); `window_start` then names a time in the period.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, Field
-from sqlalchemy import exists, func, select
+from sqlalchemy import exists, false, func, select, true
 from sqlalchemy.orm import Session
 
 from monitor.daemon.auth import requires
@@ -41,10 +45,19 @@ from monitor.daemon.periods import (
 )
 from monitor.detectors import detector_names
 from monitor.errors import InputError, NotFoundError
+from monitor.estimation import METRICS as ESTIMATED_METRICS
+from monitor.estimation import MULTICLASS_METRICS, MULTIVARIATE_METRIC
 from monitor.outcomes import METRICS
 from monitor.profiles import parse_slice_key, slice_key_from_text
 from monitor.results import slice_key_of
-from monitor.storage import DriftResultRow, Model, OutcomeResultRow, transaction, utcnow
+from monitor.storage import (
+    DriftResultRow,
+    EstimatedResultRow,
+    Model,
+    OutcomeResultRow,
+    transaction,
+    utcnow,
+)
 
 router = APIRouter(tags=["results"])
 RowT = TypeVar("RowT", bound=BaseModel)
@@ -84,11 +97,25 @@ class MetricRow(WindowRow):
     baseline_value: float | None
     tolerance: float | None
     n: int
+    kind: Literal["realized", "estimated"] = Field(
+        default="realized", description="realized: from joined labels; estimated: without them"
+    )
+    realized: float | None = Field(
+        default=None, description="Estimated rows: the realized value once labels are joined."
+    )
+    threshold_low: float | None = Field(
+        default=None, description="Estimated rows: the reference-chunk lower threshold."
+    )
+    threshold_high: float | None = Field(
+        default=None, description="reconstruction_error: the reference-chunk upper bound."
+    )
 
 
 NEXT = "Pass as `cursor` for the next page; null: this page is the last."
 DriftStatus = Literal["ok", "drift", "insufficient_data", "missing", "new"]
-MetricStatus = Literal["ok", "degraded", "insufficient_data"]
+MetricStatus = Literal["ok", "degraded", "drift", "insufficient_data"]
+MetricKind = Literal["realized", "estimated", "all"]
+KIND_HELP = "realized (outcome metrics of joined labels), estimated (without labels), or all"
 
 
 class DriftList(BaseModel):
@@ -162,6 +189,7 @@ def _known(session: Session, request: Request, model: str) -> None:
             exists().where(Model.name == model)
             | exists().where(DriftResultRow.model == model)
             | exists().where(OutcomeResultRow.model == model)
+            | exists().where(EstimatedResultRow.model == model)
         )
     )
     if not found:
@@ -171,16 +199,7 @@ def _known(session: Session, request: Request, model: str) -> None:
 def _query(
     session: Session, table: Any, model: str, f: Filters, extra: dict[str, str | None]
 ) -> Page[Any]:
-    _check_time("window_start", f.window_start)
-    _check_time("since", f.since)
-    conds = [table.model == model]
-    if f.version is not None:
-        conds.append(table.version == f.version)
-    if f.slice is not None:
-        conds.append(table.slice_key == slice_key_from_text(f.slice))
-    if f.status is not None:
-        conds.append(table.status == f.status)
-    conds += [getattr(table, k) == v for k, v in extra.items() if v is not None]
+    conds = _where(table, model, f, extra)
     if f.window_start is not None:
         conds.append(table.window_start == f.window_start)
     elif f.since is not None:
@@ -194,6 +213,20 @@ def _query(
     order = (table.window_start.desc(), table.version, table.slice_key, table.id)
     query = select(table).where(*conds).order_by(*order).limit(f.limit + 1)
     return page_of("results", session.scalars(query).all(), f.limit, _row_key)
+
+
+def _where(table: Any, model: str, f: Filters, extra: dict[str, str | None]) -> list[Any]:
+    """The filters' conditions on `table`, but the window's."""
+    _check_time("window_start", f.window_start)
+    _check_time("since", f.since)
+    conds = [table.model == model]
+    if f.version is not None:
+        conds.append(table.version == f.version)
+    if f.slice is not None:
+        conds.append(table.slice_key == slice_key_from_text(f.slice))
+    if f.status is not None:
+        conds.append(table.status == f.status)
+    return conds + [getattr(table, k) == v for k, v in extra.items() if v is not None]
 
 
 def _row_key(row: Any) -> tuple[Any, ...]:
@@ -274,30 +307,102 @@ def model_metrics(
     filters: Annotated[Filters, Depends(_filters)],
     metric: Annotated[str | None, Query(max_length=50)] = None,
     status: MetricStatus | None = None,
+    kind: Annotated[MetricKind, Query(description=KIND_HELP)] = "realized",
 ) -> MetricList:
-    """Outcome metrics of the newest window (or the windows asked for), per slice."""
-    _check_name("metric", metric, "outcome metric", METRICS)
+    """Outcome metrics (realized, estimated or both) of the newest window (or the windows
+    asked for), per slice."""
+    _check_name("metric", metric, "metric", _metric_names(kind))
+    if filters.granularity is not None and kind != "realized":
+        raise InputError("granularity: periods are computed for kind=realized only")
     filters = filters.model_copy(update={"status": status})
+    wanted = {"metric": metric}
     with transaction(daemon(request).engine) as session:
         _known(session, request, model)
         if filters.granularity is not None:
-            wanted = {"metric": metric}
             got = _period_rows(request, model, filters, wanted, "outcomes", MetricRow)
             return MetricList(model=model, results=got.items, next_cursor=got.next_cursor)
-        page = _query(session, OutcomeResultRow, model, filters, {"metric": metric})
-        results = [
-            MetricRow(
-                **_common(r),
-                metric=r.metric,
-                ci_low=r.ci_low,
-                ci_high=r.ci_high,
-                baseline_value=r.baseline_value,
-                tolerance=r.tolerance,
-                n=r.n,
-            )
-            for r in page.items
-        ]
-    return MetricList(model=model, results=results, next_cursor=page.next_cursor)
+        if kind == "all":
+            page = mixed_page(session, model, filters, wanted)
+            return MetricList(model=model, results=page.items, next_cursor=page.next_cursor)
+        table = OutcomeResultRow if kind == "realized" else EstimatedResultRow
+        found = _query(session, table, model, filters, wanted)
+        results = [metric_row(r) for r in found.items]
+    return MetricList(model=model, results=results, next_cursor=found.next_cursor)
+
+
+def _metric_names(kind: str) -> set[str]:
+    estimated = {*ESTIMATED_METRICS, *MULTICLASS_METRICS, MULTIVARIATE_METRIC}
+    realized = set(METRICS)
+    return realized if kind == "realized" else estimated if kind == "estimated" else (
+        realized | estimated)  # fmt: skip
+
+
+def metric_row(r: Any) -> MetricRow:
+    """The API row of an outcome or an estimated result row."""
+    if isinstance(r, EstimatedResultRow):
+        return MetricRow(**_common(r), metric=r.metric, ci_low=r.ci_low, ci_high=r.ci_high,
+                         baseline_value=None, tolerance=None, n=r.n, kind="estimated",
+                         realized=r.realized, threshold_low=r.threshold_low,
+                         threshold_high=r.threshold_high)  # fmt: skip
+    return MetricRow(**_common(r), metric=r.metric, ci_low=r.ci_low, ci_high=r.ci_high,
+                     baseline_value=r.baseline_value, tolerance=r.tolerance, n=r.n)  # fmt: skip
+
+
+MIXED: tuple[Any, ...] = (
+    OutcomeResultRow,
+    EstimatedResultRow,
+)  # kind=all: realized before estimated
+
+
+def mixed_page(
+    session: Session, model: str, f: Filters, extra: dict[str, str | None]
+) -> Page[MetricRow]:
+    """Both tables' rows in one order (newest window first, version, slice, realized first)."""
+    conds = {t: _where(t, model, f, extra) for t in MIXED}
+    if f.window_start is None and f.since is None:
+        newest = [session.scalar(select(func.max(t.window_start)).where(*c))
+                  for t, c in conds.items()]  # fmt: skip
+        known = [n for n in newest if n is not None]
+        if not known:
+            return Page([], None)
+        f = f.model_copy(update={"window_start": max(known)})
+    after = decode_cursor("mixed", f.cursor, (datetime, str, str, int, int))
+    rows: list[tuple[int, Any]] = []
+    for rank, t in enumerate(MIXED):
+        where = [*conds[t], _window_cond(t, f)]
+        if after is not None:
+            where.append(_after_ranked(t, rank, *after))
+        order = (t.window_start.desc(), t.version, t.slice_key, t.id)
+        rows += [(rank, r) for r in session.scalars(
+            select(t).where(*where).order_by(*order).limit(f.limit + 1))]  # fmt: skip
+    rows.sort(key=lambda x: (-x[1].window_start.timestamp(), *_ranked_key(x)[1:]))
+    page = page_of("mixed", rows[: f.limit + 1], f.limit, _ranked_key)
+    return Page([metric_row(r) for _, r in page.items], page.next_cursor)
+
+
+def _window_cond(table: Any, f: Filters) -> Any:
+    if f.window_start is not None:
+        return table.window_start == f.window_start
+    return table.window_start >= f.since
+
+
+def _ranked_key(item: tuple[int, Any]) -> tuple[Any, ...]:
+    rank, row = item
+    return (row.window_start, row.version, row.slice_key, rank, row.id)
+
+
+def _after_ranked(
+    table: Any, rank: int, start: datetime, version: str, slice_key: str, after_rank: int,
+    row_id: int,
+) -> Any:  # fmt: skip
+    """Rows of `table` (the `rank`-th of MIXED) after a position in the mixed order."""
+    tie = true() if rank > after_rank else (table.id > row_id) if rank == after_rank else false()
+    same = (table.window_start == start) & (
+        (table.version > version)
+        | ((table.version == version) & (table.slice_key > slice_key))
+        | ((table.version == version) & (table.slice_key == slice_key) & tie)
+    )
+    return (table.window_start < start) | same
 
 
 def _check_name(field: str, value: str | None, what: str, known: Iterable[str]) -> None:

@@ -1,9 +1,9 @@
 """Retention: delete rows not written for `scheduler.retention_days`.
 
 Age is the time a row was last written, not its event time, so a backfill of old traffic is kept
-for the whole period. Windows (profiles, counts, outcome summaries, change markers, drift and
-outcome results), joined predictions (after `scheduler.labeled_retention_days`, default 14: they
-are drill-down data, metrics come from the summaries), dead letters,
+for the whole period. Windows (profiles, counts, outcome summaries, change markers, drift,
+outcome and estimated results), joined predictions (after `scheduler.labeled_retention_days`,
+default 14: they are drill-down data, metrics come from the summaries), dead letters,
 delivered or dead notifications, finished job runs, and the positions of HTTP idempotency keys
 and of replicas' own HTTP keys. Positions of Kafka partitions and log files are never deleted:
 they are what makes a restart exactly-once. An Idempotency-Key is remembered for the retention
@@ -25,6 +25,7 @@ from monitor.storage import (
     AlertNotification,
     DeadLetter,
     DriftResultRow,
+    EstimatedResultRow,
     JobFailure,
     JobRun,
     LabeledPrediction,
@@ -58,6 +59,9 @@ def purge(
         "drift_results": delete(DriftResultRow).where(DriftResultRow.computed_at < cutoff),
         "outcome_results": delete(OutcomeResultRow).where(OutcomeResultRow.computed_at < cutoff),
         "slo_results": delete(SloResultRow).where(SloResultRow.computed_at < cutoff),
+        "estimated_results": delete(EstimatedResultRow).where(
+            EstimatedResultRow.computed_at < cutoff
+        ),
         "labeled_predictions": delete(LabeledPrediction).where(
             LabeledPrediction.joined_at < joined
         ),

@@ -15,11 +15,13 @@ from sqlalchemy.engine import Engine
 
 from alerts import Signal
 from monitor.config import ModelConfig
+from monitor.estimation import MULTIVARIATE_METRIC
 from monitor.profiles import slice_label
 from monitor.profiles.serving import ServingSummary
 from monitor.slo import ServingWindow, evaluate_windows
 from monitor.storage import (
     DriftResultRow,
+    EstimatedResultRow,
     GateRun,
     OutcomeResultRow,
     WindowServing,
@@ -123,6 +125,32 @@ def outcome_signals(engine: Engine, models: Iterable[str], now: datetime) -> lis
                 Signal("outcome", labels, r.value, r.baseline_value, r.status == "degraded", now)
             )
     return out
+
+
+def estimate_signals(engine: Engine, models: Iterable[str], now: datetime) -> list[Signal]:
+    """Per slice of the newest estimated window: an `estimated_outcome` signal per metric with
+    a reference threshold, and a `multivariate_drift` signal where bounds exist."""
+    out: list[Signal] = []
+    for model in models:
+        for r in latest_rows(engine, EstimatedResultRow, model):
+            if r.status == "insufficient_data":
+                continue
+            labels = {"model": model, "version": r.version, "slice": slice_label(r.slice_key)}
+            if r.metric == MULTIVARIATE_METRIC:
+                if r.threshold_high is not None:
+                    out.append(Signal("multivariate_drift", labels, r.value, _crossed(r),
+                                      r.status == "drift", now))  # fmt: skip
+            elif r.threshold_low is not None:
+                out.append(Signal("estimated_outcome", {**labels, "metric": r.metric}, r.value,
+                                  r.threshold_low, r.status == "degraded", now))  # fmt: skip
+    return out
+
+
+def _crossed(row: Any) -> float | None:
+    """The bound a mean reconstruction error is judged by: the lower one when it is below it."""
+    low = row.threshold_low
+    below = row.value is not None and low is not None and row.value < low
+    return float(low) if below else row.threshold_high
 
 
 def slo_signals(engine: Engine, cfg: ModelConfig, now: datetime) -> list[Signal]:

@@ -27,7 +27,13 @@ from monitor.daemon.health_signals import (
 from monitor.daemon.metrics import MetricsPublisher
 from monitor.daemon.scheduler import JobSpec
 from monitor.daemon.service import Component, Service
-from monitor.daemon.signals import drift_signals, guard_signals, outcome_signals, slo_signals
+from monitor.daemon.signals import (
+    drift_signals,
+    estimate_signals,
+    guard_signals,
+    outcome_signals,
+    slo_signals,
+)
 from monitor.daemon.supervisor import SupervisedComponent
 from monitor.evaluation import EVALUATE_JOB, WindowEvaluation, WindowEvaluator
 from monitor.failures import Backoff, Isolation, clear_failure, record_failure
@@ -165,6 +171,7 @@ class Monitoring:
             for kind, produce in (
                 ("drift", drift_signals),
                 ("outcome", outcome_signals),
+                ("estimate", estimate_signals),
                 ("guard", guard_signals),
             ):
                 out.append((f"signals {kind} {model}", functools.partial(produce, e, [model])))

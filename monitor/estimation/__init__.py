@@ -10,6 +10,12 @@ from __future__ import annotations
 
 from monitor.estimation._binary import BinaryData, estimate_binary
 from monitor.estimation._calibration import Calibration, fit_calibration
+from monitor.estimation._columns import (
+    DERIVED_COLUMNS,
+    ERROR_COLUMN,
+    SCORE_COLUMN,
+    score_spec,
+)
 from monitor.estimation._counts import ScoreCounts, count_scores, empty_counts
 from monitor.estimation._metrics import METRICS, Estimate, estimate_metrics
 from monitor.estimation._multiclass import (
@@ -40,8 +46,17 @@ from monitor.estimation._stored_multivariate import (
     fit_stored_multivariate,
     stored_multivariate,
 )
+from monitor.estimation._window import (
+    MULTIVARIATE_METRIC,
+    estimate_changed,
+)
 
 __all__ = [
+    "MULTIVARIATE_METRIC",
+    "estimate_changed",
+    "DERIVED_COLUMNS",
+    "ERROR_COLUMN",
+    "SCORE_COLUMN",
     "METRICS",
     "MULTIVARIATE_KEY",
     "MULTICLASS_METRICS",
@@ -73,6 +88,7 @@ __all__ = [
     "fit_stored_multivariate",
     "multivariate_drift",
     "reconstruction_errors",
+    "score_spec",
     "stored_estimation",
     "stored_multivariate",
 ]

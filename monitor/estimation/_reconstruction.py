@@ -147,13 +147,21 @@ def chunk_mean_bounds(
 def _verdict(
     chunk: Chunk | None, errors: Array, low: float | None, high: float | None, min_n: int
 ) -> MultivariateResult:
-    if errors.size < min_n:
-        return MultivariateResult(chunk, None, low, high, int(errors.size), "insufficient_data")
-    value = float(errors.mean())
-    drifted = (low is not None and value < low) or (high is not None and value > high)
-    return MultivariateResult(
-        chunk, value, low, high, int(errors.size), "drift" if drifted else "ok"
-    )
+    mean = float(errors.mean()) if errors.size else 0.0
+    return judge_mean(chunk, mean, int(errors.size), (low, high), min_n)
+
+
+def judge_mean(
+    chunk: Chunk | None, mean: float, n: int, bounds: tuple[float | None, float | None],
+    min_n: int = 2,
+) -> MultivariateResult:  # fmt: skip
+    """The verdict on a mean reconstruction error over `n` rows: `drift` outside the bounds,
+    `insufficient_data` under `min_n` rows."""
+    low, high = bounds
+    if n < min_n:
+        return MultivariateResult(chunk, None, low, high, n, "insufficient_data")
+    drifted = (low is not None and mean < low) or (high is not None and mean > high)
+    return MultivariateResult(chunk, mean, low, high, n, "drift" if drifted else "ok")
 
 
 def _bounds(means: Array) -> tuple[float | None, float | None]:

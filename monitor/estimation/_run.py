@@ -70,11 +70,22 @@ def _one(
     data: Side, rows: Rows, slice_: dict[str, str] | None, chunk: Chunk | None,
     bounds: dict[str, float | None], how: EstimateOptions,
 ) -> list[EstimationResult]:  # fmt: skip
+    return judge(data.estimate(rows), lambda metric: data.realized(metric, rows), slice_, chunk,
+                 bounds, how.min_n)  # fmt: skip
+
+
+def judge(
+    estimates: list[Estimate], realized: Callable[[str], float | None],
+    slice_: dict[str, str] | None, chunk: Chunk | None, bounds: Mapping[str, float | None],
+    min_n: int,
+) -> list[EstimationResult]:  # fmt: skip
+    """The result rows of `estimates`: `insufficient_data` under `min_n` rows, `degraded` below
+    the metric's lower bound, else `ok`; each with its realized value where known."""
     out = []
-    for e in data.estimate(rows):
-        real = data.realized(e.metric, rows)
+    for e in estimates:
+        real = realized(e.metric)
         low = bounds.get(e.metric)
-        if e.n < how.min_n:
+        if e.n < min_n:
             out.append(EstimationResult(e.metric, slice_, chunk, None, None, None, real, low,
                                         e.n, "insufficient_data"))  # fmt: skip
             continue

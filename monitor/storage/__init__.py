@@ -37,6 +37,7 @@ from monitor.storage.core import (
 )
 from monitor.storage.daemon import JobFailure, JobRun
 from monitor.storage.engine import make_engine, normalize_url, session_factory, transaction
+from monitor.storage.estimates import EstimatedResultRow
 from monitor.storage.guards import GateRun, RollbackEvent
 from monitor.storage.intake import IntakeEntry
 from monitor.storage.results import DriftResultRow, OutcomeResultRow, SloResultRow
@@ -46,6 +47,7 @@ __all__ = [
     "ALIASES",
     "CHANGE_KINDS",
     "Change",
+    "EstimatedResultRow",
     "OutcomeSummaryRow",
     "WindowChange",
     "consume_changes",

@@ -25,8 +25,9 @@ from monitor.storage.base import Base, UTCDateTime, utcnow
 from monitor.storage.engine import session_factory, transaction
 
 # What changed: "drift" = the window's profiles, "outcome" = its joined labels, "backfill" = a
-# model's outcome summaries must be rebuilt from stored joined rows (set by migration 0011).
-CHANGE_KINDS = ("drift", "outcome", "backfill")
+# model's outcome summaries must be rebuilt from stored joined rows (set by migration 0011),
+# "estimate" = its derived-column profiles or its labels (`monitor.estimation`).
+CHANGE_KINDS = ("drift", "outcome", "backfill", "estimate")
 
 
 class WindowChange(Base):

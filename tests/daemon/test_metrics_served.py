@@ -15,7 +15,7 @@ from dashboards.promboards import PANEL_QUERIES
 from guards.registry import optimization_settings, register_version
 from monitor.detectors import DriftResult
 from monitor.outcomes import OutcomeResult
-from monitor.results import store_drift_results, store_outcome_results
+from monitor.results import store_drift_results, store_estimated_results, store_outcome_results
 from monitor.storage import AlertNotification, AlertState, GateRun, transaction, utcnow
 from tests.daemon.conftest import CONFIG, ServerProcess, _serve, auth, db_engine
 from tests.daemon.test_api_ingest import event
@@ -63,6 +63,7 @@ def _seed(tmp_path: Path) -> None:
     store_drift_results(engine, "fraud", "2", (W, W + HOUR), [drift])
     outcome = OutcomeResult("accuracy", {"region": "eu"}, 0.81, 0.78, 0.84, 0.9, 0.05, 700, "ok")
     store_outcome_results(engine, "fraud", "2", (W, W + HOUR), [outcome])
+    store_estimated_results(engine, "fraud", "2", (W, W + HOUR), _estimated())
     now = utcnow()
     with transaction(engine) as s:
         s.add(_gate_run())
@@ -71,6 +72,24 @@ def _seed(tmp_path: Path) -> None:
         s.add(old)
         s.add(_alert(now))
         s.add(_dead_notification(now))
+
+
+def _estimated() -> list[dict[str, object]]:
+    common = {"slice_key": "", "n": 700, "ci_low": None, "ci_high": None, "realized": None}
+    accuracy = {
+        **common,
+        "metric": "accuracy",
+        "value": 0.8,
+        "ci_low": 0.75,
+        "ci_high": 0.85,
+        "realized": 0.82,
+        "threshold_low": 0.78,
+        "threshold_high": None,
+        "status": "ok",
+    }
+    error = {**common, "metric": "reconstruction_error", "value": 1.9, "threshold_low": 1.0,
+             "threshold_high": 1.6, "status": "drift"}  # fmt: skip
+    return [accuracy, error]
 
 
 def _gate_run() -> GateRun:
@@ -180,6 +199,9 @@ QUERIES = {
     'count(modelwatch_model_version_info{image!=""}) or vector(0)': 0.0,
     'modelwatch_slo_threshold{objective="latency_p95_ms",slice="all"}': 50.0,
     'modelwatch_slo_value{objective="error_rate",slice="all"}': 0.0,
+    'modelwatch_estimated_value{metric="accuracy",slice="all"}': 0.8,
+    'modelwatch_estimated_realized{metric="accuracy",slice="all"}': 0.82,
+    'modelwatch_estimated_threshold{metric="reconstruction_error",bound="high"}': 1.6,
 }
 
 

@@ -1,6 +1,6 @@
 """Seeds a database through the project's own write paths, for the dashboards' SQL evidence.
 
-Registry with optimization settings (guards.registry), drift and outcome results
+Registry with optimization settings (guards.registry), drift, outcome and estimated results
 (monitor.results), gate runs (guards.history.record_gate), alert states and notifications
 (alerts.Evaluator), ingest (collectors' Ingestor fed by the JSONL file source, with malformed
 lines as dead letters, latencies and errors) and SLO rows (monitor.evaluation, as the evaluate
@@ -30,7 +30,7 @@ from monitor.config.serving import CostConfig, SloConfig
 from monitor.detectors import DriftResult
 from monitor.evaluation import WindowEvaluator
 from monitor.outcomes.base import OutcomeResult
-from monitor.results import store_drift_results, store_outcome_results
+from monitor.results import store_drift_results, store_estimated_results, store_outcome_results
 
 MODEL, VERSION = "fraud", "3"
 MODELS = [ModelConfig(name=MODEL, slices=["region"])]
@@ -63,6 +63,26 @@ def seed_results(engine: Engine, t0: datetime) -> None:
         drift = [_drift(hour, c, r) for c in ("amount", "country") for r in slices]
         store_drift_results(engine, MODEL, VERSION, window, drift)
         store_outcome_results(engine, MODEL, VERSION, window, [_outcome(hour, r) for r in slices])
+        store_estimated_results(engine, MODEL, VERSION, window, _estimated(hour))
+
+
+def _estimated(hour: int) -> list[dict[str, object]]:
+    """Estimated accuracy (realized for the first hours: labels come late) and the mean
+    reconstruction error, overall and per region; both degrade in the last hours."""
+    out: list[dict[str, object]] = []
+    for key in ("", '{"region":"eu"}', '{"region":"us"}'):
+        value = 0.9 - 0.02 * hour
+        out.append({"slice_key": key, "metric": "accuracy", "value": value,
+                    "ci_low": value - 0.03, "ci_high": value + 0.03,
+                    "realized": value + 0.01 if hour < 3 else None, "threshold_low": 0.85,
+                    "threshold_high": None, "n": 800,
+                    "status": "degraded" if value < 0.85 else "ok"})  # fmt: skip
+        error = 1.0 + 0.1 * hour
+        out.append({"slice_key": key, "metric": "reconstruction_error", "value": error,
+                    "ci_low": None, "ci_high": None, "realized": None, "threshold_low": 0.9,
+                    "threshold_high": 1.35, "n": 800,
+                    "status": "drift" if error > 1.35 else "ok"})  # fmt: skip
+    return out
 
 
 def _verdict(verdict: str, flip_rate: float, candidate_p95: float) -> GuardVerdict:

@@ -71,6 +71,12 @@ PINNED: dict[str, set[str]] = {
         "reconstruction_errors",
         "stored_estimation",
         "stored_multivariate",
+        "DERIVED_COLUMNS",
+        "ERROR_COLUMN",
+        "SCORE_COLUMN",
+        "MULTIVARIATE_METRIC",
+        "estimate_changed",
+        "score_spec",
     },
     "monitor.outcomes": {
         "DEFAULT_METRICS",

@@ -1,0 +1,153 @@
+"""Derived columns at ingest: the CBPE score and the PCA reconstruction error of each event.
+
+When the baseline a model version is compared with (`monitor.baselines.choose_baseline`) stores
+a calibration (`baseline create --score --label`) or a multivariate model (`--features`), each
+window of a batch gets `__cbpe_score` and/or `__pca_error` (`monitor.estimation` owns both),
+computed over the window's columns at once, then profiled overall and per slice like any
+other column.
+
+The score is the event's column named as the baseline's score column, else its `prediction`.
+A window whose derivation fails (a model that cannot score it) is logged and profiled without
+the derived columns; the batch goes on. What a version's baseline stores is read once and then
+every `REFRESH_S` seconds, so a baseline created while the collector runs is picked up.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from sqlalchemy.engine import Engine
+
+from collectors.windows import WindowBatch, WindowKey
+from monitor.estimation import (
+    ERROR_COLUMN,
+    SCORE_COLUMN,
+    StoredEstimation,
+    StoredMultivariate,
+    score_spec,
+    stored_estimation,
+    stored_multivariate,
+)
+from monitor.profiles import ColumnSpec
+
+log = logging.getLogger(__name__)
+
+REFRESH_S = 60.0
+PREDICTION = "prediction"
+_NUMBER = (int, float)
+
+
+@dataclass(frozen=True)
+class DerivedModels:
+    """What one model version's baseline stores for estimation (None: nothing)."""
+
+    estimation: StoredEstimation | None
+    multivariate: StoredMultivariate | None
+    spec: ColumnSpec | None  # the `__cbpe_score` spec of `estimation`
+    loaded_at: float
+
+    @property
+    def empty(self) -> bool:
+        return self.estimation is None and self.multivariate is None
+
+
+class Deriver:
+    """Adds the derived columns to a batch's windows; caches each version's stored models."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        baselines: Mapping[str, str] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.engine = engine
+        self.baselines = dict(baselines or {})
+        self.clock = clock
+        self.cache: dict[tuple[str, str], DerivedModels] = {}
+
+    def models(self, model: str, version: str) -> DerivedModels:
+        """The version's stored models, read again after `REFRESH_S`."""
+        now = self.clock()
+        found = self.cache.get((model, version))
+        if found is None or now - found.loaded_at >= REFRESH_S:
+            found = self._load(model, version, now)
+            self.cache[(model, version)] = found
+        return found
+
+    def _load(self, model: str, version: str, now: float) -> DerivedModels:
+        name = self.baselines.get(model, "default")
+        try:
+            est = stored_estimation(self.engine, model, version, name)
+            mv = stored_multivariate(self.engine, model, version, name)
+        except Exception as exc:  # a damaged baseline: no derived columns, not a failed batch
+            log.warning("model %r version %r: estimation models unreadable: %s", model, version,
+                        exc)  # fmt: skip
+            est, mv = None, None
+        spec = None if est is None else score_spec(est.calibration)
+        return DerivedModels(est, mv, spec, now)
+
+    def add(self, windows: Mapping[WindowKey, WindowBatch]) -> dict[tuple[str, str], ColumnSpec]:
+        """Add the derived columns to each window in place; returns the `__cbpe_score` spec per
+        (model, version) given one (its profiles must be built on it)."""
+        specs: dict[tuple[str, str], ColumnSpec] = {}
+        for (model, version, start), window in windows.items():
+            found = self.models(model, version)
+            if found.empty or not len(window):
+                continue
+            try:
+                derived = derive(window, found)
+            except Exception as exc:  # one window that cannot be scored never stops the batch
+                log.warning("model %r version %r window %s: derived columns skipped: %s",
+                            model, version, start, exc)  # fmt: skip
+                continue
+            for column, values in derived.items():
+                window.columns[column] = values  # type: ignore[assignment]
+                window.arrays[column] = values
+                window.types[column] = {float}
+            if found.spec is not None and SCORE_COLUMN in derived:
+                specs[(model, version)] = found.spec
+        return specs
+
+
+def derive(window: WindowBatch, found: DerivedModels) -> dict[str, NDArray[np.float64]]:
+    """The window's derived columns (float64, NaN where the score is missing)."""
+    out: dict[str, NDArray[np.float64]] = {}
+    if found.estimation is not None:
+        column = found.estimation.score
+        column = column if column in window.columns else PREDICTION
+        if column in window.columns:
+            out[SCORE_COLUMN] = floats(window, column)
+    if found.multivariate is not None:
+        model = found.multivariate.model
+        categorical = set(model.categorical)
+        arrays = {
+            c: objects(window, c) if c in categorical else floats(window, c) for c in model.columns
+        }
+        out[ERROR_COLUMN] = model.scorer.errors(arrays, len(window))
+    return out
+
+
+def floats(window: WindowBatch, column: str) -> NDArray[np.float64]:
+    """A column as float64: NaN where missing or not a number (imputed, like a null)."""
+    ready = window.arrays.get(column)
+    if ready is not None:
+        return ready
+    values = window.columns.get(column)
+    if values is None:
+        return np.full(len(window), np.nan)
+    return np.fromiter(
+        (float(v) if type(v) in _NUMBER else np.nan for v in values), np.float64, len(values)
+    )
+
+
+def objects(window: WindowBatch, column: str) -> NDArray[np.object_]:
+    """A column as an object array (None where missing)."""
+    values = window.columns.get(column)
+    if values is None:
+        return np.full(len(window), None, dtype=object)
+    return np.fromiter(values, dtype=object, count=len(values))
