@@ -109,9 +109,8 @@ class _Batch:
 def _match(session: Session, model: str, batch: _Batch, cutoff: float) -> JoinedPairs:
     """Pairs this batch completes: within it, and against the waiting rooms."""
     pred_ids, label_ids = list(batch.rows), list(batch.labels)
-    taken = _take(session, PendingLabel, model, pred_ids, ("request_id", "label"))
-    stored_labels = {rid: row["label"] for rid, row in taken.items()}
-    stored_preds = _take(session, PendingPrediction, model, label_ids, _PRED_COLUMNS[1:])
+    stored_labels = _take_labels(session, model, pred_ids)
+    stored_preds, stored = _take_predictions(session, model, label_ids, list(batch.slices))
     _expire(session, model, cutoff)
     labels = {rid: e.label for rid, e in batch.labels.items()}
     in_batch = [rid for rid in pred_ids if rid in labels]
@@ -122,25 +121,36 @@ def _match(session: Session, model: str, batch: _Batch, cutoff: float) -> Joined
     _wait_labels(session, model, batch, [r for r in label_ids if r not in done], cutoff)
     parts = [batch.pairs(in_batch, labels), batch.pairs(late_labels, stored_labels)]
     if late_preds:
-        rows = [{**stored_preds[rid], "label": labels[rid]} for rid in late_preds]
-        parts.append(JoinedPairs.from_rows(rows, list(batch.slices)))
+        rows = [stored_preds[rid] for rid in late_preds]
+        parts.append(stored.subset(rows, [labels[rid] for rid in late_preds]))
     return JoinedPairs.concat(parts, list(batch.slices))
 
 
-def _take(
-    session: Session, room: Any, model: str, ids: Sequence[str], columns: Sequence[str]
-) -> dict[str, dict[str, Any]]:
-    """Stored entries of `ids` in a waiting room, removed from it: {request id: row}."""
-    if not ids:
-        return {}
-    t = room.__table__
-    stmt = (
-        delete(t)
-        .where(t.c.model == model, bulk.in_ids(session, f"{t.name}.request_id", ids))
-        .returning(*(t.c[c] for c in columns))
+def _take_labels(session: Session, model: str, ids: Sequence[str]) -> dict[str, Any]:
+    """Stored labels of `ids`, removed from the waiting room: {request id: label}."""
+    rows = bulk.take(session, "pending_labels", model, ids, ("request_id", "label"), {"label"})
+    return {rid: bulk.json_value(label) for rid, label in rows}
+
+
+def _take_predictions(
+    session: Session, model: str, ids: Sequence[str], slices: Sequence[str]
+) -> tuple[dict[str, int], JoinedPairs]:
+    """Stored predictions of `ids`, removed from the waiting room: ({request id: row}, columns)
+    with labels still to fill in."""
+    json = {"prediction", "slice_values"}
+    rows = bulk.take(session, "pending_predictions", model, ids, _PRED_COLUMNS[1:], json)
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(_PRED_COLUMNS[1:])
+    rids, versions, stamps, preds, values = (list(c) for c in columns)
+    docs = [bulk.json_value(v) for v in values]
+    pairs = JoinedPairs(
+        request_id=rids,
+        version=versions,
+        ts=bulk.epoch_seconds(stamps),
+        prediction=[bulk.json_value(p) for p in preds],
+        label=[None] * len(rids),
+        slice_values={c: [d.get(c) for d in docs] for c in slices},
     )
-    rows = (dict(zip(columns, row, strict=True)) for row in session.execute(stmt))
-    return {row["request_id"]: row for row in rows}
+    return {rid: i for i, rid in enumerate(rids)}, pairs
 
 
 _KEYS = ("model", "request_id")
@@ -151,13 +161,13 @@ _JOINED_COLUMNS = (*_PRED_COLUMNS[:5], "label", "slice_values", "joined_at")
 
 def _wait(session: Session, model: str, batch: _Batch, ids: list[str], cutoff: float) -> None:
     """Store the batch's predictions `ids` until their labels come (unless already expired)."""
-    enc, t = ts_encoder(session), batch.table
-    rows = [batch.rows[rid] for rid in ids if t.ts[batch.rows[rid]] >= cutoff]
-    ts = t.ts.tolist()
+    t = batch.table
+    rows = [i for i in (batch.rows[rid] for rid in ids) if t.ts[i] >= cutoff]
+    stamps = bulk.ts_column(session, t.ts[np.asarray(rows, np.intp)])
     records = [
-        (model, t.request_id[i], t.version[i], enc(utc(ts[i])), json_text(t.prediction[i]),
+        (model, t.request_id[i], t.version[i], stamp, json_text(t.prediction[i]),
          json_text({c: values[i] for c, values in batch.slices.items()}))
-        for i in rows
+        for i, stamp in zip(rows, stamps, strict=True)
     ]  # fmt: skip
     bulk.upsert(session, "pending_predictions", _PRED_COLUMNS, _KEYS, records)
 
@@ -166,12 +176,13 @@ def _wait_labels(
     session: Session, model: str, batch: _Batch, ids: list[str], cutoff: float
 ) -> None:
     """Store the batch's labels `ids` until their predictions come (unless already expired)."""
-    enc = ts_encoder(session)
-    events = [batch.labels[rid] for rid in ids]
-    rows = [(model, e.request_id, json_text(e.label), enc(utc(e.ts))) for e in events]
-    bulk.upsert(session, "pending_labels", _LABEL_COLUMNS, _KEYS, [
-        row for row, e in zip(rows, events, strict=True) if e.ts >= cutoff
-    ])  # fmt: skip
+    events = [e for e in (batch.labels[rid] for rid in ids) if e.ts >= cutoff]
+    stamps = bulk.ts_column(session, np.array([e.ts for e in events], dtype=np.float64))
+    rows = [
+        (model, e.request_id, json_text(e.label), stamp)
+        for e, stamp in zip(events, stamps, strict=True)
+    ]
+    bulk.upsert(session, "pending_labels", _LABEL_COLUMNS, _KEYS, rows)
 
 
 def _replace_rows(
@@ -188,10 +199,10 @@ def _replace_rows(
     )
     old = [dict(zip(names, row, strict=True)) for row in session.execute(stmt)]
     add_joined(session, model, JoinedPairs.from_rows(old, config.slices), config, window_s, -1)
-    enc, now, ts = ts_encoder(session), utcnow(), pairs.ts.tolist()
-    joined_at = enc(now)
+    joined_at = ts_encoder(session)(utcnow())
+    stamps = bulk.ts_column(session, pairs.ts)
     rows = [
-        (model, pairs.request_id[i], pairs.version[i], enc(utc(ts[i])),
+        (model, pairs.request_id[i], pairs.version[i], stamps[i],
          json_text(pairs.prediction[i]), json_text(pairs.label[i]),
          json_text({c: v[i] for c, v in pairs.slice_values.items()}), joined_at)
         for i in range(len(pairs))

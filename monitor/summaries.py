@@ -97,6 +97,17 @@ class JoinedPairs:
             slice_values={c: [v.get(c) for v in values] for c in slices},
         )
 
+    def subset(self, rows: Sequence[int], label: list[Any]) -> JoinedPairs:
+        """The pairs at `rows`, in that order, with labels `label`."""
+        return JoinedPairs(
+            request_id=[self.request_id[i] for i in rows],
+            version=[self.version[i] for i in rows],
+            ts=self.ts[np.asarray(rows, np.intp)],
+            prediction=[self.prediction[i] for i in rows],
+            label=label,
+            slice_values={c: [v[i] for i in rows] for c, v in self.slice_values.items()},
+        )
+
     @classmethod
     def concat(cls, parts: Sequence[JoinedPairs], slices: Sequence[str]) -> JoinedPairs:
         """The pairs of all parts, in order."""
