@@ -11,11 +11,13 @@ neither chunking nor thousands of placeholders.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
 import orjson
+from numpy.typing import NDArray
 from sqlalchemy import String, TextClause, bindparam, text
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
@@ -26,6 +28,12 @@ _JSON_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
 def json_text(value: Any) -> str:
     """A JSON column's stored text (as the engine's json_serializer writes it)."""
     return orjson.dumps(value, option=_JSON_OPTIONS).decode()
+
+
+def json_value(stored: Any) -> Any:
+    """A JSON column's value as the driver returns it (SQLite's numeric affinity turns a
+    stored number's text into the number) -> the document."""
+    return orjson.loads(stored) if isinstance(stored, str | bytes) else stored
 
 
 def is_postgres(session: Session) -> bool:
@@ -39,13 +47,58 @@ def ts_encoder(session: Session) -> Callable[[datetime], Any]:
     return lambda ts: ts.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
 
 
+def ts_column(session: Session, seconds: NDArray[np.float64]) -> list[Any]:
+    """Epoch seconds -> the values the driver stores for a UTCDateTime column, vectorised."""
+    micros = np.round(seconds * 1e6).astype(np.int64)
+    if is_postgres(session):
+        return [datetime.fromtimestamp(us / 1e6, UTC) for us in micros.tolist()]
+    text = np.datetime_as_string(micros.astype("datetime64[us]"), unit="us").tolist()
+    return [t.replace("T", " ") for t in text]
+
+
+def epoch_seconds(values: Sequence[Any]) -> NDArray[np.float64]:
+    """Stored UTCDateTime values (SQLite: naive UTC text; PostgreSQL: datetimes) -> seconds."""
+    if values and isinstance(values[0], str):
+        return np.array(values, dtype="datetime64[us]").astype(np.int64) / 1e6
+    return np.array([v.timestamp() for v in values], dtype=np.float64)
+
+
+def take(
+    session: Session,
+    table: str,
+    model: str,
+    ids: Sequence[str],
+    columns: Sequence[str],
+    json: Collection[str] = (),
+) -> list[tuple[Any, ...]]:
+    """Delete the rows of `model` with request ids `ids`, returning `columns` as the driver
+    gives them (JSON columns as text, for orjson)."""
+    if not ids:
+        return []
+    connection = session.connection()
+    params: tuple[Any, ...]
+    if is_postgres(session):
+        names = ", ".join(f"{c}::text" if c in json else c for c in columns)
+        where, params = "request_id = ANY(%s)", (model, list(ids))
+    else:
+        names = ", ".join(columns)
+        where, params = "request_id IN (SELECT value FROM json_each(?))", (model, _ids_json(ids))
+    marks = "%s" if is_postgres(session) else "?"
+    sql = f"DELETE FROM {table} WHERE model = {marks} AND {where} RETURNING {names}"
+    return [tuple(row) for row in connection.exec_driver_sql(sql, params)]
+
+
+def _ids_json(ids: Sequence[str]) -> str:
+    return orjson.dumps(list(ids)).decode()
+
+
 def in_ids(session: Session, column: str, ids: Sequence[str], name: str = "ids") -> TextClause:
     """`column IN ids` as one bound parameter."""
     if is_postgres(session):
         param = bindparam(name, list(ids), type_=ARRAY(String))
         return text(f"{column} = ANY(:{name})").bindparams(param)
     clause = text(f"{column} IN (SELECT value FROM json_each(:{name}))")
-    return clause.bindparams(bindparam(name, orjson.dumps(list(ids)).decode()))
+    return clause.bindparams(bindparam(name, _ids_json(ids)))
 
 
 def upsert(

@@ -200,7 +200,15 @@ class Ingestor:
                 mark_windows(session, plan, window_s)
                 store_dead_letters(session, dead)
                 if self.settings.join_labels and (plan.events or plan.labels):
-                    join_labels(session, plan.table, plan.labels, self.models, horizon, window_s)
+                    join_labels(
+                        session,
+                        plan.table,
+                        plan.labels,
+                        self.models,
+                        horizon,
+                        window_s,
+                        self.settings.keep_joined_rows,
+                    )
                 if plan.open_halves or plan.used_halves:
                     store_halves(session, self.source, plan, horizon)
                 if within is not None:

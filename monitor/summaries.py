@@ -1,20 +1,26 @@
 """Outcome summaries in the database: built at label-join time, read and merged for metrics.
 
-The label join calls `add_joined` in its own transaction: each joined pair is added to the
-summary of its (model, version, window, slice) and of the window overall, and the window is
-marked changed. Metrics of a window, a day or a week are a merge of these summaries
-(`outcome_results`), never a rescan of `labeled_predictions`, which is kept only as drill-down
-data with its own shorter retention.
+The label join calls `add_joined` in its own transaction with the batch's joined pairs as
+columns (`JoinedPairs`): the pairs are grouped per (version, window, slice) with numpy, each
+group is added to a summary with the summary's vectorised `add`, and the batch's summaries are
+merged into the stored ones with one read and one upsert; their windows are marked changed.
+Metrics of a window, a day or a week are a merge of these summaries (`outcome_results`), never
+a rescan of `labeled_predictions`, which is optional drill-down data
+(`collect.keep_joined_rows`) with its own shorter retention.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import bindparam, delete, insert, select, update
+import numpy as np
+from numpy.typing import NDArray
+from sqlalchemy import delete, select
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
@@ -27,7 +33,7 @@ from monitor.outcomes.summary import (
     add_pairs,
     merge_summaries,
     new_summary,
-    pair_values,
+    pair_columns,
     summary_from_bytes,
     summary_to_bytes,
 )
@@ -53,34 +59,144 @@ def window_of(ts: datetime, window_s: float) -> datetime:
     return datetime.fromtimestamp(math.floor(ts.timestamp() / window_s) * window_s, UTC)
 
 
+@dataclass(frozen=True)
+class JoinedPairs:
+    """Joined (prediction, label) pairs of one model, column-wise: row i of each column is a pair.
+
+    `ts` is the prediction's event time in epoch seconds (windows are cut on it);
+    `slice_values` holds, per slice column, each pair's value (None when it has none).
+    """
+
+    request_id: list[str]
+    version: list[str]
+    ts: NDArray[np.float64]
+    prediction: list[Any]
+    label: list[Any]
+    slice_values: dict[str, list[Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        n = len(self.request_id)
+        sizes = [len(self.version), len(self.ts), len(self.prediction), len(self.label)]
+        sizes += [len(v) for v in self.slice_values.values()]
+        if any(size != n for size in sizes):
+            raise ValueError(f"joined pairs: columns of unequal length {[n, *sizes]}")
+
+    def __len__(self) -> int:
+        return len(self.request_id)
+
+    @classmethod
+    def from_rows(cls, rows: Sequence[Mapping[str, Any]], slices: Sequence[str]) -> JoinedPairs:
+        """Pairs from mappings (version, ts as aware datetime, prediction, label, slice_values)."""
+        values = [row.get("slice_values") or {} for row in rows]
+        return cls(
+            request_id=[str(row.get("request_id", "")) for row in rows],
+            version=[row["version"] for row in rows],
+            ts=np.array([row["ts"].timestamp() for row in rows], dtype=np.float64),
+            prediction=[row["prediction"] for row in rows],
+            label=[row["label"] for row in rows],
+            slice_values={c: [v.get(c) for v in values] for c in slices},
+        )
+
+    def subset(self, rows: Sequence[int], label: list[Any]) -> JoinedPairs:
+        """The pairs at `rows`, in that order, with labels `label`."""
+        return JoinedPairs(
+            request_id=[self.request_id[i] for i in rows],
+            version=[self.version[i] for i in rows],
+            ts=self.ts[np.asarray(rows, np.intp)],
+            prediction=[self.prediction[i] for i in rows],
+            label=label,
+            slice_values={c: [v[i] for i in rows] for c, v in self.slice_values.items()},
+        )
+
+    @classmethod
+    def concat(cls, parts: Sequence[JoinedPairs], slices: Sequence[str]) -> JoinedPairs:
+        """The pairs of all parts, in order."""
+        n = [len(p) for p in parts]
+        return cls(
+            request_id=[r for p in parts for r in p.request_id],
+            version=[v for p in parts for v in p.version],
+            ts=np.concatenate([p.ts for p in parts]) if parts else np.empty(0),
+            prediction=[v for p in parts for v in p.prediction],
+            label=[v for p in parts for v in p.label],
+            slice_values={
+                c: [
+                    v
+                    for p, k in zip(parts, n, strict=True)
+                    for v in p.slice_values.get(c, [None] * k)
+                ]
+                for c in slices
+            },
+        )
+
+
 def summarize_pairs(
-    pairs: Iterable[Mapping[str, Any]], cfg: ModelConfig, window_s: float, sign: int = 1
+    pairs: JoinedPairs, cfg: ModelConfig, window_s: float, sign: int = 1
 ) -> dict[SummaryKey, OutcomeSummary]:
-    """Summaries of joined pairs (version, ts, prediction, label, slice_values) per key."""
-    groups: dict[SummaryKey, tuple[list[Any], list[Any]]] = {}
-    for pair in pairs:
-        start = window_of(pair["ts"], window_s)
-        oc = cfg.outcomes
-        y, s = pair_values(pair["label"], pair["prediction"], oc.task, oc.output)
-        values = pair.get("slice_values") or {}
-        # A missing slice value is the `(null)` slice, as in window profiles.
-        keys = [OVERALL] + [slice_key(c, values.get(c)) for c in cfg.slices]
-        for key in keys:
-            ys, ss = groups.setdefault((pair["version"], start, key), ([], []))
-            ys.append(y)
-            ss.append(s)
+    """Summaries of joined pairs per (version, window, slice), grouped with numpy.
+
+    Each pair counts overall and in its slice of each slice column (a missing value: the
+    `(null)` slice, as in window profiles). A group's pairs are added in pair order with the
+    summary's own vectorised `add`, so the result equals adding the pairs one group at a time.
+    """
+    n = len(pairs)
+    if n == 0:
+        return {}
+    oc = cfg.outcomes
+    y, s = pair_columns(pairs.label, pairs.prediction, oc.task, oc.output)
+    versions, version_codes = _codes(pairs.version)
+    windows, window_codes = np.unique(np.floor(pairs.ts / window_s), return_inverse=True)
+    keys, key_codes = _slice_codes(pairs.slice_values, cfg.slices, n)
+    blocks = len(key_codes) // n
+    group = np.tile(version_codes * len(windows) + window_codes, blocks) * len(keys) + key_codes
+    ids, inverse = np.unique(group, return_inverse=True)
+    order = np.argsort(inverse, kind="stable")
+    members = np.split(order % n, np.cumsum(np.bincount(inverse))[:-1])
+    starts = [datetime.fromtimestamp(w * window_s, UTC) for w in windows.tolist()]
     out: dict[SummaryKey, OutcomeSummary] = {}
-    for group, (ys, ss) in groups.items():
-        summary = new_summary(cfg.outcomes.task, cfg.outcomes.threshold)
-        add_pairs(summary, ys, ss, sign)
-        out[group] = summary
+    for gid, rows in zip(ids.tolist(), members, strict=True):
+        vw, key = divmod(gid, len(keys))
+        version, window = divmod(vw, len(windows))
+        summary = new_summary(oc.task, oc.threshold)
+        add_pairs(summary, y[rows], s[rows], sign)
+        out[(versions[version], starts[window], keys[key])] = summary
     return out
+
+
+def _codes(values: Sequence[str]) -> tuple[list[str], NDArray[np.intp]]:
+    """(distinct values in first-seen order, each value's index among them)."""
+    index = {v: i for i, v in enumerate(dict.fromkeys(values))}
+    return list(index), np.fromiter(map(index.__getitem__, values), np.intp, len(values))
+
+
+def _slice_codes(
+    values: Mapping[str, Sequence[Any]], slices: Sequence[str], n: int
+) -> tuple[list[str], NDArray[np.intp]]:
+    """(slice keys, each pair's key code per block: overall, then one block per slice column)."""
+    index = {OVERALL: 0}
+    blocks = [np.zeros(n, np.intp)]
+    for column in slices:
+        texts = _slice_keys(column, values.get(column) or [None] * n)
+        code = {k: index.setdefault(k, len(index)) for k in dict.fromkeys(texts)}
+        blocks.append(np.fromiter(map(code.__getitem__, texts), np.intp, n))
+    return list(index), np.concatenate(blocks)
+
+
+def _slice_keys(column: str, values: Sequence[Any]) -> list[str]:
+    """Each value's slice key, computed once per distinct value where values are text."""
+    if set(map(type, values)) <= _TEXT:
+        memo = {v: slice_key(column, v) for v in dict.fromkeys(values)}
+        return list(map(memo.__getitem__, values))
+    # Other kinds (True == 1 as dict keys, NaN != NaN) each take their own key.
+    return [slice_key(column, v) for v in values]
+
+
+_TEXT = frozenset({str, type(None)})
 
 
 def add_joined(
     session: Session,
     model: str,
-    pairs: Sequence[Mapping[str, Any]],
+    pairs: JoinedPairs,
     cfg: ModelConfig,
     window_s: float,
     sign: int = 1,
@@ -100,31 +216,29 @@ def add_joined(
 def merge_stored(
     session: Session, model: str, built: Mapping[SummaryKey, OutcomeSummary], window_s: float
 ) -> None:
-    """Merge summaries into the stored ones (locked on PostgreSQL), inserting new ones."""
+    """Merge summaries into the stored ones (locked on PostgreSQL): one read, one upsert."""
     table: Any = OutcomeSummaryRow.__table__
     stmt = select(table.c.version, table.c.window_start, table.c.slice_key, table.c.payload)
     starts = sorted({start for _, start, _ in built})
     stmt = stmt.where(table.c.model == model, table.c.window_start.in_(starts))
-    if session.get_bind().dialect.name == "postgresql":
+    postgres = session.get_bind().dialect.name == "postgresql"
+    if postgres:
         stmt = stmt.with_for_update()
     stored = {(v, s, k): p for v, s, k, p in session.execute(stmt)}
     now, step = utcnow(), timedelta(seconds=window_s)
-    new, changed = [], []
+    rows = []
     for (version, start, key), summary in sorted(built.items()):
         payload = stored.get((version, start, key))
         merged = summary if payload is None else _merged(payload, summary)
-        row = {"n": merged.n, "payload": summary_to_bytes(merged), "updated_at": now}
-        ident = {"model": model, "version": version, "window_start": start, "slice_key": key}
-        if payload is None:
-            new.append({**ident, **row, "window_end": start + step})
-        else:
-            changed.append({f"k_{k}": v for k, v in ident.items()} | row)
-    if new:
-        session.execute(insert(table), new)
-    if changed:
-        where = [table.c[c] == bindparam(f"k_{c}") for c in ("model", "version", "slice_key")]
-        where.append(table.c.window_start == bindparam("k_window_start"))
-        session.execute(update(table).where(*where), changed)
+        rows.append(
+            {"model": model, "version": version, "window_start": start, "slice_key": key}
+            | {"window_end": start + step, "n": merged.n, "payload": summary_to_bytes(merged)}
+            | {"updated_at": now}
+        )
+    upsert = (postgresql.insert if postgres else sqlite.insert)(table)
+    keep = ("model", "version", "window_start", "slice_key", "window_end")
+    updates = {c.name: upsert.excluded[c.name] for c in table.c if c.name not in keep}
+    session.execute(upsert.on_conflict_do_update(index_elements=keep[:4], set_=updates), rows)
 
 
 def _merged(payload: bytes, summary: OutcomeSummary) -> OutcomeSummary:
@@ -210,9 +324,9 @@ def rebuild_pending(engine: Engine, cfg: ModelConfig, window_s: float) -> int:
         for row in s.execute(_joined(cfg.name)).mappings():
             chunk.append(dict(row))
             if len(chunk) >= _REBUILD_CHUNK:
-                add_joined(s, cfg.name, chunk, cfg, window_s)
+                add_joined(s, cfg.name, JoinedPairs.from_rows(chunk, cfg.slices), cfg, window_s)
                 rows, chunk = rows + len(chunk), []
-        add_joined(s, cfg.name, chunk, cfg, window_s)
+        add_joined(s, cfg.name, JoinedPairs.from_rows(chunk, cfg.slices), cfg, window_s)
         rows += len(chunk)
     consume_changes(engine, "backfill", changes)
     return rows

@@ -64,6 +64,9 @@ class CollectConfig(StrictModel):
     # Predictions wait this long (event time) for labels, and labels for predictions.
     label_horizon: Duration = timedelta(days=1)
     join_labels: bool = True
+    # Also write every joined pair to `labeled_predictions` (drill-down data, purged after
+    # scheduler.labeled_retention_days). Outcome metrics come from summaries either way.
+    keep_joined_rows: bool = False
     batch_size: int = Field(default=5000, ge=1, le=1_000_000)
     # Ingest each source's batches in a worker process while the next batch is polled. "auto":
     # only for Kafka on kafka-python, whose pure-Python polling costs as much as ingesting;

@@ -14,6 +14,7 @@ merging adds cells, so every counts-based metric of a merge is exact.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -74,11 +75,11 @@ class MulticlassSummary:
         self, truth: Sequence[str | None], predicted: Sequence[str | None], sign: int = 1
     ) -> None:
         """Add (sign=1) or remove (sign=-1) pairs of classes; a None side counts as invalid."""
-        for t, p in zip(truth, predicted, strict=True):
+        for (t, p), k in Counter(zip(truth, predicted, strict=True)).items():
             if t is None or p is None:
-                self.invalid += sign
+                self.invalid += sign * k
                 continue
-            count = self.cells.get((t, p), 0) + sign
+            count = self.cells.get((t, p), 0) + sign * k
             if count:
                 self.cells[(t, p)] = count
             else:

@@ -65,6 +65,17 @@ def score_of(prediction: Any, output: str | None) -> float | None:
     return None
 
 
+_PLAIN = frozenset({int, float, bool, type(None)})
+
+
+def scores_of(values: Sequence[Any], output: str | None) -> Array:
+    """`score_of` of many values, NaN where there is none (plain numbers without a Python loop)."""
+    if set(map(type, values)) <= _PLAIN:
+        return np.array(values, dtype=np.float64)
+    scored = (score_of(v, output) for v in values)
+    return np.fromiter((math.nan if s is None else s for s in scored), np.float64, len(values))
+
+
 def score_bins(score: Array) -> NDArray[np.intp]:
     """Fine bin of each score, nested inside the calibration (ECE) bin `metrics.ece` uses."""
     coarse = np.minimum((score * ECE_BINS).astype(np.intp), ECE_BINS - 1)
@@ -274,8 +285,21 @@ def pair_values(label: Any, prediction: Any, task: Task, output: str | None) -> 
     return (math.nan if y is None else y), (math.nan if s is None else s)
 
 
-def add_pairs(summary: OutcomeSummary, ys: list[Any], ss: list[Any], sign: int = 1) -> None:
-    """Add the `pair_values` of many pairs to `summary`."""
+def pair_columns(
+    labels: Sequence[Any], predictions: Sequence[Any], task: Task, output: str | None
+) -> tuple[NDArray[Any], NDArray[Any]]:
+    """`pair_values` of many pairs, column-wise: float arrays, or object arrays of classes."""
+    if task == "multiclass":
+        truth = np.empty(len(labels), dtype=object)
+        truth[:] = [class_of(v) for v in labels]
+        predicted = np.empty(len(predictions), dtype=object)
+        predicted[:] = [class_of(v, output) for v in predictions]
+        return truth, predicted
+    return scores_of(labels, None), scores_of(predictions, output)
+
+
+def add_pairs(summary: OutcomeSummary, ys: Any, ss: Any, sign: int = 1) -> None:
+    """Add the `pair_values` of many pairs (lists or `pair_columns` arrays) to `summary`."""
     if isinstance(summary, MulticlassSummary):
         summary.add_classes(ys, ss, sign)
     else:

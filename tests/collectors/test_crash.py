@@ -13,10 +13,17 @@ from pathlib import Path
 
 import orjson
 import pytest
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from monitor.storage import IngestCounter, make_engine
-from tests.collectors.conftest import event, kafka_source, payloads, write_config
+from monitor.storage import (
+    IngestCounter,
+    OutcomeSummaryRow,
+    PendingLabel,
+    PendingPrediction,
+    make_engine,
+)
+from tests.collectors.conftest import T0, event, kafka_source, payloads, write_config
 from tests.conftest import REPO, run_cli
 from tests.services.kafka import KafkaBroker
 from tests.waiting import wait_until
@@ -115,13 +122,40 @@ def test_kafka_kill9_neither_loses_nor_double_counts(
     rng = random.Random(int(os.environ.get("MODELWATCH_CRASH_SEED", "7")))
     seen: list[int] = []
     for r in range(ROUNDS):
-        kafka.produce(topic, payloads(PER_ROUND, start=r * PER_ROUND))
+        kafka.produce(topic, payloads(PER_ROUND, start=r * PER_ROUND) + labels(r))
         proc = start_collector(cfg, tmp_path / "collector.log")
         seen.append(kill_after_progress(proc, tmp_path / "mw.db", "stream", kill_delay(rng, r)))
     # The kills landed mid-stream: some kill came before all produced events were counted.
     assert any(n < (i + 1) * PER_ROUND for i, n in enumerate(seen)), seen
     status = finish_and_status(cfg)
     assert (status["events"], status["dead_letters"], status["lag"]) == (ROUNDS * PER_ROUND, 0, 0)
+    # Every prediction has its label: each pair reached the outcome summaries exactly once.
+    assert joined_pairs(tmp_path / "mw.db") == (ROUNDS * PER_ROUND, 0, 0)
+
+
+def labels(round_: int) -> list[bytes]:
+    """A label for each prediction of the round (some join within a batch, some across)."""
+    ids = range(round_ * PER_ROUND, (round_ + 1) * PER_ROUND)
+    return [
+        orjson.dumps({"request_id": f"r{i}", "model": "fraud", "label": i % 2, "timestamp": T0 + i})
+        for i in ids
+    ]
+
+
+def joined_pairs(db: Path) -> tuple[int, int, int]:
+    """(pairs in the overall outcome summaries, predictions waiting, labels waiting)."""
+    engine = make_engine(f"sqlite:///{db}")
+    try:
+        with Session(engine) as session:
+            overall = OutcomeSummaryRow.slice_key == ""
+            pairs = session.scalar(select(func.sum(OutcomeSummaryRow.n)).where(overall))
+            waiting = [
+                session.scalar(select(func.count()).select_from(t))
+                for t in (PendingPrediction, PendingLabel)
+            ]
+        return int(pairs or 0), int(waiting[0] or 0), int(waiting[1] or 0)
+    finally:
+        engine.dispose()
 
 
 def test_rotating_logs_kill9_neither_loses_nor_double_counts(tmp_path: Path) -> None:

@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import orjson
+import pytest
 from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from collectors import Ingestor, RawRecord
 from monitor.config import CollectConfig, ModelConfig
-from monitor.storage import LabeledPrediction, PendingHalf, PendingLabel, PendingPrediction
+from monitor.config.monitoring import OutcomeConfig
+from monitor.storage import (
+    LabeledPrediction,
+    OutcomeSummaryRow,
+    PendingHalf,
+    PendingLabel,
+    PendingPrediction,
+)
+from monitor.summaries import outcome_results
 from tests.collectors.conftest import T0, event
 
 MODELS = [ModelConfig(name="fraud", slices=["region"])]
@@ -31,7 +40,13 @@ def count(engine: Engine, table: type) -> int:
 
 
 def test_labels_join_in_either_order_and_expire_after_horizon(engine: Engine) -> None:
-    ing = Ingestor(engine, "s", "kafka", MODELS, CollectConfig(label_horizon=timedelta(hours=1)))
+    ing = Ingestor(
+        engine,
+        "s",
+        "kafka",
+        MODELS,
+        CollectConfig(label_horizon=timedelta(hours=1), keep_joined_rows=True),
+    )
     # r0: prediction then label (separate batches); r1: label first; r2: both in one batch;
     # r3: a label whose prediction never comes.
     feed(ing, [orjson.dumps(event(0)), label(1, 1, T0 + 5)], 0)
@@ -111,3 +126,21 @@ def test_cloudevent_halves_pair_across_batches_and_restarts(engine: Engine) -> N
         got = [(r.request_id, r.version, r.prediction) for r in rows.scalars()]
     assert got == [("a", "7", 0.7), ("b", "7", {"output": [0.1, 0.9]})]
     assert count(engine, PendingHalf) == 0
+
+
+def test_without_keep_joined_rows_pairs_reach_only_the_summaries(engine: Engine) -> None:
+    ing = Ingestor(engine, "s", "kafka", MODELS, CollectConfig())
+    feed(ing, [orjson.dumps(event(i)) for i in range(3)] + [label(0, 1, T0 + 5)], 0)
+    feed(ing, [label(1, 0, T0 + 6), label(2, 1, T0 + 7), label(9, 1, T0 + 8)], 4)
+    assert count(engine, LabeledPrediction) == 0
+    assert (count(engine, PendingPrediction), count(engine, PendingLabel)) == (0, 1)
+    with Session(engine) as session:
+        rows = session.execute(select(OutcomeSummaryRow.slice_key, OutcomeSummaryRow.n)).all()
+    # r0 joined within its batch, r1 and r2 against the waiting room; r9 still waits.
+    assert sorted(rows) == [("", 3), ('{"region":"eu"}', 2), ('{"region":"us"}', 1)]
+    cfg = ModelConfig(name="fraud", slices=["region"], outcomes=OutcomeConfig(min_support=1))
+    start = datetime.fromtimestamp(T0, UTC)
+    results = outcome_results(engine, cfg, "1", start, start + timedelta(hours=1))
+    accuracy = next(r for r in results if r.metric == "accuracy" and r.slice is None)
+    # predictions 0.0, 0.1, 0.2 at threshold 0.5 are all 0; labels 1, 0, 1
+    assert (accuracy.n, accuracy.value) == (3, pytest.approx(1 / 3))

@@ -43,6 +43,8 @@ api:
 scheduler:
   evaluate_interval_s: 1
   retention_interval_s: 1
+collect:
+  keep_joined_rows: true  # some tests read the raw joined rows
 """
 
 

@@ -33,7 +33,7 @@ MODEL = ModelConfig(
 
 class Feed:
     def __init__(self, engine: Engine) -> None:
-        self.ing = Ingestor(engine, "s", "http", [MODEL], CollectConfig())
+        self.ing = Ingestor(engine, "s", "http", [MODEL], CollectConfig(keep_joined_rows=True))
         self.offset = 0
 
     def __call__(self, *items: dict[str, Any]) -> None:

@@ -32,7 +32,7 @@ from monitor.outcomes.summary import (
     summary_to_bytes,
 )
 from monitor.storage import transaction
-from monitor.summaries import add_joined, outcome_results
+from monitor.summaries import JoinedPairs, add_joined, outcome_results
 
 MULTI = ("accuracy", "macro_precision", "macro_recall", "macro_f1")
 CLASSES = ["cat", "dog", 3, "bird", 7.0]
@@ -143,8 +143,8 @@ def test_a_day_of_joined_multiclass_pairs_through_the_store(engine: Engine) -> N
         pairs.append({"version": "1", "ts": ts, "label": true, "prediction": {pred: 0.9},
                       "slice_values": {"region": region}})  # fmt: skip
     with transaction(engine) as s:  # the label join's call, in two batches
-        add_joined(s, "m", pairs[:250], cfg, 3600)
-        add_joined(s, "m", pairs[250:], cfg, 3600)
+        add_joined(s, "m", JoinedPairs.from_rows(pairs[:250], cfg.slices), cfg, 3600)
+        add_joined(s, "m", JoinedPairs.from_rows(pairs[250:], cfg.slices), cfg, 3600)
     got = outcome_results(engine, cfg, "1", t0, t0 + timedelta(days=1))
     y = [p["label"] for p in pairs]
     p = [next(iter(x["prediction"])) for x in pairs]
