@@ -31,6 +31,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session
 
+from collectors._group_commit import GroupWriter
 from collectors.http_bodies import SOURCES, RequestBody
 from collectors.ingest import Ingestor
 from collectors.intake_drain import Drain
@@ -110,10 +111,19 @@ class IntakeLog:
     """Appends checked request bodies to `intake_log`, one insert each, within the bound."""
 
     def __init__(
-        self, engine: Engine, max_backlog: int, clock: Callable[[], float] = time.monotonic
+        self,
+        engine: Engine,
+        max_backlog: int,
+        clock: Callable[[], float] = time.monotonic,
+        group_commit: bool | None = None,
     ):
+        """`group_commit`: commit concurrent appends together (default: on SQLite only, whose
+        single writer lock is what concurrent requests queue on)."""
         self.engine = engine
         self.max_backlog = max_backlog
+        if group_commit is None:
+            group_commit = engine.dialect.name == "sqlite"
+        self._writer = GroupWriter(engine) if group_commit else None
         self._clock = clock
         self._lock = threading.Lock()
         self._counted_at = -1e9
@@ -137,6 +147,12 @@ class IntakeLog:
         digest = hashlib.sha256(body).hexdigest()
         unique = stored_key(namespace, key)
         row = {"key": unique, "kind": kind, "sha256": digest, "events": events, "body": body}
+        if self._writer is not None:
+            grouped = self._writer.insert({**row, "received_at": utcnow()})
+            if grouped is None:
+                assert unique is not None  # only a key conflicts
+                return self._duplicate(unique, digest, key)
+            return self._accepted(events, key, grouped)
         try:
             with self.engine.begin() as connection:
                 inserted = connection.execute(_INSERT, {**row, "received_at": utcnow()})
