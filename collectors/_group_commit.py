@@ -1,12 +1,13 @@
-"""Group commit for the intake log on SQLite: concurrent appends committed by one writer.
+"""Group commit for the intake log on SQLite: concurrent appends committed together.
 
 SQLite has one writer at a time. With one transaction per request, concurrent requests (and the
 drain's batch transaction) queue on the database lock, each in SQLite's busy handler, which
 sleeps in growing steps (up to 100 ms) and so wakes late; every request then pays its own
-commit. Here requests hand their row to one writer thread and wait: the writer takes every row
-queued meanwhile, inserts them in ONE transaction and answers each request only after that
-commit — so an acknowledged request is as durable as before, and N waiting requests cost one lock
-acquisition and one commit.
+commit. Here a request queues its row; if no commit is under way its own thread becomes the
+leader and inserts every row queued so far in ONE transaction, else it waits for the leader
+that takes its row. Each request is answered only after the commit that holds its row, so an
+acknowledged request is as durable as before; a lone request commits on its own thread (no
+hand-off), and N waiting requests cost one lock acquisition and one commit.
 
 A key that exists already is not an error in the group: the insert is
 `ON CONFLICT (key) DO NOTHING RETURNING id`, and a row that returns no id is a duplicate. If the
@@ -16,9 +17,8 @@ failing row fails only its own request.
 
 from __future__ import annotations
 
-import queue
 import threading
-from concurrent.futures import Future
+import time
 from typing import Any, cast
 
 from sqlalchemy import Table
@@ -37,59 +37,77 @@ MAX_GROUP = 256
 # How long a request waits for its group's commit (busy_timeout is 30 s) before it fails.
 WAIT_S = 60.0
 
-Pending = tuple[dict[str, Any], "Future[int | None]"]
+
+class _Pending:
+    """One queued row and, once its group committed, its id (None: key exists) or error."""
+
+    def __init__(self, row: dict[str, Any]) -> None:
+        self.row = row
+        self.done = False
+        self.row_id: int | None = None
+        self.error: BaseException | None = None
+
+    def result(self) -> int | None:
+        if self.error is not None:
+            raise self.error
+        return self.row_id
 
 
 class GroupWriter:
-    """Inserts intake rows through one writer thread, committing concurrent ones together."""
+    """Inserts intake rows, committing the rows of concurrent callers together."""
 
     def __init__(self, engine: Engine, max_group: int = MAX_GROUP) -> None:
         self.engine = engine
         self.max_group = max_group
-        self._queue: queue.SimpleQueue[Pending] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
+        self._cond = threading.Condition()
+        self._queue: list[_Pending] = []
+        self._committing = False
 
     def insert(self, row: dict[str, Any]) -> int | None:
         """Insert `row` and wait for its commit: its id, or None when its key exists already.
         Raises the database's error (the group's, or the row's own)."""
-        future: Future[int | None] = Future()
-        self._queue.put((row, future))
-        self._ensure_writer()
+        pending = _Pending(row)
+        deadline = time.monotonic() + WAIT_S
+        with self._cond:
+            self._queue.append(pending)
+            while not pending.done:
+                if not self._committing:
+                    self._lead()
+                    continue
+                left = deadline - time.monotonic()
+                if left <= 0 and pending in self._queue:  # not taken by a leader: never stored
+                    self._queue.remove(pending)
+                    raise StorageError(f"intake log: not committed within {WAIT_S:.0f}s")
+                self._cond.wait(max(left, 0.1))
+        return pending.result()
+
+    def _lead(self) -> None:
+        """Commit the queued rows (up to max_group) as leader; called holding the condition."""
+        group, self._queue = self._queue[: self.max_group], self._queue[self.max_group :]
+        self._committing = True
+        self._cond.release()
         try:
-            return future.result(WAIT_S)
-        except TimeoutError:
-            raise StorageError(f"intake log: not committed within {WAIT_S:.0f}s") from None
-
-    def _ensure_writer(self) -> None:
-        if self._thread is None or not self._thread.is_alive():
-            with self._lock:
-                if self._thread is None or not self._thread.is_alive():
-                    self._thread = threading.Thread(
-                        target=self._run, name="intake-group-commit", daemon=True
-                    )
-                    self._thread.start()
-
-    def _run(self) -> None:
-        while True:
-            group = [self._queue.get()]
-            while len(group) < self.max_group:
-                try:
-                    group.append(self._queue.get_nowait())
-                except queue.Empty:
-                    break
             self._commit(group)
+        finally:
+            for pending in group:  # only if interrupted: nobody waits forever
+                if not pending.done:
+                    pending.error = StorageError("intake log: commit interrupted")
+                    pending.done = True
+            self._cond.acquire()
+            self._committing = False
+            self._cond.notify_all()
 
-    def _commit(self, group: list[Pending]) -> None:
+    def _commit(self, group: list[_Pending]) -> None:
         try:
             with self.engine.begin() as connection:
-                ids = [connection.execute(_INSERT, row).scalar() for row, _ in group]
+                ids = [connection.execute(_INSERT, p.row).scalar() for p in group]
         except Exception as exc:  # one failing row must not fail the others: each on its own
             if len(group) == 1:
-                group[0][1].set_exception(exc)
+                group[0].error, group[0].done = exc, True
                 return
             for pending in group:
                 self._commit([pending])
             return
-        for (_, future), row_id in zip(group, ids, strict=True):
-            future.set_result(None if row_id is None else int(row_id))
+        for pending, row_id in zip(group, ids, strict=True):
+            pending.row_id = None if row_id is None else int(row_id)
+            pending.done = True

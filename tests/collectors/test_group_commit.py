@@ -4,7 +4,7 @@ each answered after its commit; keys still deduplicate; one failing row fails on
 from __future__ import annotations
 
 import hashlib
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import orjson
@@ -14,7 +14,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from collectors._group_commit import GroupWriter
+from collectors._group_commit import GroupWriter, _Pending
 from collectors.http_intake import IntakeLog
 from monitor.errors import ConflictError
 from monitor.storage import IntakeEntry, utcnow
@@ -63,17 +63,19 @@ def _row(key: str | None, events: Any = 1) -> dict[str, Any]:
 
 def test_a_failing_row_fails_only_its_own_request(sqlite_engine: Engine) -> None:
     writer = GroupWriter(sqlite_engine)
-    group: list[tuple[dict[str, Any], Future[int | None]]] = [
-        (_row("idem:a"), Future()),
-        (_row("idem:bad", events=None), Future()),  # NOT NULL: the group's transaction fails
-        (_row("idem:a"), Future()),  # a key inserted earlier in the same group: a duplicate
-        (_row(None), Future()),
+    group = [
+        _Pending(_row("idem:a")),
+        _Pending(_row("idem:bad", events=None)),  # NOT NULL: the group's transaction fails
+        _Pending(_row("idem:a")),  # a key inserted earlier in the same group: a duplicate
+        _Pending(_row(None)),
     ]
     writer._commit(group)
-    first, bad, again, keyless = (future for _, future in group)
+    first, bad, again, keyless = group
+    assert all(p.done for p in group)
     assert isinstance(first.result(), int) and isinstance(keyless.result(), int)
     assert again.result() is None
-    assert isinstance(bad.exception(), IntegrityError)
+    with pytest.raises(IntegrityError):
+        bad.result()
     with Session(sqlite_engine) as session:
         assert session.scalar(select(func.count()).select_from(IntakeEntry)) == 2
 
