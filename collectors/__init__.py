@@ -28,6 +28,15 @@ from collectors.http_intake import (
     check_idempotency_key,
 )
 from collectors.ingest import Ingestor
+from collectors.intake_requests import (
+    RequestDeadLetter,
+    RequestState,
+    count_dead_letters,
+    keyed_request_state,
+    request_dead_letters,
+    request_state,
+    stored_key,
+)
 from collectors.profiling import ProfileBackend
 from collectors.runner import RunState, run
 from collectors.status import CollectStatus, ModelStatus, SourceStatus, collect_status
@@ -52,6 +61,8 @@ __all__ = [
     "RawRecord",
     "RequestBody",
     "Rejection",
+    "RequestDeadLetter",
+    "RequestState",
     "RunState",
     "Source",
     "SourceStatus",
@@ -59,7 +70,12 @@ __all__ = [
     "check_idempotency_key",
     "check_request",
     "collect_status",
+    "count_dead_letters",
+    "keyed_request_state",
     "make_adapter",
     "register_adapter",
+    "request_dead_letters",
+    "request_state",
     "run",
+    "stored_key",
 ]

@@ -31,9 +31,11 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session
 
+from collectors._group_commit import GroupWriter
 from collectors.http_bodies import SOURCES, RequestBody
 from collectors.ingest import Ingestor
 from collectors.intake_drain import Drain
+from collectors.intake_requests import stored_key
 from collectors.intake_worker import DrainProcess
 from monitor.config import Config
 from monitor.errors import ConfigError, ConflictError, InputError, StorageError
@@ -49,11 +51,13 @@ RETRY_AFTER_S = 2
 
 @dataclass(frozen=True)
 class Accepted:
-    """What one request did: events appended to the log now, or a duplicate of a stored one."""
+    """What one request did: events appended to the log now, or a duplicate of a stored one
+    (`intake_id`: the log row holding the request, the stored one for a duplicate)."""
 
     queued: int
     duplicates: int
     idempotency_key: str | None
+    intake_id: int
 
 
 @dataclass(frozen=True)
@@ -107,10 +111,19 @@ class IntakeLog:
     """Appends checked request bodies to `intake_log`, one insert each, within the bound."""
 
     def __init__(
-        self, engine: Engine, max_backlog: int, clock: Callable[[], float] = time.monotonic
+        self,
+        engine: Engine,
+        max_backlog: int,
+        clock: Callable[[], float] = time.monotonic,
+        group_commit: bool | None = None,
     ):
+        """`group_commit`: commit concurrent appends together (default: on SQLite only, whose
+        single writer lock is what concurrent requests queue on)."""
         self.engine = engine
         self.max_backlog = max_backlog
+        if group_commit is None:
+            group_commit = engine.dialect.name == "sqlite"
+        self._writer = GroupWriter(engine) if group_commit else None
         self._clock = clock
         self._lock = threading.Lock()
         self._counted_at = -1e9
@@ -132,27 +145,38 @@ class IntakeLog:
     ) -> Accepted:
         self._check_room()
         digest = hashlib.sha256(body).hexdigest()
-        stored_key = None if key is None else f"{namespace}:{key}"
-        row = {"key": stored_key, "kind": kind, "sha256": digest, "events": events, "body": body}
+        unique = stored_key(namespace, key)
+        row = {"key": unique, "kind": kind, "sha256": digest, "events": events, "body": body}
+        if self._writer is not None:
+            grouped = self._writer.insert({**row, "received_at": utcnow()})
+            if grouped is None:
+                assert unique is not None  # only a key conflicts
+                return self._duplicate(unique, digest, key)
+            return self._accepted(events, key, grouped)
         try:
             with self.engine.begin() as connection:
-                connection.execute(_INSERT, {**row, "received_at": utcnow()})
+                inserted = connection.execute(_INSERT, {**row, "received_at": utcnow()})
+                row_id = int(inserted.inserted_primary_key[0])  # type: ignore[index]
         except IntegrityError:
-            if stored_key is None:
+            if unique is None:
                 raise
-            return self._duplicate(stored_key, digest, key)
+            return self._duplicate(unique, digest, key)
+        return self._accepted(events, key, row_id)
+
+    def _accepted(self, events: int, key: str | None, row_id: int) -> Accepted:
         with self._lock:
             self._pending += 1
-        return Accepted(events, 0, key)
+        return Accepted(events, 0, key, row_id)
 
-    def _duplicate(self, stored_key: str, digest: str, key: str | None) -> Accepted:
+    def _duplicate(self, unique: str, digest: str, key: str | None) -> Accepted:
+        entry = IntakeEntry
         with Session(self.engine) as session:
             stored = session.execute(
-                select(IntakeEntry.sha256, IntakeEntry.events).where(IntakeEntry.key == stored_key)
+                select(entry.id, entry.sha256, entry.events).where(entry.key == unique)
             ).one()
         if stored.sha256 != digest:
             raise ConflictError(f"{IDEMPOTENCY_HEADER} {key!r} was already used for another body")
-        return Accepted(0, int(stored.events), key)
+        return Accepted(0, int(stored.events), key, int(stored.id))
 
     def _check_room(self) -> None:
         with self._lock:

@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 from collectors.base import Batch, RawRecord
 from collectors.http_bodies import ADAPTERS, split
 from collectors.ingest import Ingestor
+from collectors.intake_requests import RequestSpan, trace_dead_letters
 from collectors.profiling import default_backend
 from monitor.failures import Backoff, redact
 from monitor.storage import IntakeEntry, utcnow
@@ -74,10 +75,11 @@ class Drain:
             rows = [r for r in rows if ADAPTERS.get(r.kind, "modelwatch") == adapter]
             ingestor = self._ingestor_for(adapter)
             start = ingestor.position(self.key)
-            records = self._records(rows, start)
+            records, spans = self._records(rows, start)
             self._last_events = len(records)
+            within = _consume([r.id for r in rows], ingestor.source, self.key, spans)
             try:
-                ingestor.ingest(Batch(records), within=_consume([r.id for r in rows]))
+                ingestor.ingest(Batch(records), within=within)
             except Superseded:
                 log.info("intake drain: rows consumed by another replica; reading again")
                 return 0
@@ -103,19 +105,25 @@ class Drain:
                 events += row.events
             if not ids:
                 return []
-            stmt = select(entry.id, entry.kind, entry.body).where(
+            stmt = select(entry.id, entry.key, entry.kind, entry.body).where(
                 entry.id.in_(ids), entry.consumed_at.is_(None)
             )
             return sorted(session.execute(stmt).all(), key=lambda row: row.id)
 
-    def _records(self, rows: Sequence[Any], start: int) -> list[RawRecord]:
+    def _records(
+        self, rows: Sequence[Any], start: int
+    ) -> tuple[list[RawRecord], list[RequestSpan]]:
+        """One record per event at consecutive offsets, and each request's span of them."""
         records: list[RawRecord] = []
+        spans: list[RequestSpan] = []
         offset = start
         for row in rows:
+            first = offset
             for payload in split(row.kind, row.body or b""):
                 records.append(RawRecord(self.key, offset, offset + 1, payload))
                 offset += 1
-        return records
+            spans.append(RequestSpan(row.id, row.key, first, offset - first))
+        return records, spans
 
     def wake(self) -> None:
         """Tell the drain a request was appended (it otherwise polls every `interval_s`)."""
@@ -171,10 +179,14 @@ class Drain:
                 self._stop.wait(self.linger_s)
 
 
-def _consume(ids: list[int]) -> Callable[[Session], None]:
-    """Mark `ids` consumed in the batch's transaction; Superseded if one already was."""
+def _consume(
+    ids: list[int], source: str, key: str, spans: list[RequestSpan]
+) -> Callable[[Session], None]:
+    """Mark `ids` consumed in the batch's transaction (Superseded if one already was) and tag
+    the batch's dead letters with their requests."""
 
     def consume(session: Session) -> None:
+        trace_dead_letters(session, source, key, spans)
         table: Any = IntakeEntry.__table__
         pending = [table.c.id.in_(ids), table.c.consumed_at.is_(None)]
         kept: int = session.execute(  # type: ignore[attr-defined]

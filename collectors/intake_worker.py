@@ -8,6 +8,7 @@ when its parent dies (kill -9), and its unfinished batch rolls back (exactly onc
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import threading
@@ -17,6 +18,9 @@ from typing import Any
 from monitor.config import Config
 
 _ERROR_BYTES = 400
+# The worker's CPU priority below the API process (Unix nice increment): when both want the CPU,
+# acknowledging requests goes first and aggregating catches up (the backlog bound caps the gap).
+DRAIN_NICE = 5
 # How long a stopping worker goes on aggregating what is pending (within serve's grace period).
 FLUSH_S = 2.0
 
@@ -31,7 +35,12 @@ def _main(url: str, config: Config, replica: str, stop: Any, error: Any, parent:
     threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
     from collectors.http_intake import make_ingestor
     from collectors.intake_drain import Drain
+    from collectors.profiling import default_backend
     from monitor.storage import make_engine
+
+    default_backend().warm_up()  # start up at full priority; then yield to the API
+    with contextlib.suppress(OSError):
+        os.nice(DRAIN_NICE)  # the drain's thread, started below, inherits it
 
     engine = make_engine(url)
     ingestors: dict[str, Any] = {}

@@ -89,13 +89,22 @@ class PrometheusDatasource:
     uid: str = "modelwatch-prometheus"
     name: str = "modelwatch-prometheus"
 
-    def provisioning_entry(self) -> dict[str, Any]:
-        """The entry for a Grafana `provisioning/datasources/*.yaml` file."""
+    def api_payload(self) -> dict[str, Any]:
+        """The body Grafana's `POST /api/datasources` expects."""
         return {
             "uid": self.uid,
             "name": self.name,
             "type": "prometheus",
             "access": "proxy",
             "url": self.url,
-            "editable": False,
+            "jsonData": self.json_data(),
         }
+
+    def json_data(self) -> dict[str, Any]:
+        return {"httpMethod": "POST"}
+
+    def provisioning_entry(self) -> dict[str, Any]:
+        """The entry for a Grafana `provisioning/datasources/*.yaml` file."""
+        entry = self.api_payload()
+        entry["editable"] = False
+        return entry

@@ -13,9 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
-from dashboards.datasource import DatasourceSpec
-from dashboards.render import build_dashboards
-from monitor.errors import ConflictError, ServiceError
+from dashboards.datasource import DatasourceSpec, PrometheusDatasource
+from dashboards.render import build_dashboards, build_prometheus_dashboards
+from monitor.errors import ConflictError, InputError, ServiceError
 
 T = TypeVar("T")
 Action = Literal["created", "updated", "unchanged"]
@@ -93,23 +93,30 @@ class Provisioner:
         report.add("folder", title, "created")
         return str(created["uid"])
 
-    def datasource(self, spec: DatasourceSpec, report: ProvisionReport) -> None:
+    def datasource(
+        self, spec: DatasourceSpec | PrometheusDatasource, report: ProvisionReport
+    ) -> None:
         """Create the datasource, or update it when its connection settings differ."""
         ds = self.api.datasource
         current = self._get_or_none("get datasource", ds.get_datasource_by_uid, spec.uid)
         if current is None:
             named = self._get_or_none("get datasource", ds.get_datasource_by_name, spec.name)
             if named is not None:
+                hint = (
+                    f"pass --datasource-uid {named.get('uid')} or another --datasource-name"
+                    if isinstance(spec, DatasourceSpec)
+                    else "rename or delete that datasource"
+                )
                 raise ConflictError(
                     f"grafana: a datasource named {spec.name!r} already exists with uid "
-                    f"{named.get('uid')!r}; pass --datasource-uid {named.get('uid')} or another "
-                    "--datasource-name"
+                    f"{named.get('uid')!r}; {hint}"
                 )
             self._call("create datasource", ds.create_datasource, spec.api_payload())
             report.add("datasource", spec.name, "created")
             return
         wanted = spec.api_payload()
-        same = all(current.get(k) == wanted[k] for k in ("name", "type", "url", "user"))
+        compared = [k for k in ("name", "type", "url", "user") if k in wanted]
+        same = all(current.get(k) == wanted[k] for k in compared)
         json_data = current.get("jsonData") or {}
         same = same and all(json_data.get(k) == v for k, v in spec.json_data().items())
         if same:
@@ -140,11 +147,25 @@ class Provisioner:
         self._call("update dashboard", self.api.dashboard.update_dashboard, body)
         report.add("dashboard", title, "updated")
 
-    def run(self, spec: DatasourceSpec, folder_title: str) -> ProvisionReport:
-        """Provision folder, datasource and every dashboard."""
+    def run(
+        self,
+        spec: DatasourceSpec | None,
+        folder_title: str,
+        prometheus: PrometheusDatasource | None = None,
+    ) -> ProvisionReport:
+        """Provision the folder, then each datasource given and its dashboard set: the SQL set
+        over PostgreSQL (`spec`), the Prometheus set (`prometheus`)."""
+        if spec is None and prometheus is None:
+            raise InputError("dashboards: nothing to provision (no PostgreSQL and no Prometheus)")
         report = ProvisionReport()
         folder_uid = self.folder(folder_title, report)
-        self.datasource(spec, report)
-        for data in build_dashboards(spec.uid).values():
+        boards: dict[str, dict[str, Any]] = {}
+        if spec is not None:
+            self.datasource(spec, report)
+            boards |= build_dashboards(spec.uid)
+        if prometheus is not None:
+            self.datasource(prometheus, report)
+            boards |= build_prometheus_dashboards(prometheus.uid)
+        for data in boards.values():
             self.dashboard(data, folder_uid, report)
         return report

@@ -15,15 +15,30 @@ from monitor.errors import ConfigError
 DEFAULT_TIMEOUT_S = 10.0
 
 
-def _datasource(
+def _sql_datasource(
     datasource_url: str | None,
     database_url: str | None,
     config_path: Path | None,
     uid: str,
     name: str,
-) -> DatasourceSpec:
+) -> DatasourceSpec | None:
+    """The PostgreSQL datasource of the SQL set; None (and a note) when the database is not
+    PostgreSQL and no --datasource-url was given: then only the Prometheus set applies."""
     url = datasource_url or resolve_database_url(database_url, config_path)
-    return DatasourceSpec.from_url(url, uid=uid, name=name)
+    if datasource_url is not None or url.startswith("postgresql"):
+        return DatasourceSpec.from_url(url, uid=uid, name=name)
+    click.echo("database is not PostgreSQL: the Prometheus dashboards only")
+    return None
+
+
+def prometheus_option(func: click.decorators.FC) -> click.decorators.FC:
+    """--prometheus-url, shared by export and provision."""
+    return click.option(
+        "--prometheus-url",
+        default="http://localhost:9090",
+        show_default=True,
+        help="The Prometheus scraping modelwatch, as Grafana reaches it (Prometheus dashboards).",
+    )(func)
 
 
 def datasource_options(func: click.decorators.FC) -> click.decorators.FC:
@@ -57,12 +72,7 @@ def dashboards() -> None:
     metavar="PATH",
     help="Where Grafana reads the JSON files (default: DIRECTORY/dashboards, absolute).",
 )
-@click.option(
-    "--prometheus-url",
-    default="http://localhost:9090",
-    show_default=True,
-    help="The Prometheus scraping modelwatch, as Grafana reaches it (Prometheus dashboards).",
-)
+@prometheus_option
 def export_cmd(
     directory: Path,
     database_url: str | None,
@@ -78,12 +88,9 @@ def export_cmd(
 
     The Prometheus dashboards always; the SQL dashboards too when the database (or
     --datasource-url) is PostgreSQL. On SQLite only the Prometheus set is written."""
-    url = datasource_url or resolve_database_url(database_url, config_path)
-    spec = None
-    if datasource_url is not None or url.startswith("postgresql"):
-        spec = DatasourceSpec.from_url(url, uid=datasource_uid, name=datasource_name)
-    else:
-        click.echo("database is not PostgreSQL: exporting the Prometheus dashboards only")
+    spec = _sql_datasource(
+        datasource_url, database_url, config_path, datasource_uid, datasource_name
+    )
     prometheus = PrometheusDatasource(url=prometheus_url)
     result = export(directory, spec, folder, dashboards_path, prometheus)
     for path in (*result.dashboards, result.datasource_file, result.provider_file):
@@ -98,6 +105,7 @@ def export_cmd(
 @click.option("--timeout", default=DEFAULT_TIMEOUT_S, show_default=True, help="Seconds per call.")
 @click.option("--retries", default=3, show_default=True, help="Attempts per call.")
 @datasource_options
+@prometheus_option
 def provision_cmd(
     grafana_url: str,
     token: str | None,
@@ -111,8 +119,12 @@ def provision_cmd(
     datasource_uid: str,
     datasource_name: str,
     folder: str,
+    prometheus_url: str,
 ) -> None:
-    """Create or update the folder, datasource and dashboards in a running Grafana."""
+    """Create or update the folder, datasources and dashboards in a running Grafana.
+
+    The Prometheus datasource and dashboards always; the PostgreSQL datasource and the SQL
+    dashboards too when the database (or --datasource-url) is PostgreSQL."""
     from grafana_client.api import GrafanaApi
 
     if token and user:
@@ -123,12 +135,15 @@ def provision_cmd(
         raise ConfigError("grafana: --password needs --user")
     if retries < 1 or timeout <= 0:
         raise ConfigError("grafana: --retries must be >= 1 and --timeout > 0")
-    spec = _datasource(datasource_url, database_url, config_path, datasource_uid, datasource_name)
+    spec = _sql_datasource(
+        datasource_url, database_url, config_path, datasource_uid, datasource_name
+    )
     credential: str | tuple[str, str] | None = token
     if user and password:
         credential = (user, password)
     api = GrafanaApi.from_url(grafana_url, credential=credential, timeout=timeout)
-    report = Provisioner(api, attempts=retries).run(spec, folder)
+    prometheus = PrometheusDatasource(url=prometheus_url)
+    report = Provisioner(api, attempts=retries).run(spec, folder, prometheus)
     for kind, name, action in report.actions:
         click.echo(f"{kind} {name}: {action}")
     click.echo(f"{report.writes} change(s)")

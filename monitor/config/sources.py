@@ -82,6 +82,10 @@ class CollectConfig(StrictModel):
     # HTTP ingest: requests appended to the intake log and not yet aggregated by the drain.
     # Past this many, `POST /v1/events` and `/v1/labels` answer 503 with Retry-After.
     http_max_backlog: int = Field(default=10_000, ge=1)
+    # HTTP ingest: how long a request's Idempotency-Key is remembered after the drain consumed
+    # it (a retry within it is answered as a duplicate; after it, it would count again). The
+    # retention job deletes consumed intake rows older than this.
+    http_dedup_window: Duration = timedelta(days=1)
 
     @field_validator("max_future_skew")
     @classmethod
@@ -90,7 +94,7 @@ class CollectConfig(StrictModel):
             raise ValueError("must not be negative")
         return value
 
-    @field_validator("window", "label_horizon")
+    @field_validator("window", "label_horizon", "http_dedup_window")
     @classmethod
     def _positive(cls, value: timedelta) -> timedelta:
         if value <= timedelta(0):

@@ -24,6 +24,7 @@ from monitor.daemon.alerts_api import router as alerts_router
 from monitor.daemon.auth import TokenStore, requires
 from monitor.daemon.canary_api import router as canary_router
 from monitor.daemon.common import error_name, errors
+from monitor.daemon.dead_letters_api import router as dead_letters_router
 from monitor.daemon.docs import install_docs
 from monitor.daemon.exposition import RequestMetricsMiddleware, install_metrics_route
 from monitor.daemon.gate_api import router as gate_router
@@ -213,6 +214,7 @@ def create_app(state: DaemonState) -> FastAPI:
     routers = (
         models_router,
         ingest_router,
+        dead_letters_router,
         results_router,
         gate_router,
         release_router,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hmac
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -85,10 +85,13 @@ def authenticate_token(store: TokenStore, token: str | None, scope: str) -> Prin
 Credentials = Annotated[HTTPAuthorizationCredentials | None, Security(BEARER)]
 
 
-def requires(scope: str) -> Callable[[Request], Principal]:
-    """A FastAPI dependency demanding `scope` (admin implies every scope)."""
+def requires(scope: str) -> Callable[..., Awaitable[Principal]]:
+    """A FastAPI dependency demanding `scope` (admin implies every scope).
 
-    def dependency(request: Request, _: Credentials = None) -> Principal:
+    Async: the check is a few comparisons, and a sync dependency would cost every request a
+    round trip through the threadpool."""
+
+    async def dependency(request: Request, _: Credentials = None) -> Principal:
         store: TokenStore = request.app.state.tokens
         return authenticate(store, request, scope)
 

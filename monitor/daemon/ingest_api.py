@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 import orjson
-from fastapi import APIRouter, Depends, Header, HTTPException, Request
+from fastapi import APIRouter, Depends, Header, HTTPException, Request, Response
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
@@ -30,10 +30,15 @@ from collectors import (
 )
 from monitor.daemon.auth import requires
 from monitor.daemon.common import ApiModel, ErrorBody, errors
+from monitor.daemon.dead_letters_api import (
+    IngestResult,
+    Wait,
+    dead_letters_url,
+    drained_result,
+)
 
 router = APIRouter(tags=["ingest"])
 _BUSY = "the database is unavailable, or the intake backlog is at collect.http_max_backlog"
-_RESPONSES = {**errors(409, 413, 422), 503: {"model": ErrorBody, "description": _BUSY}}
 
 Scalar = float | int | str | bool | None
 
@@ -73,14 +78,18 @@ class IngestAccepted(BaseModel):
     """A request appended to the intake log (`accepted`), or a retry of one (`duplicate`).
 
     `queued`: events appended now, aggregated by the drain within a second or two (malformed
-    ones become dead letters, see `modelwatch status`); `duplicates`: events of the earlier
-    request with this Idempotency-Key, which are not counted again.
+    ones become dead letters); `duplicates`: events of the earlier request with this
+    Idempotency-Key, which are not counted again. `dead_letters_url` lists this request's
+    rejected events once drained (with an Idempotency-Key). `result`: with `?wait=`, what the
+    drain made of the request (answered 200); null when not waited for or not drained in time.
     """
 
     status: Literal["accepted", "duplicate"]
     queued: int
     duplicates: int
     idempotency_key: str | None
+    dead_letters_url: str | None = None
+    result: IngestResult | None = None
 
 
 class LabelIn(ApiModel):
@@ -95,6 +104,14 @@ class LabelIn(ApiModel):
 class LabelBatch(ApiModel):
     labels: list[LabelIn]
     batch_id: str | None = None
+
+
+_DRAINED = "with `?wait=`: the drain consumed the request in time; `result` says what it did"
+_RESPONSES = {
+    **errors(409, 413, 422),
+    200: {"model": IngestAccepted, "description": _DRAINED},
+    503: {"model": ErrorBody, "description": _BUSY},
+}
 
 
 def _events_body_doc() -> dict[str, Any]:
@@ -134,17 +151,30 @@ def _intake(request: Request) -> HttpIntake:
     return intake
 
 
-def _submit(intake: HttpIntake, body: RequestBody, key: str | None, ns: str) -> IngestAccepted:
+def _submit(intake: HttpIntake, body: RequestBody, key: str | None, ns: str) -> Accepted:
     try:
-        accepted: Accepted = intake.submit(body, key, ns)
+        return intake.submit(body, key, ns)
     except IntakeFull as exc:
         raise HTTPException(503, str(exc), {"Retry-After": str(exc.retry_after)}) from None
+
+
+async def _answer(
+    intake: HttpIntake, accepted: Accepted, ns: str, wait: float | None, response: Response
+) -> IngestAccepted:
+    """The 202 body; with `wait`, the drain's result and 200 once it consumed the request."""
     status: Literal["accepted", "duplicate"] = "duplicate" if accepted.duplicates else "accepted"
+    result = None
+    if wait:
+        result = await drained_result(intake.engine, accepted, wait)
+        if result is not None:
+            response.status_code = 200
     return IngestAccepted(
         status=status,
         queued=accepted.queued,
         duplicates=accepted.duplicates,
         idempotency_key=accepted.idempotency_key,
+        dead_letters_url=dead_letters_url(accepted.idempotency_key, ns),
+        result=result,
     )
 
 
@@ -156,11 +186,19 @@ def _submit(intake: HttpIntake, body: RequestBody, key: str | None, ns: str) -> 
     responses=_RESPONSES,
     openapi_extra={"requestBody": _events_body_doc()},
 )
-async def post_events(request: Request, idempotency_key: IdempotencyKey = None) -> IngestAccepted:
-    """Append a batch of events to the intake log; the drain aggregates it moments later."""
+async def post_events(
+    request: Request, response: Response, idempotency_key: IdempotencyKey = None, wait: Wait = None
+) -> IngestAccepted:
+    """Append a batch of events to the intake log; the drain aggregates it moments later.
+
+    With `?wait=SECONDS` (at most 10) the answer waits until the drain has consumed the request
+    and is then 200 with `result` (events, valid, dead letters and the first of them); past the
+    wait it is the usual 202."""
     body = check_request(await request.body(), request.headers)
     key = check_idempotency_key(idempotency_key or body.batch_id)
-    return await run_in_threadpool(_submit, _intake(request), body, key, "idem")
+    intake = _intake(request)
+    accepted = await run_in_threadpool(_submit, intake, body, key, "idem")
+    return await _answer(intake, accepted, "idem", wait, response)
 
 
 @router.post(
@@ -170,11 +208,19 @@ async def post_events(request: Request, idempotency_key: IdempotencyKey = None) 
     response_model=IngestAccepted,
     responses=_RESPONSES,
 )
-def post_labels(
-    body: list[LabelIn] | LabelBatch, request: Request, idempotency_key: IdempotencyKey = None
+async def post_labels(
+    body: list[LabelIn] | LabelBatch,
+    request: Request,
+    response: Response,
+    idempotency_key: IdempotencyKey = None,
+    wait: Wait = None,
 ) -> IngestAccepted:
-    """Append ground-truth labels; they are joined to predictions with the same request id."""
+    """Append ground-truth labels; they are joined to predictions with the same request id
+    (`?wait=` as for events)."""
     labels, batch_id = (body, None) if isinstance(body, list) else (body.labels, body.batch_id)
     key = check_idempotency_key(idempotency_key or batch_id)
     raw = orjson.dumps([label.model_dump() for label in labels])
-    return _submit(_intake(request), RequestBody("events", raw, len(labels)), key, "labels")
+    intake = _intake(request)
+    stored = RequestBody("events", raw, len(labels))
+    accepted = await run_in_threadpool(_submit, intake, stored, key, "labels")
+    return await _answer(intake, accepted, "labels", wait, response)

@@ -6,8 +6,10 @@ outcome and estimated results), joined predictions (after `scheduler.labeled_ret
 default 14: they are drill-down data, metrics come from the summaries), dead letters,
 delivered or dead notifications, finished job runs, and the positions of HTTP idempotency keys
 and of replicas' own HTTP keys. Positions of Kafka partitions and log files are never deleted:
-they are what makes a restart exactly-once. An Idempotency-Key is remembered for the retention
-period; a retry after that would count again.
+they are what makes a restart exactly-once. Consumed HTTP intake requests are kept for
+`collect.http_dedup_window` (default 1 day), measured from when the drain consumed them: that
+long a retry with the same Idempotency-Key is answered as a duplicate; after it, it would count
+again. Requests not yet consumed are never deleted.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from monitor.storage import (
     DeadLetter,
     DriftResultRow,
     EstimatedResultRow,
+    IntakeEntry,
     JobFailure,
     JobRun,
     LabeledPrediction,
@@ -48,9 +51,11 @@ def purge(
     cutoff: datetime,
     labeled_cutoff: datetime | None = None,
     isolation: Isolation | None = None,
+    intake_cutoff: datetime | None = None,
 ) -> dict[str, int]:
-    """Delete what is older than `cutoff` (raw joined pairs: `labeled_cutoff` if later);
-    returns rows deleted per table purged."""
+    """Delete what is older than `cutoff` (raw joined pairs: `labeled_cutoff` if later;
+    HTTP intake requests consumed before `intake_cutoff`, default `cutoff`); returns rows
+    deleted per table purged."""
     joined = cutoff if labeled_cutoff is None else max(cutoff, labeled_cutoff)
     statements = {
         "window_profiles": delete(WindowProfile).where(WindowProfile.updated_at < cutoff),
@@ -79,6 +84,8 @@ def purge(
         ),
     }
     statements["job_failures"] = delete(JobFailure).where(JobFailure.last_failed_at < cutoff)
+    consumed_before = cutoff if intake_cutoff is None else intake_cutoff
+    statements["intake_log"] = delete(IntakeEntry).where(IntakeEntry.consumed_at < consumed_before)
     # One transaction per table: a table that cannot be purged now (locked, say) is recorded
     # and retried, and never keeps the others from being purged.
     isolation = isolation or Isolation(engine, "retention")
@@ -101,12 +108,15 @@ def retention_job(
     days: int,
     labeled_days: int | None = None,
     on_failure: Callable[[str], None] | None = None,
+    dedup_window: timedelta | None = None,
 ) -> Callable[[datetime], None]:
-    """The scheduled job: purge what fell out of the retention period(s)."""
+    """The scheduled job: purge what fell out of the retention period(s) and, for consumed
+    HTTP intake requests, out of the dedup window."""
     isolation = Isolation(engine, "retention", on_failure=on_failure)
 
     def run(window: datetime) -> None:
         joined = None if labeled_days is None else window - timedelta(days=labeled_days)
-        purge(engine, window - timedelta(days=days), joined, isolation)
+        intake = None if dedup_window is None else window - dedup_window
+        purge(engine, window - timedelta(days=days), joined, isolation, intake)
 
     return run

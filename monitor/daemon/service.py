@@ -92,6 +92,7 @@ class Service:
                     sched.retention_days,
                     sched.labeled_retention_days,
                     self.on_job_failure,
+                    self.config.collect.http_dedup_window,
                 ),
                 sched.retention_interval_s,
             )

@@ -106,7 +106,12 @@ class DeadLetter(Base):
     """An input that failed decoding or validation, with its (capped) raw bytes and reason."""
 
     __tablename__ = "dead_letters"
-    __table_args__ = (Index("ix_dead_letters_source_created_at", "source", "created_at"),)
+    __table_args__ = (
+        Index("ix_dead_letters_source_created_at", "source", "created_at"),
+        Index("ix_dead_letters_key_offset", "key", "offset"),
+        Index("ix_dead_letters_intake_id", "intake_id", "intake_index"),
+        Index("ix_dead_letters_intake_key", "intake_key", "intake_index"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     source: Mapped[str] = mapped_column(String(200))
@@ -118,6 +123,11 @@ class DeadLetter(Base):
     payload_size: Mapped[int] = mapped_column(BigInteger)
     truncated: Mapped[bool] = mapped_column(Boolean)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # HTTP ingest: the intake request (row id, stored Idempotency-Key) and the event's index in
+    # it; NULL for other sources.
+    intake_id: Mapped[int | None] = mapped_column(BigInteger)
+    intake_key: Mapped[str | None] = mapped_column(String(260))
+    intake_index: Mapped[int | None] = mapped_column(Integer)
 
 
 class IngestCounter(Base):

@@ -27,6 +27,8 @@ class IntakeEntry(Base):
             postgresql_where=text("consumed_at IS NULL"),
             sqlite_where=text("consumed_at IS NULL"),
         ),
+        # Retention deletes consumed rows past collect.http_dedup_window by this.
+        Index("ix_intake_log_consumed_at", "consumed_at"),
     )
 
     # INTEGER on SQLite (the rowid, increasing), BIGSERIAL-like identity on PostgreSQL.

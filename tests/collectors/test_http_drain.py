@@ -26,6 +26,7 @@ class Racing:
 
     def __init__(self, inner: Ingestor, before: Callable[[], Any]) -> None:
         self.inner, self.before = inner, before
+        self.source = inner.source
 
     def position(self, key: str) -> int:
         return self.inner.position(key)

@@ -80,11 +80,13 @@ def test_retried_post_with_idempotency_key_counts_once(
     assert first.status_code == 202, first.text
     assert first.json() == {
         "status": "accepted", "queued": 6, "duplicates": 0, "idempotency_key": "batch-0001",
+        "dead_letters_url": "/v1/dead-letters?idempotency_key=batch-0001", "result": None,
     }  # fmt: skip
     again = post(server, batch, key="batch-0001")  # before or after the drain: a duplicate
     assert again.status_code == 202
     assert again.json() == {
         "status": "duplicate", "queued": 0, "duplicates": 6, "idempotency_key": "batch-0001",
+        "dead_letters_url": "/v1/dead-letters?idempotency_key=batch-0001", "result": None,
     }  # fmt: skip
     assert totals(tmp_path) == (5, 0, 1)
     late_retry = post(server, batch, key="batch-0001")  # after the drain consumed it

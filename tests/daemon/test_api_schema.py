@@ -83,7 +83,7 @@ def test_every_v1_endpoint_is_documented_with_typed_models(server: ServerProcess
         if path.startswith("/v1/")
         for method, op in ops.items()
     ]
-    assert len(operations) == 16
+    assert len(operations) == 17
     assert spec["components"]["securitySchemes"]["bearer"] == {
         "type": "http",
         "scheme": "bearer",

@@ -72,7 +72,7 @@ def _kill_mid_stream(url: str, cfg: Path, batches: Batches, acked: set[str]) -> 
     server.wait_ready()
     before = _progress(url)[0]
     stop = threading.Event()
-    client = threading.Thread(target=_post_all, args=(server.url, batches, acked, stop, 0.02))
+    client = threading.Thread(target=_post_all, args=(server.url, batches, acked, stop, 0.05))
     client.start()
     deadline = time.monotonic() + 120
     while _progress(url)[0] == before and client.is_alive():

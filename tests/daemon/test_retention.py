@@ -1,22 +1,31 @@
-"""Retention deletes what aged out, and never a Kafka or file position."""
+"""Retention deletes what aged out, and never a Kafka or file position; consumed HTTP intake
+requests are kept for `collect.http_dedup_window`."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
+import httpx
 from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
+from migrations import upgrade
 from monitor.daemon.retention import purge
 from monitor.storage import (
     DeadLetter,
     DriftResultRow,
+    IntakeEntry,
     SourcePosition,
     WindowProfile,
     WindowServing,
+    make_engine,
     session_factory,
     transaction,
 )
+from tests.daemon.conftest import ServerProcess, auth, write_config
+from tests.daemon.test_api_ingest import event
+from tests.waiting import wait_until
 
 NOW = datetime(2026, 11, 30, tzinfo=UTC)
 OLD, NEW = NOW - timedelta(days=120), NOW - timedelta(days=1)
@@ -107,3 +116,56 @@ def test_purge_removes_aged_rows_and_keeps_stream_positions(engine: Engine) -> N
         kept = sorted(s.scalars(select(SourcePosition.key)))
     assert kept == ["fp:abc", "topic:0"]
     assert purge(engine, NOW - timedelta(days=90))["source_positions"] == 0
+
+
+def _intake(key: str | None, received: datetime, consumed: datetime | None) -> IntakeEntry:
+    return IntakeEntry(
+        key=key, kind="events", sha256="0" * 64, events=1,
+        body=None if consumed else b"[]", received_at=received, consumed_at=consumed,
+    )  # fmt: skip
+
+
+def test_consumed_intake_rows_are_kept_for_the_dedup_window_only(engine: Engine) -> None:
+    day = timedelta(days=1)
+    rows = [
+        _intake("idem:old", NOW - 3 * day, NOW - 2 * day),  # consumed before the window: gone
+        _intake("idem:recent", NOW - 3 * day, NOW - day / 2),  # consumed within it: kept
+        _intake("idem:pending", NOW - 200 * day, None),  # never consumed: never deleted
+    ]
+    with transaction(engine) as s:
+        s.add_all(rows)
+    deleted = purge(engine, NOW - 90 * day, intake_cutoff=NOW - day)
+    assert deleted["intake_log"] == 1
+    with session_factory(engine)() as s:
+        kept = sorted(s.scalars(select(IntakeEntry.key)))
+    assert kept == ["idem:pending", "idem:recent"]
+    assert purge(engine, NOW - 90 * day)["intake_log"] == 0  # default: the retention period
+
+
+def test_a_retry_after_the_dedup_window_counts_again(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'mw.db'}"
+    migrated = make_engine(url)
+    upgrade(migrated)
+    proc = ServerProcess(write_config(tmp_path, url, "collect:\n  http_dedup_window: 1s\n"))
+    try:
+        proc.wait_ready()
+        headers = {**auth("MW_T_INGEST"), "Idempotency-Key": "dedup-1"}
+
+        def post() -> httpx.Response:
+            body = [event(1)]
+            url = f"{proc.url}/v1/events?wait=10"
+            return httpx.post(url, json=body, headers=headers, timeout=30)
+
+        assert post().json()["status"] == "accepted"
+        assert post().json()["status"] == "duplicate"  # within the window
+
+        def purged() -> bool:
+            return _count(migrated, IntakeEntry) == 0
+
+        wait_until(purged, "the retention job to purge the consumed request", timeout=30)
+        again = post()
+        assert again.status_code == 200 and again.json()["status"] == "accepted"
+        assert again.json()["result"]["valid"] == 1
+    finally:
+        proc.terminate()
+        migrated.dispose()

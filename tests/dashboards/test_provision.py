@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from grafana_client.api import GrafanaApi
 from grafana_foundation_sdk.models.dashboard import Dashboard, DataSourceRef
 
 from dashboards.boards import BOARDS, drift
-from dashboards.datasource import DatasourceSpec
+from dashboards.datasource import DatasourceSpec, PrometheusDatasource
 from dashboards.provision import Provisioner
-from monitor.errors import ConflictError, ServiceError
+from dashboards.render import build_prometheus_dashboards
+from monitor.errors import ConflictError, InputError, ServiceError
 from tests.conftest import run_cli
 from tests.dashboards.grafana_api import FakeGrafana
 
 SPEC = DatasourceSpec.from_url("postgresql://grafana:pw@db.internal:5432/modelwatch")
 UIDS = list(BOARDS)
+PROM = PrometheusDatasource(url="http://prometheus.internal:9090")
+PROM_UIDS = list(build_prometheus_dashboards(PROM.uid))
 
 
 @pytest.fixture
@@ -138,7 +142,9 @@ def test_cli_provision_twice(grafana: FakeGrafana) -> None:
     args += ["--datasource-url", "postgresql://grafana@db:5432/mw", "--folder", "ML"]
     first = run_cli(*args)
     assert first.returncode == 0, first.stderr
-    assert "folder ML: created" in first.stdout and f"{2 + len(UIDS)} change(s)" in first.stdout
+    changes = 3 + len(UIDS) + len(PROM_UIDS)  # folder, two datasources, both sets
+    assert "folder ML: created" in first.stdout and f"{changes} change(s)" in first.stdout
+    assert set(grafana.state.dashboards) == {*UIDS, *PROM_UIDS}
     second = run_cli(*args)
     assert second.returncode == 0, second.stderr
     assert second.stdout.strip().endswith("0 change(s)")
@@ -176,3 +182,41 @@ def test_cli_credential_mistakes_are_one_line_errors(flags: list[str], message: 
         env={"GRAFANA_TOKEN": "", "GRAFANA_PASSWORD": ""},
     )  # fmt: skip
     assert out.returncode == 2 and message in out.stderr
+
+
+def test_prometheus_set_is_provisioned_next_to_the_sql_set(grafana: FakeGrafana) -> None:
+    report = provisioner(grafana).run(SPEC, "modelwatch", PROM)
+    assert report.writes == 3 + len(UIDS) + len(PROM_UIDS)
+    prom = grafana.state.datasources[PROM.uid]
+    assert (prom["type"], prom["url"]) == ("prometheus", "http://prometheus.internal:9090")
+    assert set(grafana.state.dashboards) == {*UIDS, *PROM_UIDS}
+    for uid in PROM_UIDS:  # every Prometheus panel reads the provisioned datasource
+        panels = grafana.state.dashboards[uid]["dashboard"]["panels"]
+        assert {p["datasource"]["uid"] for p in panels if "datasource" in p} == {PROM.uid}
+    assert provisioner(grafana).run(SPEC, "modelwatch", PROM).writes == 0
+    moved = PrometheusDatasource(url="http://prom2:9090")
+    again = provisioner(grafana).run(SPEC, "modelwatch", moved)
+    assert again.actions.count(("datasource", PROM.name, "updated")) == 1 and again.writes == 1
+    assert grafana.state.datasources[PROM.uid]["url"] == "http://prom2:9090"
+
+
+def test_cli_provision_on_sqlite_pushes_the_prometheus_set_only(
+    grafana: FakeGrafana, tmp_path: Path
+) -> None:
+    out = run_cli(
+        "dashboards", "provision", "--grafana-url", grafana.url, "--token", "test-token",
+        "--database-url", f"sqlite:///{tmp_path / 'mw.db'}",
+        "--prometheus-url", "http://prom.example:9090",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "Prometheus dashboards only" in out.stdout
+    assert f"{2 + len(PROM_UIDS)} change(s)" in out.stdout
+    assert list(grafana.state.datasources) == [PROM.uid]
+    assert grafana.state.datasources[PROM.uid]["url"] == "http://prom.example:9090"
+    assert set(grafana.state.dashboards) == set(PROM_UIDS)
+
+
+def test_nothing_to_provision_is_an_input_error(grafana: FakeGrafana) -> None:
+    with pytest.raises(InputError, match="nothing to provision"):
+        provisioner(grafana).run(None, "modelwatch")
+    assert grafana.calls() == []
