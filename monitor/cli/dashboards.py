@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+from grafana_client.api import GrafanaApi
 
 from dashboards.datasource import DatasourceSpec, PrometheusDatasource
 from dashboards.export import export
@@ -113,8 +114,6 @@ def provision_cmd(
     folder: str,
 ) -> None:
     """Create or update the folder, datasource and dashboards in a running Grafana."""
-    from grafana_client.api import GrafanaApi
-
     if token and user:
         raise ConfigError("grafana: pass either --token or --user/--password, not both")
     if user and not password:

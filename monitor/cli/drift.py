@@ -20,6 +20,7 @@ from monitor.datafile import read_frame
 from monitor.detectors import evaluate, get_detector, threshold_strategy
 from monitor.errors import InputError
 from monitor.reports import drift_report, is_stdout, render_html, write_json, write_text
+from monitor.reports.evidently import run_data_drift, write_evidently_html
 
 
 @click.command("drift")
@@ -192,8 +193,6 @@ def _summary(document: dict[str, Any], err: bool = False) -> None:
 
 def _evidently(files: tuple[str, str] | None, specs: Any, cols: list[str], path: Path) -> None:
     # Evidently works on whole pandas frames: this report alone reads both datasets into memory.
-    from monitor.reports.evidently import run_data_drift, write_evidently_html
-
     if files is None:
         raise InputError("--evidently-html needs the REFERENCE file, not a stored baseline")
     ref, cur = read_frame(files[0], cols), read_frame(files[1], cols)

@@ -8,6 +8,9 @@ from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy.stats import rankdata
+
+from monitor.outcomes.multiclass import confusion_metrics
 
 Array = NDArray[np.float64]
 CLIP = 1e-15  # log loss clips probabilities to [CLIP, 1 - CLIP]
@@ -42,8 +45,6 @@ def f1(y: Array, score: Array, threshold: float = 0.5) -> float:
 
 def roc_auc(y: Array, score: Array, threshold: float = 0.5) -> float:
     """Mann–Whitney AUC with average ranks for ties; 0.5 if one class is absent."""
-    from scipy.stats import rankdata
-
     n_pos = y.sum()
     n_neg = y.size - n_pos
     if n_pos == 0 or n_neg == 0:
@@ -83,8 +84,6 @@ def mape(y: Array, pred: Array, threshold: float = 0.5) -> float:
 
 def _multiclass(name: str) -> Callable[[Array, Array, float], float]:
     def fn(y: Array, pred: Array, threshold: float = 0.5) -> float:
-        from monitor.outcomes.multiclass import confusion_metrics
-
         classes, codes = np.unique(np.concatenate([y, pred]).astype(str), return_inverse=True)
         k = classes.size
         cells = np.bincount(codes[: y.size] * k + codes[y.size :], minlength=k * k)
