@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.stats import chi2
 
 from monitor.profiles.kinds import Profile
 
@@ -37,6 +36,8 @@ def exact_counts(profile: Profile) -> bool:
 
 def homogeneity_p(reference: NDArray[np.float64], current: NDArray[np.float64]) -> float | None:
     """Chi-square homogeneity p-value of two bucket-count vectors, sparse buckets pooled."""
+    from scipy.stats import chi2
+
     table = _pooled(np.stack([reference, current]).astype(np.float64))
     if table is None:
         return None

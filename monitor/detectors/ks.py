@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.stats import kstwo
 
 from monitor.detectors.base import Counts, Detector, Pair, proportions, register
 
@@ -22,6 +21,8 @@ def _ks(ref: Counts, cur: Counts, pair: Pair) -> NDArray[np.float64]:
 
 
 def _p_value(value: float, pair: Pair) -> float:
+    from scipy.stats import kstwo
+
     nr, nc = pair.reference.n, pair.current.n
     en = max(round(nr * nc / (nr + nc)), 1)
     return float(np.clip(kstwo.sf(value, en), 0.0, 1.0))

@@ -13,8 +13,6 @@ import math
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import ndtr
-from scipy.stats import fisher_exact
 
 from monitor.detectors.base import Counts, Detector, Pair, proportions, register
 from monitor.profiles.kinds import Profile
@@ -33,6 +31,8 @@ def _diff(ref: Counts, cur: Counts, pair: Pair) -> NDArray[np.float64]:
 
 
 def _p_value(value: float, pair: Pair) -> float:
+    from scipy.special import ndtr
+
     nr, nc = _rows(pair.reference), _rows(pair.current)
     pooled = (pair.reference.null_count + pair.current.null_count) / (nr + nc)
     if min(nr, nc) * min(pooled, 1 - pooled) < 5:
@@ -59,6 +59,8 @@ DETECTOR = register(
 
 
 def _fisher(pair: Pair) -> float:
+    from scipy.stats import fisher_exact
+
     table = [
         [pair.reference.null_count, pair.reference.n],
         [pair.current.null_count, pair.current.n],

@@ -20,7 +20,6 @@ from collections import OrderedDict
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import gammaincc
 
 from monitor.detectors.base import Detector, Pair
 
@@ -100,6 +99,8 @@ def _key(name: str, ref: NDArray[np.float64], n_cur: int, draws: int) -> bytes:
 
 
 def _gamma_tail(draws: NDArray[np.float64], value: float, power: float) -> float:
+    from scipy.special import gammaincc
+
     s = np.power(np.maximum(draws, 0.0), power)
     mean, var = float(s.mean()), float(s.var())
     if mean <= 0 or var <= 0:

@@ -8,7 +8,6 @@ from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.stats import rankdata
 
 from monitor.outcomes.multiclass import confusion_metrics
 
@@ -45,6 +44,8 @@ def f1(y: Array, score: Array, threshold: float = 0.5) -> float:
 
 def roc_auc(y: Array, score: Array, threshold: float = 0.5) -> float:
     """Mann–Whitney AUC with average ranks for ties; 0.5 if one class is absent."""
+    from scipy.stats import rankdata
+
     n_pos = y.sum()
     n_neg = y.size - n_pos
     if n_pos == 0 or n_neg == 0:
