@@ -9,7 +9,7 @@ HMAC-SHA256, with the receiver's secret, over the signed string::
 other). Covering the key means a captured request cannot be replayed under a fresh key to get
 past a receiver's duplicate check. Receivers verify with::
 
-    from alerts.signing import verify_signature
+    from alerts import verify_signature
 
     if not verify_signature(request_body_bytes, request.headers["X-Modelwatch-Signature"],
                             secret=os.environ["MODELWATCH_WEBHOOK_SECRET"],

@@ -232,7 +232,7 @@ class HttpIntake:
         self.drain: Drain | DrainProcess
         if drain_process:
             url = engine.url.render_as_string(hide_password=False)
-            self.drain = DrainProcess(url, config, replica)
+            self.drain = DrainProcess(url, config, replica, make_ingestor)
         else:
             self.drain = Drain(engine, self._ingestor, replica, config.collect.batch_size)
 

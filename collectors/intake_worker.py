@@ -13,9 +13,21 @@ import multiprocessing
 import os
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
+from sqlalchemy.engine import Engine
+
+from collectors.ingest import Ingestor
+from collectors.intake_drain import Drain
+from collectors.profiling import default_backend
 from monitor.config import Config
+from monitor.storage import make_engine
+
+# The HTTP source's ingestor of one adapter (collectors.http_intake.make_ingestor, passed in by
+# reference: the spawned worker re-imports it by name, and this module needs no import of
+# http_intake, which imports it).
+IngestorFactory = Callable[[Engine, Config, str], Ingestor]
 
 _ERROR_BYTES = 400
 # The worker's CPU priority below the API process (Unix nice increment): when both want the CPU,
@@ -31,23 +43,26 @@ def _exit_with_parent(parent: int) -> None:
     os._exit(1)
 
 
-def _main(url: str, config: Config, replica: str, stop: Any, error: Any, parent: int) -> None:
+def _main(
+    factory: IngestorFactory,
+    url: str,
+    config: Config,
+    replica: str,
+    stop: Any,
+    error: Any,
+    parent: int,
+) -> None:
     threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
-    from collectors.http_intake import make_ingestor
-    from collectors.intake_drain import Drain
-    from collectors.profiling import default_backend
-    from monitor.storage import make_engine
-
     default_backend().warm_up()  # start up at full priority; then yield to the API
     with contextlib.suppress(OSError):
         os.nice(DRAIN_NICE)  # the drain's thread, started below, inherits it
 
     engine = make_engine(url)
-    ingestors: dict[str, Any] = {}
+    ingestors: dict[str, Ingestor] = {}
 
-    def ingestor_for(adapter: str) -> Any:
+    def ingestor_for(adapter: str) -> Ingestor:
         if adapter not in ingestors:
-            ingestors[adapter] = make_ingestor(engine, config, adapter)
+            ingestors[adapter] = factory(engine, config, adapter)
         return ingestors[adapter]
 
     drain = Drain(engine, ingestor_for, replica, config.collect.batch_size)
@@ -60,11 +75,11 @@ def _main(url: str, config: Config, replica: str, stop: Any, error: Any, parent:
 class DrainProcess:
     """Runs the drain in a spawned process; same start/stop/running/last_error as `Drain`."""
 
-    def __init__(self, url: str, config: Config, replica: str) -> None:
+    def __init__(self, url: str, config: Config, replica: str, factory: IngestorFactory) -> None:
         ctx = multiprocessing.get_context("spawn")
         self._stop = ctx.Event()
         self._error: Any = ctx.Array("c", _ERROR_BYTES + 1)
-        args = (url, config, replica, self._stop, self._error, os.getpid())
+        args = (factory, url, config, replica, self._stop, self._error, os.getpid())
         self._process = ctx.Process(target=_main, args=args, name="intake-drain", daemon=True)
         self.started = False
 

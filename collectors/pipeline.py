@@ -19,10 +19,20 @@ import os
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
+from sqlalchemy.engine import Engine
+
 from collectors.base import Batch, RawRecord
+from collectors.ingest import Ingestor
+from monitor.config import Config, SourceConfig
+from monitor.storage import make_engine
+
+# The worker's ingestor of one configured source (collectors.runner.make_ingestor, passed in by
+# reference: a spawned worker re-imports it by name, and this module needs no import of the runner).
+IngestorFactory = Callable[[Engine, Config, SourceConfig], Ingestor]
 
 _INGESTOR: Any = None
 
@@ -34,14 +44,13 @@ def _exit_with_parent(parent: int) -> None:
     os._exit(1)
 
 
-def _start_worker(database_url: str, config: Any, source_name: str, parent: int) -> None:
+def _start_worker(
+    factory: IngestorFactory, database_url: str, config: Config, source_name: str, parent: int
+) -> None:
     global _INGESTOR
     threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
-    from collectors.runner import make_ingestor
-    from monitor.storage import make_engine
-
     source = next(s for s in config.sources if s.name == source_name)
-    _INGESTOR = make_ingestor(make_engine(database_url), config, source)
+    _INGESTOR = factory(make_engine(database_url), config, source)
     _INGESTOR.warm_up()
 
 
@@ -64,8 +73,9 @@ class PipelinedIngest:
     def __init__(
         self,
         database_url: str,
-        config: Any,
+        config: Config,
         source_name: str,
+        factory: IngestorFactory,
         depth: int = 2,
         max_records: int = 50_000,
     ) -> None:
@@ -73,7 +83,7 @@ class PipelinedIngest:
             max_workers=1,
             mp_context=multiprocessing.get_context("spawn"),
             initializer=_start_worker,
-            initargs=(database_url, config, source_name, os.getpid()),
+            initargs=(factory, database_url, config, source_name, os.getpid()),
         )
         self.depth = depth
         self.max_records = max_records

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from collectors.monitor_profiles import MonitorProfileBackend
+
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
@@ -61,7 +63,5 @@ class ProfileBackend(Protocol):
 
 
 def default_backend() -> ProfileBackend:
-    """The backend built on `monitor.profiles` (imported lazily: it pulls in numpy)."""
-    from collectors.monitor_profiles import MonitorProfileBackend
-
+    """The backend built on `monitor.profiles`."""
     return MonitorProfileBackend()

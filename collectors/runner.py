@@ -13,6 +13,7 @@ from collectors.base import Source
 from collectors.files import JsonlSource
 from collectors.ingest import Ingestor
 from collectors.kafka import KafkaSource
+from collectors.kafka_confluent import ConfluentKafkaSource
 from collectors.pipeline import PipelinedIngest
 from monitor.config import Config, JsonlSourceConfig, KafkaSourceConfig, SourceConfig
 from monitor.errors import ModelwatchError
@@ -38,8 +39,6 @@ def make_source(config: Config, source: SourceConfig, ingestor: Ingestor) -> Sou
     batch = config.collect.batch_size
     if isinstance(source, KafkaSourceConfig):
         if source.client == "confluent-kafka":
-            from collectors.kafka_confluent import ConfluentKafkaSource
-
             return ConfluentKafkaSource(source, ingestor.positions, batch_size=batch)
         return KafkaSource(source, ingestor.positions, batch_size=batch)
     assert isinstance(source, JsonlSourceConfig)
@@ -112,7 +111,7 @@ def run(
         pipe = None
         if pipelined(config.collect.pipeline, source_config):
             url = engine.url.render_as_string(hide_password=False)
-            pipe = PipelinedIngest(url, config, source_config.name)
+            pipe = PipelinedIngest(url, config, source_config.name, make_ingestor)
         thread = threading.Thread(
             target=_guarded,
             args=(source, ingestor, state, until_caught_up, pipe),

@@ -2,7 +2,9 @@
 
 `modelwatch gate`, the release API and the demo all build their request here, so a policy is
 layered the same way everywhere: the named preset, then `guards.presets.<name>` from config, then
-the caller's overrides (flags, a request's thresholds); runtime settings come from config.
+the caller's overrides (flags, a request's thresholds); runtime settings come from config. A
+golden set is a loaded one (the CLI's file and flags) or a configured entry
+(`guards.golden_sets`, what the release API names), read here with its columns.
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from guards.gate import GateRequest
-from guards.golden import GoldenSet
+from guards.golden import GoldenSet, load_golden
 from guards.policy import GatePolicy, preset
 from monitor.config import GuardsConfig
+from monitor.config.guards import GoldenSetConfig
 
 
 def layered_policy(
@@ -33,9 +36,10 @@ def layered_policy(
 def gate_request(
     reference: Path,
     candidate: Path,
-    golden: GoldenSet,
+    golden: GoldenSet | GoldenSetConfig,
     cfg: GuardsConfig,
-    policy: GatePolicy,
+    preset_name: str = "fp32",
+    overrides: Sequence[Mapping[str, Any]] = (),
     *,
     latency_batch_sizes: tuple[int, ...] | None = None,
     output: str | None = None,
@@ -45,14 +49,15 @@ def gate_request(
     localize_budget_s: float = 30.0,
     localize_rows: int = 2048,
 ) -> GateRequest:
-    """A request with providers, batch size and threads from `cfg`; latency batch sizes from
-    `cfg` unless given (an empty tuple skips the latency measurement)."""
+    """A request with the layered policy (`layered_policy`) and providers, batch size and
+    threads from `cfg`; latency batch sizes from `cfg` unless given (an empty tuple skips the
+    latency measurement). A configured golden set is read with its own columns."""
     sizes = tuple(cfg.latency_batch_sizes) if latency_batch_sizes is None else latency_batch_sizes
     return GateRequest(
         reference=reference,
         candidate=candidate,
-        golden=golden,
-        policy=policy,
+        golden=golden if isinstance(golden, GoldenSet) else _configured_golden(golden),
+        policy=layered_policy(cfg, preset_name, overrides),
         output=output,
         providers=tuple(cfg.providers) or None,
         batch_size=cfg.batch_size,
@@ -63,4 +68,14 @@ def gate_request(
         localize=localize,
         localize_budget_s=localize_budget_s,
         localize_rows=localize_rows,
+    )
+
+
+def _configured_golden(entry: GoldenSetConfig) -> GoldenSet:
+    return load_golden(
+        Path(entry.path),
+        id_column=entry.id_column,
+        label_column=entry.label_column,
+        slice_by=entry.slice_by,
+        features=entry.features,
     )

@@ -10,6 +10,7 @@ own transaction) or a Session (the caller's, so a window's read and write share 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -18,14 +19,16 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 from sqlalchemy import Table, TextClause, text
+from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from monitor.detectors import DriftResult
 from monitor.errors import InputError
-from monitor.profiles import key_of
+from monitor.profiles import key_of, parse_slice_key
 from monitor.storage import (
+    Base,
     DriftResultRow,
     EstimatedResultRow,
     OutcomeResultRow,
@@ -49,6 +52,26 @@ def slice_key_of(slice_: Mapping[str, Any] | None) -> str:
     return key_of(slice_)
 
 
+def result_document(
+    result: DriftResult | OutcomeResult | SloResult | Base,
+) -> dict[str, Any]:
+    """The one document of a result: a computed one (DriftResult, OutcomeResult, SloResult)
+    or its stored row, every field by name, with the slice as `slice` (None for the whole
+    window; a stored slice key is parsed). The API routes, the drift JSON report and the
+    store functions all go through it, so a new field appears everywhere by itself."""
+    doc: dict[str, Any]
+    if isinstance(result, Base):
+        columns = sa_inspect(type(result)).column_attrs
+        doc = {c.key: getattr(result, c.key) for c in columns}
+    elif isinstance(result, DriftResult):
+        doc = result.to_dict()  # the drift report's key order, and the derived `decided_by`
+    else:
+        doc = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
+    if "slice_key" in doc:
+        doc["slice"] = parse_slice_key(doc.pop("slice_key"))
+    return doc
+
+
 def store_drift_results(
     engine: Engine | Session,
     model: str,
@@ -59,7 +82,7 @@ def store_drift_results(
 ) -> int:
     """Upsert one window's drift results; returns the number of rows written."""
     table: Table = DriftResultRow.__table__  # type: ignore[assignment]
-    rows = [result_row(r.to_dict(), table) for r in results]
+    rows = [result_row(result_document(r), table) for r in results]
     return _store(engine, table, _DRIFT_KEY, (model, version, window), rows, computed_at)
 
 
@@ -99,7 +122,7 @@ def _store_windows(
     at = computed_at or utcnow()
     rows = []
     for window, results in windows:
-        mine = [result_row(r.to_dict(), table) for r in results]
+        mine = [result_row(result_document(r), table) for r in results]
         rows += _rows((*ident, window), mine, at)
     return _upsert(engine, table, key, rows)
 
@@ -114,7 +137,7 @@ def store_outcome_results(
 ) -> int:
     """Upsert one window's outcome metrics; returns the number of rows written."""
     table: Table = OutcomeResultRow.__table__  # type: ignore[assignment]
-    rows = [result_row(r.to_dict(), table) for r in results]
+    rows = [result_row(result_document(r), table) for r in results]
     return _store(engine, table, _OUTCOME_KEY, (model, version, window), rows, computed_at)
 
 
@@ -128,8 +151,7 @@ def store_slo_results(
 ) -> int:
     """Upsert one window's serving-objective results (every slice); rows written."""
     table: Table = SloResultRow.__table__  # type: ignore[assignment]
-    fields = ("slice_key", "objective", "value", "threshold", "n", "status")
-    rows = [{f: getattr(r, f) for f in fields} for r in results]
+    rows = [result_row(result_document(r), table) for r in results]
     return _store(engine, table, _SLO_KEY, (model, version, window), rows, computed_at)
 
 
@@ -178,7 +200,8 @@ def _rows(
         "model": model, "version": version, "window_start": start, "window_end": end,
         "computed_at": computed_at,
     }  # fmt: skip
-    return [{**common, **row} for row in rows]
+    # The arguments name the window; a result's own model/version/window (SLO) agree or lose.
+    return [{**row, **common} for row in rows]
 
 
 def _check_window(window: tuple[datetime, datetime]) -> tuple[datetime, datetime]:

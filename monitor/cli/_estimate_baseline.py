@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from monitor.baselines import choose_baseline, list_baselines
 from monitor.cli._estimate_input import ScoreColumns, read_binary, read_frame, sort_by_time
 from monitor.cli.common import engine_from_options
@@ -28,8 +30,6 @@ def with_baseline(
 ) -> tuple[list[EstimationResult], dict[str, Any], dict[str, Any] | None]:  # fmt: skip
     """Results on CURRENT with the stored calibration and its reference-chunk thresholds, and
     the multivariate check when the baseline stores a model (`baseline create --features`)."""
-    import numpy as np
-
     engine = engine_from_options(opts.get("database_url"), opts.get("config_path"))
     model, name = str(opts["model"]), str(opts["baseline_name"])
     version = opts.get("model_version") or _newest(engine, model, name)

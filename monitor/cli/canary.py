@@ -16,12 +16,13 @@ import click
 from guards.registry import version_settings
 from migrations import require_head
 from monitor.canary import CanaryReport, analyze_canary, since_of
+from monitor.cli._output import on_stdout, output_options
 from monitor.cli._table import echo_table
 from monitor.cli.common import database_options, engine_from_options, load_checked_config
 from monitor.cli.models import settings_text
 from monitor.config import Config, ModelConfig
 from monitor.daemon.canary_api import apply_action, model_config
-from monitor.reports import is_stdout, write_text
+from monitor.reports import write_text
 
 EXIT = {"pass": 0, "fail": 1, "inconclusive": 3}
 
@@ -31,14 +32,14 @@ EXIT = {"pass": 0, "fail": 1, "inconclusive": 3}
 @click.argument("canary_version", metavar="CANARY")
 @click.option("--baseline", required=True, metavar="STABLE", help="The stable version.")
 @click.option("--since", default="1h", show_default=True, help="Duration back or RFC 3339 time.")
-@click.option("--json", "json_path", metavar="PATH", help="Write the report JSON (- for stdout).")
+@output_options("json")
 @database_options
 def canary(
     model: str,
     canary_version: str,
     baseline: str,
     since: str,
-    json_path: str | None,
+    json_path: Path | None,
     database_url: str | None,
     config_path: Path | None,
 ) -> None:
@@ -56,7 +57,7 @@ def canary(
     apply_action(engine, cfg, report, None)
     if json_path is not None:
         write_text(json_path, json.dumps(report.to_dict(), indent=2))
-    if not is_stdout(json_path):
+    if not on_stdout(json_path):
         _print(report)
         _print_settings(engine, report)
     sys.exit(EXIT[report.verdict])

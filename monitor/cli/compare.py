@@ -17,11 +17,12 @@ from guards.candidates import compare_candidates, parse_slo
 from guards.gate import GateRequest
 from guards.golden import load_golden
 from guards.policy import preset
+from monitor.cli._output import on_stdout, output_options
 from monitor.cli._progress import progress
 from monitor.cli._table import echo_table
 from monitor.cli.common import load_checked_config
 from monitor.config import Config
-from monitor.reports import is_stdout, write_text
+from monitor.reports import write_text
 
 FILE = click.Path(dir_okay=False, path_type=Path)
 
@@ -50,7 +51,7 @@ FILE = click.Path(dir_okay=False, path_type=Path)
 )
 @click.option("--replicas", default=1, show_default=True, type=click.IntRange(min=1),
               help="Replicas the hourly price is paid for.")  # fmt: skip
-@click.option("--json", "json_path", metavar="PATH", help="Write the table as JSON (- for stdout).")
+@output_options("json", what="the table")
 @click.option("--config", "config_path", type=FILE, help="Config (guards: providers, threads).")
 def compare(**opts: Any) -> None:
     """Gate and measure each --candidate against --reference on --golden, side by side."""
@@ -62,7 +63,7 @@ def compare(**opts: Any) -> None:
         rows = compare_candidates(base, pairs, slo, opts["hourly_price"], opts["replicas"])
     if opts["json_path"] is not None:
         write_text(opts["json_path"], json.dumps([r.to_dict() for r in rows], indent=2))
-    if not is_stdout(opts["json_path"]):
+    if not on_stdout(opts["json_path"]):
         _print(rows)
     sys.exit(0 if any(r.meets_slo and r.verdict == "pass" for r in rows) else 1)
 

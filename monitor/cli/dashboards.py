@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+from grafana_client.api import GrafanaApi
 
 from dashboards.datasource import DatasourceSpec, PrometheusDatasource
 from dashboards.export import export
@@ -125,8 +126,6 @@ def provision_cmd(
 
     The Prometheus datasource and dashboards always; the PostgreSQL datasource and the SQL
     dashboards too when the database (or --datasource-url) is PostgreSQL."""
-    from grafana_client.api import GrafanaApi
-
     if token and user:
         raise ConfigError("grafana: pass either --token or --user/--password, not both")
     if user and not password:

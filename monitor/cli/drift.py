@@ -14,12 +14,14 @@ from typing import Any
 import click
 
 from monitor.cli._drift_input import Profiling, baseline_options, load_inputs
+from monitor.cli._output import on_stdout, output_options
 from monitor.cli._progress import progress
 from monitor.cli._roles import role_options, roles_from
 from monitor.datafile import read_frame
 from monitor.detectors import evaluate, get_detector, threshold_strategy
 from monitor.errors import InputError
-from monitor.reports import drift_report, is_stdout, render_html, write_json, write_text
+from monitor.reports import drift_report, render_html, write_json, write_text
+from monitor.reports.evidently import run_data_drift, write_evidently_html
 
 
 @click.command("drift")
@@ -74,12 +76,7 @@ from monitor.reports import drift_report, is_stdout, render_html, write_json, wr
 @click.option(
     "--top-k", default=50, show_default=True, type=click.IntRange(1), help="Categories kept."
 )
-@click.option(
-    "--json", "json_path", type=click.Path(path_type=Path), help="Write JSON here (- for stdout)."
-)
-@click.option(
-    "--html", "html_path", type=click.Path(path_type=Path), help="Write HTML here (- for stdout)."
-)
+@output_options("json", "html")
 @click.option(
     "--categorical",
     multiple=True,
@@ -155,7 +152,7 @@ def drift(
         write_text(html_path, page)
     if evidently_path is not None:
         _evidently(inputs.files, inputs.specs, inputs.columns, evidently_path)
-    _summary(document, err=is_stdout(json_path) or is_stdout(html_path))
+    _summary(document, err=on_stdout(json_path, html_path))
     _exit(results, inputs.current.n_rows, fail_on_drift, fail_on_insufficient)
 
 
@@ -192,8 +189,6 @@ def _summary(document: dict[str, Any], err: bool = False) -> None:
 
 def _evidently(files: tuple[str, str] | None, specs: Any, cols: list[str], path: Path) -> None:
     # Evidently works on whole pandas frames: this report alone reads both datasets into memory.
-    from monitor.reports.evidently import run_data_drift, write_evidently_html
-
     if files is None:
         raise InputError("--evidently-html needs the REFERENCE file, not a stored baseline")
     ref, cur = read_frame(files[0], cols), read_frame(files[1], cols)

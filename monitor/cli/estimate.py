@@ -26,6 +26,7 @@ from monitor.cli._estimate_input import (
     read_multiclass,
     sort_by_time,
 )
+from monitor.cli._output import on_stdout, output_options
 from monitor.config import parse_duration
 from monitor.errors import InputError
 from monitor.estimation import (
@@ -41,7 +42,7 @@ from monitor.estimation import (
     multivariate_drift,
     period_chunks,
 )
-from monitor.reports import is_stdout, write_json, write_text
+from monitor.reports import write_json, write_text
 from monitor.reports.estimation import (
     estimate_document,
     multivariate_dict,
@@ -83,12 +84,7 @@ _BINS_HELP = "Calibration bins (quantiles of the reference score, plus the thres
 )
 @click.option("--timestamp", metavar="COL", help="Timestamp column for --period.")
 @click.option("--bins", default=100, show_default=True, type=click.IntRange(2), help=_BINS_HELP)
-@click.option(
-    "--json", "json_path", type=click.Path(path_type=Path), help="Write JSON here (- for stdout)."
-)
-@click.option(
-    "--html", "html_path", type=click.Path(path_type=Path), help="Write HTML here (- for stdout)."
-)
+@output_options("json", "html", what="the estimates")
 @click.option(
     "--features",
     metavar="C,...",
@@ -138,7 +134,7 @@ def estimate(
         write_json(json_path, document)
     if html_path is not None:
         write_text(html_path, render_estimate_html(results, f"estimate: {current}", multivariate))
-    _summary(results, multivariate, err=is_stdout(json_path) or is_stdout(html_path))
+    _summary(results, multivariate, err=on_stdout(json_path, html_path))
     _exit(document, fail_on_degraded)
 
 

@@ -17,7 +17,6 @@ from guards import (
     GoldenSet,
     GuardVerdict,
     gate_request,
-    layered_policy,
     load_golden,
     record_gate,
     run_gate,
@@ -31,10 +30,11 @@ from guards.reports import (
     render_markdown,
 )
 from migrations import prepare_for_writes
+from monitor.cli._output import on_stdout, output_options
 from monitor.cli._progress import progress
 from monitor.cli.common import database_options, load_checked_config, resolve_database_url
 from monitor.config import Config, GuardsConfig, parse_duration
-from monitor.reports import is_stdout, write_text
+from monitor.reports import write_text
 from monitor.storage import make_engine
 
 FILE = click.Path(dir_okay=False, path_type=Path)
@@ -72,9 +72,7 @@ POLICY_FLAGS = (
 )
 @click.option("--localize-budget", help="Time budget for localisation, e.g. 30s (default 30s).")
 @click.option("--localize-rows", type=click.IntRange(min=1), help="Rows replayed (default 2048).")
-@click.option("--json", "json_path", type=FILE, help="Write the verdict JSON here (- for stdout).")
-@click.option("--html", "html_path", type=FILE, help="Write an offline HTML report here (or -).")
-@click.option("--markdown", "markdown_path", type=FILE, help="Write a Markdown report here (or -).")
+@output_options("json", "html", "markdown", what="the verdict")
 @click.option("--model", help="Model name: record the run and act on the registry.")
 @click.option("--version", "model_version", help="Version of --model the candidate is.")
 @database_options
@@ -88,7 +86,8 @@ def gate(**opts: Any) -> None:
         opts["candidate"],
         _golden(opts),
         cfg.guards,
-        layered_policy(cfg.guards, opts["preset"], [{k: opts[k] for k in POLICY_FLAGS}]),
+        opts["preset"],
+        [{k: opts[k] for k in POLICY_FLAGS}],
         latency_batch_sizes=_latency_sizes(opts),
         output=opts["output_name"],
         model=opts["model"],
@@ -100,7 +99,7 @@ def gate(**opts: Any) -> None:
     if opts["model"]:
         verdict = _with_settings(opts, verdict)
     _write_reports(opts, verdict.to_dict())
-    err = any(is_stdout(opts[k]) for k in ("json_path", "html_path", "markdown_path"))
+    err = on_stdout(opts["json_path"], opts["html_path"], opts["markdown_path"])
     _summary(verdict, err)
     if opts["model"]:
         _record(opts, verdict, err)

@@ -7,11 +7,12 @@ from typing import Any
 
 import click
 
+from monitor.cli._output import on_stdout, output_options
 from monitor.cli._roles import role_options, roles_from
 from monitor.config import load_config
 from monitor.datafile import read_frame
 from monitor.errors import InputError
-from monitor.reports import is_stdout, render_skew_html, write_json, write_text
+from monitor.reports import render_skew_html, write_json, write_text
 from monitor.skew import compute_skew
 
 
@@ -23,12 +24,7 @@ from monitor.skew import compute_skew
 @click.option("--rtol", default=1e-6, show_default=True, help="Relative tolerance (numeric).")
 @click.option("--atol", default=1e-9, show_default=True, help="Absolute tolerance (numeric).")
 @click.option("--worst", default=5, show_default=True, help="Worst keys listed per feature.")
-@click.option(
-    "--json", "json_path", type=click.Path(path_type=Path), help="Write JSON here (- for stdout)."
-)
-@click.option(
-    "--html", "html_path", type=click.Path(path_type=Path), help="Write HTML here (- for stdout)."
-)
+@output_options("json", "html")
 @click.option(
     "--model",
     default=None,
@@ -69,7 +65,7 @@ def skew(
         write_json(json_path, report.to_dict())
     if html_path is not None:
         write_text(html_path, render_skew_html(report, f"skew: {serving} vs {offline}"))
-    err = is_stdout(json_path) or is_stdout(html_path)
+    err = on_stdout(json_path, html_path)
     click.echo(
         f"joined={report.n_joined} only_serving={report.only_serving} "
         f"only_offline={report.only_offline} features={len(report.features)}",

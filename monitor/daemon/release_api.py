@@ -18,9 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.json_schema import SkipJsonSchema
 from sqlalchemy.orm import Session
 
-from guards import gate_request, layered_policy, registry
-from guards.gate import GateRequest, run_gate
-from guards.golden import load_golden
+from guards import gate_request, registry
+from guards.gate import run_gate
 from guards.history import record_gate
 from guards.registry import rollback, version_settings
 from monitor.config import GatePolicyConfig, GuardsConfig
@@ -153,7 +152,17 @@ def run_guard(
     body = body or GuardRunRequest()
     golden_name, golden_cfg = _golden_config(state.config.guards, model, body)
     reference, candidate = _artifacts(state.engine, model, version, body)
-    to_run = _gate_request(reference, candidate, golden_cfg, body, state.config.guards)
+    thresholds = () if body.thresholds is None else (body.thresholds.model_dump(exclude_none=True),)
+    to_run = gate_request(
+        reference,
+        candidate,
+        golden_cfg,
+        state.config.guards,
+        golden_cfg.preset,
+        thresholds,
+        latency_batch_sizes=None if body.latency else (),
+        output=golden_cfg.output,
+    )
     golden_path = Path(golden_cfg.path)
     with _GATE_LOCK:
         verdict = run_gate(to_run)
@@ -220,34 +229,6 @@ def _golden_config(
     fields = ("preset", "label_column", "id_column", "slice_by", "features", "output")
     given = {f: getattr(body, f) for f in fields if getattr(body, f) is not None}
     return name, GoldenSetConfig.model_validate({**base.model_dump(), **given})
-
-
-def _gate_request(
-    reference: Path,
-    candidate: Path,
-    golden: GoldenSetConfig,
-    body: GuardRunRequest,
-    cfg: GuardsConfig,
-) -> GateRequest:
-    """The request through guards' one assembly: preset, configured overrides, then the
-    request's thresholds; latency measured only when the body asks for it."""
-    thresholds = () if body.thresholds is None else (body.thresholds.model_dump(exclude_none=True),)
-    golden_set = load_golden(
-        Path(golden.path),
-        id_column=golden.id_column,
-        label_column=golden.label_column,
-        slice_by=golden.slice_by,
-        features=golden.features,
-    )
-    return gate_request(
-        reference,
-        candidate,
-        golden_set,
-        cfg,
-        layered_policy(cfg, golden.preset, thresholds),
-        latency_batch_sizes=None if body.latency else (),
-        output=golden.output,
-    )
 
 
 @router.post(

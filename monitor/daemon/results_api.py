@@ -48,8 +48,8 @@ from monitor.errors import InputError, NotFoundError
 from monitor.estimation import METRICS as ESTIMATED_METRICS
 from monitor.estimation import MULTICLASS_METRICS, MULTIVARIATE_METRIC
 from monitor.outcomes import METRICS
-from monitor.profiles import parse_slice_key, slice_key_from_text
-from monitor.results import slice_key_of
+from monitor.profiles import slice_key_from_text
+from monitor.results import result_document, slice_key_of
 from monitor.storage import (
     DriftResultRow,
     EstimatedResultRow,
@@ -243,18 +243,6 @@ def _after(table: Any, start: datetime, version: str, slice_key: str, row_id: in
     return (table.window_start < start) | same
 
 
-def _common(row: Any) -> dict[str, Any]:
-    return {
-        "version": row.version,
-        "window_start": row.window_start,
-        "window_end": row.window_end,
-        "slice": parse_slice_key(row.slice_key),
-        "status": row.status,
-        "value": row.value,
-        "computed_at": row.computed_at,
-    }
-
-
 @router.get(
     "/models/{model}/drift",
     dependencies=[Depends(requires("read"))],
@@ -279,19 +267,7 @@ def model_drift(
             got = _period_rows(request, model, filters, wanted, "drift", DriftRow)
             return DriftList(model=model, results=got.items, next_cursor=got.next_cursor)
         page = _query(session, DriftResultRow, model, filters, {"column": column, "method": method})
-        results = [
-            DriftRow(
-                **_common(r),
-                column=r.column,
-                method=r.method,
-                threshold=r.threshold,
-                threshold_by=r.threshold_by,
-                p_value=r.p_value,
-                n_reference=r.n_reference,
-                n_current=r.n_current,
-            )
-            for r in page.items
-        ]
+        results = [DriftRow.model_validate(result_document(r)) for r in page.items]
     return DriftList(model=model, results=results, next_cursor=page.next_cursor)
 
 
@@ -339,13 +315,10 @@ def _metric_names(kind: str) -> set[str]:
 
 def metric_row(r: Any) -> MetricRow:
     """The API row of an outcome or an estimated result row."""
+    doc = result_document(r)
     if isinstance(r, EstimatedResultRow):
-        return MetricRow(**_common(r), metric=r.metric, ci_low=r.ci_low, ci_high=r.ci_high,
-                         baseline_value=None, tolerance=None, n=r.n, kind="estimated",
-                         realized=r.realized, threshold_low=r.threshold_low,
-                         threshold_high=r.threshold_high)  # fmt: skip
-    return MetricRow(**_common(r), metric=r.metric, ci_low=r.ci_low, ci_high=r.ci_high,
-                     baseline_value=r.baseline_value, tolerance=r.tolerance, n=r.n)  # fmt: skip
+        doc |= {"kind": "estimated", "baseline_value": None, "tolerance": None}
+    return MetricRow.model_validate(doc)
 
 
 MIXED: tuple[Any, ...] = (
@@ -456,7 +429,7 @@ def _period_rows(
         versions = versions_in(engine, SUMMARY_TABLES[kind], model, period)
         for version in versions if f.version is None else [f.version]:
             for r in compute(engine, cfg, version, period):
-                row = {"version": version, "window_start": period.start, **vars(r)}
+                row = {"version": version, "window_start": period.start, **result_document(r)}
                 row |= {"window_end": period.end, "computed_at": now}
                 if _keep(row | {"slice_key": slice_key_of(r.slice)}, f, wanted):
                     out.append(row_type(**{k: v for k, v in row.items() if k in fields}))

@@ -12,7 +12,7 @@ from monitor.daemon.auth import requires
 from monitor.daemon.canary_api import model_config
 from monitor.daemon.common import daemon, errors
 from monitor.errors import NotFoundError
-from monitor.profiles import parse_slice_key
+from monitor.results import result_document
 from monitor.slo import slo_results
 
 router = APIRouter(tags=["results"])
@@ -58,17 +58,5 @@ def list_slo(
     rows = slo_results(state.engine, model, cfg.slo, start, now, now, version)
     return SloList(
         model=model,
-        results=[
-            SloRow(
-                version=r.version,
-                window_start=r.window_start,
-                slice=parse_slice_key(r.slice_key),
-                objective=r.objective,
-                value=r.value,
-                threshold=r.threshold,
-                n=r.n,
-                status=r.status,
-            )  # fmt: skip
-            for r in rows
-        ],
+        results=[SloRow.model_validate(result_document(r)) for r in rows],
     )

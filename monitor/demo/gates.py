@@ -11,7 +11,6 @@ from sqlalchemy.engine import Engine
 from alerts import Evaluator
 from guards import (
     gate_request,
-    layered_policy,
     load_golden,
     record_gate,
     register_version,
@@ -52,7 +51,7 @@ def run_candidate(
         models[key],
         load_golden(golden, id_column="id", label_column="label", slice_by=("segment", "region")),
         config.guards,
-        layered_policy(config.guards, preset_name),
+        preset_name,
         latency_batch_sizes=(64,),
     )
     verdict = run_gate(request)

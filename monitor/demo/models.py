@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import onnx
+from onnx import TensorProto, checker, helper, numpy_helper
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -40,8 +42,6 @@ def fraud_classifier(
     seed: int = 8, n_features: int = len(FEATURES), hidden: int = 32, depth: int = 2
 ) -> Any:
     """A binary MLP classifier: input `features` [N, F] -> output `probabilities` [N, 2]."""
-    from onnx import TensorProto, helper, numpy_helper
-
     layers = _weights(seed, (n_features, *([hidden] * depth), 2))
     _make_positives_rare(layers, n_features)
     nodes, inits, prev = [], [], "features"
@@ -68,8 +68,6 @@ def fraud_classifier(
 
 def multi_input_regressor(seed: int = 11) -> Any:
     """Inputs `age`, `amount`, `tenure` [N, 1] each -> output `prediction` [N, 1]."""
-    from onnx import TensorProto, helper, numpy_helper
-
     (w0, b0), (w1, b1) = _weights(seed, (3, 16, 1))
     names = ["age", "amount", "tenure"]
     nodes = [
@@ -106,8 +104,6 @@ def _make_positives_rare(layers: list[tuple[np.ndarray, np.ndarray]], n_features
 
 
 def _finish(graph: Any) -> Any:
-    from onnx import checker, helper
-
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
     model.ir_version = 8
     checker.check_model(model)
@@ -116,15 +112,12 @@ def _finish(graph: Any) -> Any:
 
 def save(model: Any, path: Path) -> Path:
     """Write an ONNX model and return its path."""
-    import onnx
-
     onnx.save_model(model, str(path))
     return path
 
 
 def to_float16(source: Path, target: Path) -> Path:
     """A float16 build of `source`, float32 inputs and outputs kept (onnxruntime's converter)."""
-    import onnx
     from onnxruntime.transformers.float16 import convert_float_to_float16
 
     model = convert_float_to_float16(onnx.load(str(source)), keep_io_types=True)

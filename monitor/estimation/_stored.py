@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy.engine import Engine
 
+from monitor.baselines import choose_baseline, stored_settings
 from monitor.errors import InputError
 from monitor.estimation._calibration import DEFAULT_BINS, Calibration, fit_calibration
 from monitor.estimation._metrics import METRICS
@@ -69,8 +70,6 @@ def stored_estimation(
     engine: Engine, model: str, version: str, name: str = "default"
 ) -> StoredEstimation | None:
     """The calibration stored with the baseline model/version uses; None when it has none."""
-    from monitor.baselines import choose_baseline, stored_settings
-
     chosen = choose_baseline(engine, model, version, name)
     if chosen is None:
         return None

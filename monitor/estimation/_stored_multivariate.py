@@ -10,6 +10,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
+from monitor.baselines import choose_baseline, stored_settings
 from monitor.errors import InputError
 from monitor.estimation._reconstruction import (
     DEFAULT_VARIANCE,
@@ -62,8 +63,6 @@ def stored_multivariate(
     engine: Engine, model: str, version: str, name: str = "default"
 ) -> StoredMultivariate | None:
     """The multivariate model stored with the baseline model/version uses; None when none."""
-    from monitor.baselines import choose_baseline, stored_settings
-
     chosen = choose_baseline(engine, model, version, name)
     if chosen is None:
         return None

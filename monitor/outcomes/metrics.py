@@ -9,6 +9,8 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import NDArray
 
+from monitor.outcomes.multiclass import confusion_metrics
+
 Array = NDArray[np.float64]
 CLIP = 1e-15  # log loss clips probabilities to [CLIP, 1 - CLIP]
 ECE_BINS = 10
@@ -83,8 +85,6 @@ def mape(y: Array, pred: Array, threshold: float = 0.5) -> float:
 
 def _multiclass(name: str) -> Callable[[Array, Array, float], float]:
     def fn(y: Array, pred: Array, threshold: float = 0.5) -> float:
-        from monitor.outcomes.multiclass import confusion_metrics
-
         classes, codes = np.unique(np.concatenate([y, pred]).astype(str), return_inverse=True)
         k = classes.size
         cells = np.bincount(codes[: y.size] * k + codes[y.size :], minlength=k * k)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -12,8 +12,14 @@ from sqlalchemy.engine import Engine
 from monitor.detectors import DriftResult
 from monitor.errors import InputError
 from monitor.outcomes import OutcomeResult
-from monitor.results import store_drift_results, store_outcome_results
-from monitor.storage import DriftResultRow, OutcomeResultRow, transaction
+from monitor.results import (
+    result_document,
+    store_drift_results,
+    store_outcome_results,
+    store_slo_results,
+)
+from monitor.slo import SloResult
+from monitor.storage import DriftResultRow, OutcomeResultRow, SloResultRow, transaction
 
 START = datetime(2026, 11, 30, 10, tzinfo=UTC)
 WINDOW = (START, START + timedelta(hours=1))
@@ -75,3 +81,41 @@ def test_all_null_columns_and_a_callers_session(engine: Engine) -> None:
             ("f1", None, None, 3),
         ]
         assert len(s.scalars(select(DriftResultRow)).all()) == 2
+
+
+def test_a_stored_row_reads_back_as_the_document_it_was_stored_from(engine: Engine) -> None:
+    # One serialiser for computed results and stored rows: every field of the computed result
+    # comes back under the same name (the slice as a dict, None overall).
+    store_drift_results(engine, "fraud", "3", WINDOW, DRIFT)
+    res = OutcomeResult("accuracy", {"region": "eu"}, 0.8, 0.75, 0.85, 0.9, 0.05, 400, "degraded")
+    store_outcome_results(engine, "fraud", "3", WINDOW, [res])
+    with transaction(engine) as s:
+        drift_rows = s.scalars(select(DriftResultRow).order_by(DriftResultRow.slice_key)).all()
+        stored = [result_document(r) for r in drift_rows]
+        outcome = result_document(s.scalars(select(OutcomeResultRow)).one())
+    for computed, row in zip(DRIFT, stored, strict=True):
+        doc = result_document(computed)
+        shared = set(doc) - {"kind", "decided_by", "evidence_alpha"}  # not stored columns
+        assert {f: row[f] for f in shared} == {f: doc[f] for f in shared}
+        assert (row["model"], row["window_start"]) == ("fraud", START)
+    assert stored[0]["slice"] is None and stored[1]["slice"] == {"region": "eu"}
+    assert result_document(DRIFT[0])["decided_by"] == "threshold"
+    # the drift report's documented key order lives in DriftResult.to_dict: every field is in it
+    assert set(result_document(DRIFT[0])) == {f.name for f in fields(DriftResult)} | {"decided_by"}
+    assert {k: outcome[k] for k in result_document(res)} == result_document(res)
+
+
+def test_slo_rows_are_stored_through_the_same_document(engine: Engine) -> None:
+    results = [
+        SloResult("fraud", "3", START, "", "latency_p95_ms", 120.0, 100.0, 50, "breach"),
+        SloResult("fraud", "3", START, '{"region":"eu"}', "error_rate", None, 0.01, 0, "ok"),
+    ]
+    assert result_document(results[1])["slice"] == {"region": "eu"}
+    assert store_slo_results(engine, "fraud", "3", WINDOW, results) == 2
+    with transaction(engine) as s:
+        rows = s.scalars(select(SloResultRow).order_by(SloResultRow.slice_key)).all()
+        got = [(r.slice_key, r.objective, r.value, r.threshold, r.n, r.status) for r in rows]
+    assert got == [
+        ("", "latency_p95_ms", 120.0, 100.0, 50, "breach"),
+        ('{"region":"eu"}', "error_rate", None, 0.01, 0, "ok"),
+    ]
