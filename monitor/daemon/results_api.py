@@ -19,11 +19,12 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, Field
-from sqlalchemy import exists, false, func, select, true
+from sqlalchemy import exists, func, select
 from sqlalchemy.orm import Session
 
 from monitor.daemon.auth import requires
 from monitor.daemon.common import daemon, errors
+from monitor.daemon.mixed_pages import mixed_page
 from monitor.daemon.paging import (
     Cursor,
     Limit,
@@ -288,6 +289,9 @@ def model_metrics(
     """Outcome metrics (realized, estimated or both) of the newest window (or the windows
     asked for), per slice."""
     _check_name("metric", metric, "metric", _metric_names(kind))
+    if status == "drift" and kind == "realized":
+        raise InputError("status: 'drift' is the reconstruction error's (kind=estimated or all); "
+                         "outcome metrics are ok, degraded or insufficient_data")  # fmt: skip
     if filters.granularity is not None and kind != "realized":
         raise InputError("granularity: periods are computed for kind=realized only")
     filters = filters.model_copy(update={"status": status})
@@ -298,8 +302,11 @@ def model_metrics(
             got = _period_rows(request, model, filters, wanted, "outcomes", MetricRow)
             return MetricList(model=model, results=got.items, next_cursor=got.next_cursor)
         if kind == "all":
-            page = mixed_page(session, model, filters, wanted)
-            return MetricList(model=model, results=page.items, next_cursor=page.next_cursor)
+            conds = {t: _where(t, model, filters, wanted) for t in MIXED}
+            f = filters
+            page = mixed_page(session, conds, f.window_start, f.since, f.cursor, f.limit)
+            rows = [metric_row(r) for r in page.items]
+            return MetricList(model=model, results=rows, next_cursor=page.next_cursor)
         table = OutcomeResultRow if kind == "realized" else EstimatedResultRow
         found = _query(session, table, model, filters, wanted)
         results = [metric_row(r) for r in found.items]
@@ -321,61 +328,8 @@ def metric_row(r: Any) -> MetricRow:
     return MetricRow.model_validate(doc)
 
 
-MIXED: tuple[Any, ...] = (
-    OutcomeResultRow,
-    EstimatedResultRow,
-)  # kind=all: realized before estimated
-
-
-def mixed_page(
-    session: Session, model: str, f: Filters, extra: dict[str, str | None]
-) -> Page[MetricRow]:
-    """Both tables' rows in one order (newest window first, version, slice, realized first)."""
-    conds = {t: _where(t, model, f, extra) for t in MIXED}
-    if f.window_start is None and f.since is None:
-        newest = [session.scalar(select(func.max(t.window_start)).where(*c))
-                  for t, c in conds.items()]  # fmt: skip
-        known = [n for n in newest if n is not None]
-        if not known:
-            return Page([], None)
-        f = f.model_copy(update={"window_start": max(known)})
-    after = decode_cursor("mixed", f.cursor, (datetime, str, str, int, int))
-    rows: list[tuple[int, Any]] = []
-    for rank, t in enumerate(MIXED):
-        where = [*conds[t], _window_cond(t, f)]
-        if after is not None:
-            where.append(_after_ranked(t, rank, *after))
-        order = (t.window_start.desc(), t.version, t.slice_key, t.id)
-        rows += [(rank, r) for r in session.scalars(
-            select(t).where(*where).order_by(*order).limit(f.limit + 1))]  # fmt: skip
-    rows.sort(key=lambda x: (-x[1].window_start.timestamp(), *_ranked_key(x)[1:]))
-    page = page_of("mixed", rows[: f.limit + 1], f.limit, _ranked_key)
-    return Page([metric_row(r) for _, r in page.items], page.next_cursor)
-
-
-def _window_cond(table: Any, f: Filters) -> Any:
-    if f.window_start is not None:
-        return table.window_start == f.window_start
-    return table.window_start >= f.since
-
-
-def _ranked_key(item: tuple[int, Any]) -> tuple[Any, ...]:
-    rank, row = item
-    return (row.window_start, row.version, row.slice_key, rank, row.id)
-
-
-def _after_ranked(
-    table: Any, rank: int, start: datetime, version: str, slice_key: str, after_rank: int,
-    row_id: int,
-) -> Any:  # fmt: skip
-    """Rows of `table` (the `rank`-th of MIXED) after a position in the mixed order."""
-    tie = true() if rank > after_rank else (table.id > row_id) if rank == after_rank else false()
-    same = (table.window_start == start) & (
-        (table.version > version)
-        | ((table.version == version) & (table.slice_key > slice_key))
-        | ((table.version == version) & (table.slice_key == slice_key) & tie)
-    )
-    return (table.window_start < start) | same
+# kind=all: realized rows before estimated ones of the same window, version and slice
+MIXED: tuple[Any, ...] = (OutcomeResultRow, EstimatedResultRow)
 
 
 def _check_name(field: str, value: str | None, what: str, known: Iterable[str]) -> None:

@@ -15,6 +15,7 @@ from monitor.daemon.retention import purge
 from monitor.storage import (
     DeadLetter,
     DriftResultRow,
+    EstimatedResultRow,
     IntakeEntry,
     SourcePosition,
     WindowProfile,
@@ -64,6 +65,23 @@ def _window(written: datetime) -> list[object]:
             status="ok",
             computed_at=written,
         ),
+        EstimatedResultRow(
+            model="m",
+            version="1",
+            window_start=start,
+            window_end=end,
+            slice_key="",
+            metric="accuracy",
+            value=0.9,
+            ci_low=0.85,
+            ci_high=0.95,
+            realized=None,
+            threshold_low=0.8,
+            threshold_high=None,
+            n=100,
+            status="ok",
+            computed_at=written,
+        ),  # fmt: skip
         WindowServing(
             model="m",
             version="1",
@@ -108,9 +126,9 @@ def test_purge_removes_aged_rows_and_keeps_stream_positions(engine: Engine) -> N
         s.add_all([*_window(OLD), *_window(NEW), *_positions()])
     deleted = purge(engine, NOW - timedelta(days=90))
     assert deleted["window_profiles"] == deleted["drift_results"] == deleted["dead_letters"] == 1
-    assert deleted["window_serving"] == 1
+    assert deleted["window_serving"] == deleted["estimated_results"] == 1
     assert deleted["source_positions"] == 2
-    for table in (WindowProfile, DriftResultRow, DeadLetter, WindowServing):
+    for table in (WindowProfile, DriftResultRow, DeadLetter, WindowServing, EstimatedResultRow):
         assert _count(engine, table) == 1
     with session_factory(engine)() as s:
         kept = sorted(s.scalars(select(SourcePosition.key)))
