@@ -1,17 +1,16 @@
 """Ingest throughput: the full collector path vs a bare kafka-python consume-and-commit loop.
 
-Both read the same topic (4 partitions, N events with 20 features each) from the same broker in
-the same run. The bare loops (kafka-python, and confluent-kafka for reference) poll and commit
-offsets to Kafka after every batch; the collector, on either Kafka client, polls, decodes,
-validates, windows, profiles per (model, version, window, slice) and commits aggregates +
-offsets in one database transaction. Usage:
+All read the same topic (4 partitions, N events with 20 features each, and a label for every
+prediction 1,000 messages after it) from the same broker in the same run. The bare loops
+(kafka-python, and confluent-kafka for reference) poll and commit offsets to Kafka after every
+batch; the collector polls, decodes, validates, windows, profiles per (model, version, window,
+slice), joins labels (when on) and commits aggregates + offsets in one database transaction.
+Each round measures: the collector on both clients with the label join off and on (SQLite); on
+PostgreSQL, confluent-kafka with the join off and on; and in-process (`Ingestor.ingest`, no
+Kafka) the join's CPU cost per event on both databases. Medians over the rounds at the end.
 
-    MODELWATCH_KAFKA_LIBS=... python bench/ingest.py [--events 100000] [--db sqlite|postgresql]
-        [--pipeline auto|true|false] [--rounds 2] [--no-labels]
-
-With labels (the default) the topic also holds a label for every prediction, 1,000 messages
-after it, so the label join has every pair to make; bare loops and the collector with the join
-off read the same messages (labels included), so "join on vs off" compares the same input.
+    MODELWATCH_KAFKA_LIBS=... python bench/ingest.py [--events 100000] [--rounds 3]
+        [--no-postgres] [--pipeline auto|true|false]
 """
 
 from __future__ import annotations
@@ -20,11 +19,13 @@ import argparse
 import os
 import platform
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -174,18 +175,96 @@ def collector(
     return elapsed
 
 
+def join_cost(database_url: str, messages: list[bytes], join: bool) -> float:
+    """CPU seconds of `Ingestor.ingest` over the messages in 5,000-record batches, in-process.
+
+    The first batch (spec learning, first window rows) is left out. On PostgreSQL the server's
+    own CPU is not in it.
+    """
+    from collectors import Ingestor, RawRecord
+    from migrations import upgrade
+    from monitor.config import CollectConfig, ModelConfig
+    from monitor.storage import make_engine
+
+    engine = make_engine(database_url)
+    upgrade(engine)
+    settings = CollectConfig(join_labels=join, pipeline=False)
+    ing = Ingestor(
+        engine, "bench", "kafka", [ModelConfig(name="fraud", slices=["region"])], settings
+    )
+    records = [RawRecord("p", i, i + 1, m) for i, m in enumerate(messages)]
+    batches = [records[i : i + 5000] for i in range(0, len(records), 5000)]
+    ing.ingest(batches[0])
+    start = time.process_time()
+    for batch in batches[1:]:
+        ing.ingest(batch)
+    elapsed = time.process_time() - start
+    engine.dispose()
+    return elapsed
+
+
 def cpu_model() -> str:
     out = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
     names = [line.split(":", 1)[1].strip() for line in out.splitlines() if "Model name" in line]
     return names[0] if names else platform.processor()
 
 
+def load() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def one_round(
+    broker: KafkaBroker, messages: list[bytes], events: int, pg: Any, pipeline: str | bool
+) -> dict[str, float]:
+    """Rates (messages/s) of every loop of one round, and the in-process join's CPU µs/event."""
+    m, out = len(messages), {}
+    out["bare kafka-python"] = m / bare(broker, "bench", m)
+    out["bare confluent-kafka"] = m / bare_confluent(broker, "bench", m)
+    runs = [(db, c, j) for c in CLIENTS for db in ("sqlite",) for j in (False, True)]
+    if pg is not None:
+        runs += [("postgresql", "confluent-kafka", j) for j in (False, True)]
+    for db, client, join in runs:
+        with tempfile.TemporaryDirectory() as tmp:
+            url = pg.create_database() if db == "postgresql" else f"sqlite:///{tmp}/bench.db"
+            took = collector(broker, "bench", events, url, join, pipeline, client)
+        out[f"{db} {client} join {'on' if join else 'off'}"] = m / took
+    part = messages[: min(len(messages), 80_000)]
+    per_event = len(part) / 2 / 1e6
+    for db in ("sqlite", "postgresql") if pg is not None else ("sqlite",):
+        with tempfile.TemporaryDirectory() as tmp:
+            urls = [pg.create_database() if pg and db == "postgresql" else f"sqlite:///{tmp}/{j}.db"
+                    for j in ("off", "on")]  # fmt: skip
+            off, on = join_cost(urls[0], part, False), join_cost(urls[1], part, True)
+        out[f"{db} in-process join us/event"] = (on - off) / per_event
+    return out
+
+
+CLIENTS = ("kafka-python", "confluent-kafka")
+
+
+def report(rounds: list[dict[str, float]]) -> None:
+    """Medians over rounds, and the ratios the targets are set on."""
+    med = {k: statistics.median(r[k] for r in rounds) for k in rounds[0]}
+    for key, value in med.items():
+        unit = "" if "us/event" in key else " msg/s"
+        print(f"  median {key}: {value:,.1f}{unit}")
+    for client in CLIENTS:
+        on, off = med[f"sqlite {client} join on"], med[f"sqlite {client} join off"]
+        print(f"  SQLite, {client}: join on = {on / off:.0%} of join off (target >= 80%)")
+    if "postgresql confluent-kafka join off" in med:
+        pg_off = med["postgresql confluent-kafka join off"]
+        pg_on = med["postgresql confluent-kafka join on"]
+        print(
+            f"  PostgreSQL, confluent-kafka, join off = {pg_off / med['bare kafka-python']:.0%} "
+            f"of bare kafka-python (target >= 70%); join on = {pg_on / pg_off:.0%} of join off"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=100_000)
-    parser.add_argument("--db", choices=["sqlite", "postgresql"], default="sqlite")
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--no-labels", action="store_true", help="predictions only")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--no-postgres", action="store_true", help="SQLite only")
     parser.add_argument(
         "--pipeline",
         choices=["auto", "true", "false"],
@@ -204,41 +283,27 @@ def main() -> None:
     pg = None
     try:
         broker.create_topic("bench", 4)
-        events = make_events(args.events)
-        messages = events if args.no_labels else with_labels(events)
+        messages = with_labels(make_events(args.events))
         broker.produce("bench", messages)
         print(
             f"machine: {os.cpu_count()} cores, {cpu_model()}; {args.events} events x "
-            f"{FEATURES} features, 4 partitions, Kafka 0.9, database {args.db}"
+            f"{FEATURES} features + a label each, 4 partitions, Kafka 0.9; load {load()}"
         )
-        if args.db == "postgresql":
+        if not args.no_postgres:
             from tests.services.postgres import PostgresServer
 
             pg = PostgresServer()
             pg.start()
         pipeline: str | bool = {"true": True, "false": False}.get(args.pipeline, "auto")
+        rounds = []
         for r in range(args.rounds):
-            m = len(messages)
-            b = bare(broker, "bench", m)
-            bc = bare_confluent(broker, "bench", m)
-            print(
-                f"round {r + 1}: {m} messages; bare kafka-python {m / b:,.0f} msg/s; "
-                f"bare confluent-kafka {m / bc:,.0f} msg/s"
-            )
-            off: dict[str, float] = {}
-            for client in ("kafka-python", "confluent-kafka"):
-                for join in (False, True):
-                    with tempfile.TemporaryDirectory() as tmp:
-                        url = pg.create_database() if pg else f"sqlite:///{tmp}/bench.db"
-                        c = collector(broker, "bench", args.events, url, join, pipeline, client)
-                    if not join:
-                        off[client] = c
-                    vs_off = f", {off[client] / c:.0%} of join off" if join else ""
-                    print(
-                        f"  collector on {client} (label join {'on' if join else 'off'}): "
-                        f"{m / c:,.0f} msg/s = {b / c:.0%} of bare kafka-python, "
-                        f"{bc / c:.0%} of bare confluent-kafka{vs_off}"
-                    )
+            rates = one_round(broker, messages, args.events, pg, pipeline)
+            print(f"round {r + 1} (load {load()}):")
+            for key, value in rates.items():
+                print(f"  {key}: {value:,.1f}")
+            rounds.append(rates)
+        print(f"medians of {len(rounds)} rounds (load {load()}):")
+        report(rounds)
     finally:
         if pg is not None:
             pg.stop()
