@@ -1,4 +1,4 @@
-"""Migration 0017_join: summary payloads lz4-compressed on PostgreSQL, where the server can."""
+"""Migration 0020_join: summary payloads lz4-compressed on PostgreSQL, where the server can."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def test_payloads_use_lz4_and_downgrade_restores_the_default(postgres: PostgresS
         upgrade(engine)
         want = "l" if _has_lz4(engine) else ""
         assert _methods(engine) == dict.fromkeys(COLUMNS, want)
-        downgrade(engine, "0016_slo_results")
+        downgrade(engine, "0019_intake_dead_letters")
         assert _methods(engine) == dict.fromkeys(COLUMNS, "")
         assert upgrade(engine).at_head
     finally:

@@ -83,7 +83,7 @@ def test_views_read_the_same_facts_on_both_backends(engine: Engine, tmp_path: Pa
         ) == [("3", "int8", "static qdq, 512 calibration rows", "max 64, 5 ms", "ort 1.31 CUDA",
                "fail")]  # fmt: skip
         assert '"image"' in rows("SELECT meta FROM mw_model_settings")[0][0]
-        # Migration 0017: estimated metrics next to realized, and the mean reconstruction error.
+        # Migration 0018: estimated metrics next to realized, and the mean reconstruction error.
         assert rows(
             "SELECT metric, sum(alerting), count(realized) FROM mw_estimated WHERE slice = 'all' "
             "GROUP BY metric ORDER BY metric"

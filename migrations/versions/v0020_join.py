@@ -1,7 +1,7 @@
 """Large summary payloads compressed with lz4 on PostgreSQL.
 
-Revision ID: 0017_join
-Revises: 0016_slo_results
+Revision ID: 0020_join
+Revises: 0019_intake_dead_letters
 Create Date: 2026-12-01
 
 Window profiles and outcome summaries are rewritten whole by every batch that touches their
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from alembic import op
 
-revision = "0017_join"
-down_revision = "0016_slo_results"
+revision = "0020_join"
+down_revision = "0019_intake_dead_letters"
 branch_labels = None
 depends_on = None
 
