@@ -119,7 +119,9 @@ class Evaluator:
             row = AlertState(fingerprint=fp, rule=cand.rule.name)
             session.add(row)
             rows[fp] = row
+        changed = prev is None or prev.state != result.state
         if cand is not None:
+            changed = changed or (row.labels, row.annotations) != (cand.labels, cand.annotations)
             row.labels, row.annotations, row.value = cand.labels, cand.annotations, cand.value
         row.state = result.state
         row.active_since = result.active_since or now
@@ -128,7 +130,8 @@ class Evaluator:
             row.fired_at, row.resolved_at = now, None
         if result.became_resolved:
             row.resolved_at = now
-        row.updated_at = now
+        if changed:  # the API lists alerts newest change first: a re-evaluation is no change
+            row.updated_at = now
         return result.state
 
     def _mute(self, session: Session, rows: dict[str, AlertState], now: datetime) -> None:

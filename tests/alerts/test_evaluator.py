@@ -141,3 +141,22 @@ def test_kinds_scope_leaves_other_rules_alone(engine: Engine, make_evaluator: An
     assert states(engine) == {"amount": "firing"}
     ev.evaluate([], at(120), kinds={"drift"})
     assert states(engine) == {"amount": "resolved"}
+
+
+def updated(engine: Engine) -> dict[str, Any]:
+    with transaction(engine) as s:
+        return {r.labels["column"]: r.updated_at for r in s.scalars(select(AlertState))}
+
+
+def test_updated_at_moves_on_a_change_not_on_every_evaluation(
+    engine: Engine, make_evaluator: Any
+) -> None:
+    """The API lists alerts newest change first: a still-firing alert keeps its place."""
+    ev: Evaluator = make_evaluator()
+    ev.evaluate([drift()], at(0))
+    ev.evaluate([drift()], at(60))
+    assert updated(engine)["amount"] == at(0)
+    ev.evaluate([drift(firing=False)], at(120))
+    assert updated(engine)["amount"] == at(120)
+    ev.evaluate([drift(firing=False)], at(180))
+    assert updated(engine)["amount"] == at(120)
