@@ -25,7 +25,15 @@ from sqlalchemy.orm import Session
 from monitor.detectors import DriftResult
 from monitor.errors import InputError
 from monitor.profiles import key_of
-from monitor.storage import DriftResultRow, OutcomeResultRow, SloResultRow, transaction, utcnow
+from monitor.storage import (
+    DriftPeriodResultRow,
+    DriftResultRow,
+    OutcomePeriodResultRow,
+    OutcomeResultRow,
+    SloResultRow,
+    transaction,
+    utcnow,
+)
 
 if TYPE_CHECKING:
     from monitor.outcomes import OutcomeResult
@@ -34,6 +42,7 @@ if TYPE_CHECKING:
 _DRIFT_KEY = ["model", "version", "window_start", "slice_key", "column", "method"]
 _OUTCOME_KEY = ["model", "version", "window_start", "slice_key", "metric"]
 _SLO_KEY = ["model", "version", "window_start", "slice_key", "objective"]
+_PERIOD_KEY = ["model", "version", "period", "period_start", "slice_key"]
 
 
 def slice_key_of(slice_: Mapping[str, Any] | None) -> str:
@@ -123,6 +132,29 @@ def store_slo_results(
     fields = ("slice_key", "objective", "value", "threshold", "n", "status")
     rows = [{f: getattr(r, f) for f in fields} for r in results]
     return _store(engine, table, _SLO_KEY, (model, version, window), rows, computed_at)
+
+
+def store_period_results(
+    session: Session,
+    kind: str,
+    ident: tuple[str, str, str],
+    span: tuple[datetime, datetime],
+    results: Sequence[DriftResult] | Sequence[OutcomeResult],
+) -> int:
+    """Upsert one period's `kind` ("drift" or "outcome") results; ident: model, version and
+    "day" or "week". Returns the rows written."""
+    drift = kind == "drift"
+    row_type = DriftPeriodResultRow if drift else OutcomePeriodResultRow
+    table: Table = row_type.__table__  # type: ignore[assignment]
+    model, version, period = ident
+    start, end = _check_window(span)
+    common = {
+        "model": model, "version": version, "period": period, "period_start": start,
+        "period_end": end, "computed_at": utcnow(),
+    }  # fmt: skip
+    rows = [{**common, **result_row(r.to_dict(), table)} for r in results]
+    key = [*_PERIOD_KEY, "column", "method"] if drift else [*_PERIOD_KEY, "metric"]
+    return _upsert(session, table, key, rows)
 
 
 def result_row(doc: Mapping[str, Any], table: Table) -> dict[str, Any]:

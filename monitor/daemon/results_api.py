@@ -4,7 +4,7 @@ Without `window_start` or `since`, only the newest window (of the matching rows)
 A slice is given as canonical JSON (`{"region":"eu"}`) or `col=value`; `overall` (or an empty
 value) selects whole-window rows. With `granularity` (e.g. `1d`, `7d`: a whole number of
 windows) results are computed on demand for periods of that length by merging the periods'
-window summaries (monitor/daemon/periods.py); `window_start` then names a time in the period.
+window summaries (monitor/periods.py); `window_start` then names a time in the period.
 """
 
 from __future__ import annotations
@@ -28,7 +28,10 @@ from monitor.daemon.paging import (
     encode_cursor,
     page_of,
 )
-from monitor.daemon.periods import (
+from monitor.detectors import detector_names
+from monitor.errors import InputError, NotFoundError
+from monitor.outcomes import METRICS
+from monitor.periods import (
     SUMMARY_TABLES,
     Period,
     granularity_of,
@@ -39,9 +42,6 @@ from monitor.daemon.periods import (
     periods_between,
     versions_in,
 )
-from monitor.detectors import detector_names
-from monitor.errors import InputError, NotFoundError
-from monitor.outcomes import METRICS
 from monitor.profiles import parse_slice_key, slice_key_from_text
 from monitor.results import slice_key_of
 from monitor.storage import DriftResultRow, Model, OutcomeResultRow, transaction, utcnow

@@ -39,7 +39,13 @@ from monitor.storage.daemon import JobFailure, JobRun
 from monitor.storage.engine import make_engine, normalize_url, session_factory, transaction
 from monitor.storage.guards import GateRun, RollbackEvent
 from monitor.storage.intake import IntakeEntry
-from monitor.storage.results import DriftResultRow, OutcomeResultRow, SloResultRow
+from monitor.storage.results import (
+    DriftPeriodResultRow,
+    DriftResultRow,
+    OutcomePeriodResultRow,
+    OutcomeResultRow,
+    SloResultRow,
+)
 from monitor.storage.summaries import OutcomeSummaryRow
 
 __all__ = [
@@ -60,6 +66,7 @@ __all__ = [
     "Baseline",
     "BaselineProfile",
     "DeadLetter",
+    "DriftPeriodResultRow",
     "DriftResultRow",
     "GateRun",
     "IngestCounter",
@@ -70,6 +77,7 @@ __all__ = [
     "Model",
     "ModelAlias",
     "ModelVersion",
+    "OutcomePeriodResultRow",
     "OutcomeResultRow",
     "PendingHalf",
     "PendingLabel",
