@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Protocol
 
+from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
 from monitor.config import ModelConfig
@@ -27,7 +28,19 @@ from monitor.failures import Isolation
 from monitor.outcomes import OutcomeResult
 from monitor.periods import PERIODS, Period, period_of
 from monitor.results import store_period_results
-from monitor.storage import Change, consume_changes, mark_changed, pending_changes, transaction
+from monitor.storage import (
+    Change,
+    DriftPeriodResultRow,
+    OutcomePeriodResultRow,
+    consume_changes,
+    mark_changed,
+    pending_changes,
+    session_factory,
+    transaction,
+    utcnow,
+)
+
+WEEK_REFRESH = timedelta(hours=1)
 
 Compute = Callable[[str, Period], Sequence[DriftResult] | Sequence[OutcomeResult]]
 """A period's results of one version (drift or outcome metrics)."""
@@ -63,10 +76,27 @@ def evaluate_periods(
         for change in pending_changes(engine, cfg.name, f"{kind}_{name}"):
             if any(v == change.version and change.start <= t < change.end for v, t in failing):
                 continue  # waits for its failing window (reported as itself)
+            if name == "week" and _fresh(engine, kind, change, isolation.now):
+                continue
             item = f"{kind} {cfg.name}/{change.version} {name} {change.start.isoformat()}"
             work = functools.partial(_store, engine, (kind, name), change, compute)
             done += isolation.attempt(item, work, cfg.name, change.version) or 0
     return done
+
+
+def _fresh(engine: Engine, kind: str, change: Change, now: datetime) -> bool:
+    """Whether a week unfinished at `now` (the tick's time) was stored less than
+    `WEEK_REFRESH` ago (by the clock that stamps `computed_at`)."""
+    if change.end <= now:
+        return False
+    t = DriftPeriodResultRow if kind == "drift" else OutcomePeriodResultRow
+    stmt = select(t.computed_at).where(
+        t.model == change.model, t.version == change.version, t.period == "week",
+        t.period_start == change.start,
+    ).limit(1)  # fmt: skip
+    with session_factory(engine)() as s:
+        last = s.scalar(stmt)
+    return last is not None and utcnow() - last < WEEK_REFRESH
 
 
 def _failing_windows(isolation: Isolation, model: str, kind: str) -> list[tuple[str, datetime]]:

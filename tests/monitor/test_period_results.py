@@ -18,6 +18,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
+import monitor._period_results
 from collectors import Ingestor, RawRecord
 from monitor.baselines import load_baseline, save_baseline
 from monitor.config import CollectConfig, ModelConfig
@@ -196,3 +197,19 @@ def test_a_period_waits_for_its_failing_window(engine: Engine, day: list[dict[st
     assert list_failures(engine, "evaluate") == []
     stored = _stored(engine, DriftPeriodResultRow, "day")
     assert stored[("", "amount", "wasserstein")].n_current == len(day)
+
+
+def test_the_current_week_is_evaluated_again_at_most_hourly(
+    engine: Engine, day: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    evaluator = WindowEvaluator(engine, [MODEL], HOUR)
+    during = DAY.start + timedelta(hours=6)  # the day's week is still running
+    evaluator.run(now=during)
+    _ingest(engine, _events(9000, 40, 5))
+    evaluator.run(now=during)
+    key = ("", "amount", "wasserstein")
+    assert _stored(engine, DriftPeriodResultRow, "day")[key].n_current == len(day) + 40
+    assert _stored(engine, DriftPeriodResultRow, "week")[key].n_current == len(day)  # not yet
+    monkeypatch.setattr(monitor._period_results, "WEEK_REFRESH", timedelta(0))  # an hour later
+    evaluator.run(now=during)
+    assert _stored(engine, DriftPeriodResultRow, "week")[key].n_current == len(day) + 40
