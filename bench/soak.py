@@ -14,7 +14,9 @@ events per window. Then it records:
   evaluated in batches (the evaluator's default) and, unless `--no-compare`, first window by
   window (batches of one: the path before batching), with an md5 of the drift rows after each
   (`same_rows`: the two paths stored identical rows);
-- the database size per day of history;
+- the database size per day of history, and the day and week result rows stored (0017: the ticks
+  above include evaluating the changed windows' days and weeks; those rows are not counted as
+  results in the ms-per-result figures);
 - "before": the per-tick queries of the previous evaluator (GROUP BY over every profile row, every
   joined row loaded, GROUP BY over every result row) timed on the same database.
 
@@ -299,6 +301,11 @@ def soak(
         out |= {"burst_cpu_s": b_cpu}
     with engine.connect() as conn:
         size = conn.execute(text("SELECT pg_database_size(current_database())")).scalar_one()
+        periods = conn.execute(
+            text("SELECT (SELECT count(*) FROM drift_period_results) + "
+                 "(SELECT count(*) FROM outcome_period_results)")
+        ).scalar_one()  # fmt: skip
+    out["period_rows"] = periods  # day and week results (0017), not counted as results above
     out["mb_per_day"] = size / 2**20 / days
     out["load_average_1m"] = os.getloadavg()[0]
     engine.dispose()

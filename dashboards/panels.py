@@ -21,6 +21,9 @@ MODEL_VERSION = (
     "$__timeFilter(time) AND model = ${model:sqlstring} AND version = ${version:sqlstring}"
 )
 MODEL_VERSION_SLICE = MODEL_VERSION + " AND slice = ${slice:sqlstring}"
+# The same without the time filter: for `by_granularity` sources, which filter time themselves.
+ANY_TIME = MODEL_VERSION.removeprefix("$__timeFilter(time) AND ")
+ANY_TIME_SLICE = ANY_TIME + " AND slice = ${slice:sqlstring}"
 
 
 def query_variable(
@@ -151,6 +154,20 @@ def dashed(field: str) -> tuple[dm.MatcherConfig, list[dm.DynamicConfigValue]]:
 
 # Grafana's time grouping of the SQL time series; 1d and 7d plot per day or week (issue 14).
 GRANULARITIES = ("1h", "1d", "7d")
+
+
+def by_granularity(windows: str, periods: str, columns: str) -> str:
+    """A FROM source for a time series with `$granularity`: the window view's rows in the time
+    range at `1h`; at `1d` or `7d` the stored day or week results (`periods`, one merged
+    comparison per period, plotted at its start) of the periods overlapping the range. Filter
+    it with `ANY_TIME` / `ANY_TIME_SLICE`."""
+    return (
+        f"(SELECT {columns} FROM {windows}\n"
+        f"  WHERE ${{granularity:sqlstring}} = '1h' AND $__timeFilter(time)\n"
+        f"  UNION ALL SELECT {columns} FROM {periods}\n"
+        f"  WHERE granularity = ${{granularity:sqlstring}} AND period_end > $__timeFrom()\n"
+        f"    AND time <= $__timeTo()) AS r"
+    )
 
 
 def granularity_variable() -> db.IntervalVariable:

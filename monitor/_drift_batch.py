@@ -23,8 +23,9 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from monitor.attributions import AttributionReference
+from monitor.baselines import StoredBaseline
 from monitor.config import ModelConfig
-from monitor.detectors import DriftResult, ThresholdStrategy, evaluate
+from monitor.detectors import DriftResult, ThresholdStrategy, evaluate, threshold_strategy
 from monitor.profiles import OVERALL, ProfileSet, profile_from_bytes
 from monitor.profiles.serving import ServingSummary
 from monitor.results import store_drift_windows
@@ -82,6 +83,12 @@ def profile_set(
     }
     specs = {col: p.spec for (key, col), p in profiles.items() if key == OVERALL}
     return ProfileSet(profiles, {key: int(n) for key, n in counts}, tuple(slice_by), specs)
+
+
+def thresholds_for(cfg: ModelConfig, baseline: StoredBaseline) -> ThresholdStrategy:
+    """The model's configured threshold strategy over its baseline's variability."""
+    t = cfg.drift.thresholds
+    return threshold_strategy(t.strategy, baseline.variability, t.k, t.floor_fraction)
 
 
 def drift_of(

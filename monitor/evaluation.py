@@ -24,16 +24,19 @@ from monitor._drift_batch import (
     drift_of,
     evaluate_batch,
     profile_set,
+    thresholds_for,
     where_of,
 )
 from monitor._outcome_batch import outcome_batch
+from monitor._period_results import evaluate_periods, mark_periods
 from monitor.attributions import AttributionReference
-from monitor.baselines import StoredBaseline, baseline_for
+from monitor.baselines import baseline_for
 from monitor.config import ModelConfig
-from monitor.detectors import DriftResult, ThresholdStrategy, threshold_strategy
+from monitor.detectors import DriftResult
 from monitor.estimation import estimate_changed
 from monitor.failures import Isolation, redact
 from monitor.outcomes import OutcomeResult
+from monitor.periods import Period, period_drift_against, period_outcomes
 from monitor.profiles import ProfileSet
 from monitor.results import store_drift_results, store_outcome_results
 from monitor.slo import record_window_slo, retry_failed_slo, window_serving
@@ -161,12 +164,6 @@ def reference_for(engine: Engine, model: str, version: str, name: str) -> Profil
     return None if found is None else found.profiles
 
 
-def thresholds_for(cfg: ModelConfig, baseline: StoredBaseline) -> ThresholdStrategy:
-    """The model's configured threshold strategy over its baseline's variability."""
-    t = cfg.drift.thresholds
-    return threshold_strategy(t.strategy, baseline.variability, t.k, t.floor_fraction)
-
-
 class WindowEvaluator:
     """Evaluates changed windows of every configured model and stores the results.
 
@@ -203,20 +200,15 @@ class WindowEvaluator:
         out = []
         refs: dict[str, Reference | None] = {}
         consumed = Consumed(self.engine, "drift")
-        for batch in batches(changed_windows(self.engine, cfg.name)):
+        windows = changed_windows(self.engine, cfg.name)
+        mark_periods(self.engine, "drift", windows)  # before: a crash leaves them pending
+        for batch in batches(windows):
             version = batch[0].version
             if cfg.slo is not None:  # serving SLOs need no baseline
                 for window in batch:
                     record_window_slo(self.isolation, self.engine, cfg.name, cfg.slo, version,
                                       window.start)  # fmt: skip
-            if version not in refs:
-                refs[version] = self.isolation.attempt(
-                    f"baseline {cfg.name}/{version}",
-                    functools.partial(self._reference, cfg, version),
-                    cfg.name,
-                    version,
-                )
-            found = refs[version]
+            found = self._found(cfg, refs, version)
             if found is None:
                 # Without a baseline there is nothing to compare; the window is evaluated when
                 # it next changes, not rescanned every tick.
@@ -233,7 +225,30 @@ class WindowEvaluator:
         consumed.flush()
         if cfg.slo is not None:
             retry_failed_slo(self.isolation, self.engine, cfg.name, cfg.slo)
+        drift = functools.partial(self._period_drift, cfg, refs)
+        evaluate_periods(self.isolation, self.engine, cfg, "drift", drift)
         return out
+
+    def _found(
+        self, cfg: ModelConfig, refs: dict[str, Reference | None], version: str
+    ) -> Reference | None:
+        """The version's baseline, looked up once per tick (a failure is the job's item)."""
+        if version not in refs:
+            refs[version] = self.isolation.attempt(
+                f"baseline {cfg.name}/{version}",
+                functools.partial(self._reference, cfg, version),
+                cfg.name,
+                version,
+            )
+        return refs[version]
+
+    def _period_drift(
+        self, cfg: ModelConfig, refs: dict[str, Reference | None], version: str, period: Period
+    ) -> list[DriftResult]:
+        found = self._found(cfg, refs, version)
+        return (
+            [] if found is None else period_drift_against(self.engine, cfg, version, period, found)
+        )
 
     def _batched(
         self,
@@ -313,7 +328,9 @@ class WindowEvaluator:
         out = []
         rebuild_pending(self.engine, cfg, self.window_s)
         consumed = Consumed(self.engine, "outcome")
-        for batch in batches(labeled_windows(self.engine, cfg.name, self.window_s)):
+        windows = labeled_windows(self.engine, cfg.name, self.window_s)
+        mark_periods(self.engine, "outcome", windows)
+        for batch in batches(windows):
             done = self._batched(
                 [_item("outcomes", cfg, w) for w in batch],
                 batch,
@@ -323,6 +340,8 @@ class WindowEvaluator:
             )
             out += [e for e in done if e.outcomes]
         consumed.flush()
+        outcomes = functools.partial(period_outcomes, self.engine, cfg)
+        evaluate_periods(self.isolation, self.engine, cfg, "outcome", outcomes)
         return out
 
     def _outcomes_together(self, cfg: ModelConfig, windows: list[Window]) -> list[WindowEvaluation]:

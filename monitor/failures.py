@@ -152,6 +152,11 @@ class Isolation:
         self._now = now or utcnow()
         self._failing = {f.item: f for f in list_failures(self.engine, self.job)}
 
+    @property
+    def now(self) -> datetime:
+        """The time of the current run (`begin`)."""
+        return self._now
+
     def failing(self) -> list[Failure]:
         """The job's failing items (as loaded by `begin`, less those recovered since)."""
         return list(self._failing.values())

@@ -29,8 +29,10 @@ from monitor.errors import InputError
 from monitor.profiles import key_of, parse_slice_key
 from monitor.storage import (
     Base,
+    DriftPeriodResultRow,
     DriftResultRow,
     EstimatedResultRow,
+    OutcomePeriodResultRow,
     OutcomeResultRow,
     SloResultRow,
     transaction,
@@ -45,6 +47,7 @@ _DRIFT_KEY = ["model", "version", "window_start", "slice_key", "column", "method
 _OUTCOME_KEY = ["model", "version", "window_start", "slice_key", "metric"]
 _SLO_KEY = ["model", "version", "window_start", "slice_key", "objective"]
 _ESTIMATED_KEY = ["model", "version", "window_start", "slice_key", "metric"]
+_PERIOD_KEY = ["model", "version", "period", "period_start", "slice_key"]
 
 
 def slice_key_of(slice_: Mapping[str, Any] | None) -> str:
@@ -168,6 +171,29 @@ def store_estimated_results(
     table: Table = EstimatedResultRow.__table__  # type: ignore[assignment]
     return _store(engine, table, _ESTIMATED_KEY, (model, version, window), [dict(r) for r in rows],
                   computed_at)  # fmt: skip
+
+
+def store_period_results(
+    session: Session,
+    kind: str,
+    ident: tuple[str, str, str],
+    span: tuple[datetime, datetime],
+    results: Sequence[DriftResult] | Sequence[OutcomeResult],
+) -> int:
+    """Upsert one period's `kind` ("drift" or "outcome") results; ident: model, version and
+    "day" or "week". Returns the rows written."""
+    drift = kind == "drift"
+    row_type = DriftPeriodResultRow if drift else OutcomePeriodResultRow
+    table: Table = row_type.__table__  # type: ignore[assignment]
+    model, version, period = ident
+    start, end = _check_window(span)
+    common = {
+        "model": model, "version": version, "period": period, "period_start": start,
+        "period_end": end, "computed_at": utcnow(),
+    }  # fmt: skip
+    rows = [{**common, **result_row(result_document(r), table)} for r in results]
+    key = [*_PERIOD_KEY, "column", "method"] if drift else [*_PERIOD_KEY, "metric"]
+    return _upsert(session, table, key, rows)
 
 
 def result_row(doc: Mapping[str, Any], table: Table) -> dict[str, Any]:

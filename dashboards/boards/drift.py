@@ -5,7 +5,9 @@ from __future__ import annotations
 from grafana_foundation_sdk.models import dashboard as dm
 
 from dashboards.panels import (
+    ANY_TIME_SLICE,
     MODEL_VERSION_SLICE,
+    by_granularity,
     dashboard,
     dashed,
     granularity_variable,
@@ -20,24 +22,31 @@ UID = "modelwatch-drift"
 
 # One series per column *and method*: methods have different scales and thresholds, so a max
 # across them would compare PSI with a p-value.
+# At 1d / 7d a point is the day's or week's stored merged comparison (mw_drift_periods), not
+# the worst window of the period.
+SERIES = by_granularity(
+    "mw_drift", "mw_drift_periods",
+    'time, model, version, slice, "column", method, value, threshold, drifted',
+)  # fmt: skip
+
 SCORE = f"""SELECT $__timeGroupAlias(time, $granularity), "column" || ' ' || method AS metric,
   max(value) AS value
-FROM mw_drift
-WHERE {MODEL_VERSION_SLICE}
+FROM {SERIES}
+WHERE {ANY_TIME_SLICE}
 GROUP BY 1, 2
 ORDER BY 1"""
 
 THRESHOLD = f"""SELECT $__timeGroupAlias(time, $granularity),
   "column" || ' ' || method || ' threshold' AS metric, max(threshold) AS value
-FROM mw_drift
-WHERE {MODEL_VERSION_SLICE}
+FROM {SERIES}
+WHERE {ANY_TIME_SLICE}
 GROUP BY 1, 2
 ORDER BY 1"""
 
 DRIFTED_OVER_TIME = f"""SELECT $__timeGroupAlias(time, $granularity),
   count(DISTINCT CASE WHEN drifted = 1 THEN "column" END) AS drifted_columns
-FROM mw_drift
-WHERE {MODEL_VERSION_SLICE}
+FROM {SERIES}
+WHERE {ANY_TIME_SLICE}
 GROUP BY 1
 ORDER BY 1"""
 
@@ -67,7 +76,8 @@ def build(datasource: dm.DataSourceRef) -> dm.Dashboard:
     board = board.with_variable(granularity_variable())
     score = time_series(
         "Drift score by column",
-        "Latest drift statistic per column in each interval; dashed: the column's threshold.",
+        "Drift statistic per column: the largest window's at 1h, the whole day's or week's "
+        "merged comparison at 1d / 7d; dashed: the column's threshold.",
         [SCORE, THRESHOLD],
         datasource,
     ).with_override(*dashed(".* threshold"))

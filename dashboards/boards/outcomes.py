@@ -6,8 +6,11 @@ from __future__ import annotations
 from grafana_foundation_sdk.models import dashboard as dm
 
 from dashboards.panels import (
+    ANY_TIME,
+    ANY_TIME_SLICE,
     MODEL_VERSION,
     MODEL_VERSION_SLICE,
+    by_granularity,
     dashboard,
     dashed,
     granularity_variable,
@@ -20,16 +23,23 @@ from dashboards.panels import (
 
 UID = "modelwatch-outcomes"
 
+# At 1d / 7d a point is the metric of the day's or week's merged outcome summaries
+# (mw_outcome_periods), not the mean of its windows.
+SERIES = by_granularity(
+    "mw_outcomes", "mw_outcome_periods",
+    "time, model, version, slice, metric, value, ci_low, ci_high, baseline_value",
+)  # fmt: skip
+
 BAND = f"""SELECT $__timeGroupAlias(time, $granularity), avg(value) AS value,
   min(ci_low) AS ci_low, max(ci_high) AS ci_high, avg(baseline_value) AS baseline
-FROM mw_outcomes
-WHERE {MODEL_VERSION_SLICE} AND metric = ${{metric:sqlstring}}
+FROM {SERIES}
+WHERE {ANY_TIME_SLICE} AND metric = ${{metric:sqlstring}}
 GROUP BY 1
 ORDER BY 1"""
 
 BY_SLICE = f"""SELECT $__timeGroupAlias(time, $granularity), slice AS metric, avg(value) AS value
-FROM mw_outcomes
-WHERE {MODEL_VERSION} AND metric = ${{metric:sqlstring}}
+FROM {SERIES}
+WHERE {ANY_TIME} AND metric = ${{metric:sqlstring}}
 GROUP BY 1, 2
 ORDER BY 1"""
 

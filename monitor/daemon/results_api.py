@@ -8,7 +8,7 @@ threshold and the realized value once labels are joined) and the mean reconstruc
 (`{"region":"eu"}`) or `col=value`; `overall` (or an empty value) selects whole-window rows.
 With `granularity` (e.g. `1d`, `7d`: a whole number of windows) results are computed on demand
 for periods of that length by merging the periods' window summaries
-(monitor/daemon/periods.py); `window_start` then names a time in the period.
+(monitor/periods.py); `window_start` then names a time in the period.
 """
 
 from __future__ import annotations
@@ -33,7 +33,12 @@ from monitor.daemon.paging import (
     encode_cursor,
     page_of,
 )
-from monitor.daemon.periods import (
+from monitor.detectors import detector_names
+from monitor.errors import InputError, NotFoundError
+from monitor.estimation import METRICS as ESTIMATED_METRICS
+from monitor.estimation import MULTICLASS_METRICS, MULTIVARIATE_METRIC
+from monitor.outcomes import METRICS
+from monitor.periods import (
     SUMMARY_TABLES,
     Period,
     granularity_of,
@@ -44,11 +49,6 @@ from monitor.daemon.periods import (
     periods_between,
     versions_in,
 )
-from monitor.detectors import detector_names
-from monitor.errors import InputError, NotFoundError
-from monitor.estimation import METRICS as ESTIMATED_METRICS
-from monitor.estimation import MULTICLASS_METRICS, MULTIVARIATE_METRIC
-from monitor.outcomes import METRICS
 from monitor.profiles import slice_key_from_text
 from monitor.results import result_document, slice_key_of
 from monitor.storage import (

@@ -26,12 +26,14 @@ from monitor.failures import Isolation
 from monitor.storage import (
     AlertNotification,
     DeadLetter,
+    DriftPeriodResultRow,
     DriftResultRow,
     EstimatedResultRow,
     IntakeEntry,
     JobFailure,
     JobRun,
     LabeledPrediction,
+    OutcomePeriodResultRow,
     OutcomeResultRow,
     OutcomeSummaryRow,
     SloResultRow,
@@ -63,6 +65,12 @@ def purge(
         "window_serving": delete(WindowServing).where(WindowServing.updated_at < cutoff),
         "drift_results": delete(DriftResultRow).where(DriftResultRow.computed_at < cutoff),
         "outcome_results": delete(OutcomeResultRow).where(OutcomeResultRow.computed_at < cutoff),
+        "drift_period_results": delete(DriftPeriodResultRow).where(
+            DriftPeriodResultRow.computed_at < cutoff
+        ),
+        "outcome_period_results": delete(OutcomePeriodResultRow).where(
+            OutcomePeriodResultRow.computed_at < cutoff
+        ),
         "slo_results": delete(SloResultRow).where(SloResultRow.computed_at < cutoff),
         "estimated_results": delete(EstimatedResultRow).where(
             EstimatedResultRow.computed_at < cutoff

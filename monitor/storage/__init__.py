@@ -40,7 +40,13 @@ from monitor.storage.engine import make_engine, normalize_url, session_factory, 
 from monitor.storage.estimates import EstimatedResultRow
 from monitor.storage.guards import GateRun, RollbackEvent
 from monitor.storage.intake import IntakeEntry
-from monitor.storage.results import DriftResultRow, OutcomeResultRow, SloResultRow
+from monitor.storage.results import (
+    DriftPeriodResultRow,
+    DriftResultRow,
+    OutcomePeriodResultRow,
+    OutcomeResultRow,
+    SloResultRow,
+)
 from monitor.storage.summaries import OutcomeSummaryRow
 
 __all__ = [
@@ -62,6 +68,7 @@ __all__ = [
     "Baseline",
     "BaselineProfile",
     "DeadLetter",
+    "DriftPeriodResultRow",
     "DriftResultRow",
     "GateRun",
     "IngestCounter",
@@ -72,6 +79,7 @@ __all__ = [
     "Model",
     "ModelAlias",
     "ModelVersion",
+    "OutcomePeriodResultRow",
     "OutcomeResultRow",
     "PendingHalf",
     "PendingLabel",

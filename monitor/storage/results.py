@@ -27,20 +27,8 @@ class _WindowResult:
     computed_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
-class DriftResultRow(_WindowResult, Base):
-    """A drift result of one column (overall or one slice) in one window."""
-
-    __tablename__ = "drift_results"
-    __table_args__ = (
-        UniqueConstraint(
-            "model", "version", "window_start", "slice_key", "column", "method",
-            name="uq_drift_results_key",
-        ),
-        CheckConstraint(
-            "status IN ('ok', 'drift', 'insufficient_data', 'missing', 'new')",
-            name="status_known",
-        ),
-    )  # fmt: skip
+class _DriftFields:
+    """What a drift result row says (of a window or a period)."""
 
     column: Mapped[str] = mapped_column(String(200))
     method: Mapped[str] = mapped_column(String(50))
@@ -55,7 +43,36 @@ class DriftResultRow(_WindowResult, Base):
     status: Mapped[str] = mapped_column(String(20))
 
 
-class OutcomeResultRow(_WindowResult, Base):
+class _OutcomeFields:
+    """What an outcome result row says (of a window or a period)."""
+
+    metric: Mapped[str] = mapped_column(String(50))
+    value: Mapped[float | None] = mapped_column(Float)
+    ci_low: Mapped[float | None] = mapped_column(Float)
+    ci_high: Mapped[float | None] = mapped_column(Float)
+    baseline_value: Mapped[float | None] = mapped_column(Float)
+    tolerance: Mapped[float | None] = mapped_column(Float)
+    n: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(20))
+
+
+class DriftResultRow(_DriftFields, _WindowResult, Base):
+    """A drift result of one column (overall or one slice) in one window."""
+
+    __tablename__ = "drift_results"
+    __table_args__ = (
+        UniqueConstraint(
+            "model", "version", "window_start", "slice_key", "column", "method",
+            name="uq_drift_results_key",
+        ),
+        CheckConstraint(
+            "status IN ('ok', 'drift', 'insufficient_data', 'missing', 'new')",
+            name="status_known",
+        ),
+    )  # fmt: skip
+
+
+class OutcomeResultRow(_OutcomeFields, _WindowResult, Base):
     """An outcome metric (accuracy, AUC, MAE...) of one slice in one window, with its interval."""
 
     __tablename__ = "outcome_results"
@@ -68,15 +85,6 @@ class OutcomeResultRow(_WindowResult, Base):
             "status IN ('ok', 'degraded', 'insufficient_data')", name="status_known"
         ),
     )  # fmt: skip
-
-    metric: Mapped[str] = mapped_column(String(50))
-    value: Mapped[float | None] = mapped_column(Float)
-    ci_low: Mapped[float | None] = mapped_column(Float)
-    ci_high: Mapped[float | None] = mapped_column(Float)
-    baseline_value: Mapped[float | None] = mapped_column(Float)
-    tolerance: Mapped[float | None] = mapped_column(Float)
-    n: Mapped[int] = mapped_column(Integer)
-    status: Mapped[str] = mapped_column(String(20))
 
 
 class SloResultRow(_WindowResult, Base):
@@ -98,3 +106,52 @@ class SloResultRow(_WindowResult, Base):
     threshold: Mapped[float | None] = mapped_column(Float)
     n: Mapped[int] = mapped_column(Integer)
     status: Mapped[str] = mapped_column(String(20))
+
+
+class _PeriodResult:
+    """Columns every period result row has: who, which day or week, which slice, when."""
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    model: Mapped[str] = mapped_column(String(200))
+    version: Mapped[str] = mapped_column(String(100))
+    # "day" or "week" (`monitor.periods.PERIODS`): 1 or 7 days, aligned to the epoch as windows.
+    period: Mapped[str] = mapped_column(String(10))
+    period_start: Mapped[datetime] = mapped_column(UTCDateTime)
+    period_end: Mapped[datetime] = mapped_column(UTCDateTime)
+    slice_key: Mapped[str] = mapped_column(String(500), default="")
+    computed_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class DriftPeriodResultRow(_DriftFields, _PeriodResult, Base):
+    """Drift of a day's or a week's merged window profiles (one column, slice and method)."""
+
+    __tablename__ = "drift_period_results"
+    __table_args__ = (
+        UniqueConstraint(
+            "model", "version", "period", "period_start", "slice_key", "column", "method",
+            name="uq_drift_period_results_key",
+        ),
+        CheckConstraint(
+            "status IN ('ok', 'drift', 'insufficient_data', 'missing', 'new')",
+            name="status_known",
+        ),
+        CheckConstraint("period IN ('day', 'week')", name="period_known"),
+        Index("ix_drift_period_results_computed_at", "computed_at"),
+    )  # fmt: skip
+
+
+class OutcomePeriodResultRow(_OutcomeFields, _PeriodResult, Base):
+    """An outcome metric of a day's or a week's merged outcome summaries (one slice)."""
+
+    __tablename__ = "outcome_period_results"
+    __table_args__ = (
+        UniqueConstraint(
+            "model", "version", "period", "period_start", "slice_key", "metric",
+            name="uq_outcome_period_results_key",
+        ),
+        CheckConstraint(
+            "status IN ('ok', 'degraded', 'insufficient_data')", name="status_known"
+        ),
+        CheckConstraint("period IN ('day', 'week')", name="period_known"),
+        Index("ix_outcome_period_results_computed_at", "computed_at"),
+    )  # fmt: skip

@@ -37,7 +37,7 @@ from tests.services.postgres import PostgresServer
 BIG = (
     "window_profiles", "window_counts", "drift_results", "outcome_results",
     "labeled_predictions", "outcome_summaries", "window_changes",
-    "source_positions", "dead_letters",
+    "source_positions", "dead_letters", "drift_period_results", "outcome_period_results",
 )  # fmt: skip
 WINDOWS = 2000  # per model: about 83 days of hourly windows
 # A tick reads at most a few windows' rows of a big table per statement, whatever the history.
@@ -129,8 +129,10 @@ def _captured(engine: Engine, action: Any) -> list[tuple[str, Any]]:
     return [(s, p) for s, p in seen if re.match(r"\s*(SELECT|INSERT|UPDATE|DELETE|WITH)", s, re.I)]
 
 
-def _scans(engine: Engine, statements: list[tuple[str, Any]]) -> list[str]:
-    """Big-table scans that are sequential, or that read more rows than a few windows hold.
+def _scans(
+    engine: Engine, statements: list[tuple[str, Any]], max_rows: int = MAX_ROWS
+) -> list[str]:
+    """Big-table scans that are sequential, or that read more than `max_rows` rows.
 
     Each statement runs under EXPLAIN ANALYZE in a transaction that is rolled back, so the row
     counts are what it really read (a max over an index reads one row, not the estimate).
@@ -146,12 +148,12 @@ def _scans(engine: Engine, statements: list[tuple[str, Any]]) -> list[str]:
                 continue
             rows = re.search(r"actual time=\S+ rows=(\d+) loops=(\d+)", line)
             read = int(rows.group(1)) * int(rows.group(2)) if rows else 0
-            if scan.group(1).startswith("Seq") or read > MAX_ROWS:
+            if scan.group(1).startswith("Seq") or read > max_rows:
                 bad.append(f"{' '.join(statement.split()[:8])}...: {line.strip()}")
     return bad
 
 
-def _ingest_one_window(engine: Engine, config: Any) -> None:
+def _ingest_one_window(engine: Engine, config: Any, windows: int = 1) -> None:
     rng = np.random.default_rng(0)
     frame = pd.DataFrame(
         {
@@ -168,6 +170,13 @@ def _ingest_one_window(engine: Engine, config: Any) -> None:
         {"request_id": f"r{i}", "model": "m0", "label": i % 2, "timestamp": T0} for i in range(50)
     ]
     items = [event(i, model="m0") for i in range(50)] + labels
+    for w in range(1, windows):  # more windows of the same day, with their labels
+        ts = T0 + w * 3600
+        items += [event(1000 * w + i, ts=ts + i, model="m0") for i in range(20)]
+        items += [
+            {**x, "request_id": f"r{1000 * w + i}", "timestamp": ts}
+            for i, x in enumerate(labels[:20])
+        ]
     ing.ingest([RawRecord("s", i, i + 1, orjson.dumps(x)) for i, x in enumerate(items)])
 
 
@@ -206,3 +215,22 @@ def test_a_scan_of_history_is_caught(history: Engine) -> None:
         "WHERE model = %(model)s GROUP BY version, window_start"
     )
     assert _scans(history, [(old, {"model": "m1"})]) != []
+
+
+def test_a_burst_tick_reads_only_the_changed_windows_and_their_periods(history: Engine) -> None:
+    # 30 windows of one day change at once: their batch reads (window_start IN ...), batch
+    # upserts, change markers and the day's and week's merges use indexes, and each statement
+    # reads the rows of the changed windows (or of their day and week), not the history's.
+    config = _config(str(history.url))
+    monitoring = Monitoring(history, config, ModelwatchMetrics(CollectorRegistry(), config.models))
+    now = datetime.now(UTC)
+    monitoring(now=now)
+    _ingest_one_window(history, config, windows=30)
+    busy: list[Any] = []
+    tick = _captured(history, lambda: busy.extend(monitoring(now=now)))
+    assert len({e.window.start for e in busy if e.drift}) == 30
+    assert any("IN (" in s.upper() and "window_profiles" in s for s, _ in tick)  # a batch
+    assert any("drift_period_results" in s for s, _ in tick)
+    assert any("outcome_period_results" in s for s, _ in tick)
+    # 30 windows x (3 slice keys x 3 columns) profiles; a scan of history reads 30,000.
+    assert _scans(history, tick, max_rows=30 * 12) == []

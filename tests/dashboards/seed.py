@@ -30,7 +30,14 @@ from monitor.config.serving import CostConfig, SloConfig
 from monitor.detectors import DriftResult
 from monitor.evaluation import WindowEvaluator
 from monitor.outcomes.base import OutcomeResult
-from monitor.results import store_drift_results, store_estimated_results, store_outcome_results
+from monitor.periods import PERIODS, period_of
+from monitor.results import (
+    store_drift_results,
+    store_estimated_results,
+    store_outcome_results,
+    store_period_results,
+)
+from monitor.storage import transaction
 
 MODEL, VERSION = "fraud", "3"
 MODELS = [ModelConfig(name=MODEL, slices=["region"])]
@@ -64,6 +71,17 @@ def seed_results(engine: Engine, t0: datetime) -> None:
         store_drift_results(engine, MODEL, VERSION, window, drift)
         store_outcome_results(engine, MODEL, VERSION, window, [_outcome(hour, r) for r in slices])
         store_estimated_results(engine, MODEL, VERSION, window, _estimated(hour))
+    # The day and the week holding the hours, one merged comparison each (as the evaluate job
+    # stores them): the day drifted in `amount`, the week did not.
+    with transaction(engine) as s:
+        for name, size in PERIODS.items():
+            p = period_of(t0, size)
+            hour = HOURS if name == "day" else 1
+            ident = (MODEL, VERSION, name)
+            drift = [_drift(hour, c, r) for c in ("amount", "country") for r in (None, "eu", "us")]
+            store_period_results(s, "drift", ident, (p.start, p.end), drift)
+            outcomes = [_outcome(hour, r) for r in (None, "eu", "us")]
+            store_period_results(s, "outcome", ident, (p.start, p.end), outcomes)
 
 
 def _estimated(hour: int) -> list[dict[str, object]]:

@@ -16,7 +16,7 @@ from dashboards.render import build_dashboards
 from migrations import upgrade
 from monitor.storage import make_engine
 from tests.dashboards.grafana_sql import GrafanaContext
-from tests.dashboards.seed import MODEL, VERSION, seed_all
+from tests.dashboards.seed import HOURS, MODEL, VERSION, seed_all
 from tests.services.postgres import PostgresServer
 
 BOARDS = build_dashboards()
@@ -192,3 +192,25 @@ def test_granularity_groups_sql_series_by_day_or_week(
         assert rows, title
         # One point per period, at the period's start.
         assert all(float(r[0]) % seconds == 0 for r in rows), title
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(("granularity", "day_or_week"), [("1d", HOURS), ("7d", 1)])
+def test_a_day_or_week_point_is_its_merged_comparison_not_the_worst_window(
+    seeded: tuple[Engine, GrafanaContext], granularity: str, day_or_week: int
+) -> None:
+    # The seeded windows' `amount` drift peaks at 0.25; the stored day's merged comparison is
+    # 0.3 and the week's 0.05 (seed.py): each point shows its period's own comparison.
+    engine, ctx = seeded
+    coarse = GrafanaContext(
+        ctx.time_from, ctx.time_to, ctx.interval_s, {**ctx.variables, "granularity": granularity}
+    )
+    sql = coarse.expand(panel_sql("modelwatch-drift", "Drift score by column"))
+    with engine.connect() as conn:
+        rows = list(conn.execute(text(sql.replace(":", r"\:"))))
+    amount = [float(r[2]) for r in rows if r[1] == "amount psi"]
+    assert amount == [pytest.approx(0.05 * day_or_week)]
+    band = coarse.expand(panel_sql("modelwatch-outcomes", "$metric in $slice vs baseline"))
+    with engine.connect() as conn:
+        values = [float(r[1]) for r in conn.execute(text(band.replace(":", r"\:")))]
+    assert values == [pytest.approx(0.9 - 0.01 * day_or_week)]

@@ -158,7 +158,7 @@ def test_a_corrupt_window_fails_alone_and_the_rest_of_its_batch_is_stored(
     drifted = {e.window.start for e in done if e.drift}
     assert drifted == {START + i * WINDOW for i in range(WINDOWS)} - {bad}
     assert {r[0] for r in _rows(engine)} == drifted
-    failures = list_failures(engine, "evaluate")
+    failures = list_failures(engine, "evaluate")  # its day and week wait for it, unreported
     assert [f.item for f in failures] == [f"drift fraud/1 {bad.isoformat()}"]
     assert "CorruptProfileError" in failures[0].error
     assert [w.start for w in changed_windows(engine, "fraud")] == [bad]  # retried later

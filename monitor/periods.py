@@ -1,8 +1,10 @@
-"""Results over a day or a week on demand: a merge of window summaries, never raw rows.
+"""Results over a day or a week: a merge of window summaries, never raw rows.
 
 A period is `granularity` long, aligned to the epoch like windows, and must be a whole number of
 windows. Drift compares the period's merged window profiles with the version's baseline, exactly
-as a window is compared; outcome metrics come from the period's merged outcome summaries.
+as a window is compared; outcome metrics come from the period's merged outcome summaries. The one
+owner of period arithmetic and merging: the results API computes any granularity on demand
+(`?granularity=`), the evaluate job stores days and weeks (`PERIODS`) as their windows change.
 """
 
 from __future__ import annotations
@@ -15,11 +17,12 @@ from typing import Any
 from sqlalchemy import distinct, func, select
 from sqlalchemy.engine import Engine
 
+from monitor._drift_batch import Reference, drift_of, thresholds_for
+from monitor.attributions import AttributionReference
 from monitor.baselines import baseline_for
 from monitor.config import ModelConfig, parse_duration
-from monitor.detectors import DriftResult, evaluate
+from monitor.detectors import DriftResult
 from monitor.errors import InputError
-from monitor.evaluation import thresholds_for
 from monitor.outcomes import OutcomeResult
 from monitor.profiles import ProfileSet, profile_from_bytes
 from monitor.profiles.kinds import Profile
@@ -27,6 +30,8 @@ from monitor.storage import OutcomeSummaryRow, WindowCount, WindowProfile, sessi
 from monitor.summaries import outcome_results, window_of
 
 MAX_PERIODS = 100
+PERIODS: dict[str, timedelta] = {"day": timedelta(days=1), "week": timedelta(days=7)}
+"""The stored periods (`drift_period_results`, `outcome_period_results`) by name."""
 
 
 @dataclass(frozen=True)
@@ -109,8 +114,9 @@ def period_profiles(
             .group_by(c.slice_key)
         ).all()
     profiles: dict[tuple[str, str], Profile] = {}
+    where = f"model '{model}' version '{version}' period {period.start.isoformat()}"
     for key, col, payload in prof_rows:
-        prof = profile_from_bytes(payload)
+        prof = profile_from_bytes(payload, f"{where} slice {key or 'overall'}")
         mine = profiles.get((key, col))
         profiles[(key, col)] = prof if mine is None else mine.merge(prof)  # type: ignore[arg-type]
     specs = {col: prof.spec for (key, col), prof in profiles.items() if key == ""}
@@ -124,19 +130,20 @@ def period_drift(
     baseline = baseline_for(engine, cfg.name, version, cfg.drift.baseline)
     if baseline is None:
         return []
-    reference = baseline.profiles
-    current = period_profiles(engine, cfg.name, version, period, reference.slice_by or cfg.slices)
+    reference = (baseline.profiles, thresholds_for(cfg, baseline), AttributionReference())
+    return period_drift_against(engine, cfg, version, period, reference)
+
+
+def period_drift_against(
+    engine: Engine, cfg: ModelConfig, version: str, period: Period, reference: Reference
+) -> list[DriftResult]:
+    """Drift of the period's merged profiles against `reference`, compared as a window is
+    (`monitor._drift_batch.drift_of`; attributions are per window only); [] without windows."""
+    profiles = reference[0]
+    current = period_profiles(engine, cfg.name, version, period, profiles.slice_by or cfg.slices)
     if not current.profiles:
         return []
-    return evaluate(
-        reference,
-        current,
-        methods=cfg.drift.methods or None,
-        thresholds=thresholds_for(cfg, baseline),
-        alpha=cfg.drift.alpha,
-        evidence_alpha=cfg.drift.evidence_alpha,
-        min_n=cfg.drift.min_n,
-    )
+    return drift_of(cfg, reference, current, None)
 
 
 def period_outcomes(
