@@ -108,7 +108,7 @@ class Ingestor:
             functools.partial(stored_half, engine, source),
             max_future_s=self.settings.max_future_skew.total_seconds(),
         )
-        self.states: dict[str, KeyState] = {}
+        self._states: dict[str, KeyState] = {}
         self.sleep = sleep
         self._with_retries(lambda: self._setup(source_type))
 
@@ -128,17 +128,17 @@ class Ingestor:
                 return read_states(session, self.source, keys, lock=False)
 
         stored = self._with_retries(load)
-        self.states.update(stored)
+        self._states.update(stored)
         return {k: s.offset for k, s in stored.items()}
 
     def position(self, key: str) -> int:
         """The next offset of `key` this ingestor applies (read once, then kept as it commits)."""
-        state = self.states.get(key)
+        state = self._states.get(key)
         return state.offset if state is not None else self.positions([key])[key]
 
     def forget(self, key: str) -> None:
         """Drop `key`'s remembered position (read again if it comes back); keeps memory flat."""
-        self.states.pop(key, None)
+        self._states.pop(key, None)
 
     def ingest(
         self, records: Sequence[RawRecord] | Batch, within: Within | None = None
@@ -154,7 +154,7 @@ class Ingestor:
 
     def _ingest(self, records: Sequence[RawRecord] | Batch, within: Within | None) -> BatchResult:
         batch = records if isinstance(records, Batch) else Batch(records)
-        missing = sorted({r.key for r in batch.records} - set(self.states))
+        missing = sorted({r.key for r in batch.records} - set(self._states))
         if missing:
             self.positions(missing)
         plan = self._plan(batch)
@@ -170,17 +170,17 @@ class Ingestor:
                 log.info(
                     "%s: stored positions or windows moved; planning the batch again", self.source
                 )
-                self.states.update(stale.stored)
+                self._states.update(stale.stored)
                 plan = self._plan(batch)
                 continue
-            self.states.update(plan.end)
+            self._states.update(plan.end)
             return BatchResult(plan.events, labels, len(plan.dead), plan.late, plan.skipped)
 
     def _plan(self, batch: Batch) -> Plan:
-        plan = self.planner.plan_chunked(batch.records, self.states)
+        plan = self.planner.plan_chunked(batch.records, self._states)
         rejected = kind_mismatches(plan, self.specs)
         if rejected:
-            plan = self.planner.plan_chunked(batch.records, self.states, rejected)
+            plan = self.planner.plan_chunked(batch.records, self._states, rejected)
         return plan
 
     def _commit(

@@ -64,7 +64,7 @@ def _ingest(
     keys, starts, ends, payloads = columns
     records = list(map(RawRecord, keys, starts, ends, payloads))
     _INGESTOR.ingest(Batch(records, batch.ends, batch.details))
-    return {k: _INGESTOR.states[k].offset for k in set(keys)}
+    return {k: _INGESTOR.position(k) for k in set(keys)}
 
 
 class PipelinedIngest:

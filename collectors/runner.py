@@ -73,7 +73,7 @@ def pump(source: Source, ingestor: Ingestor, state: RunState, until_caught_up: b
         if batch.records:
             ingestor.ingest(batch)
             keys = {r.key for r in batch.records}
-            source.committed({k: ingestor.states[k].offset for k in keys})
+            source.committed({k: ingestor.position(k) for k in keys})
         if state.stop.is_set() or (until_caught_up and source.caught_up()):
             return
 
