@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from alerts._evaluator import EvaluationResult, Evaluator, Transition
+from alerts._outbox import status_counts
+from alerts._signing import IDEMPOTENCY_HEADER, SIGNATURE_HEADER, sign, verify_signature
 from alerts.base import (
     SIGNAL_KINDS,
     AlertSnapshot,
@@ -13,9 +16,6 @@ from alerts.base import (
     fingerprint,
 )
 from alerts.delivery import DeliveryReport, DeliveryWorker, RollbackHandler
-from alerts.evaluator import EvaluationResult, Evaluator, Transition
-from alerts.outbox import status_counts
-from alerts.signing import IDEMPOTENCY_HEADER, SIGNATURE_HEADER, sign, verify_signature
 from alerts.silences import Silence, add_silence, expire_silence, list_silences
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 A rule without `annotations` still sends a `summary` and a `description` that say what moved,
 where and by how much; a rule's own annotations override these key by key. Placeholders are
-those of `alerts.rules.render_annotations` (labels, `{value}`, `{threshold}`, `{slice}`).
+those of `alerts._rules.render_annotations` (labels, `{value}`, `{threshold}`, `{slice}`).
 """
 
 from __future__ import annotations

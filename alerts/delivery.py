@@ -4,7 +4,7 @@ Policy: a 2xx answer is delivered. A transport error, timeout, 408, 429 or 5xx i
 an exponential backoff with jitter; any other status, and a payload the receiver cannot render,
 is permanent. A row whose attempts reach
 `max_attempts`, whose age reaches `max_age`, or that failed permanently goes `dead` and stays
-visible (`modelwatch alerts list --outbox`, :func:`alerts.outbox.status_counts`).
+visible (`modelwatch alerts list --outbox`, :func:`alerts._outbox.status_counts`).
 
 A pass claims a batch in one transaction, sends it (`concurrency` requests at a time), and records
 every result in one more transaction. A worker killed between sending and recording leaves its
@@ -29,11 +29,11 @@ from typing import Any
 import httpx
 from sqlalchemy.engine import Engine
 
+from alerts._outbox import Ack, Claimed, acknowledge, backoff, claim
+from alerts._signing import IDEMPOTENCY_HEADER, SIGNATURE_HEADER, sign
 from alerts.base import Notification, OutboundRequest, Receiver
-from alerts.outbox import Ack, Claimed, acknowledge, backoff, claim
 from alerts.receivers import build_receiver
 from alerts.receivers.registry import read_env
-from alerts.signing import IDEMPOTENCY_HEADER, SIGNATURE_HEADER, sign
 from monitor.config.alerts import AlertsConfig
 from monitor.storage import utcnow
 

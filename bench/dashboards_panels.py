@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import text
 
-from dashboards.render import build_dashboards
+from dashboards._render import build_dashboards
 from migrations import upgrade
 from monitor.detectors import DriftResult
 from monitor.results import store_drift_results

@@ -175,7 +175,7 @@ class ProfilingTimer:
     """Wraps the ingest's `build_profiles` (where derivation happens) to time that stage."""
 
     def __init__(self) -> None:
-        import collectors.ingest
+        import collectors._ingest
 
         self.module = collectors.ingest
         self.build = collectors.ingest.build_profiles
@@ -241,7 +241,7 @@ def _stages(
     included) per round, off and on interleaved, each ingestor warmed by one ingest first (so
     specs and stored models are cached, as in a running collector)."""
     from collectors import Ingestor
-    from collectors.specs import build_profiles
+    from collectors._specs import build_profiles
     from monitor.config import parse_config
 
     ingestors = {}

@@ -25,12 +25,12 @@ import numpy as np
 import pandas as pd
 
 from guards import GateRequest, load_golden, preset
-from guards.feeds import build_feeds
+from guards._feeds import build_feeds
+from guards._runtime import open_session, run_batched, select_providers, session_options, signature
 from guards.gate import judge
 from guards.reports import render_html, render_json, render_markdown
 from guards.results import GuardVerdict
-from guards.runtime import open_session, run_batched, select_providers, session_options, signature
-from monitor.demo.models import fraud_classifier, save, to_int8_static
+from monitor.demo._models import fraud_classifier, save, to_int8_static
 
 N_FEATURES, HIDDEN, DEPTH, BATCH = 64, 256, 3, 4096
 

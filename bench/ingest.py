@@ -275,7 +275,7 @@ def main() -> None:
     # Warm imports (a running daemon has them): the timings compare consuming, not importing.
     import kafka  # noqa: F401
 
-    import collectors.monitor_profiles  # noqa: F401
+    import collectors._monitor_profiles  # noqa: F401
     import collectors.runner  # noqa: F401
 
     broker = KafkaBroker(partitions=4)

@@ -7,8 +7,8 @@ transaction with aggregates, counters, dead letters, label join and positions ou
 
 from __future__ import annotations
 
-from collectors.adapters import adapter_names, make_adapter, register_adapter
-from collectors.base import (
+from collectors._adapters import adapter_names, make_adapter, register_adapter
+from collectors._base import (
     Adapter,
     Batch,
     BatchResult,
@@ -19,16 +19,16 @@ from collectors.base import (
     Rejection,
     Source,
 )
-from collectors.http_bodies import CE_BATCH, CE_STRUCTURED, RequestBody, check_request
-from collectors.http_intake import (
+from collectors._http_bodies import CE_BATCH, CE_STRUCTURED, RequestBody, check_request
+from collectors._http_intake import (
     Accepted,
     Backlog,
     HttpIntake,
     IntakeFull,
     check_idempotency_key,
 )
-from collectors.ingest import Ingestor
-from collectors.intake_requests import (
+from collectors._ingest import Ingestor
+from collectors._intake_requests import (
     RequestDeadLetter,
     RequestState,
     count_dead_letters,
@@ -37,7 +37,7 @@ from collectors.intake_requests import (
     request_state,
     stored_key,
 )
-from collectors.profiling import ProfileBackend
+from collectors._profiling import ProfileBackend
 from collectors.runner import RunState, run
 from collectors.status import CollectStatus, ModelStatus, SourceStatus, collect_status
 

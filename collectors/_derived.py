@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 from sqlalchemy.engine import Engine
 
-from collectors.windows import WindowBatch, WindowKey
+from collectors._windows import WindowBatch, WindowKey
 from monitor.estimation import (
     ERROR_COLUMN,
     SCORE_COLUMN,

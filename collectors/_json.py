@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from collectors.base import DecodeError
+from collectors._base import DecodeError
 
 
 def loads(payload: bytes) -> Any:

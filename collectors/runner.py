@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.engine import Engine
 
-from collectors.base import Source
-from collectors.files import JsonlSource
-from collectors.ingest import Ingestor
-from collectors.kafka import KafkaSource
-from collectors.kafka_confluent import ConfluentKafkaSource
-from collectors.pipeline import PipelinedIngest
+from collectors._base import Source
+from collectors._files import JsonlSource
+from collectors._ingest import Ingestor
+from collectors._kafka import KafkaSource
+from collectors._kafka_confluent import ConfluentKafkaSource
+from collectors._pipeline import PipelinedIngest
 from monitor.config import Config, JsonlSourceConfig, KafkaSourceConfig, SourceConfig
 from monitor.errors import ModelwatchError
 

@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
-from collectors.http_bodies import ADAPTERS, SOURCES
+from collectors._http_bodies import ADAPTERS, SOURCES
 from monitor.config import SourceConfig
 from monitor.storage import IngestCounter, IntakeEntry, SourcePosition, WindowCount
 

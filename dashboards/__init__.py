@@ -9,8 +9,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from dashboards._labels import LabelLimiter, SliceLabels
 from dashboards.exposition import MetricsServer, metrics_asgi_app, metrics_wsgi_app, serve_metrics
-from dashboards.labels import LabelLimiter, SliceLabels
 from dashboards.metrics import ModelwatchMetrics
 from dashboards.views import VIEW_COLUMNS
 
@@ -18,9 +18,9 @@ _LAZY = {
     "DatasourceSpec": "dashboards.datasource",
     "ProvisionReport": "dashboards.provision",
     "Provisioner": "dashboards.provision",
-    "build_dashboards": "dashboards.render",
+    "build_dashboards": "dashboards._render",
     "export": "dashboards.export",
-    "validate_dashboard": "dashboards.render",
+    "validate_dashboard": "dashboards._render",
 }
 
 __all__ = [

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
-from dashboards.sql import DATASOURCE_TYPE, DEFAULT_DATASOURCE_UID
+from dashboards._sql import DATASOURCE_TYPE, DEFAULT_DATASOURCE_UID
 from monitor.errors import ConfigError
 
 DEFAULT_DATASOURCE_NAME = "modelwatch"

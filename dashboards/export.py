@@ -9,8 +9,8 @@ from typing import Any
 
 import yaml
 
+from dashboards._render import build_dashboards, build_prometheus_dashboards
 from dashboards.datasource import DatasourceSpec, PrometheusDatasource
-from dashboards.render import build_dashboards, build_prometheus_dashboards
 from monitor.errors import InputError
 
 DEFAULT_FOLDER = "modelwatch"

@@ -2,7 +2,7 @@
 
 Labels are bounded: `model` and `version` come from stored model versions, `column` from the
 model's schema, `source` and `receiver` from the config file, and `slice` only from configured
-slice columns through :class:`~dashboards.labels.SliceLabels` (a cap per column, then "other").
+slice columns through :class:`~dashboards._labels.SliceLabels` (a cap per column, then "other").
 Guard metrics carry the gate's own slices (the golden set's `slice_by`), capped at
 `MAX_GATE_SLICES` per model, so segment=high and segment=normal are separate series even when
 `segment` is not a monitoring slice. HTTP metrics use the route template, never the raw path.
@@ -18,8 +18,8 @@ from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from dashboards.labels import ALL_SLICES, LabelLimiter, SliceLabels
-from dashboards.refresh import Refresh
+from dashboards._labels import ALL_SLICES, LabelLimiter, SliceLabels
+from dashboards._refresh import Refresh
 from monitor import __version__
 from monitor.config import ModelConfig
 

@@ -14,7 +14,7 @@ from grafana_foundation_sdk.builders import stat, statetimeline, table, timeseri
 from grafana_foundation_sdk.models import common as cm
 from grafana_foundation_sdk.models import dashboard as dm
 
-from dashboards.sql import SQL
+from dashboards._sql import SQL
 
 # The selection every panel filters on; `:sqlstring` makes Grafana quote and escape values.
 MODEL_VERSION = (

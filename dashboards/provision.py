@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
+from dashboards._render import build_dashboards, build_prometheus_dashboards
 from dashboards.datasource import DatasourceSpec, PrometheusDatasource
-from dashboards.render import build_dashboards, build_prometheus_dashboards
 from monitor.errors import ConflictError, InputError, ServiceError
 
 T = TypeVar("T")

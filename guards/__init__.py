@@ -5,13 +5,13 @@ Importing this package loads neither onnxruntime nor pandas; they load when a ga
 
 from __future__ import annotations
 
+from guards._request import gate_request, layered_policy
 from guards.events import CollectingListener, Rollback, RollbackListener
 from guards.gate import GateRequest, run_gate
 from guards.golden import GoldenSet, load_golden
 from guards.history import GateRecord, latest_verdict, record_gate
 from guards.policy import PRESETS, GatePolicy, preset
 from guards.registry import list_models, register_version, rollback
-from guards.request import gate_request, layered_policy
 from guards.results import Criterion, GuardVerdict, LatencyStats, OutputStats, WorstRow
 
 __all__ = [

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from guards.runtime import DTYPES, TensorSpec
+from guards._runtime import DTYPES, TensorSpec
 from monitor.errors import InputError
 
 _ZIPMAP = re.compile(r"^seq\(map\((int64|string),\s*tensor\((float|double)\)\)\)$")

@@ -11,11 +11,13 @@ from typing import Any, Literal
 
 import numpy as np
 
-from guards import latency
+from guards import _latency as latency
+from guards._compare import Elementwise, compare_output
+from guards._criteria import Evidence, Slice, evaluate
+from guards._feeds import build_feeds, check_comparable
 from guards._outputs import check_supported, comparable, is_class_output
-from guards.compare import Elementwise, compare_output
-from guards.criteria import Evidence, Slice, evaluate
-from guards.feeds import build_feeds, check_comparable
+from guards._runtime import open_session, run_batched, select_providers, session_options, signature
+from guards._tasks import Task, detect_task
 from guards.golden import GoldenSet, sha256_file
 from guards.localize import Localization, LocalizeJob, localize
 from guards.policy import GatePolicy
@@ -28,8 +30,6 @@ from guards.results import (
     WorstRow,
     overall_status,
 )
-from guards.runtime import open_session, run_batched, select_providers, session_options, signature
-from guards.tasks import Task, detect_task
 from monitor.errors import InputError, ModelwatchError, SchemaMismatchError
 
 MAX_SLICE_VALUES = 100

@@ -21,7 +21,7 @@ class GatePolicy:
     max_mismatch_fraction: share of elements allowed outside that tolerance.
     max_abs: largest allowed absolute difference per output.
     max_flip_rate / max_slice_flip_rate: top-1 (or decision) flips, overall / per slice.
-    max_metric_drop / max_slice_metric_drop: task metric drop in points (see `guards.tasks`).
+    max_metric_drop / max_slice_metric_drop: task metric drop in points (see `guards._tasks`).
     min_topk_overlap: mean top-k overlap for multi-class scores (off by default).
     latency_budget_ms: candidate p95 at the largest latency batch size.
     max_latency_ratio: candidate p95 / reference p95 (1.2 = at most 20% slower).

@@ -6,7 +6,7 @@ exported here; `monitor.storage` holds the ORM models and never imports this pac
 
 from __future__ import annotations
 
-from migrations.schema import (
+from migrations._schema import (
     SchemaState,
     downgrade,
     head_revision,

@@ -1,4 +1,4 @@
-"""Alembic environment: runs migrations on the engine handed over by `migrations.schema`."""
+"""Alembic environment: runs migrations on the engine handed over by `migrations._schema`."""
 
 from __future__ import annotations
 

@@ -64,7 +64,7 @@ class Window:
     version: str
     start: datetime
     end: datetime
-    # The change marker's sequence number when read (monitor/storage/changes.py).
+    # The change marker's sequence number when read (monitor/storage/_changes.py).
     seq: int = field(default=0, compare=False)
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from sqlalchemy.engine import Engine
 
-from alerts.evaluator import Evaluator
-from alerts.rules import render_annotations
+from alerts._evaluator import Evaluator
+from alerts._rules import render_annotations
 from monitor.storage import utcnow
 from tests.alerts.conftest import alerts_config, drift
 from tests.conftest import run_cli

@@ -89,7 +89,7 @@ def test_reads_report_their_totals_and_rows(tmp_path: Path) -> None:
 
 
 def test_golden_replay_reports_rows() -> None:
-    from guards.runtime import run_batched
+    from guards._runtime import run_batched
     from monitor.progress import observed
 
     class Session:

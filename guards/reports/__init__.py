@@ -8,7 +8,7 @@ from __future__ import annotations
 
 __all__ = ["headline", "localization_lines", "render_html", "render_json", "render_markdown"]
 
+from guards.reports._html import render_html
+from guards.reports._json_doc import render_json
+from guards.reports._markdown import render_markdown
 from guards.reports._table import headline, localization_lines
-from guards.reports.html import render_html
-from guards.reports.json_doc import render_json
-from guards.reports.markdown import render_markdown

@@ -4,7 +4,7 @@ Revision ID: 0011_scale
 Revises: 0010_failures
 Create Date: 2026-12-01
 
-`window_changes` says which windows changed since they were evaluated (monitor/storage/changes.py)
+`window_changes` says which windows changed since they were evaluated (monitor/storage/_changes.py)
 so a tick needs no scan of history; `outcome_summaries` holds per (model, version, window, slice)
 the sufficient statistics of outcome metrics (monitor/outcomes/summary.py).
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from monitor.canary._analysis import CanaryReport, CanaryVerdict, analyze_canary, since_of
 from monitor.canary._criteria import CanaryCriterion, CriterionStatus
-from monitor.canary.analysis import CanaryReport, CanaryVerdict, analyze_canary, since_of
 
 __all__ = [
     "CanaryCriterion",

@@ -15,8 +15,8 @@ import click
 from migrations import require_head
 from monitor._stream import profile_source
 from monitor.baselines import list_baselines, load_stored_baseline
+from monitor.cli._common import database_options, engine_from_options
 from monitor.cli._roles import ColumnRoles, check_slice_columns, select_columns
-from monitor.cli.common import database_options, engine_from_options
 from monitor.datasets import open_source
 from monitor.errors import InputError, NotFoundError
 from monitor.profiles import ColumnSpec, ProfileSet, compared_columns

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 
 from monitor.baselines import choose_baseline, list_baselines
+from monitor.cli._common import engine_from_options
 from monitor.cli._estimate_input import ScoreColumns, read_binary, read_frame, sort_by_time
-from monitor.cli.common import engine_from_options
 from monitor.errors import InputError, NotFoundError
 from monitor.estimation import (
     BinaryData,

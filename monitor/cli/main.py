@@ -14,30 +14,30 @@ from monitor.errors import ModelwatchError
 # name -> ("module:attribute", short help). Commands load on first use so `--help` stays fast
 # and heavy libraries (pandas, onnxruntime, evidently) load only where needed.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "db": ("monitor.cli.db:db", "Create or inspect the database schema."),
-    "config": ("monitor.cli.config_cmd:config", "Validate configuration files."),
-    "demo": ("monitor.cli.demo:demo", "Run the whole loop on embedded defaults in a minute."),
-    "serve": ("monitor.cli.serve:serve", "Run the daemon: collectors, jobs, HTTP API."),
-    "alerts": ("monitor.cli.alerts:alerts", "Show alert states; run the delivery worker."),
-    "silences": ("monitor.cli.alerts:silences", "Add, list and expire alert silences."),
-    "gate": ("monitor.cli.gate:gate", "Gate an optimized ONNX build against its reference."),
-    "canary": ("monitor.cli.canary:canary", "Judge a canary version's live traffic vs stable."),
-    "compare": ("monitor.cli.compare:compare", "Compare candidate builds: metric, latency, cost."),
-    "models": ("monitor.cli.models:models", "Register model versions and list the registry."),
-    "rollback": ("monitor.cli.models:rollback", "Move a model's active version back."),
-    "collect": ("monitor.cli.collect:collect", "Run the configured sources into window profiles."),
-    "status": ("monitor.cli.collect:status", "Show ingest counters per source and model."),
-    "baseline": ("monitor.cli.baseline:baseline", "Profile reference data once and store it."),
+    "db": ("monitor.cli._db:db", "Create or inspect the database schema."),
+    "config": ("monitor.cli._config_cmd:config", "Validate configuration files."),
+    "demo": ("monitor.cli._demo:demo", "Run the whole loop on embedded defaults in a minute."),
+    "serve": ("monitor.cli._serve:serve", "Run the daemon: collectors, jobs, HTTP API."),
+    "alerts": ("monitor.cli._alerts:alerts", "Show alert states; run the delivery worker."),
+    "silences": ("monitor.cli._alerts:silences", "Add, list and expire alert silences."),
+    "gate": ("monitor.cli._gate:gate", "Gate an optimized ONNX build against its reference."),
+    "canary": ("monitor.cli._canary:canary", "Judge a canary version's live traffic vs stable."),
+    "compare": ("monitor.cli._compare:compare", "Compare candidate builds: metric, latency, cost."),
+    "models": ("monitor.cli._models:models", "Register model versions and list the registry."),
+    "rollback": ("monitor.cli._models:rollback", "Move a model's active version back."),
+    "collect": ("monitor.cli._collect:collect", "Run the configured sources into window profiles."),
+    "status": ("monitor.cli._collect:status", "Show ingest counters per source and model."),
+    "baseline": ("monitor.cli._baseline:baseline", "Profile reference data once and store it."),
     "drift": (
-        "monitor.cli.drift:drift",
+        "monitor.cli._drift:drift",
         "Compare two data files for drift, overall and per slice.",
     ),
     "estimate": (
-        "monitor.cli.estimate:estimate",
+        "monitor.cli._estimate:estimate",
         "Estimate a classifier's performance on data without labels (CBPE).",
     ),
-    "skew": ("monitor.cli.skew:skew", "Compare serving and offline values joined by a key."),
-    "dashboards": ("monitor.cli.dashboards:dashboards", "Export or provision Grafana dashboards."),
+    "skew": ("monitor.cli._skew:skew", "Compare serving and offline values joined by a key."),
+    "dashboards": ("monitor.cli._dashboards:dashboards", "Export or provision Grafana dashboards."),
 }
 
 

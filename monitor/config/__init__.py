@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+from monitor.config._api import ApiConfig, SchedulerConfig, TokenConfig
+from monitor.config._base import StrictModel
 from monitor.config._durations import MAX_DURATION, Duration, parse_duration
 from monitor.config._names import RegistryNames
-from monitor.config.api import ApiConfig, SchedulerConfig, TokenConfig
-from monitor.config.base import StrictModel
-from monitor.config.guards import GatePolicyConfig, GuardsConfig
-from monitor.config.root import (
+from monitor.config._root import (
     DEFAULT_DATABASE_URL,
     ENV_OVERRIDES,
     Config,
@@ -15,12 +14,13 @@ from monitor.config.root import (
     load_config,
     parse_config,
 )
-from monitor.config.sources import (
+from monitor.config._sources import (
     CollectConfig,
     JsonlSourceConfig,
     KafkaSourceConfig,
     SourceConfig,
 )
+from monitor.config.guards import GatePolicyConfig, GuardsConfig
 
 __all__ = [
     "MAX_DURATION",

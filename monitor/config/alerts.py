@@ -14,10 +14,10 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from monitor.config._base import StrictModel
 from monitor.config._durations import Duration
 from monitor.config._names import ReceiverType, SignalKind
 from monitor.config._regex import compile_regex, fullmatch
-from monitor.config.base import StrictModel
 
 _MATCHER = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*(.*?)\s*$")
 _LABEL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from monitor.config.base import StrictModel
+from monitor.config._base import StrictModel
 
 
 class ColumnsConfig(StrictModel):

@@ -7,8 +7,8 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
+from monitor.config._base import StrictModel
 from monitor.config._durations import Duration
-from monitor.config.base import StrictModel
 
 
 class GatePolicyConfig(StrictModel):

@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import Field
 
+from monitor.config._base import StrictModel
 from monitor.config._names import DriftMethod
-from monitor.config.base import StrictModel
 
 
 class CostConfig(StrictModel):

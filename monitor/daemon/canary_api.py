@@ -16,8 +16,8 @@ from pydantic import BaseModel
 from guards.registry import rollback_canary
 from monitor.canary import CanaryReport, analyze_canary, since_of
 from monitor.config import Config, ModelConfig
-from monitor.daemon.auth import requires
-from monitor.daemon.common import daemon, errors
+from monitor.daemon._auth import requires
+from monitor.daemon._common import daemon, errors
 from monitor.errors import NotFoundError
 
 router = APIRouter(tags=["release"])

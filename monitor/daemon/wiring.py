@@ -18,15 +18,16 @@ from collectors.runner import RunState, run
 from dashboards.metrics import ModelwatchMetrics
 from guards.registry import rollback
 from monitor.config import Config
-from monitor.daemon.health_signals import (
+from monitor.daemon._health_signals import (
     DeadLetterRate,
     evaluation_failed_signals,
     ingest_lag_signals,
     no_data_signals,
 )
+from monitor.daemon._scheduler import JobSpec
+from monitor.daemon._service import Component, Service
+from monitor.daemon._supervisor import SupervisedComponent
 from monitor.daemon.metrics import MetricsPublisher
-from monitor.daemon.scheduler import JobSpec
-from monitor.daemon.service import Component, Service
 from monitor.daemon.signals import (
     drift_signals,
     estimate_signals,
@@ -34,7 +35,6 @@ from monitor.daemon.signals import (
     outcome_signals,
     slo_signals,
 )
-from monitor.daemon.supervisor import SupervisedComponent
 from monitor.evaluation import EVALUATE_JOB, WindowEvaluation, WindowEvaluator
 from monitor.failures import Backoff, Isolation, clear_failure, record_failure
 from monitor.storage import utcnow

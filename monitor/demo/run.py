@@ -24,13 +24,13 @@ from guards.registry import register_version
 from migrations import upgrade
 from monitor.config import Config
 from monitor.daemon.wiring import build_service
-from monitor.demo.artifacts import drift_report, export_dashboards
-from monitor.demo.gates import CANDIDATES, GateOutcome, rollbacks, run_candidate
-from monitor.demo.models import fraud_golden, fraud_suite
-from monitor.demo.receiver import SignedWebhookReceiver
-from monitor.demo.setup import SECRET_ENV, TOKEN_ENV, create_baseline, demo_config, onnx_scorer
-from monitor.demo.stream import stream, wait_for
-from monitor.demo.traffic import TrafficPlan
+from monitor.demo._artifacts import drift_report, export_dashboards
+from monitor.demo._gates import CANDIDATES, GateOutcome, rollbacks, run_candidate
+from monitor.demo._models import fraud_golden, fraud_suite
+from monitor.demo._receiver import SignedWebhookReceiver
+from monitor.demo._setup import SECRET_ENV, TOKEN_ENV, create_baseline, demo_config, onnx_scorer
+from monitor.demo._stream import stream, wait_for
+from monitor.demo._traffic import TrafficPlan
 from monitor.storage import DriftResultRow, OutcomeResultRow, make_engine, session_factory
 
 STEPS = 6

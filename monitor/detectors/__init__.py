@@ -19,8 +19,7 @@ from monitor.detectors import (  # noqa: F401  (importing registers the detector
     psi,
     wasserstein,
 )
-from monitor.detectors._respec import rebin
-from monitor.detectors.base import (
+from monitor.detectors._base import (
     DEFAULT_ALPHA,
     EPSILON,
     MIN_N,
@@ -37,6 +36,7 @@ from monitor.detectors.base import (
     get_detector,
     register,
 )
+from monitor.detectors._respec import rebin
 from monitor.detectors.compare import benjamini_hochberg, compare
 from monitor.detectors.evaluate import DEFAULT_METHODS, evaluate
 from monitor.detectors.variability import (

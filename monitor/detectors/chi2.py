@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from monitor.detectors.base import Counts, Detector, Pair, register
-from monitor.detectors.evidence import homogeneity_p
+from monitor.detectors._base import Counts, Detector, Pair, register
+from monitor.detectors._evidence import homogeneity_p
 
 
 def _chi2(ref: Counts, cur: Counts) -> tuple[NDArray[np.float64], NDArray[np.float64]]:

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from monitor.detectors.base import (
+from monitor.detectors._base import (
     DEFAULT_ALPHA,
     MIN_N,
     Bound,
@@ -16,8 +16,8 @@ from monitor.detectors.base import (
     Pair,
     Status,
 )
-from monitor.detectors.evidence import DEFAULT_EVIDENCE_ALPHA, exact_counts
-from monitor.detectors.null import p_value as null_p_value
+from monitor.detectors._evidence import DEFAULT_EVIDENCE_ALPHA, exact_counts
+from monitor.detectors._null import p_value as null_p_value
 from monitor.errors import InputError
 from monitor.profiles.kinds import Profile
 

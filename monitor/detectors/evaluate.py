@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from monitor.detectors._respec import rebin
-from monitor.detectors._slice_columns import with_slice_columns
-from monitor.detectors.base import (
+from monitor.detectors._base import (
     DEFAULT_ALPHA,
     MIN_N,
     SCHEMA_METHOD,
@@ -17,8 +15,10 @@ from monitor.detectors.base import (
     ThresholdStrategy,
     get_detector,
 )
+from monitor.detectors._evidence import DEFAULT_EVIDENCE_ALPHA
+from monitor.detectors._respec import rebin
+from monitor.detectors._slice_columns import with_slice_columns
 from monitor.detectors.compare import benjamini_hochberg, compare
-from monitor.detectors.evidence import DEFAULT_EVIDENCE_ALPHA
 from monitor.errors import InputError
 from monitor.profiles import OVERALL, ProfileSet, parse_slice_key
 from monitor.profiles.kinds import Profile

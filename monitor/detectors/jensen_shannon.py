@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from monitor.detectors.base import Counts, Detector, Pair, proportions, register
-from monitor.detectors.evidence import exact_counts, homogeneity_p
+from monitor.detectors._base import Counts, Detector, Pair, proportions, register
+from monitor.detectors._evidence import exact_counts, homogeneity_p
 
 
 def _kl_to(p: Counts, m: Counts) -> NDArray[np.float64]:

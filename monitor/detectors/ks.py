@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from monitor.detectors.base import Counts, Detector, Pair, proportions, register
+from monitor.detectors._base import Counts, Detector, Pair, proportions, register
 
 
 def _ks(ref: Counts, cur: Counts, pair: Pair) -> NDArray[np.float64]:

@@ -14,7 +14,7 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from monitor.detectors.base import Counts, Detector, Pair, proportions, register
+from monitor.detectors._base import Counts, Detector, Pair, proportions, register
 from monitor.profiles.kinds import Profile
 
 

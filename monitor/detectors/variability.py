@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from monitor.detectors.base import (
+from monitor.detectors._base import (
     MIN_N,
     Bound,
     ConstantThresholds,

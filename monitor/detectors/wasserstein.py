@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from monitor.detectors.base import Counts, Detector, Pair, proportions, register
+from monitor.detectors._base import Counts, Detector, Pair, proportions, register
 from monitor.profiles import NumericProfile
 
 SD_FLOOR = 0.001

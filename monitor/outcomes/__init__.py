@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from monitor.outcomes.base import (
+from monitor.outcomes._base import (
     DEFAULT_METRICS,
     METRICS,
     Metric,
@@ -10,8 +10,8 @@ from monitor.outcomes.base import (
     OutcomeStatus,
     get_metric,
 )
-from monitor.outcomes.evaluate import MIN_SUPPORT, evaluate_outcomes
-from monitor.outcomes.intervals import bootstrap, wilson
+from monitor.outcomes._evaluate import MIN_SUPPORT, evaluate_outcomes
+from monitor.outcomes._intervals import bootstrap, wilson
 
 __all__ = [
     "DEFAULT_METRICS",

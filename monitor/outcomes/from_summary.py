@@ -18,11 +18,11 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from monitor.errors import InputError
-from monitor.outcomes.base import DEFAULT_METRICS, Metric, OutcomeResult, Task, get_metric
-from monitor.outcomes.evaluate import MIN_SUPPORT, status_of
-from monitor.outcomes.intervals import BOOTSTRAP_DRAWS, Z95, wilson
+from monitor.outcomes._base import DEFAULT_METRICS, Metric, OutcomeResult, Task, get_metric
+from monitor.outcomes._evaluate import MIN_SUPPORT, status_of
+from monitor.outcomes._intervals import BOOTSTRAP_DRAWS, Z95, wilson
+from monitor.outcomes._multiclass import MulticlassSummary, confusion_metrics
 from monitor.outcomes.metrics import ECE_BINS
-from monitor.outcomes.multiclass import MulticlassSummary, confusion_metrics
 from monitor.outcomes.summary import (
     BINS,
     ClassificationSummary,

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import NDArray
 
-from monitor.outcomes.multiclass import confusion_metrics
+from monitor.outcomes._multiclass import confusion_metrics
 
 Array = NDArray[np.float64]
 CLIP = 1e-15  # log loss clips probabilities to [CLIP, 1 - CLIP]

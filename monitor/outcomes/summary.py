@@ -33,8 +33,8 @@ import orjson
 from numpy.typing import NDArray
 
 from monitor.errors import InputError
+from monitor.outcomes._multiclass import MulticlassSummary, class_of
 from monitor.outcomes.metrics import CLIP, ECE_BINS
-from monitor.outcomes.multiclass import MulticlassSummary, class_of
 
 Task = Literal["classification", "regression", "multiclass"]
 Array = NDArray[np.float64]

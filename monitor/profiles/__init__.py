@@ -7,8 +7,8 @@ exactly and detectors compare like with like.
 
 from __future__ import annotations
 
+from monitor.profiles._codec import profile_from_bytes, profile_spec
 from monitor.profiles.categorical import CategoricalProfile
-from monitor.profiles.codec import profile_from_bytes, profile_spec
 from monitor.profiles.dataset import ProfileSet, profile_frame, profile_subsets
 from monitor.profiles.kinds import Profile
 from monitor.profiles.numeric import NumericProfile

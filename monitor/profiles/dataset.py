@@ -10,10 +10,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from monitor.errors import ConflictError, InputError
+from monitor.profiles._parallel import map_columns
 from monitor.profiles.categorical import category_label, encode_categorical, profile_buckets
 from monitor.profiles.kinds import Profile
 from monitor.profiles.numeric import as_float_array, encode_numeric, profile_encoded
-from monitor.profiles.parallel import map_columns
 from monitor.profiles.slicekeys import NULL_VALUE, OTHER_VALUE, OVERALL, slice_key
 from monitor.profiles.spec import ColumnSpec
 

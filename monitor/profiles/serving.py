@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from monitor.profiles.latency import LatencySketch
+from monitor.profiles._latency import LatencySketch
 
 __all__ = ["ServingSummary"]
 
@@ -28,7 +28,7 @@ class ServingSummary:
 
     @classmethod
     def of(cls, columns: Mapping[str, Sequence[Any]], rows: Sequence[int]) -> ServingSummary:
-        """The summary of events `rows` of operational columns (`collectors.serving` names)."""
+        """The summary of events `rows` of operational columns (`collectors._serving` names)."""
 
         def present(name: str) -> list[Any]:
             values = columns.get(name)

@@ -12,10 +12,10 @@ import numpy as np
 import orjson
 
 from monitor.errors import InputError
+from monitor.profiles._parallel import map_columns
 from monitor.profiles.categorical import profile_categorical, value_counts
 from monitor.profiles.kinds import Profile
 from monitor.profiles.numeric import as_float_array, profile_numeric
-from monitor.profiles.parallel import map_columns
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray

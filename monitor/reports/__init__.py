@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from monitor.reports._html import render_html
+from monitor.reports._jsonreport import drift_report, write_json
 from monitor.reports._output import is_stdout, write_text
-from monitor.reports.html import render_html
-from monitor.reports.jsonreport import drift_report, write_json
-from monitor.reports.skew_html import render_skew_html
+from monitor.reports._skew_html import render_skew_html
 
 __all__ = [
     "drift_report",

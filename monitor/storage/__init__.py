@@ -5,9 +5,8 @@ Every table's model is imported here so that `Base.metadata` is complete for Ale
 
 from __future__ import annotations
 
-from monitor.storage.alerts import AlertGroup, AlertNotification, AlertSilence, AlertState
-from monitor.storage.base import NAMING_CONVENTION, Base, UTCDateTime, utcnow
-from monitor.storage.changes import (
+from monitor.storage._alerts import AlertGroup, AlertNotification, AlertSilence, AlertState
+from monitor.storage._changes import (
     CHANGE_KINDS,
     Change,
     WindowChange,
@@ -15,7 +14,7 @@ from monitor.storage.changes import (
     mark_changed,
     pending_changes,
 )
-from monitor.storage.collectors import (
+from monitor.storage._collectors import (
     DeadLetter,
     IngestCounter,
     LabeledPrediction,
@@ -27,7 +26,7 @@ from monitor.storage.collectors import (
     WindowProfile,
     WindowServing,
 )
-from monitor.storage.core import (
+from monitor.storage._core import (
     ALIASES,
     Baseline,
     BaselineProfile,
@@ -35,19 +34,20 @@ from monitor.storage.core import (
     ModelAlias,
     ModelVersion,
 )
-from monitor.storage.daemon import JobFailure, JobRun
-from monitor.storage.engine import make_engine, normalize_url, session_factory, transaction
-from monitor.storage.estimates import EstimatedResultRow
-from monitor.storage.guards import GateRun, RollbackEvent
-from monitor.storage.intake import IntakeEntry
-from monitor.storage.results import (
+from monitor.storage._daemon import JobFailure, JobRun
+from monitor.storage._engine import make_engine, normalize_url, session_factory, transaction
+from monitor.storage._estimates import EstimatedResultRow
+from monitor.storage._guards import GateRun, RollbackEvent
+from monitor.storage._intake import IntakeEntry
+from monitor.storage._results import (
     DriftPeriodResultRow,
     DriftResultRow,
     OutcomePeriodResultRow,
     OutcomeResultRow,
     SloResultRow,
 )
-from monitor.storage.summaries import OutcomeSummaryRow
+from monitor.storage._summaries import OutcomeSummaryRow
+from monitor.storage.base import NAMING_CONVENTION, Base, UTCDateTime, utcnow
 
 __all__ = [
     "ALIASES",

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from sqlalchemy.engine import Engine
 
+from alerts._evaluator import Evaluator
 from alerts.base import Signal
-from alerts.evaluator import Evaluator
 from monitor.config.alerts import AlertsConfig
 
 T0 = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from alerts.signing import IDEMPOTENCY_HEADER, SIGNATURE_HEADER, verify_signature
+from alerts._signing import IDEMPOTENCY_HEADER, SIGNATURE_HEADER, verify_signature
 from tests.services.net import free_port
 
 

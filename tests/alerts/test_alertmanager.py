@@ -10,8 +10,8 @@ import httpx
 import pytest
 from sqlalchemy.engine import Engine
 
+from alerts._evaluator import Evaluator
 from alerts.delivery import DeliveryWorker
-from alerts.evaluator import Evaluator
 from monitor.storage import utcnow
 from tests.alerts.conftest import alerts_config, drift
 from tests.services.alertmanager import AlertmanagerServer

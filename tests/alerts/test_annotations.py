@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 
 import pytest
 
+from alerts._rules import evaluate_rules
 from alerts.annotations import DEFAULT_ANNOTATIONS, generator_url
 from alerts.base import SIGNAL_KINDS, Signal
-from alerts.rules import evaluate_rules
 from monitor.config.alerts import RuleConfig
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)

@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 from sqlalchemy.engine import Engine
 
-from alerts.evaluator import Evaluator
+from alerts._evaluator import Evaluator
 from monitor.storage import utcnow
 from tests.alerts.conftest import alerts_config, drift
 from tests.alerts.receiver import RecordingReceiver

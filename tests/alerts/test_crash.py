@@ -18,7 +18,7 @@ import yaml
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
-from alerts.evaluator import Evaluator
+from alerts._evaluator import Evaluator
 from monitor.config import parse_config
 from monitor.storage import AlertNotification, transaction, utcnow
 from tests.alerts.conftest import drift

@@ -13,9 +13,9 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
+from alerts._evaluator import Evaluator
+from alerts._outbox import claim, enqueue, status_counts
 from alerts.delivery import DeliveryWorker
-from alerts.evaluator import Evaluator
-from alerts.outbox import claim, enqueue, status_counts
 from monitor.config.alerts import AlertsConfig
 from monitor.storage import AlertNotification, transaction
 from tests.alerts.conftest import alerts_config, at, drift

@@ -7,8 +7,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
+from alerts._evaluator import Evaluator
 from alerts.base import Notification
-from alerts.evaluator import Evaluator
 from monitor.storage import AlertNotification, AlertState, transaction
 from tests.alerts.conftest import alerts_config, at, drift
 

@@ -9,8 +9,8 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
-from alerts.evaluator import Evaluator
-from alerts.inhibit import inhibited
+from alerts._evaluator import Evaluator
+from alerts._inhibit import inhibited
 from alerts.silences import add_silence, expire_silence, list_silences
 from monitor.config.alerts import InhibitRuleConfig
 from monitor.errors import ConflictError, InputError, NotFoundError
@@ -59,7 +59,7 @@ def _muted(engine: Engine) -> dict[tuple[str, str], str | None]:
 )
 def test_inhibition_table(signals: list[Any], muted: set[str]) -> None:
     cfg = _config()
-    from alerts.rules import evaluate_rules
+    from alerts._rules import evaluate_rules
 
     firing = {fp: c.labels for fp, c in evaluate_rules(cfg.rules, signals).items() if c.active}
     hit = inhibited(firing, [InhibitRuleConfig.model_validate(INGEST_MUTES_DRIFT)])

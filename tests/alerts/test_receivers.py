@@ -8,8 +8,8 @@ import httpx
 import pytest
 from sqlalchemy.engine import Engine
 
+from alerts._evaluator import Evaluator
 from alerts.delivery import DeliveryWorker
-from alerts.evaluator import Evaluator
 from alerts.receivers import build_receiver, receiver_types, register
 from monitor.config.alerts import ReceiverConfig
 from monitor.errors import ConfigError, RegistryError

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from alerts.signing import sign, verify_signature
+from alerts._signing import sign, verify_signature
 
 BODY = b'{"version":"4","status":"firing"}'
 NOW = 1_780_000_000

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from alerts.state import StoredState, step
+from alerts._state import StoredState, step
 from tests.alerts.conftest import T0, at
 
 M5 = timedelta(minutes=5)

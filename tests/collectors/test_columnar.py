@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collectors.adapters import make_adapter
-from collectors.base import RawRecord
-from collectors.plan import KeyState, Plan, Planner
+from collectors._adapters import make_adapter
+from collectors._base import RawRecord
+from collectors._plan import KeyState, Plan, Planner
 from monitor.config import ModelConfig
 from tests.collectors.conftest import T0, event
 

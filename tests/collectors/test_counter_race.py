@@ -7,7 +7,7 @@ import threading
 
 from sqlalchemy import func, select
 
-from collectors.store import ensure_counter
+from collectors._store import ensure_counter
 from migrations import upgrade
 from monitor.storage import IngestCounter, make_engine, transaction
 from tests.services.postgres import PostgresServer

@@ -9,8 +9,8 @@ from pathlib import Path
 import orjson
 from sqlalchemy.engine import Engine
 
-from collectors.files import JsonlSource
-from collectors.ingest import Ingestor
+from collectors._files import JsonlSource
+from collectors._ingest import Ingestor
 from collectors.runner import RunState, pump
 from monitor.config import CollectConfig, ModelConfig
 from tests.collectors.conftest import aggregated, counters, event

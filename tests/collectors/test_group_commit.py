@@ -15,7 +15,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from collectors._group_commit import GroupWriter, _Pending
-from collectors.http_intake import IntakeLog
+from collectors._http_intake import IntakeLog
 from monitor.errors import ConflictError
 from monitor.storage import IntakeEntry, utcnow
 from tests.collectors.conftest import event

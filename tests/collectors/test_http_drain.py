@@ -12,8 +12,8 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from collectors import Batch, BatchResult, Ingestor
-from collectors.http_intake import IntakeLog, make_ingestor
-from collectors.intake_drain import Drain
+from collectors._http_intake import IntakeLog, make_ingestor
+from collectors._intake_drain import Drain
 from monitor.config import Config, parse_config
 from monitor.storage import DeadLetter, IngestCounter, IntakeEntry
 from tests.collectors.conftest import event

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from collectors import Ingestor, RawRecord
 from monitor.config import CollectConfig, ModelConfig
-from monitor.config.monitoring import OutcomeConfig
+from monitor.config._monitoring import OutcomeConfig
 from monitor.storage import (
     LabeledPrediction,
     OutcomeSummaryRow,

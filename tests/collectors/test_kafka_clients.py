@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from collectors.kafka_confluent import consumer_settings
+from collectors._kafka_confluent import consumer_settings
 from collectors.runner import pipelined
 from monitor.config import KafkaSourceConfig, parse_config
 from monitor.errors import ConfigError

@@ -9,7 +9,7 @@ import pytest
 
 import collectors
 from collectors import make_adapter, register_adapter
-from collectors.adapters import NativeAdapter
+from collectors._adapters import NativeAdapter
 from monitor.config import parse_config
 from monitor.errors import ConfigError, RegistryError
 

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from collectors import Ingestor, RawRecord
 from monitor.config import CollectConfig, ModelConfig
-from monitor.profiles.latency import RELATIVE_ERROR, LatencySketch
+from monitor.profiles._latency import RELATIVE_ERROR, LatencySketch
 from monitor.profiles.serving import ServingSummary
 from monitor.storage import DeadLetter, WindowServing
 from tests.collectors.conftest import event

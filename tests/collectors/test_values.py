@@ -72,7 +72,7 @@ def test_a_poisoned_stored_profile_does_not_block_later_batches(
         s.execute(update(WindowProfile).where(WindowProfile.slice_key == "").values(
             payload=poisoned
         ).where(WindowProfile.column == "amount"))  # fmt: skip
-    with caplog.at_level(logging.WARNING, logger="collectors.store"):
+    with caplog.at_level(logging.WARNING, logger="collectors._store"):
         result = make(engine).ingest(records([with_amount(i, 1.0) for i in range(5, 8)], first=5))
     assert result.events == 3 and aggregated(engine) == 8
     (repaired,) = stored(engine, "amount")

@@ -152,7 +152,7 @@ class ReleaseModels:
 
 @pytest.fixture(scope="session")
 def release_models(tmp_path_factory: pytest.TempPathFactory) -> ReleaseModels:
-    from monitor.demo import models as builders
+    from monitor.demo import _models as builders
 
     directory = tmp_path_factory.mktemp("release")
     ref = builders.save(builders.fraud_classifier(), directory / "fraud_fp32.onnx")

@@ -12,8 +12,8 @@ import pandas as pd
 from sqlalchemy import select, update
 from sqlalchemy.engine import Engine
 
-from collectors.base import RawRecord
-from collectors.ingest import Ingestor
+from collectors._base import RawRecord
+from collectors._ingest import Ingestor
 from monitor.baselines import save_baseline
 from monitor.config import CollectConfig, ModelConfig
 from monitor.profiles import profile_frame, specs_for

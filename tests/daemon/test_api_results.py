@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from monitor.detectors import DriftResult
-from monitor.detectors.base import Status
+from monitor.detectors._base import Status
 from monitor.outcomes import OutcomeResult
 from monitor.results import store_drift_results, store_outcome_results
 from tests.daemon.conftest import ServerProcess, auth, db_engine

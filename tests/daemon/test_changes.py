@@ -16,7 +16,7 @@ from sqlalchemy.engine import Engine
 
 from collectors import Ingestor, RawRecord
 from monitor.config import CollectConfig, ModelConfig
-from monitor.config.monitoring import OutcomeConfig
+from monitor.config._monitoring import OutcomeConfig
 from monitor.evaluation import WindowEvaluator, changed_windows, consume, labeled_windows
 from monitor.outcomes import evaluate_outcomes
 from monitor.outcomes.summary import score_of

@@ -9,10 +9,10 @@ import orjson
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
-from collectors.base import RawRecord
-from collectors.ingest import Ingestor
+from collectors._base import RawRecord
+from collectors._ingest import Ingestor
 from monitor.config import CollectConfig, Config, parse_config
-from monitor.daemon.health_signals import DeadLetterRate, no_data_signals
+from monitor.daemon._health_signals import DeadLetterRate, no_data_signals
 from monitor.daemon.wiring import Monitoring
 from monitor.storage import AlertState, SourcePosition, WindowCount, session_factory, transaction
 from tests.daemon.isolation_data import events

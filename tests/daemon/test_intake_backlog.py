@@ -9,10 +9,10 @@ from fastapi.testclient import TestClient
 from prometheus_client import CollectorRegistry
 
 from collectors import HttpIntake, collect_status
-from collectors.http_intake import BACKLOG_REFRESH_S
+from collectors._http_intake import BACKLOG_REFRESH_S
 from migrations import upgrade
 from monitor.config import parse_config
-from monitor.daemon.app import DaemonState, create_app
+from monitor.daemon._app import DaemonState, create_app
 from monitor.storage import make_engine
 from tests.daemon.test_api_ingest import event
 

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
-from monitor.daemon.leases import claim, finish
-from monitor.daemon.scheduler import JobSpec, Scheduler, window_start
+from monitor.daemon._leases import claim, finish
+from monitor.daemon._scheduler import JobSpec, Scheduler, window_start
 from monitor.storage import JobRun, session_factory
 
 T0 = datetime(2026, 11, 30, 12, 0, 5, tzinfo=UTC)

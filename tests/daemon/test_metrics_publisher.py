@@ -12,7 +12,7 @@ from sqlalchemy.engine import Engine
 
 from dashboards.metrics import ModelwatchMetrics
 from monitor.config import parse_config
-from monitor.daemon.health_signals import ingest_lag_signals
+from monitor.daemon._health_signals import ingest_lag_signals
 from monitor.daemon.metrics import MetricsPublisher
 from monitor.storage import DeadLetter, SourcePosition, transaction, utcnow
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from dashboards.promboards import PANEL_QUERIES
+from dashboards._promboards import PANEL_QUERIES
 from guards.registry import optimization_settings, register_version
 from monitor.detectors import DriftResult
 from monitor.outcomes import OutcomeResult

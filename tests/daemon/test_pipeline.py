@@ -18,13 +18,13 @@ from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
 from alerts import DeliveryWorker
-from collectors.base import RawRecord
-from collectors.ingest import Ingestor
+from collectors._base import RawRecord
+from collectors._ingest import Ingestor
 from monitor.baselines import save_baseline
 from monitor.config import Config, parse_config
 from monitor.daemon.wiring import Monitoring
-from monitor.demo.receiver import SignedWebhookReceiver
-from monitor.demo.traffic import FEATURES, TrafficPlan, training_frame, windows
+from monitor.demo._receiver import SignedWebhookReceiver
+from monitor.demo._traffic import FEATURES, TrafficPlan, training_frame, windows
 from monitor.outcomes.metrics import accuracy
 from monitor.profiles import profile_frame, specs_for
 from monitor.storage import DriftResultRow, OutcomeResultRow, session_factory

@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
 from migrations import upgrade
-from monitor.daemon.retention import purge
+from monitor.daemon._retention import purge
 from monitor.storage import (
     DeadLetter,
     DriftResultRow,

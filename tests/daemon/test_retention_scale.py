@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
 from monitor.config import parse_config
-from monitor.daemon.retention import retention_job
+from monitor.daemon._retention import retention_job
 from monitor.storage import (
     LabeledPrediction,
     OutcomeSummaryRow,

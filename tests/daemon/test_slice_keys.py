@@ -15,8 +15,8 @@ import pandas as pd
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
-from collectors.base import RawRecord
-from collectors.ingest import Ingestor
+from collectors._base import RawRecord
+from collectors._ingest import Ingestor
 from monitor.baselines import save_baseline
 from monitor.config import parse_config
 from monitor.daemon.wiring import Monitoring

@@ -22,10 +22,10 @@ from alerts import Evaluator
 from dashboards.metrics import ModelwatchMetrics
 from migrations import upgrade
 from monitor.config import Config, parse_config
+from monitor.daemon._supervisor import SupervisedComponent
 from monitor.daemon.signals import guard_signal
-from monitor.daemon.supervisor import SupervisedComponent
 from monitor.daemon.wiring import ComponentHealth, delivery_component
-from monitor.demo.receiver import SignedWebhookReceiver
+from monitor.demo._receiver import SignedWebhookReceiver
 from monitor.failures import Backoff, list_failures
 from monitor.storage import make_engine
 from tests.services.postgres import PostgresServer

@@ -18,8 +18,8 @@ import orjson
 from sqlalchemy.engine import Engine
 
 from alerts import DeliveryWorker, Evaluator, Signal
-from collectors.files import JsonlSource
-from collectors.ingest import Ingestor
+from collectors._files import JsonlSource
+from collectors._ingest import Ingestor
 from collectors.runner import RunState, pump
 from guards.history import record_gate
 from guards.registry import optimization_settings, register_version
@@ -29,7 +29,7 @@ from monitor.config.alerts import AlertsConfig
 from monitor.config.serving import CostConfig, SloConfig
 from monitor.detectors import DriftResult
 from monitor.evaluation import WindowEvaluator
-from monitor.outcomes.base import OutcomeResult
+from monitor.outcomes._base import OutcomeResult
 from monitor.periods import PERIODS, period_of
 from monitor.results import (
     store_drift_results,

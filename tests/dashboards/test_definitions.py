@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dashboards.render import build_dashboards, validate_dashboard
+from dashboards._render import build_dashboards, validate_dashboard
 from dashboards.views import VIEW_COLUMNS
 from monitor.errors import InputError
 from tests.conftest import run_cli

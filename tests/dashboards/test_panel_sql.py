@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
-from dashboards.render import build_dashboards
+from dashboards._render import build_dashboards
 from migrations import upgrade
 from monitor.storage import make_engine
 from tests.dashboards.grafana_sql import GrafanaContext

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import yaml
 
-from dashboards.promboards import PANEL_QUERIES, SPECS
-from dashboards.render import build_prometheus_dashboards, validate_dashboard
+from dashboards._promboards import PANEL_QUERIES, SPECS
+from dashboards._render import build_prometheus_dashboards, validate_dashboard
 from tests.conftest import run_cli
 
 

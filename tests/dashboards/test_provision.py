@@ -9,10 +9,10 @@ import pytest
 from grafana_client.api import GrafanaApi
 from grafana_foundation_sdk.models.dashboard import Dashboard, DataSourceRef
 
+from dashboards._render import build_prometheus_dashboards
 from dashboards.boards import BOARDS, drift
 from dashboards.datasource import DatasourceSpec, PrometheusDatasource
 from dashboards.provision import Provisioner
-from dashboards.render import build_prometheus_dashboards
 from monitor.errors import ConflictError, InputError, ServiceError
 from tests.conftest import run_cli
 from tests.dashboards.grafana_api import FakeGrafana

@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from guards.compare import compare_output
+from guards._compare import compare_output
+from guards._stats import wilson_interval
+from guards._tasks import detect_task
 from guards.policy import preset
-from guards.stats import wilson_interval
-from guards.tasks import detect_task
 from monitor.config import parse_config
 from monitor.errors import ConfigError
 

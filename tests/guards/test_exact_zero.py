@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 
 from guards import GateRequest, load_golden, preset, run_gate
-from guards.criteria import Evidence, Slice, evaluate
+from guards._criteria import Evidence, Slice, evaluate
+from guards._stats import wilson_interval
+from guards._tasks import detect_task
 from guards.policy import PRESETS
-from guards.stats import wilson_interval
-from guards.tasks import detect_task
 from tests.guards.conftest import Suite
 
 SIZES = range(1, 1001)

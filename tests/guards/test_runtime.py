@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from guards.runtime import gpu_usable, open_session, select_providers, session_options
+from guards._runtime import gpu_usable, open_session, select_providers, session_options
 from monitor.errors import InputError
 from tests.guards.conftest import Suite
 

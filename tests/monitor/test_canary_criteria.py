@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from monitor.canary._analysis import criteria_of, verdict_of
 from monitor.canary._criteria import error_rate, latency, outcomes
 from monitor.canary._evidence import Evidence
-from monitor.canary.analysis import criteria_of, verdict_of
 from monitor.config import ModelConfig
 from monitor.config.serving import CanaryConfig, SloConfig
 from monitor.outcomes import OutcomeResult
 from monitor.profiles import profile_frame, specs_for
-from monitor.profiles.latency import LatencySketch
+from monitor.profiles._latency import LatencySketch
 from monitor.profiles.serving import ServingSummary
 
 CFG = ModelConfig(name="m", canary=CanaryConfig(min_events=100, min_labels=50))

@@ -22,7 +22,7 @@ import monitor.evaluation
 from monitor._drift_batch import batches
 from monitor.baselines import save_baseline
 from monitor.config import ModelConfig
-from monitor.config.monitoring import OutcomeConfig
+from monitor.config._monitoring import OutcomeConfig
 from monitor.evaluation import WindowEvaluator, changed_windows, labeled_windows
 from monitor.failures import list_failures
 from monitor.profiles import profile_frame, specs_for

@@ -21,8 +21,8 @@ from monitor.config import parse_config
 from monitor.daemon.names import registry_names
 from monitor.errors import ConfigError
 from monitor.outcomes import evaluate_outcomes
+from monitor.outcomes._multiclass import MulticlassSummary, class_of
 from monitor.outcomes.from_summary import evaluate_summaries
-from monitor.outcomes.multiclass import MulticlassSummary, class_of
 from monitor.outcomes.summary import (
     add_pairs,
     merge_summaries,

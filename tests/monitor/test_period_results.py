@@ -22,8 +22,8 @@ import monitor._period_results
 from collectors import Ingestor, RawRecord
 from monitor.baselines import load_baseline, save_baseline
 from monitor.config import CollectConfig, ModelConfig
-from monitor.config.monitoring import OutcomeConfig
-from monitor.daemon.retention import purge
+from monitor.config._monitoring import OutcomeConfig
+from monitor.daemon._retention import purge
 from monitor.detectors import evaluate
 from monitor.evaluation import WindowEvaluator
 from monitor.failures import list_failures

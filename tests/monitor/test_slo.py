@@ -16,7 +16,7 @@ from monitor.config.serving import CostConfig, SloConfig
 from monitor.daemon.signals import slo_signals
 from monitor.evaluation import WindowEvaluator
 from monitor.failures import list_failures
-from monitor.profiles.latency import LatencySketch
+from monitor.profiles._latency import LatencySketch
 from monitor.profiles.serving import ServingSummary
 from monitor.slo import ServingWindow, cost_per_1k, evaluate_slo, slo_item
 from monitor.storage import SloResultRow, WindowServing

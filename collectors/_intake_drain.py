@@ -1,0 +1,202 @@
+"""The HTTP intake log's drain: pending request bodies aggregated in large batches, exactly once.
+
+A background thread reads the oldest pending rows of `intake_log` (up to `collect.batch_size`
+events), splits them into one record per event and hands them to the `Ingestor` of their
+adapter; inside that batch's transaction the rows are marked consumed (a keyed row keeps its key
+and digest for duplicate detection, its body is dropped; a keyless row is deleted). If another
+replica consumed one of them first, the batch is rolled back and read again. Records sit at the
+positions of this drain's own key (`drain:<replica>`), consecutive like a Kafka partition's.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session
+
+from collectors._base import Batch, RawRecord
+from collectors._http_bodies import ADAPTERS, split
+from collectors._ingest import Ingestor
+from collectors._intake_requests import RequestSpan, trace_dead_letters
+from collectors._profiling import default_backend
+from monitor.failures import Backoff, redact
+from monitor.storage import IntakeEntry, utcnow
+
+log = logging.getLogger(__name__)
+# Pending rows read per round (the batch takes a prefix of them up to batch_size events).
+READ_ROWS = 1000
+
+
+class Superseded(Exception):
+    """Some rows of the batch were consumed by another drain first; the batch rolls back."""
+
+
+class Drain:
+    """Aggregates the intake log in the background; `drain_once` does one batch."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        ingestor_for: Callable[[str], Ingestor],
+        replica: str,
+        batch_events: int = 5000,
+        interval_s: float = 0.1,
+        linger_s: float = 0.25,
+    ) -> None:
+        self.engine = engine
+        self._ingestor_for = ingestor_for
+        self.key = f"drain:{replica}"
+        self.batch_events = batch_events
+        self.interval_s = interval_s
+        # After a batch smaller than batch_events, let more requests arrive first: fewer, larger
+        # transactions (each merges every touched window profile once), still visible in <1 s.
+        self.linger_s = linger_s
+        self._last_events = 0
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._flush_until = 0.0
+        self.last_error: str | None = None
+
+    def drain_once(self) -> int:
+        """Aggregate one batch of pending rows; returns the rows consumed (0: nothing pending)."""
+        with self._lock:
+            rows = self._pending()
+            if not rows:
+                return 0
+            adapter = ADAPTERS.get(rows[0].kind, "modelwatch")
+            rows = [r for r in rows if ADAPTERS.get(r.kind, "modelwatch") == adapter]
+            ingestor = self._ingestor_for(adapter)
+            start = ingestor.position(self.key)
+            records, spans = self._records(rows, start)
+            self._last_events = len(records)
+            within = _consume([r.id for r in rows], ingestor.source, self.key, spans)
+            try:
+                ingestor.ingest(Batch(records), within=within)
+            except Superseded:
+                log.info("intake drain: rows consumed by another replica; reading again")
+                return 0
+            return len(rows)
+
+    def _pending(self) -> list[Any]:
+        """The oldest pending rows, up to batch_events events (at least one row), with bodies;
+        sizes are read first so a long backlog's bodies are not all read each round."""
+        entry = IntakeEntry.__table__.c
+        with Session(self.engine) as session:
+            found = session.execute(
+                select(entry.id, entry.events)
+                .where(entry.consumed_at.is_(None))
+                .order_by(entry.id)
+                .limit(READ_ROWS)
+            ).all()
+            ids: list[int] = []
+            events = 0
+            for row in found:
+                if ids and events + row.events > self.batch_events:
+                    break
+                ids.append(row.id)
+                events += row.events
+            if not ids:
+                return []
+            stmt = select(entry.id, entry.key, entry.kind, entry.body).where(
+                entry.id.in_(ids), entry.consumed_at.is_(None)
+            )
+            return sorted(session.execute(stmt).all(), key=lambda row: row.id)
+
+    def _records(
+        self, rows: Sequence[Any], start: int
+    ) -> tuple[list[RawRecord], list[RequestSpan]]:
+        """One record per event at consecutive offsets, and each request's span of them."""
+        records: list[RawRecord] = []
+        spans: list[RequestSpan] = []
+        offset = start
+        for row in rows:
+            first = offset
+            for payload in split(row.kind, row.body or b""):
+                records.append(RawRecord(self.key, offset, offset + 1, payload))
+                offset += 1
+            spans.append(RequestSpan(row.id, row.key, first, offset - first))
+        return records, spans
+
+    def wake(self) -> None:
+        """Tell the drain a request was appended (it otherwise polls every `interval_s`)."""
+        self._wake.set()
+
+    def start(self) -> None:
+        """Run the drain on a daemon thread (once)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="intake-drain", daemon=True)
+            self._thread.start()
+
+    def stop(self, timeout: float) -> None:
+        """Aggregate what is pending for most of `timeout`, then stop; the rest waits in the
+        log for the next start (nothing accepted is lost either way)."""
+        self._flush_until = time.monotonic() + 0.8 * timeout
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    @property
+    def started(self) -> bool:
+        return self._thread is not None
+
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def _run(self) -> None:
+        default_backend().warm_up()  # profiling's imports, before the first request waits on them
+        backoff = Backoff(0.2, 5.0)
+        failures = 0
+        while True:
+            stopping = self._stop.is_set()
+            if stopping and time.monotonic() >= self._flush_until:
+                return
+            try:
+                done = self.drain_once()
+                failures, self.last_error = 0, None
+            except Exception as exc:  # one bad batch or an outage must not end the drain
+                failures += 1
+                self.last_error = redact(exc)
+                log.exception("intake drain failed; retrying")
+                if stopping:
+                    return
+                self._stop.wait(backoff.delay(failures).total_seconds())
+                continue
+            if not done:
+                if stopping:
+                    return
+                self._wake.wait(self.interval_s)
+                self._wake.clear()
+            elif self._last_events < self.batch_events and not stopping:
+                self._stop.wait(self.linger_s)
+
+
+def _consume(
+    ids: list[int], source: str, key: str, spans: list[RequestSpan]
+) -> Callable[[Session], None]:
+    """Mark `ids` consumed in the batch's transaction (Superseded if one already was) and tag
+    the batch's dead letters with their requests."""
+
+    def consume(session: Session) -> None:
+        trace_dead_letters(session, source, key, spans)
+        table: Any = IntakeEntry.__table__
+        pending = [table.c.id.in_(ids), table.c.consumed_at.is_(None)]
+        kept: int = session.execute(  # type: ignore[attr-defined]
+            update(table)
+            .where(*pending, table.c.key.is_not(None))
+            .values(consumed_at=utcnow(), body=None)
+        ).rowcount
+        gone = delete(table).where(*pending, table.c.key.is_(None))
+        dropped: int = session.execute(gone).rowcount  # type: ignore[attr-defined]
+        if kept + dropped != len(ids):
+            raise Superseded()
+
+    return consume

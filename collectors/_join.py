@@ -1,0 +1,220 @@
+"""The label join, inside the batch transaction, set-based and column-wise.
+
+Predictions wait in `pending_predictions`, labels that came first in `pending_labels`; a match in
+either direction adds the pair to its window's outcome summaries (the input of per-slice outcome
+metrics) and, with `collect.keep_joined_rows`, writes it to `labeled_predictions` (drill-down
+data). Both waiting rooms are emptied of entries older than the label horizon, judged in event
+time against the newest event of the model in the batch. A repeated request id replaces the
+earlier entry.
+
+Per model and batch the work is a fixed number of statements, whatever the batch size: pairs
+within the batch are matched in memory; ONE `DELETE ... RETURNING` per waiting room, restricted
+to the batch's ids passed as a single parameter, takes the stored counterparts of the batch's
+predictions and labels (a match, or an entry the batch supersedes); one more per room expires
+old entries; the batch's entries still waiting are written in bulk (collectors/_bulk.py: COPY on
+PostgreSQL, one executemany on SQLite), except those already past the horizon. Matched pairs go
+on as columns (`JoinedPairs`) to `monitor.summaries`, which groups them with numpy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from collectors import _bulk as bulk
+from collectors._base import LabelEvent
+from collectors._bulk import json_text, ts_encoder
+from collectors._table import EventTable
+from collectors._validate import utc
+from collectors._windows import slice_source
+from monitor.config import ModelConfig
+from monitor.storage import LabeledPrediction, PendingLabel, PendingPrediction
+from monitor.storage.base import utcnow
+from monitor.summaries import JoinedPairs, add_joined
+
+
+def join_labels(
+    session: Session,
+    predictions: EventTable,
+    labels: Sequence[LabelEvent],
+    models: dict[str, ModelConfig],
+    horizon_s: float,
+    window_s: float,
+    keep_rows: bool = False,
+) -> int:
+    """Match the batch's predictions and labels, add matches to the summaries; returns matches.
+
+    With `keep_rows` the pairs are also written to labeled_predictions, and a pair that
+    replaces a stored pair of its request id first removes that pair's contribution, so
+    summaries count each request once (without, a request id joined again counts again).
+    """
+    matched = 0
+    for model in sorted(set(predictions.model) | {e.model for e in labels}):
+        config = models[model]
+        batch = _Batch.of(predictions, labels, model, config)
+        pairs = _match(session, model, batch, max(batch.newest - horizon_s, 0.0))
+        if keep_rows:
+            _replace_rows(session, model, pairs, config, window_s)
+        add_joined(session, model, pairs, config, window_s)
+        matched += len(pairs)
+    return matched
+
+
+@dataclass(frozen=True)
+class _Batch:
+    """One model's predictions (row of each request id in the table) and labels of a batch."""
+
+    table: EventTable
+    rows: dict[str, int]
+    labels: dict[str, LabelEvent]
+    slices: dict[str, list[Any]]
+    newest: float
+
+    @classmethod
+    def of(
+        cls, table: EventTable, labels: Sequence[LabelEvent], model: str, config: ModelConfig
+    ) -> _Batch:
+        """The batch's entries of `model`; of a repeated request id, the later one."""
+        if set(table.model) == {model}:
+            rows = dict(zip(table.request_id, range(len(table)), strict=True))
+        else:
+            rows = {table.request_id[i]: i for i, m in enumerate(table.model) if m == model}
+        labs = {e.request_id: e for e in labels if e.model == model}
+        stamps = [e.ts for e in labs.values()]
+        if rows:
+            stamps.append(float(table.ts[np.fromiter(rows.values(), np.intp, len(rows))].max()))
+        newest = max(stamps)
+        slices = {c: slice_source(table, c) for c in config.slices}
+        return cls(table, rows, labs, slices, newest)
+
+    def pairs(self, ids: Sequence[str], labels: Mapping[str, Any]) -> JoinedPairs:
+        """Pairs of the batch's predictions `ids` with `labels` (by request id)."""
+        rows = [self.rows[rid] for rid in ids]
+        t = self.table
+        return JoinedPairs(
+            request_id=list(ids),
+            version=[t.version[i] for i in rows],
+            ts=t.ts[np.asarray(rows, np.intp)] if rows else np.empty(0),
+            prediction=[t.prediction[i] for i in rows],
+            label=[labels[rid] for rid in ids],
+            slice_values={c: [values[i] for i in rows] for c, values in self.slices.items()},
+        )
+
+
+def _match(session: Session, model: str, batch: _Batch, cutoff: float) -> JoinedPairs:
+    """Pairs this batch completes: within it, and against the waiting rooms."""
+    pred_ids, label_ids = list(batch.rows), list(batch.labels)
+    stored_labels = _take_labels(session, model, pred_ids)
+    stored_preds, stored = _take_predictions(session, model, label_ids, list(batch.slices))
+    _expire(session, model, cutoff)
+    labels = {rid: e.label for rid, e in batch.labels.items()}
+    in_batch = [rid for rid in pred_ids if rid in labels]
+    late_labels = [rid for rid in pred_ids if rid not in labels and rid in stored_labels]
+    late_preds = [rid for rid in label_ids if rid not in batch.rows and rid in stored_preds]
+    done = {*in_batch, *late_labels, *late_preds}
+    _wait(session, model, batch, [r for r in pred_ids if r not in done], cutoff)
+    _wait_labels(session, model, batch, [r for r in label_ids if r not in done], cutoff)
+    parts = [batch.pairs(in_batch, labels), batch.pairs(late_labels, stored_labels)]
+    if late_preds:
+        rows = [stored_preds[rid] for rid in late_preds]
+        parts.append(stored.subset(rows, [labels[rid] for rid in late_preds]))
+    return JoinedPairs.concat(parts, list(batch.slices))
+
+
+def _take_labels(session: Session, model: str, ids: Sequence[str]) -> dict[str, Any]:
+    """Stored labels of `ids`, removed from the waiting room: {request id: label}."""
+    rows = bulk.take(session, "pending_labels", model, ids, ("request_id", "label"), {"label"})
+    return {rid: bulk.json_value(label) for rid, label in rows}
+
+
+def _take_predictions(
+    session: Session, model: str, ids: Sequence[str], slices: Sequence[str]
+) -> tuple[dict[str, int], JoinedPairs]:
+    """Stored predictions of `ids`, removed from the waiting room: ({request id: row}, columns)
+    with labels still to fill in."""
+    json = {"prediction", "slice_values"}
+    rows = bulk.take(session, "pending_predictions", model, ids, _PRED_COLUMNS[1:], json)
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(_PRED_COLUMNS[1:])
+    rids, versions, stamps, preds, values = (list(c) for c in columns)
+    docs = [bulk.json_value(v) for v in values]
+    pairs = JoinedPairs(
+        request_id=rids,
+        version=versions,
+        ts=bulk.epoch_seconds(stamps),
+        prediction=[bulk.json_value(p) for p in preds],
+        label=[None] * len(rids),
+        slice_values={c: [d.get(c) for d in docs] for c in slices},
+    )
+    return {rid: i for i, rid in enumerate(rids)}, pairs
+
+
+_KEYS = ("model", "request_id")
+_PRED_COLUMNS = ("model", "request_id", "version", "ts", "prediction", "slice_values")
+_LABEL_COLUMNS = ("model", "request_id", "label", "ts")
+_JOINED_COLUMNS = (*_PRED_COLUMNS[:5], "label", "slice_values", "joined_at")
+
+
+def _wait(session: Session, model: str, batch: _Batch, ids: list[str], cutoff: float) -> None:
+    """Store the batch's predictions `ids` until their labels come (unless already expired)."""
+    t = batch.table
+    rows = [i for i in (batch.rows[rid] for rid in ids) if t.ts[i] >= cutoff]
+    stamps = bulk.ts_column(session, t.ts[np.asarray(rows, np.intp)])
+    records = [
+        (model, t.request_id[i], t.version[i], stamp, json_text(t.prediction[i]),
+         json_text({c: values[i] for c, values in batch.slices.items()}))
+        for i, stamp in zip(rows, stamps, strict=True)
+    ]  # fmt: skip
+    bulk.upsert(session, "pending_predictions", _PRED_COLUMNS, _KEYS, records)
+
+
+def _wait_labels(
+    session: Session, model: str, batch: _Batch, ids: list[str], cutoff: float
+) -> None:
+    """Store the batch's labels `ids` until their predictions come (unless already expired)."""
+    events = [e for e in (batch.labels[rid] for rid in ids) if e.ts >= cutoff]
+    stamps = bulk.ts_column(session, np.array([e.ts for e in events], dtype=np.float64))
+    rows = [
+        (model, e.request_id, json_text(e.label), stamp)
+        for e, stamp in zip(events, stamps, strict=True)
+    ]
+    bulk.upsert(session, "pending_labels", _LABEL_COLUMNS, _KEYS, rows)
+
+
+def _replace_rows(
+    session: Session, model: str, pairs: JoinedPairs, config: ModelConfig, window_s: float
+) -> None:
+    """Swap replaced joined rows for the new pairs, in labeled_predictions and the summaries."""
+    if not len(pairs):
+        return
+    table = LabeledPrediction.__table__
+    names = ("version", "ts", "prediction", "label", "slice_values")
+    stmt = select(*(table.c[c] for c in names)).where(
+        table.c.model == model,
+        bulk.in_ids(session, "labeled_predictions.request_id", pairs.request_id),
+    )
+    old = [dict(zip(names, row, strict=True)) for row in session.execute(stmt)]
+    add_joined(session, model, JoinedPairs.from_rows(old, config.slices), config, window_s, -1)
+    joined_at = ts_encoder(session)(utcnow())
+    stamps = bulk.ts_column(session, pairs.ts)
+    rows = [
+        (model, pairs.request_id[i], pairs.version[i], stamps[i],
+         json_text(pairs.prediction[i]), json_text(pairs.label[i]),
+         json_text({c: v[i] for c, v in pairs.slice_values.items()}), joined_at)
+        for i in range(len(pairs))
+    ]  # fmt: skip
+    bulk.upsert(session, "labeled_predictions", _JOINED_COLUMNS, _KEYS, rows)
+
+
+def _expire(session: Session, model: str, before: float) -> None:
+    cutoff = utc(before)
+    for table in (PendingPrediction, PendingLabel):
+        session.execute(
+            delete(table)
+            .where(table.model == model, table.ts < cutoff)
+            .execution_options(synchronize_session=False)
+        )

@@ -1,0 +1,112 @@
+"""Operational fields of prediction events: latency, errors and attributions.
+
+All optional: `latency_ms` (end to end) and `model_latency_ms` (inference only), non-negative
+finite numbers or null; `error`, a string or null (an errored request still counts as a
+request); `attributions`, `{feature: finite number}` (e.g. SHAP values). Checked by both the
+per-event path (:func:`serving_fields`) and the column-wise fast path (:func:`serving_columns`),
+which accept exactly the same events.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from collectors._base import DecodeError
+
+__all__ = ["SERVING_FIELDS", "serving_columns", "serving_fields", "serving_from_events"]
+
+SERVING_FIELDS = ("latency_ms", "model_latency_ms", "error", "attributions")
+_FIELD_SET = frozenset(SERVING_FIELDS)
+_LATENCY = ("latency_ms", "model_latency_ms")
+_NONE = type(None)
+
+
+def _finite(value: object) -> bool:
+    return type(value) in (int, float) and math.isfinite(value)  # type: ignore[arg-type]
+
+
+def _kind(value: object) -> str:
+    return {dict: "object", list: "array", bool: "boolean", _NONE: "null"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def serving_fields(obj: dict[str, Any]) -> dict[str, Any] | None:
+    """The event's operational fields that are set (None if none); DecodeError names a bad one."""
+    if _FIELD_SET.isdisjoint(obj) or all(obj.get(name) is None for name in SERVING_FIELDS):
+        return None
+    out: dict[str, Any] = {}
+    for name in _LATENCY:
+        value = obj.get(name)
+        if value is None:
+            continue
+        if not _finite(value) or value < 0:
+            raise DecodeError(
+                "wrong_type", f"{name}: expected a non-negative finite number, got {value!r:.40}"
+            )
+        out[name] = float(value)
+    error = obj.get("error")
+    if error is not None and type(error) is not str:
+        raise DecodeError("wrong_type", f"error: expected string or null, got {_kind(error)}")
+    if error is not None:
+        out["error"] = error
+    attributions = obj.get("attributions")
+    if attributions is not None:
+        out["attributions"] = _attributions(attributions)
+    return out
+
+
+def _attributions(value: object) -> dict[str, float]:
+    if type(value) is not dict:
+        raise DecodeError("wrong_type", f"attributions: expected object, got {_kind(value)}")
+    for key, item in value.items():
+        if not _finite(item):
+            raise DecodeError(
+                "wrong_type", f"attributions.{key}: expected a finite number, got {item!r:.40}"
+            )
+    return {k: float(v) for k, v in value.items()}
+
+
+def serving_columns(objs: Sequence[dict[str, Any]]) -> dict[str, list[Any]] | None:
+    """Each set operational field as a column (None where absent) if all of them are valid,
+    else None (the per-event path then names the bad one); {} when no event has any."""
+    if all(map(_FIELD_SET.isdisjoint, objs)):  # the common case, one C-level pass
+        return {}
+    out: dict[str, list[Any]] = {}
+    for name in SERVING_FIELDS:
+        values = [o.get(name) for o in objs]
+        present = [v for v in values if v is not None]
+        if not present:
+            continue
+        if not all(map(_valid[name], present)):
+            return None
+        out[name] = [_normal(name, v) for v in values]
+    return out
+
+
+def _normal(name: str, value: Any) -> Any:
+    if value is None or name == "error":
+        return value
+    if name == "attributions":
+        return {k: float(v) for k, v in value.items()}
+    return float(value)
+
+
+_valid = {
+    "latency_ms": lambda v: _finite(v) and v >= 0,
+    "model_latency_ms": lambda v: _finite(v) and v >= 0,
+    "error": lambda v: type(v) is str,
+    "attributions": lambda v: type(v) is dict and all(map(_finite, v.values())),
+}
+
+
+def serving_from_events(serving: Sequence[Any]) -> dict[str, list[Any]]:
+    """Columns of the per-event path's `PredictionEvent.serving` mappings (None: none set)."""
+    out: dict[str, list[Any]] = {}
+    for name in SERVING_FIELDS:
+        values = [s.get(name) if s else None for s in serving]
+        if any(v is not None for v in values):
+            out[name] = values
+    return out

@@ -1,0 +1,317 @@
+"""The batch transaction: counters, positions, window profiles and counts, dead letters.
+
+Everything a batch changes is written in one transaction. The first statement bumps the source's
+counters, which takes SQLite's write lock before anything is read; on PostgreSQL the position
+rows are read `FOR UPDATE`. If the stored positions are not the ones the plan started from
+(another consumer, or an earlier attempt whose commit did land), :class:`StalePlan` rolls the
+transaction back and the batch is planned again from the stored state.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from collectors._base import RawRecord, Rejection
+from collectors._plan import GroupKey, KeyState, Plan, WindowKey
+from collectors._profiling import ProfileBackend
+from collectors._specs import BuiltProfile
+from collectors._validate import utc
+from monitor.detectors import rebin
+from monitor.errors import CorruptProfileError
+from monitor.estimation import DERIVED_COLUMNS
+from monitor.storage import (
+    DeadLetter,
+    IngestCounter,
+    SourcePosition,
+    WindowCount,
+    WindowProfile,
+    mark_changed,
+)
+from monitor.storage.base import utcnow
+
+log = logging.getLogger(__name__)
+
+
+class StalePlan(Exception):
+    """Stored positions moved since the batch was planned; carries the stored states."""
+
+    def __init__(self, stored: dict[str, KeyState]) -> None:
+        super().__init__("stored positions changed")
+        self.stored = stored
+
+
+def ensure_counter(session: Session, source: str, source_type: str) -> None:
+    """Create the source's counter row once (the batch transaction only updates it).
+
+    Replicas of one source start together: the insert ignores a row another one just created
+    instead of failing on the primary key."""
+    dialect = session.get_bind().dialect.name
+    insert_into = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    stmt = insert_into(IngestCounter).values(source=source, type=source_type)
+    session.execute(stmt.on_conflict_do_nothing(index_elements=["source"]))
+
+
+def bump_counters(session: Session, source: str, plan: Plan, labels: int) -> None:
+    """Add the batch's totals; being a write, this also takes SQLite's lock first."""
+    session.execute(
+        update(IngestCounter)
+        .where(IngestCounter.source == source)
+        .values(
+            events=IngestCounter.events + plan.events,
+            labels=IngestCounter.labels + labels,
+            dead_letters=IngestCounter.dead_letters + len(plan.dead),
+            late=IngestCounter.late + plan.late,
+            updated_at=utcnow(),
+        )
+    )
+
+
+def read_states(
+    session: Session, source: str, keys: Iterable[str], lock: bool
+) -> dict[str, KeyState]:
+    """Stored states of `keys` (absent keys start at offset 0)."""
+    wanted = list(keys)
+    stmt = select(SourcePosition).where(
+        SourcePosition.source == source, SourcePosition.key.in_(wanted)
+    )
+    if lock:
+        stmt = stmt.with_for_update()
+    rows = {p.key: p for p in session.execute(stmt).scalars()}
+    out: dict[str, KeyState] = {}
+    for key in wanted:
+        row = rows.get(key)
+        mark = row.watermark.timestamp() if row and row.watermark else None
+        out[key] = KeyState(row.offset, mark) if row else KeyState()
+    return out
+
+
+def check_positions(session: Session, source: str, plan: Plan) -> None:
+    """Raise StalePlan unless the stored offsets are those the plan started from."""
+    lock = session.get_bind().dialect.name == "postgresql"
+    stored = read_states(session, source, plan.end, lock)
+    for key, state in stored.items():
+        expected = plan.start.get(key, KeyState())
+        if state.offset != expected.offset:
+            raise StalePlan(stored)
+
+
+def write_positions(
+    session: Session,
+    source: str,
+    plan: Plan,
+    ends: Mapping[str, int],
+    details: Mapping[str, Mapping[str, Any]],
+) -> None:
+    """Store each key's new offset, watermark, known end and description."""
+    now = utcnow()
+    existing = set(
+        session.execute(
+            select(SourcePosition.key).where(
+                SourcePosition.source == source, SourcePosition.key.in_(list(plan.end))
+            )
+        ).scalars()
+    )
+    for key, state in plan.end.items():
+        values: dict[str, Any] = {
+            "offset": state.offset,
+            "end_offset": max(ends.get(key, 0), state.offset),
+            "watermark": utc(state.watermark) if state.watermark is not None else None,
+            "updated_at": now,
+        }
+        if key in details:
+            values["detail"] = dict(details[key])
+        if key in existing:
+            session.execute(
+                update(SourcePosition)
+                .where(SourcePosition.source == source, SourcePosition.key == key)
+                .values(**values)
+            )
+        else:
+            values.setdefault("detail", {})
+            session.execute(insert(SourcePosition).values(source=source, key=key, **values))
+
+
+def merge_profiles(
+    session: Session,
+    built: Mapping[tuple[GroupKey, str], BuiltProfile],
+    backend: ProfileBackend,
+    window_s: float,
+    on_other_spec: Callable[[str, str, str], None] | None = None,
+) -> None:
+    """Merge each batch profile into its stored window profile (or store it).
+
+    A stored profile on another spec than the batch's wins (two replicas that each learned a
+    spec for a new model version from their own first batch, say): the batch is moved onto the
+    stored spec and `on_other_spec(model, version, column)` is told, so later batches use it.
+    """
+    by_window: dict[WindowKey, list[tuple[str, str, BuiltProfile]]] = {}
+    for ((model, version, start, slice_key), column), prof in built.items():
+        by_window.setdefault((model, version, start), []).append((slice_key, column, prof))
+    table = WindowProfile.__table__
+    now = utcnow()
+    for wkey, items in by_window.items():
+        stored = _window_rows(session, table, wkey, (table.c.column, table.c.payload))
+        new, changed = [], []
+        for slice_key, column, prof in items:
+            payload = stored.get((slice_key, column))
+            if payload is None:
+                row = {"slice_key": slice_key, "column": column, "kind": prof.kind}
+                new.append({**row, "n": prof.profile.n, "payload": prof.profile.to_bytes()})
+                continue
+            stored_profile = _loaded(backend, payload, (*wkey, slice_key, column))
+            batch = prof.profile
+            if stored_profile is not None:
+                batch = _on_spec_of(stored_profile, batch, (*wkey, slice_key, column))
+                if batch is not prof.profile and on_other_spec is not None:
+                    on_other_spec(wkey[0], wkey[1], column)
+            if stored_profile is None:
+                merged = batch
+            else:
+                merged = stored_profile if batch is None else stored_profile.merge(batch)
+            key = {"k_slice": slice_key, "k_column": column}
+            changed.append({**key, "v_n": merged.n, "v_payload": merged.to_bytes()})
+        _write_window_rows(session, table, wkey, window_s, now, new, changed)
+
+
+def _on_spec_of(stored: Any, batch: Any, where: tuple[str, str, float, str, str]) -> Any:
+    """`batch` on the stored profile's spec (itself when they agree); None when the kinds
+    differ, which cannot be moved (logged; the stored profile stays as it is)."""
+    if stored.spec.fingerprint == batch.spec.fingerprint:
+        return batch
+    moved = rebin(batch, stored.spec)
+    if moved is None:
+        model, version, start, slice_key, column = where
+        log.warning(
+            "model %r version %r window %s slice %r column %r: a batch profiled as %s cannot join "
+            "the stored %s profile; its values are not counted",
+            model, version, utc(start).isoformat(), slice_key, column, batch.kind, stored.kind,
+        )  # fmt: skip
+    return moved
+
+
+def _loaded(
+    backend: ProfileBackend, payload: bytes, where: tuple[str, str, float, str, str]
+) -> Any:
+    """The stored profile; None for a corrupt one, which then starts afresh from the batch.
+
+    A profile written by an older version with non-finite moments (stored as JSON null) can
+    never merge again: keeping it would fail every later batch of its window forever.
+    """
+    try:
+        return backend.load(payload)
+    except CorruptProfileError as exc:
+        model, version, start, slice_key, column = where
+        log.warning(
+            "model %r version %r window %s slice %r column %r: %s; the window's profile of "
+            "this column starts afresh from this batch",
+            model, version, utc(start).isoformat(), slice_key, column, exc,
+        )  # fmt: skip
+        return None
+
+
+def merge_counts(session: Session, plan: Plan, window_s: float) -> None:
+    """Add the batch's event counts per (model, version, window, slice)."""
+    table = WindowCount.__table__
+    now = utcnow()
+    for wkey, window in plan.windows.items():
+        stored = _window_rows(session, table, wkey, (table.c.events,))
+        new, changed = [], []
+        for slice_key in window.slices:
+            if (slice_key,) in stored:
+                changed.append({"k_slice": slice_key, "v_n": window.count(slice_key)})
+            else:
+                new.append({"slice_key": slice_key, "events": window.count(slice_key)})
+        _write_window_rows(session, table, wkey, window_s, now, new, changed)
+
+
+def mark_windows(session: Session, plan: Plan, window_s: float) -> None:
+    """Mark the batch's windows changed, so the evaluate job finds them without a scan; those
+    with derived columns (`collectors._derived`) for the estimation step too."""
+    mark_changed(
+        session,
+        "drift",
+        ((m, v, utc(start), utc(start + window_s)) for m, v, start in plan.windows),
+    )
+    derived = [
+        (m, v, utc(start), utc(start + window_s))
+        for (m, v, start), window in plan.windows.items()
+        if any(c in window.columns for c in DERIVED_COLUMNS)
+    ]
+    mark_changed(session, "estimate", derived)
+
+
+def _window_rows(
+    session: Session, table: Any, wkey: WindowKey, columns: tuple[Any, ...]
+) -> dict[tuple[Any, ...], Any]:
+    """A window's stored rows: key columns after the window (slice, ...) -> last column value."""
+    model, version, start = wkey
+    stmt = select(table.c.slice_key, *columns).where(
+        table.c.model == model, table.c.version == version, table.c.window_start == utc(start)
+    )
+    if session.get_bind().dialect.name == "postgresql":
+        stmt = stmt.with_for_update()
+    return {tuple(row[:-1]): row[-1] for row in session.execute(stmt)}
+
+
+def _write_window_rows(
+    session: Session,
+    table: Any,
+    wkey: WindowKey,
+    window_s: float,
+    now: datetime,
+    new: list[dict[str, Any]],
+    changed: list[dict[str, Any]],
+) -> None:
+    """Insert a window's new rows and update its changed ones, one executemany each.
+
+    Profiles (a `column` key) replace payload and n; counts add `v_n` to `events`.
+    """
+    model, version, start = wkey
+    head = {"model": model, "version": version, "window_start": utc(start)}
+    if new:
+        tail = {"window_end": utc(start + window_s), "updated_at": now}
+        session.execute(insert(table), [{**head, **row, **tail} for row in new])
+    if not changed:
+        return
+    where = [table.c.model == model, table.c.version == version]
+    where += [table.c.window_start == utc(start), table.c.slice_key == bindparam("k_slice")]
+    if "column" in table.c:
+        where.append(table.c.column == bindparam("k_column"))
+        values: dict[str, Any] = {"n": bindparam("v_n"), "payload": bindparam("v_payload")}
+    else:
+        values = {"events": table.c.events + bindparam("v_n")}
+    session.execute(update(table).where(*where).values(updated_at=now, **values), changed)
+
+
+def dead_letter_rows(
+    source: str, dead: Iterable[tuple[RawRecord, Rejection]], cap: int
+) -> list[dict[str, Any]]:
+    """Dead-letter rows with payloads cut to `cap` bytes."""
+    now = datetime.now(UTC)
+    return [
+        {
+            "source": source,
+            "key": record.key,
+            "offset": record.start,
+            "reason": rejection.reason,
+            "detail": rejection.detail[:1000],
+            "payload": record.payload[:cap],
+            "payload_size": len(record.payload),
+            "truncated": len(record.payload) > cap,
+            "created_at": now,
+        }
+        for record, rejection in dead
+    ]
+
+
+def store_dead_letters(session: Session, rows: list[dict[str, Any]]) -> None:
+    """Insert dead letters (one executemany)."""
+    if rows:
+        session.execute(insert(DeadLetter), rows)

@@ -1,0 +1,81 @@
+"""Config of the daemon: HTTP API, tokens and scheduled jobs."""
+
+from __future__ import annotations
+
+import os
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from monitor.config._base import StrictModel
+from monitor.config._names import check_env_name
+
+Scope = Literal["ingest", "read", "admin"]
+_YEAR_S = 366 * 86400
+
+
+class TokenConfig(StrictModel):
+    """A bearer token and what it may do; the secret comes from `token_env` (or `token`)."""
+
+    name: str = Field(min_length=1)
+    scopes: list[Scope] = Field(min_length=1)
+    token_env: str | None = None
+    token: str | None = Field(default=None, repr=False)
+
+    # An unset variable would silently drop the token (and lock its users out): a config error.
+    _env_is_set = field_validator("token_env")(check_env_name)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> TokenConfig:
+        if (self.token_env is None) == (self.token is None):
+            raise ValueError(f"token '{self.name}': set exactly one of token_env or token")
+        return self
+
+    def secret(self) -> str | None:
+        """The token value, read from the environment when configured so."""
+        if self.token is not None:
+            return self.token
+        assert self.token_env is not None
+        return os.environ.get(self.token_env) or None
+
+
+class CloudEventsOptions(StrictModel):
+    """How `POST /v1/events` reads inference-logger CloudEvents (the `cloudevents` adapter)."""
+
+    # Default: the event's `inferenceservicename` / `modelversion` extensions.
+    model: str | None = None
+    model_version: str | None = None
+    # Names of positional inputs (V1 `instances` lists); default f0, f1, ...
+    feature_names: list[str] = Field(default_factory=list)
+
+
+class ApiConfig(StrictModel):
+    """`modelwatch serve`'s HTTP API."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8080, ge=0, le=65535)
+    tokens: list[TokenConfig] = Field(default_factory=list)
+    max_body_bytes: int = Field(default=10 * 1024 * 1024, ge=1024)
+    # Health and metrics stay open for probes and scrapers unless this is set.
+    protect_health: bool = False
+    cloudevents: CloudEventsOptions = Field(default_factory=CloudEventsOptions)
+
+
+class SchedulerConfig(StrictModel):
+    """Intervals of the daemon's scheduled jobs (seconds), bounded so that no date arithmetic
+    on them can overflow."""
+
+    evaluate_interval_s: float = Field(default=60.0, gt=0, le=_YEAR_S, allow_inf_nan=False)
+    alerts_interval_s: float = Field(default=15.0, gt=0, le=_YEAR_S, allow_inf_nan=False)
+    retention_interval_s: float = Field(default=3600.0, gt=0, le=_YEAR_S, allow_inf_nan=False)
+    retention_days: int = Field(default=90, ge=1, le=36_500)
+    # Raw joined predictions are drill-down data only (outcome metrics come from summaries),
+    # so they may be kept for a shorter time; at most `retention_days`.
+    labeled_retention_days: int | None = Field(default=14, ge=1, le=36_500)
+    # A job claimed by a replica that died is taken over after this long.
+    lease_s: float = Field(default=300.0, gt=0, le=_YEAR_S, allow_inf_nan=False)
+    # A failing item of a job (a window, a model) is retried after retry_initial_s, doubling
+    # per failure up to retry_max_s; after `failing_after` failures in a row /readyz reports it.
+    retry_initial_s: float = Field(default=30.0, gt=0, le=_YEAR_S, allow_inf_nan=False)
+    retry_max_s: float = Field(default=3600.0, gt=0, le=_YEAR_S, allow_inf_nan=False)
+    failing_after: int = Field(default=3, ge=1, le=1_000_000)

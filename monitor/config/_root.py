@@ -1,0 +1,141 @@
+"""The root config model and the loader that validates a YAML file once at startup."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import Field, ValidationError, field_validator
+
+from monitor.config._api import ApiConfig, SchedulerConfig
+from monitor.config._base import StrictModel
+from monitor.config._monitoring import DriftConfig, OutcomeConfig
+from monitor.config._names import CONTEXT_KEY, ENV_KEY, RegistryNames
+from monitor.config._sources import CollectConfig, SourceConfig
+from monitor.config._suggest import problems
+from monitor.config.alerts import AlertsConfig
+from monitor.config.columns import ColumnsConfig
+from monitor.config.guards import GuardsConfig
+from monitor.config.serving import CanaryConfig, SloConfig
+from monitor.errors import ConfigError
+
+DEFAULT_DATABASE_URL = "sqlite:///modelwatch.db"
+
+# Environment variables that override config keys (secrets and deployment-specific values).
+ENV_OVERRIDES: Mapping[str, str] = {
+    "MODELWATCH_DATABASE_URL": "database_url",
+}
+
+
+class ModelConfig(StrictModel):
+    """A monitored model and the columns its windows are sliced by."""
+
+    name: str = Field(min_length=1)
+    slices: list[str] = Field(default_factory=list)
+    # Bounded metric labels: slice values past this many per column go to "other".
+    max_slice_values: int = Field(default=50, ge=1, le=1000)
+    # Numeric columns profiled as categories by `baseline create --config` (codes, ids).
+    categorical: list[str] = Field(default_factory=list)
+    drift: DriftConfig = Field(default_factory=DriftConfig)
+    outcomes: OutcomeConfig = Field(default_factory=OutcomeConfig)
+    columns: ColumnsConfig = Field(default_factory=ColumnsConfig)
+    slo: SloConfig | None = None
+    canary: CanaryConfig = Field(default_factory=CanaryConfig)
+
+    @field_validator("slices")
+    @classmethod
+    def _unique_slices(cls, value: list[str]) -> list[str]:
+        if len(set(value)) != len(value):
+            raise ValueError("slice columns must be unique")
+        if any(not s for s in value):
+            raise ValueError("slice column names must not be empty")
+        return value
+
+
+class Config(StrictModel):
+    """Everything `modelwatch` reads from its YAML file."""
+
+    database_url: str = DEFAULT_DATABASE_URL
+    models: list[ModelConfig] = Field(default_factory=list)
+    sources: list[SourceConfig] = Field(default_factory=list)
+    api: ApiConfig = Field(default_factory=ApiConfig)
+    scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
+    alerts: AlertsConfig = Field(default_factory=AlertsConfig)
+    guards: GuardsConfig = Field(default_factory=GuardsConfig)
+    collect: CollectConfig = Field(default_factory=CollectConfig)
+
+    @field_validator("models")
+    @classmethod
+    def _unique_models(cls, value: list[ModelConfig]) -> list[ModelConfig]:
+        names = [m.name for m in value]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"model names must be unique; repeated: {', '.join(dupes)}")
+        return value
+
+    @field_validator("sources")
+    @classmethod
+    def _unique_sources(cls, value: list[Any]) -> list[Any]:
+        names = [s.name for s in value]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"source names must be unique; repeated: {', '.join(dupes)}")
+        return value
+
+
+def format_validation_error(source: str, exc: ValidationError) -> str:
+    """One line naming the file and the first offending key (`config check` lists them all)."""
+    # A typo shows up as an unknown key plus a missing one; the unknown key is the useful half.
+    found = problems(Config, exc)
+    more = len(found) - 1
+    suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+    return f"{source}: {found[0]}{suffix}"
+
+
+def parse_config(
+    data: Any,
+    source: str = "<config>",
+    env: Mapping[str, str] | None = None,
+    names: RegistryNames | None = None,
+) -> Config:
+    """Validate already-parsed YAML data, applying environment overrides; with `names`, every
+    registry name is checked against them (the composition root always passes them)."""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: the top level must be a mapping of keys")
+    merged = dict(data)
+    environ = os.environ if env is None else env
+    for var, key in ENV_OVERRIDES.items():
+        value = environ.get(var)
+        if value:
+            merged[key] = value
+    try:
+        return Config.model_validate(merged, context={CONTEXT_KEY: names, ENV_KEY: environ})
+    except ValidationError as exc:
+        every = [f"{source}: {line}" for line in problems(Config, exc)]
+        raise ConfigError(format_validation_error(source, exc), every) from None
+
+
+def load_config(
+    path: str | Path, env: Mapping[str, str] | None = None, names: RegistryNames | None = None
+) -> Config:
+    """Read and validate a YAML config file; every problem is a one-line ConfigError."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{p}: config file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{p}: cannot read config file: {exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise ConfigError(f"{p}: invalid YAML{where}: {problem}") from None
+    return parse_config(data, source=str(p), env=env, names=names)

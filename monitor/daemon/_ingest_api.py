@@ -1,0 +1,226 @@
+"""`POST /v1/events` and `POST /v1/labels`: HTTP input, a source like Kafka and log files.
+
+Bodies: modelwatch events (a JSON array, `{"events": [...], "batch_id": ...}` or one event
+object), or KServe / Seldon inference-logger CloudEvents — binary mode (`ce-*` headers, the body
+is the data), structured (`application/cloudevents+json`) or batched
+(`application/cloudevents-batch+json`).
+A body that is not JSON or not one of these shapes is a 422 at once; otherwise it is appended to
+the intake log and acknowledged with 202, and the drain aggregates it within a second or two:
+each event is validated there, a bad one becomes a dead letter (source `http`), the others count.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import orjson
+from fastapi import APIRouter, Depends, Header, HTTPException, Request, Response
+from pydantic import BaseModel, Field
+from starlette.concurrency import run_in_threadpool
+
+from collectors import (
+    CE_BATCH,
+    CE_STRUCTURED,
+    Accepted,
+    HttpIntake,
+    IntakeFull,
+    RequestBody,
+    check_idempotency_key,
+    check_request,
+)
+from monitor.daemon._auth import requires
+from monitor.daemon._common import ApiModel, ErrorBody, errors
+from monitor.daemon._dead_letters_api import (
+    IngestResult,
+    Wait,
+    dead_letters_url,
+    drained_result,
+)
+
+router = APIRouter(tags=["ingest"])
+_BUSY = "the database is unavailable, or the intake backlog is at collect.http_max_backlog"
+
+Scalar = float | int | str | bool | None
+
+
+class Event(BaseModel):
+    """A prediction (with `features`) or a label (with `label`, no `features`)."""
+
+    request_id: str
+    model: str
+    model_version: str | None = None
+    timestamp: str | float = Field(description="RFC 3339 with an offset, or epoch seconds")
+    features: dict[str, Scalar] | None = None
+    prediction: Any = None
+    metadata: dict[str, Scalar] | None = None
+    label: Any = None
+    # Operational fields (all optional): latency, errors (still counted), attributions.
+    latency_ms: float | None = Field(default=None, ge=0, description="End-to-end latency")
+    model_latency_ms: float | None = Field(default=None, ge=0, description="Inference only")
+    error: str | None = Field(default=None, description="Set on an errored request")
+    attributions: dict[str, float] | None = Field(default=None, description="e.g. SHAP values")
+
+
+class CloudEvent(BaseModel):
+    """An inference-logger CloudEvent (type `*.inference.request` or `*.inference.response`)."""
+
+    specversion: str = "1.0"
+    id: str
+    type: str
+    source: str
+    time: str
+    inferenceservicename: str | None = None
+    modelversion: str | None = None
+    data: dict[str, Any]
+
+
+class IngestAccepted(BaseModel):
+    """A request appended to the intake log (`accepted`), or a retry of one (`duplicate`).
+
+    `queued`: events appended now, aggregated by the drain within a second or two (malformed
+    ones become dead letters); `duplicates`: events of the earlier request with this
+    Idempotency-Key, which are not counted again. `dead_letters_url` lists this request's
+    rejected events once drained (with an Idempotency-Key). `result`: with `?wait=`, what the
+    drain made of the request (answered 200); null when not waited for or not drained in time.
+    """
+
+    status: Literal["accepted", "duplicate"]
+    queued: int
+    duplicates: int
+    idempotency_key: str | None
+    dead_letters_url: str | None = None
+    result: IngestResult | None = None
+
+
+class LabelIn(ApiModel):
+    """Ground truth for the prediction with the same `request_id`."""
+
+    request_id: str = Field(min_length=1, max_length=500)
+    model: str = Field(min_length=1, max_length=200)
+    label: float | int | str | bool
+    timestamp: str | float = Field(description="RFC 3339 with an offset, or epoch seconds")
+
+
+class LabelBatch(ApiModel):
+    labels: list[LabelIn]
+    batch_id: str | None = None
+
+
+_DRAINED = "with `?wait=`: the drain consumed the request in time; `result` says what it did"
+_RESPONSES = {
+    **errors(409, 413, 422),
+    200: {"model": IngestAccepted, "description": _DRAINED},
+    503: {"model": ErrorBody, "description": _BUSY},
+}
+
+
+def _events_body_doc() -> dict[str, Any]:
+    event = Event.model_json_schema()
+    batch = {
+        "type": "object",
+        "properties": {
+            "events": {"type": "array", "items": event},
+            "batch_id": {"type": "string", "description": "Used as the Idempotency-Key"},
+        },
+        "required": ["events"],
+    }
+    ce = CloudEvent.model_json_schema()
+    return {
+        "required": True,
+        "content": {
+            "application/json": {
+                "schema": {"oneOf": [{"type": "array", "items": event}, batch, event]}
+            },
+            CE_STRUCTURED: {"schema": ce},
+            CE_BATCH: {"schema": {"type": "array", "items": ce}},
+        },
+    }
+
+
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        description="Makes a retried request count once (1-200 visible ASCII characters)",
+    ),
+]
+
+
+def _intake(request: Request) -> HttpIntake:
+    intake: HttpIntake = request.app.state.intake
+    return intake
+
+
+def _submit(intake: HttpIntake, body: RequestBody, key: str | None, ns: str) -> Accepted:
+    try:
+        return intake.submit(body, key, ns)
+    except IntakeFull as exc:
+        raise HTTPException(503, str(exc), {"Retry-After": str(exc.retry_after)}) from None
+
+
+async def _answer(
+    intake: HttpIntake, accepted: Accepted, ns: str, wait: float | None, response: Response
+) -> IngestAccepted:
+    """The 202 body; with `wait`, the drain's result and 200 once it consumed the request."""
+    status: Literal["accepted", "duplicate"] = "duplicate" if accepted.duplicates else "accepted"
+    result = None
+    if wait:
+        result = await drained_result(intake.engine, accepted, wait)
+        if result is not None:
+            response.status_code = 200
+    return IngestAccepted(
+        status=status,
+        queued=accepted.queued,
+        duplicates=accepted.duplicates,
+        idempotency_key=accepted.idempotency_key,
+        dead_letters_url=dead_letters_url(accepted.idempotency_key, ns),
+        result=result,
+    )
+
+
+@router.post(
+    "/events",
+    status_code=202,
+    dependencies=[Depends(requires("ingest"))],
+    response_model=IngestAccepted,
+    responses=_RESPONSES,
+    openapi_extra={"requestBody": _events_body_doc()},
+)
+async def post_events(
+    request: Request, response: Response, idempotency_key: IdempotencyKey = None, wait: Wait = None
+) -> IngestAccepted:
+    """Append a batch of events to the intake log; the drain aggregates it moments later.
+
+    With `?wait=SECONDS` (at most 10) the answer waits until the drain has consumed the request
+    and is then 200 with `result` (events, valid, dead letters and the first of them); past the
+    wait it is the usual 202."""
+    body = check_request(await request.body(), request.headers)
+    key = check_idempotency_key(idempotency_key or body.batch_id)
+    intake = _intake(request)
+    accepted = await run_in_threadpool(_submit, intake, body, key, "idem")
+    return await _answer(intake, accepted, "idem", wait, response)
+
+
+@router.post(
+    "/labels",
+    status_code=202,
+    dependencies=[Depends(requires("ingest"))],
+    response_model=IngestAccepted,
+    responses=_RESPONSES,
+)
+async def post_labels(
+    body: list[LabelIn] | LabelBatch,
+    request: Request,
+    response: Response,
+    idempotency_key: IdempotencyKey = None,
+    wait: Wait = None,
+) -> IngestAccepted:
+    """Append ground-truth labels; they are joined to predictions with the same request id
+    (`?wait=` as for events)."""
+    labels, batch_id = (body, None) if isinstance(body, list) else (body.labels, body.batch_id)
+    key = check_idempotency_key(idempotency_key or batch_id)
+    raw = orjson.dumps([label.model_dump() for label in labels])
+    intake = _intake(request)
+    stored = RequestBody("events", raw, len(labels))
+    accepted = await run_in_threadpool(_submit, intake, stored, key, "labels")
+    return await _answer(intake, accepted, "labels", wait, response)

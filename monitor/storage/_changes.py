@@ -1,0 +1,130 @@
+"""Change tracking: which (model, version, window) changed since it was last evaluated.
+
+Ingest and the label join upsert a row per changed window in their own transaction, bumping its
+`seq` and setting `pending`. The evaluate job reads the pending rows of a model (an index lookup,
+whatever the history), evaluates them, then clears `pending` only where `seq` is still the value
+it read: a change that lands while a window is being evaluated keeps it pending, and a crash
+between "evaluated" and "consumed" leaves it pending, so it is evaluated again (results are
+upserts), never lost. A row stays after it is consumed (one per window, removed by retention),
+so `seq` never restarts and a stale consumer cannot clear a newer change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import BigInteger, Boolean, Index, String, and_, bindparam, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Mapped, Session, mapped_column
+
+from monitor.storage._engine import session_factory, transaction
+from monitor.storage.base import Base, UTCDateTime, utcnow
+
+# What changed: "drift" = the window's profiles, "outcome" = its joined labels, "backfill" = a
+# model's outcome summaries must be rebuilt from stored joined rows (set by migration 0011),
+# "estimate" = its derived-column profiles or its labels (`monitor.estimation`).
+CHANGE_KINDS = ("drift", "outcome", "backfill", "estimate")
+
+
+class WindowChange(Base):
+    """One window's change marker of one kind: evaluate it while `pending`."""
+
+    __tablename__ = "window_changes"
+    __table_args__ = (Index("ix_window_changes_pending", "model", "kind", "pending"),)
+
+    model: Mapped[str] = mapped_column(String(200), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(20), primary_key=True)
+    version: Mapped[str] = mapped_column(String(100), primary_key=True)
+    window_start: Mapped[datetime] = mapped_column(UTCDateTime, primary_key=True)
+    window_end: Mapped[datetime] = mapped_column(UTCDateTime)
+    seq: Mapped[int] = mapped_column(BigInteger)
+    pending: Mapped[bool] = mapped_column(Boolean)
+    changed_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+@dataclass(frozen=True)
+class Change:
+    """A pending change as read: the window and the `seq` that consuming it must match."""
+
+    model: str
+    version: str
+    start: datetime
+    end: datetime
+    seq: int
+
+
+def mark_changed(
+    session: Session, kind: str, windows: Iterable[tuple[str, str, datetime, datetime]]
+) -> None:
+    """Mark (model, version, start, end) windows changed, inside the caller's transaction."""
+    now = utcnow()
+    rows = [
+        {"model": m, "kind": kind, "version": v, "window_start": s, "window_end": e}
+        | {"seq": 1, "pending": True, "changed_at": now}
+        # Sorted, so concurrent transactions lock rows in one order (no deadlock).
+        for m, v, s, e in sorted(set(windows))
+    ]
+    if not rows:
+        return
+    dialect = session.get_bind().dialect.name
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    stmt = insert(WindowChange)
+    stmt = stmt.on_conflict_do_update(
+        index_elements=["model", "kind", "version", "window_start"],
+        set_={"seq": WindowChange.seq + 1, "pending": True, "changed_at": now},
+    )
+    session.execute(stmt, rows)
+
+
+def pending_changes(engine: Engine, model: str, kind: str) -> list[Change]:
+    """The model's pending changes of `kind`, oldest window first."""
+    stmt = (
+        select(
+            WindowChange.version,
+            WindowChange.window_start,
+            WindowChange.window_end,
+            WindowChange.seq,
+        )
+        .where(
+            WindowChange.model == model,
+            WindowChange.kind == kind,
+            WindowChange.pending.is_(True),
+        )
+        .order_by(WindowChange.window_start, WindowChange.version)
+    )
+    with session_factory(engine)() as s:
+        return [Change(model, v, start, end, int(seq)) for v, start, end, seq in s.execute(stmt)]
+
+
+def consume_changes(target: Engine | Session, kind: str, changes: Sequence[Change]) -> None:
+    """Clear `pending` of changes whose `seq` is still the one read (see the module docstring);
+    in the caller's transaction when given a Session (results and markers commit together)."""
+    if not changes:
+        return
+    table: Any = WindowChange.__table__
+    stmt = (
+        update(table)
+        .where(
+            and_(
+                table.c.model == bindparam("k_model"),
+                table.c.kind == kind,
+                table.c.version == bindparam("k_version"),
+                table.c.window_start == bindparam("k_start"),
+                table.c.seq == bindparam("k_seq"),
+            )
+        )
+        .values(pending=False)
+    )
+    params = [
+        {"k_model": c.model, "k_version": c.version, "k_start": c.start, "k_seq": c.seq}
+        for c in changes
+    ]
+    if isinstance(target, Session):
+        target.execute(stmt, params)
+        return
+    with transaction(target) as s:
+        s.execute(stmt, params)
