@@ -27,12 +27,14 @@ from sqlalchemy.engine import Engine
 from migrations import upgrade
 from monitor.cli.main import main
 from monitor.storage import make_engine
+from tests.properties import load_profile
 from tests.services.alertmanager import AlertmanagerServer
 from tests.services.kafka import KafkaBroker
 from tests.services.postgres import PostgresServer
 from tests.services.prometheus import PrometheusServer
 
 REPO = Path(__file__).resolve().parent.parent
+load_profile()
 
 PG = ("pg", "services")
 KAFKA = ("kafka", "services")

@@ -15,6 +15,7 @@ from collectors._base import RawRecord
 from collectors._plan import KeyState, Plan, Planner
 from monitor.config import ModelConfig
 from tests.collectors.conftest import T0, event
+from tests.properties import examples
 
 MODELS = {
     "fraud": ModelConfig(name="fraud", slices=["region", "country"], max_slice_values=3),
@@ -151,7 +152,7 @@ def summary(plan: Plan) -> dict[str, Any]:
     }
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(st.randoms(use_true_random=False), st.integers(1, 120), st.sampled_from([0.0, 0.01, 0.3]))
 def test_fast_path_plans_like_event_by_event_validation(
     rng: random.Random, n: int, trouble: float
@@ -162,7 +163,7 @@ def test_fast_path_plans_like_event_by_event_validation(
     assert summary(fast) == summary(reference)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     st.randoms(use_true_random=False),
     st.integers(1, 150),

@@ -23,6 +23,7 @@ from monitor.detectors import (
 )
 from monitor.errors import InputError, RegistryError
 from monitor.profiles import ColumnSpec, Profile, spec_from_reference
+from tests.properties import examples
 
 CAT = ColumnSpec("c", "categorical", categories=("a", "b"))
 NUM = spec_from_reference("x", np.arange(100.0), bins=4)
@@ -111,7 +112,7 @@ def test_benjamini_hochberg_adjusts_and_decides() -> None:
 counts = st.lists(st.integers(0, 50), min_size=2, max_size=2)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(a=counts, b=counts, na=st.integers(0, 5), nb=st.integers(0, 5))
 def test_properties_categorical(a: list[int], b: list[int], na: int, nb: int) -> None:
     ref, cur = cat(*a, nulls=na), cat(*b, nulls=nb)
@@ -126,7 +127,7 @@ def test_properties_categorical(a: list[int], b: list[int], na: int, nb: int) ->
         assert score(name, cur, ref) == pytest.approx(v, rel=1e-9, abs=1e-12)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     st.lists(st.floats(-200, 300, allow_nan=False), min_size=1, max_size=40),
     st.lists(st.floats(-200, 300, allow_nan=False), min_size=1, max_size=40),

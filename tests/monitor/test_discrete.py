@@ -26,6 +26,7 @@ from monitor.profiles import (
     specs_for,
 )
 from monitor.reports._explain import explain
+from tests.properties import examples
 
 ALL_NUMERIC = ["wasserstein", "jensen_shannon", "chi2", "psi", "ks", "l_infinity", "hellinger"]
 
@@ -61,7 +62,7 @@ def shifted(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     return values, ref, cur, n
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(shifted())
 def test_a_mass_shift_chi_square_finds_is_flagged(case: tuple) -> None:
     values, ref_counts, cur_counts, _ = case
@@ -101,7 +102,7 @@ def same_distribution(draw: st.DrawFn) -> tuple[pd.DataFrame, pd.DataFrame]:
     return frames[0], frames[1]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(same_distribution())
 def test_no_column_of_a_same_distribution_pair_is_flagged(case: tuple) -> None:
     ref, cur = case

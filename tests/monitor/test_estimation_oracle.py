@@ -6,6 +6,7 @@ the values of NannyML's DataReconstructionDriftCalculator and alerts on the same
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Callable
 from typing import Any
@@ -26,21 +27,30 @@ from monitor.estimation import (
     multivariate_drift,
 )
 
-# NannyML (the dev extra) phones home on import unless told not to; a missing NannyML fails
-# the run instead of skipping it.
-os.environ["NML_DISABLE_USAGE_LOGGING"] = "1"
-import nannyml as nml  # noqa: E402
-
 pytestmark = pytest.mark.nannyml
 CHUNK = 5000
 METRICS = ("roc_auc", "accuracy")
 
 
-def _datasets() -> list[tuple[str, Callable[[], Any], str]]:
-    return [
-        ("car_loan", nml.load_synthetic_car_loan_dataset, "repaid"),
-        ("binary", nml.load_synthetic_binary_classification_dataset, "work_home_actual"),
-    ]
+@pytest.fixture(scope="module")
+def nml() -> Any:
+    """NannyML (the dev extra), imported when a test here runs (~6 s of CPU), not at collection.
+
+    It phones home on import unless told not to; a missing NannyML fails the run, never skips.
+    """
+    os.environ["NML_DISABLE_USAGE_LOGGING"] = "1"
+    return importlib.import_module("nannyml")
+
+
+def _loader(nml: Any, dataset: str) -> Callable[[], Any]:
+    loader: Callable[[], Any] = getattr(nml, f"load_synthetic_{dataset}_dataset")
+    return loader
+
+
+BINARY = [
+    ("car_loan", "car_loan", "repaid"),
+    ("binary", "binary_classification", "work_home_actual"),
+]
 
 
 def _binary(frame: Any, target: str) -> BinaryData:
@@ -51,9 +61,11 @@ def _binary(frame: Any, target: str) -> BinaryData:
     )
 
 
-@pytest.mark.parametrize(("name", "loader", "target"), _datasets(), ids=lambda x: str(x))
-def test_binary_cbpe_matches_nannyml_per_chunk(name: str, loader: Any, target: str) -> None:
-    reference, analysis, targets = loader()
+@pytest.mark.parametrize(("name", "dataset", "target"), BINARY, ids=["car_loan", "binary"])
+def test_binary_cbpe_matches_nannyml_per_chunk(
+    nml: Any, name: str, dataset: str, target: str
+) -> None:
+    reference, analysis, targets = _loader(nml, dataset)()
     analysis = analysis.merge(targets, on="id")
     oracle = nml.CBPE(
         y_pred_proba="y_pred_proba", y_pred="y_pred", y_true=target, metrics=list(METRICS),
@@ -95,7 +107,7 @@ def _multiclass(frame: Any, classes: list[str]) -> MulticlassData:
     )
 
 
-def test_multiclass_cbpe_matches_nannyml_per_chunk() -> None:
+def test_multiclass_cbpe_matches_nannyml_per_chunk(nml: Any) -> None:
     """The dataset's second half carries concept shift (the label given the scores changes):
     no estimate from scores alone can follow it, NannyML's band misses it as ours does, and
     the first half — where estimation's assumption holds — is inside the band."""
@@ -130,21 +142,21 @@ def test_multiclass_cbpe_matches_nannyml_per_chunk() -> None:
 
 
 MULTIVARIATE = [
-    (nml.load_synthetic_car_loan_dataset, ["car_value", "salary_range", "debt_to_income_ratio",
+    ("car_loan", ["car_value", "salary_range", "debt_to_income_ratio",
      "loan_length", "repaid_loan_on_prev_car", "size_of_downpayment", "driver_tenure"]),
-    (nml.load_synthetic_binary_classification_dataset, ["distance_from_office", "salary_range",
+    ("binary_classification", ["distance_from_office", "salary_range",
      "gas_price_per_litre", "public_transportation_cost", "wfh_prev_workday", "workday", "tenure"]),
-    (nml.load_synthetic_multiclass_classification_dataset, ["acq_channel", "app_behavioral_score",
+    ("multiclass_classification", ["acq_channel", "app_behavioral_score",
      "requested_credit_limit", "app_channel", "credit_bureau_score", "stated_income",
      "is_customer"]),
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("loader", "features"), MULTIVARIATE, ids=["car_loan", "binary", "mc"])
+@pytest.mark.parametrize(("dataset", "features"), MULTIVARIATE, ids=["car_loan", "binary", "mc"])
 def test_multivariate_drift_alerts_on_the_chunks_nannyml_does(
-    loader: Any, features: list[str]
+    nml: Any, dataset: str, features: list[str]
 ) -> None:
-    reference, analysis, _ = loader()
+    reference, analysis, _ = _loader(nml, dataset)()
     oracle = nml.DataReconstructionDriftCalculator(column_names=features, chunk_size=CHUNK)
     theirs = oracle.fit(reference).calculate(analysis).filter(period="analysis").to_df()
     model = fit_reconstruction(reference, features)

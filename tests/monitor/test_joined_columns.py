@@ -22,6 +22,7 @@ from monitor.outcomes.summary import (
 )
 from monitor.profiles import OVERALL, slice_key
 from monitor.summaries import JoinedPairs, summarize_pairs
+from tests.properties import examples
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 WINDOW_S = 600.0
@@ -90,7 +91,7 @@ def batches(draw: st.DrawFn) -> tuple[str, list[dict[str, Any]]]:
     return task, rows
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(batches(), st.sampled_from([1, -1]))
 @example(("classification", []), 1)
 @example(("regression", []), 1)

@@ -33,6 +33,7 @@ from monitor.outcomes.summary import (
 )
 from monitor.storage import transaction
 from monitor.summaries import JoinedPairs, add_joined, outcome_results
+from tests.properties import examples
 
 MULTI = ("accuracy", "macro_precision", "macro_recall", "macro_f1")
 CLASSES = ["cat", "dog", 3, "bird", 7.0]
@@ -65,7 +66,7 @@ def rows(draw: st.DrawFn) -> list[tuple[Any, Any]]:
     return [(t, _prediction(draw, t)) for t in truths]
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(rows(), st.lists(st.integers(0, 200), max_size=4))
 def test_merged_summaries_equal_the_raw_rows(data: list[tuple[Any, Any]], cuts: list[int]) -> None:
     bounds = [0, *sorted(c for c in cuts if c <= len(data)), len(data)]

@@ -19,6 +19,7 @@ from monitor.outcomes.summary import (
     summary_from_bytes,
     summary_to_bytes,
 )
+from tests.properties import examples
 
 COUNTS = ("accuracy", "precision", "recall", "f1")
 CLS = ("accuracy", "precision", "recall", "f1", "roc_auc", "log_loss", "ece")
@@ -40,7 +41,7 @@ def _by_metric(results: list) -> dict[str, object]:
     return {r.metric: r for r in results}
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(pairs, pairs, thresholds)
 def test_classification_summary_equals_raw(a: list, b: list, threshold: float) -> None:
     rows = a + b
@@ -121,7 +122,7 @@ def _reg(rows: list[tuple[float, float]]) -> RegressionSummary:
     return s
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(reg_pairs, reg_pairs)
 def test_regression_summary_equals_raw(a: list, b: list) -> None:
     rows = a + b
@@ -141,7 +142,7 @@ def test_regression_summary_equals_raw(a: list, b: list) -> None:
         assert got[name].ci_low <= got[name].value <= got[name].ci_high
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(finite, min_size=1, max_size=200), st.sampled_from([0.0, 0.5, 0.9, 1.0]))
 def test_error_quantile_within_stated_accuracy(errors: list[float], q: float) -> None:
     summary = RegressionSummary()

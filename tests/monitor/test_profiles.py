@@ -21,6 +21,7 @@ from monitor.profiles import (
     spec_from_reference,
     specs_for,
 )
+from tests.properties import examples
 
 NUM_SPEC = spec_from_reference("x", np.linspace(-5, 5, 1001), bins=16)
 CAT_SPEC = spec_from_reference("c", ["a"] * 5 + ["b"] * 4 + ["c"] * 3 + ["d"] * 2, top_k=2)
@@ -112,7 +113,7 @@ def test_from_bytes_rejects_garbage() -> None:
         profile_from_bytes(good[:-3])
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(floats, max_size=60), st.lists(floats, max_size=60))
 def test_numeric_merge_equals_profile_of_concatenation(a: list[float], b: list[float]) -> None:
     merged = NUM_SPEC.profile(a).merge(NUM_SPEC.profile(b))  # type: ignore[arg-type]
@@ -120,7 +121,7 @@ def test_numeric_merge_equals_profile_of_concatenation(a: list[float], b: list[f
     assert same(merged, NUM_SPEC.profile(b).merge(NUM_SPEC.profile(a)))  # type: ignore[arg-type]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(labels, max_size=40), st.lists(labels, max_size=40))
 def test_categorical_merge_equals_profile_of_concatenation(a: list[str], b: list[str]) -> None:
     merged = CAT_SPEC.profile(a).merge(CAT_SPEC.profile(b))  # type: ignore[arg-type]
@@ -128,7 +129,7 @@ def test_categorical_merge_equals_profile_of_concatenation(a: list[str], b: list
     assert same(merged, CAT_SPEC.profile(b).merge(CAT_SPEC.profile(a)))  # type: ignore[arg-type]
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.lists(floats, max_size=30), st.lists(floats, max_size=30), st.lists(floats, max_size=30))
 def test_numeric_merge_is_associative(a: list[float], b: list[float], c: list[float]) -> None:
     pa, pb, pc = (NUM_SPEC.profile(v) for v in (a, b, c))
@@ -137,7 +138,7 @@ def test_numeric_merge_is_associative(a: list[float], b: list[float], c: list[fl
     assert same(left, right)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(floats, max_size=50), st.lists(labels, max_size=50))
 def test_bytes_round_trip(nums: list[float], cats: list[str]) -> None:
     for p in (NUM_SPEC.profile(nums), CAT_SPEC.profile(cats)):
@@ -214,7 +215,7 @@ def finite_summary(p: NumericProfile) -> bool:
     return bool(np.isfinite([p.mean, p.m2]).all() and np.isfinite(p.sums).all() and p.m2 >= 0)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(st.lists(huge, max_size=40), st.lists(huge, max_size=40), st.lists(huge, max_size=40))
 def test_merge_of_huge_and_non_finite_values_stays_finite_and_round_trips(
     a: list[float], b: list[float], c: list[float]

@@ -10,6 +10,7 @@ from monitor.detectors import evaluate
 from monitor.detectors._respec import rebin
 from monitor.profiles import ColumnSpec, ProfileSet
 from monitor.profiles.numeric import NumericProfile
+from tests.properties import examples
 
 
 def _numeric(edges: tuple[float, ...], values: list[float]) -> NumericProfile:
@@ -49,7 +50,7 @@ def test_categories_move_by_name() -> None:
     assert moved.counts.tolist() == [1, 0, 0, 2] and moved.null_count == 1
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     st.lists(st.floats(-100, 100), min_size=0, max_size=200),
     st.lists(st.floats(-50, 50), min_size=1, max_size=12),

@@ -25,6 +25,7 @@ from monitor.detectors import (
 )
 from monitor.errors import InputError, RegistryError
 from monitor.profiles import ProfileSet, profile_frame, specs_for
+from tests.properties import examples
 
 # One level per tenth of the reference: `wander` moves this much (in sd) period to period.
 LEVELS = [0.0, 0.5, -0.4, 0.8, -0.7, 0.2, -0.2, 0.6, -0.5, 0.1]
@@ -99,7 +100,7 @@ def test_bound_table(strategy: ReferenceThresholds, column: str, expected: Bound
     assert got.value == pytest.approx(expected.value)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     mean=st.floats(0, 5),
     std=st.floats(0, 5),
@@ -164,7 +165,7 @@ def test_what_each_strategy_flags(
     assert all(r.to_dict()["threshold_by"] == r.threshold_by for r in results)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(
     n=st.integers(100, 2000),
     chunks=st.integers(1, 12),
@@ -183,7 +184,7 @@ def test_chunks_partition_the_reference_on_its_edges(n: int, chunks: int, seed: 
         assert np.array_equal(merged.get(col).counts, whole.get(col).counts)
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(n=st.integers(300, 3000), seed=st.integers(0, 2**16))
 def test_a_perfectly_stable_reference_gives_floor_bounds(n: int, seed: int) -> None:
     # Every chunk identical to the whole: zero spread, so every bound is the floor.
