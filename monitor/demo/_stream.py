@@ -8,12 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
 from monitor.demo._traffic import Scorer, TrafficPlan, windows
 from monitor.errors import ServiceError
-from monitor.storage import IngestCounter, LabeledPrediction, session_factory
+from monitor.storage import IngestCounter, session_factory
 
 
 def _append(path: Path, events: list[dict[str, Any]]) -> None:
@@ -26,11 +25,6 @@ def ingested(engine: Engine, source: str) -> tuple[int, int]:
     with session_factory(engine)() as s:
         row = s.get(IngestCounter, source)
         return (0, 0) if row is None else (row.events, row.labels)
-
-
-def joined(engine: Engine) -> int:
-    with session_factory(engine)() as s:
-        return int(s.scalar(select(func.count()).select_from(LabeledPrediction)) or 0)
 
 
 def wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:
