@@ -50,7 +50,8 @@ def with_baseline(
     if not cur.scores.size:
         raise InputError(f"{current}: the current data is empty")
     none = BinaryData(np.empty(0), np.empty(0), None)
-    fixed = EstimateOptions(how.chunk_size, how.metrics, how.min_n, stored.thresholds, periods)
+    fixed = EstimateOptions(how.chunk_size, how.metrics, how.min_n, stored.thresholds, periods,
+                            stored.slice_thresholds)  # fmt: skip
     results = estimate_binary(stored.calibration, none, cur, fixed)
     c = stored.calibration
     mv = _multivariate(engine, (model, version, name), frame, how.chunk_size, periods)
