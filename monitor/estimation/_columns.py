@@ -89,12 +89,12 @@ def multiclass_values(
     """The multiclass derived columns of rows of scores (one column per class, in the
     calibration's order); NaN in every column where a score is missing or not finite."""
     finite: NDArray[np.bool_] = np.asarray(np.isfinite(scores).all(axis=1))
-    q = np.zeros_like(scores)
-    q[finite] = calibration.calibrate(scores[finite])
+    bins = calibration.bins(scores)  # a non-finite score's bin is never used: its row is NaN
+    q = calibration.normalised(bins)
     predicted = np.argmax(np.nan_to_num(scores, nan=-1.0), axis=1)
     out: dict[str, NDArray[np.float64]] = {}
-    for k, cal in enumerate(calibration.maps):
-        out[CLASS_COLUMN.format(k)] = 2.0 * cal.bin_of(np.nan_to_num(scores[:, k])) + q[:, k]
+    for k, b in enumerate(bins):
+        out[CLASS_COLUMN.format(k)] = 2.0 * b + q[:, k]
     out[PREDICTED_COLUMN] = 2.0 * predicted + q[np.arange(len(q)), predicted]
     for values in out.values():
         values[~finite] = np.nan

@@ -50,7 +50,17 @@ class MulticlassCalibration:
 
     def calibrate(self, scores: NDArray[np.float64]) -> NDArray[np.float64]:
         """Calibrated probabilities per row and class, normalised to sum to one per row."""
-        cal = np.column_stack([c.calibrate(scores[:, k]) for k, c in enumerate(self.maps)])
+        return self.normalised(self.bins(scores))
+
+    def bins(self, scores: NDArray[np.float64]) -> list[NDArray[np.intp]]:
+        """Per class, the calibration bin of each row's score of that class."""
+        return [c.bin_of(scores[:, k]) for k, c in enumerate(self.maps)]
+
+    def normalised(self, bins: list[NDArray[np.intp]]) -> NDArray[np.float64]:
+        """The calibrated probabilities of rows in `bins`, normalised to sum to one per row."""
+        cal = np.column_stack(
+            [np.asarray(c.probability)[b] for c, b in zip(self.maps, bins, strict=True)]
+        )
         total = cal.sum(axis=1, keepdims=True)
         uniform = np.full_like(cal, 1.0 / len(self.maps))
         return np.asarray(np.divide(cal, total, out=uniform, where=total > 0), dtype=np.float64)
