@@ -125,3 +125,22 @@ def test_a_slice_takes_its_own_threshold_else_the_overall_one() -> None:
     assert got[(us, "accuracy")].status == got[("", "accuracy")].status
     assert got[("", "accuracy")].realized == 0.9 and got[(eu, "accuracy")].realized is None
     assert [r.slice_key for r in rows][:6] == [""] * 6  # overall first
+
+
+def test_realized_specificity_from_summaries_and_rows_agree_with_edges() -> None:
+    from monitor.estimation._realized import realized
+    from monitor.estimation._window import _specificity
+    from monitor.outcomes.summary import ClassificationSummary
+
+    rng = np.random.default_rng(12)
+    y, score = (rng.random(500) < 0.3).astype(float), rng.random(500)
+    summary = ClassificationSummary(0.5)
+    summary.add(y, score)
+    tn = float(((y == 0) & (score < 0.5)).sum())
+    want = tn / float((y == 0).sum())
+    assert _specificity(summary) == pytest.approx(want, abs=1e-15)
+    assert realized("specificity", y, score, (score >= 0.5).astype(float)) == pytest.approx(want)
+    positives = ClassificationSummary(0.5)
+    positives.add(np.ones(3), np.array([0.2, 0.6, 0.9]))
+    assert _specificity(positives) == 0.0  # no actual negatives: 0, as the raw-row path
+    assert _specificity(ClassificationSummary(0.5)) is None  # no joined labels: no value
