@@ -250,7 +250,7 @@ def test_baseline_thresholds_per_slice_fall_back_to_overall(tmp_path: Path) -> N
         assert ours[("ap", metric)] == ours[(None, metric)]
 
 
-def test_multiclass_baseline_stores_classes_and_names_bad_input(tmp_path: Path) -> None:
+def test_multiclass_baseline_stores_calibrations_that_estimate_uses(tmp_path: Path) -> None:
     ref = _multiclass_file(tmp_path, "mref", 3000, 0.3)
     db = f"sqlite:///{tmp_path / 'mc.db'}"
     scores = ("--score", "a=pa", "--score", "b=pb", "--score", "c=pc")
@@ -261,7 +261,15 @@ def test_multiclass_baseline_stores_classes_and_names_bad_input(tmp_path: Path) 
     assert "column 'y': class 'c' has no --score CLASS=COL (classes: a, b)" in missing.stderr
     made = run_cli(*base, *scores, str(ref))
     assert made.returncode == 0, made.stderr
-    # `estimate --baseline` is binary only: one line saying what to run instead
-    out = run_cli("estimate", str(ref), "--baseline", "default", "--model", "m",
-                  "--database-url", db)  # fmt: skip
-    assert out.returncode == 2 and "holds a multiclass calibration" in out.stderr
+    # `estimate --baseline` with the stored per-class calibrations: the file-based estimates
+    cur = _multiclass_file(tmp_path, "mcur", 1500, 0.3)
+    stored = run_cli("estimate", str(cur), "--baseline", "default", "--model", "m",
+                     "--database-url", db, "--json", "-")  # fmt: skip
+    by_file = run_cli("estimate", str(ref), str(cur), *scores, "--label", "y", "--json", "-")
+    assert stored.returncode == 0 and by_file.returncode == 0, stored.stderr + by_file.stderr
+    a, b = json.loads(stored.stdout), json.loads(by_file.stdout)
+    assert set(a["calibration"]["classes"]) == {"a", "b", "c"}
+    assert [r["metric"] for r in a["results"]] == [r["metric"] for r in b["results"]]
+    for x, y in zip(a["results"], b["results"], strict=True):
+        for key in ("estimated", "ci_low", "ci_high", "threshold_low", "realized"):
+            assert x[key] == pytest.approx(y[key], abs=1e-12), key
