@@ -109,3 +109,29 @@ def test_shifted_multiclass_stream_fires_estimated_outcome(baseline: str) -> Non
     assert acc.status == "degraded" and acc.value is not None and acc.threshold_low is not None
     assert acc.value < acc.threshold_low
     engine.dispose()
+
+
+def test_class_scores_from_features_named_like_the_baseline(baseline: str, tmp_path: Path) -> None:
+    # the prediction is a class name; each class's score is the feature named as its column
+    frame = _frame(600, 4)
+    ref, cur = tmp_path / "ref.parquet", tmp_path / "cur.parquet"
+    frame.to_parquet(cur)
+    items = [
+        {"request_id": f"r{i}", "model": "m", "model_version": "1", "timestamp": T0 + i,
+         "features": {"a": float(row.a), "p0": row.p0, "p1": row.p1,
+                      "p2": None if i == 0 else row.p2},
+         "prediction": "x", "metadata": {"region": row.region}}
+        for i, row in enumerate(frame.itertuples(index=False))
+    ]  # fmt: skip
+    engine = ingest_and_evaluate(baseline, _config(baseline), records(items, [], T0))
+    stored = stored_rows(engine)
+    frame.loc[0, "p2"] = np.nan  # a missing class score: the row is left out, as by the CLI
+    frame.to_parquet(cur)
+    cli = run_cli("estimate", str(ref), str(cur), *SCORES, "--label", "label", "--features",
+                  "a", "--json", "-")  # fmt: skip
+    assert cli.returncode == 0, cli.stderr
+    for want in json.loads(cli.stdout)["results"]:
+        got = stored[("", want["metric"])]
+        assert got.n == want["n"] == 599
+        assert got.value == pytest.approx(want["estimated"], abs=1e-9)
+    engine.dispose()
