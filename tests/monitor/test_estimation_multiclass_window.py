@@ -121,3 +121,20 @@ def test_a_profile_on_other_bins_is_refused() -> None:
                                             edges=(0.0, 2.0)).profile(np.array([0.5]))  # fmt: skip
     with pytest.raises(CorruptProfileError, match="other bins"):
         multiclass_sums_of(cal, profiles)
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        {"classes": ["a"], "scores": ["pa"], "calibrations": []},  # one class
+        {"classes": ["a", "b"], "scores": ["pa"], "calibrations": []},  # lengths differ
+        {"classes": ["a", "b"], "scores": ["pa", "pb"], "calibrations": [{}, {}]},
+        {"thresholds": [1, 2]},  # thresholds not a mapping
+    ],
+)
+def test_a_malformed_stored_multiclass_calibration_is_refused(broken: dict[str, Any]) -> None:
+    cal = _calibration()
+    good = StoredMulticlass(("pa", "pb", "pc"), "y", cal, {"accuracy": 0.6}).to_dict()
+    assert StoredMulticlass.from_dict(good, "b").calibration.classes == CLASSES
+    with pytest.raises(CorruptProfileError, match="baseline 'x'"):
+        StoredMulticlass.from_dict({**good, **broken}, "baseline 'x'")
