@@ -60,9 +60,14 @@ def run(reference: Side, current: Side, how: EstimateOptions) -> list[Estimation
         else list(chunk_bounds(current.n, how.chunk_size)) if how.chunk_size else [None]
     )  # fmt: skip
     out: list[EstimationResult] = []
+    overall: dict[str, float | None] = {}
     for slice_, ref_rows, cur_rows in _groups(reference, current):
         fixed = _fixed(how, slice_)
         bounds = dict(fixed) if fixed is not None else _thresholds(reference, ref_rows, how)
+        if slice_ is None:
+            overall = bounds
+        else:  # too few reference rows of the slice for a bound of its own: the overall one
+            bounds = {m: overall.get(m) if v is None else v for m, v in bounds.items()}
         for chunk in chunks:
             rows = cur_rows if chunk is None else _within(cur_rows, chunk)
             out.extend(_one(current, rows, slice_, chunk, bounds, how))

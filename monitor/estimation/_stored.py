@@ -5,7 +5,8 @@ reference-chunk lower threshold of each metric, overall and per slice.
 
 Per-slice thresholds come from the slice's own reference rows cut into the same number of
 chunks, where each chunk has at least `MIN_N` rows; a slice with fewer reference rows has no
-entry and is judged against the overall threshold (`StoredEstimation.bounds`)."""
+entry and is judged against the overall threshold, as is a metric without a bound of its own
+(`StoredEstimation.bounds`; `_run` applies the same rule to thresholds drawn from files)."""
 
 from __future__ import annotations
 
@@ -106,7 +107,8 @@ class StoredMulticlass:
 
 
 def _judged_by(overall: Bounds, per_slice: Mapping[str, Bounds], key: str) -> Bounds:
-    return overall if key == OVERALL else per_slice.get(key, overall)
+    own = {} if key == OVERALL else per_slice.get(key, {})
+    return {m: own[m] if own.get(m) is not None else v for m, v in overall.items()}
 
 
 def _thresholds(data: dict[str, Any], where: str) -> tuple[Bounds, dict[str, Bounds]]:

@@ -246,8 +246,9 @@ def test_baseline_thresholds_per_slice_fall_back_to_overall(tmp_path: Path) -> N
         for region in (None, "eu", "us"):
             assert ours[(region, metric)] == pytest.approx(theirs[(region, metric)], abs=1e-12)
         assert ours[("eu", metric)] != ours[(None, metric)]
-        # ap: 200 reference rows (under 10 chunks of 30): the overall threshold
+        # ap: 200 reference rows (under 10 chunks of 30): the overall threshold, both ways
         assert ours[("ap", metric)] == ours[(None, metric)]
+        assert theirs[("ap", metric)] == theirs[(None, metric)]
 
 
 def test_multiclass_baseline_stores_calibrations_that_estimate_uses(tmp_path: Path) -> None:

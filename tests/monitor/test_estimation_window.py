@@ -120,7 +120,7 @@ def test_a_slice_takes_its_own_threshold_else_the_overall_one() -> None:
     got = {(r.slice_key, r.metric): r for r in rows}
     assert (got[(eu, "accuracy")].threshold_low, got[(eu, "accuracy")].status) == (
         0.99, "degraded")  # fmt: skip
-    assert got[(eu, "roc_auc")].threshold_low is None and got[(eu, "roc_auc")].status == "ok"
+    assert got[(eu, "roc_auc")].threshold_low == 0.6  # none of its own: the overall one
     assert got[(us, "accuracy")].threshold_low == 0.7 == got[("", "accuracy")].threshold_low
     assert got[(us, "accuracy")].status == got[("", "accuracy")].status
     assert got[("", "accuracy")].realized == 0.9 and got[(eu, "accuracy")].realized is None
