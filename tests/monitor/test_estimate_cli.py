@@ -265,11 +265,13 @@ def test_multiclass_baseline_stores_calibrations_that_estimate_uses(tmp_path: Pa
     # `estimate --baseline` with the stored per-class calibrations: the file-based estimates
     cur = _multiclass_file(tmp_path, "mcur", 1500, 0.3)
     stored = run_cli("estimate", str(cur), "--baseline", "default", "--model", "m",
-                     "--database-url", db, "--json", "-")  # fmt: skip
+                     "--database-url", db, "--json", "-", "--html",
+                     str(tmp_path / "mc.html"))  # fmt: skip
     by_file = run_cli("estimate", str(ref), str(cur), *scores, "--label", "y", "--json", "-")
     assert stored.returncode == 0 and by_file.returncode == 0, stored.stderr + by_file.stderr
     a, b = json.loads(stored.stdout), json.loads(by_file.stdout)
     assert set(a["calibration"]["classes"]) == {"a", "b", "c"}
+    assert f"{len(a['results'])} results" in (tmp_path / "mc.html").read_text()
     assert [r["metric"] for r in a["results"]] == [r["metric"] for r in b["results"]]
     for x, y in zip(a["results"], b["results"], strict=True):
         for key in ("estimated", "ci_low", "ci_high", "threshold_low", "realized"):
