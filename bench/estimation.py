@@ -3,7 +3,7 @@ evaluation costs, next to the floor they ride on (profiling the same batch of ev
 does) and the peer (NannyML's CBPE and DataReconstructionDriftCalculator on the same chunk).
 
     PYTHONPATH=. python bench/estimation.py [--events 100000] [--window 5000] [--repeat 5]
-    PYTHONPATH=. python bench/estimation.py --ingest [--events 20000] [--repeat 3]
+    PYTHONPATH=. python bench/estimation.py --ingest [--events 20000] [--repeat 3] [--classes K]
 
 `--ingest` runs the collectors' real ingest (decode, validate, window, profile per slice, commit
 to SQLite) of the same events twice per round, against a baseline with and without a calibration
@@ -13,7 +13,9 @@ and a PCA model stored, so the difference is what deriving and profiling `__cbpe
 (OPENBLAS_NUM_THREADS=1 for a steadier reading on a loaded machine: the reconstruction's matmul
 is small and a threaded BLAS mostly waits for busy cores.)
 
-Events have 20 features (16 numeric, 4 categorical), a score and a label.
+Events have 20 features (16 numeric, 4 categorical), a score and a label; with `--classes K`
+(K ≥ 2) a multiclass model instead: the prediction is `{"output": [p_0, ..., p_{K-1}]}` and the
+baseline stores a per-class calibration (`__cbpe_score.<k>` and `__cbpe_predicted` derived).
 """
 
 from __future__ import annotations
@@ -66,8 +68,11 @@ def main() -> None:
     ap.add_argument("--window", type=int, default=5000)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--ingest", action="store_true", help="ingest with derivation on vs off")
+    ap.add_argument("--classes", type=int, default=0, help="--ingest: a K-class model (K >= 2)")
     args = ap.parse_args()
     if args.ingest:
+        global CLASSES
+        CLASSES = args.classes
         ingest_main(args.events, args.repeat)
         return
     ref, cur = make_frame(args.events, 1), make_frame(args.events, 2)
@@ -116,6 +121,23 @@ def _peer(ref: pd.DataFrame, chunk: pd.DataFrame, features: list[str], repeat: i
 
 BATCH = 5000
 MODELS = [{"name": "fraud", "slices": ["region"]}]
+CLASSES = 0  # --classes: 0 binary, K >= 2 a K-class model
+CPU_SECONDS: list[tuple[bool, float]] = []  # (derive, process CPU seconds) per whole ingest
+
+
+def _class_scores(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """CLASSES calibrated probabilities per row and a label drawn from them."""
+    rng = np.random.default_rng(seed)
+    logits = rng.normal(0, 1.5, (n, CLASSES))
+    p = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    label = (rng.random((n, 1)) > np.cumsum(p, axis=1)).sum(axis=1)
+    return p, np.minimum(label, CLASSES - 1)
+
+
+def _prediction(frame: pd.DataFrame) -> list[Any]:
+    if not CLASSES:
+        return list(frame["y_pred_proba"].tolist())
+    return [{"output": row} for row in _class_scores(len(frame), 5)[0].tolist()]
 
 
 def _events(frame: pd.DataFrame) -> list[Any]:
@@ -126,7 +148,7 @@ def _events(frame: pd.DataFrame) -> list[Any]:
 
     features = [c for c in frame.columns if c.startswith(("num", "cat"))]
     rows = frame[features].to_dict("records")
-    scores = frame["y_pred_proba"].tolist()
+    scores = _prediction(frame)
     regions = np.random.default_rng(3).choice(["eu", "us", "apac"], len(frame)).tolist()
     t0 = 1_767_225_600
     docs = [
@@ -152,6 +174,7 @@ def _database(ref: pd.DataFrame, derive: bool, path: str) -> Any:
         MULTIVARIATE_KEY,
         SETTINGS_KEY,
         fit_stored,
+        fit_stored_multiclass,
         fit_stored_multivariate,
     )
     from monitor.storage import make_engine
@@ -161,11 +184,20 @@ def _database(ref: pd.DataFrame, derive: bool, path: str) -> Any:
     features = [c for c in ref.columns if c.startswith(("num", "cat"))]
     frame = ref.rename(columns={"y_pred_proba": "prediction"})
     frame["region"] = np.random.default_rng(4).choice(["eu", "us", "apac"], len(frame))
-    profiles = profile_frame(frame, specs_for([*features, "prediction"], frame), ["region"])
+    outputs = ["prediction"]
+    if CLASSES:
+        p, label = _class_scores(len(frame), 6)
+        outputs = [f"prediction[{k}]" for k in range(CLASSES)]
+        frame = frame.assign(**{c: p[:, k] for k, c in enumerate(outputs)}, y=label)
+    profiles = profile_frame(frame, specs_for([*features, *outputs], frame), ["region"])
     settings: dict[str, Any] = {}
     if derive:
-        settings[SETTINGS_KEY] = fit_stored([ref[["y_pred_proba", "y"]]], "y_pred_proba",
-                                            "y").to_dict()  # fmt: skip
+        classes = [str(k) for k in range(CLASSES)]
+        stored = (
+            fit_stored_multiclass([frame], classes, outputs, "y") if CLASSES
+            else fit_stored([ref[["y_pred_proba", "y"]]], "y_pred_proba", "y")
+        )  # fmt: skip
+        settings[SETTINGS_KEY] = stored.to_dict()
         settings[MULTIVARIATE_KEY] = fit_stored_multivariate(ref, features).to_dict()
     save_baseline(engine, "fraud", "3", profiles, settings=settings)
     return engine
@@ -177,10 +209,10 @@ class ProfilingTimer:
     def __init__(self) -> None:
         import collectors._ingest
 
-        self.module = collectors.ingest
-        self.build = collectors.ingest.build_profiles
+        self.module = collectors._ingest
+        self.build = collectors._ingest.build_profiles
         self.seconds = 0.0
-        collectors.ingest.build_profiles = self  # type: ignore[assignment]
+        collectors._ingest.build_profiles = self  # type: ignore[assignment]
 
     def __call__(self, *args: Any) -> Any:
         start = time.perf_counter()
@@ -204,10 +236,11 @@ def _ingest_once(
     ingestor = Ingestor(engine, "b", "http", config.models, config.collect)
     ingestor.warm_up()
     timer.seconds = 0.0
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.process_time()
     for i in range(0, len(records), BATCH):
         ingestor.ingest(records[i : i + BATCH])
     took = time.perf_counter() - start
+    CPU_SECONDS.append((derive, time.process_time() - start_cpu))
     engine.dispose()
     return took, timer.seconds
 
@@ -230,13 +263,20 @@ def _evaluate_once(ref: pd.DataFrame, records: list[Any], tmp: str) -> tuple[flo
     start = time.perf_counter()
     estimate_changed(engine, config.models[0], Isolation(engine, "evaluate"))
     took = time.perf_counter() - start
+    from sqlalchemy import select
+
+    from monitor.storage import EstimatedResultRow, session_factory
+
+    with session_factory(engine)() as session:
+        metrics = sorted(set(session.scalars(select(EstimatedResultRow.metric))))
+    print(f"estimated metrics stored: {', '.join(metrics)}")
     engine.dispose()
     return took, windows
 
 
 def _stages(
     ref: pd.DataFrame, records: list[Any], tmp: str, rounds: int
-) -> dict[bool, list[float]]:
+) -> tuple[dict[bool, list[float]], dict[bool, list[float]]]:
     """Seconds of the profiling stage alone (`build_profiles` of a planned batch, derivation
     included) per round, off and on interleaved, each ingestor warmed by one ingest first (so
     specs and stored models are cached, as in a running collector)."""
@@ -253,13 +293,15 @@ def _stages(
         ingestors[derive].ingest(records[:BATCH])
     batch = records[BATCH : 2 * BATCH]
     out: dict[bool, list[float]] = {False: [], True: []}
+    cpu: dict[bool, list[float]] = {False: [], True: []}
     for _ in range(rounds):
         for derive, ingestor in ingestors.items():
             plan = ingestor.planner.plan_chunked(batch, {})
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             build_profiles(plan.windows, ingestor.specs)
             out[derive].append((time.perf_counter() - start) / len(batch))
-    return out
+            cpu[derive].append((time.process_time() - start_cpu) / len(batch))
+    return out, cpu
 
 
 def ingest_main(n: int, repeat: int) -> None:
@@ -277,13 +319,14 @@ def ingest_main(n: int, repeat: int) -> None:
             for derive in (False, True) if i % 2 == 0 else (True, False):
                 (on if derive else off).append(_ingest_once(ref, records, derive, tmp, timer))
         evaluate, windows = _evaluate_once(ref, records, tmp)
-        stages = _stages(ref, records, tmp, 10 * repeat)
+        stages, cpu = _stages(ref, records, tmp, 10 * repeat)
     load = os.getloadavg()
     print(
         f"machine: {platform.machine()} {os.cpu_count()} cores, python "
         f"{platform.python_version()}, load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}"
     )
-    print(f"ingest {n} events, batches of {BATCH}, SQLite, best of {repeat} (µs/event):")
+    model = f"{CLASSES}-class" if CLASSES else "binary"
+    print(f"ingest {n} events ({model}), batches of {BATCH}, SQLite, best of {repeat} (µs/event):")
     whole = min(r[0] for r in off) / n * 1e6
     for stage, k in (("whole ingest", 0), ("profiling stage", 1)):
         best_off = min(r[k] for r in off) / n * 1e6
@@ -300,6 +343,15 @@ def ingest_main(n: int, repeat: int) -> None:
           f"µs/event): off median {np.median(off_s):.2f} (best {off_s.min():.2f}), on median "
           f"{np.median(on_s):.2f} (best {on_s.min():.2f}); added {added:.2f} = "
           f"{added / whole:.1%} of the whole ingest (best, off)")  # fmt: skip
+    whole_cpu = {k: min(c for d, c in CPU_SECONDS if d == k) / n * 1e6 for k in (False, True)}
+    print(f"  whole ingest, process CPU time (best): off {whole_cpu[False]:.2f}, on "
+          f"{whole_cpu[True]:.2f} µs/event")  # fmt: skip
+    off_c, on_c = (np.asarray(cpu[k]) * 1e6 for k in (False, True))
+    added_c = float(np.median(on_c) - np.median(off_c))
+    print(f"  same, process CPU time: off median {np.median(off_c):.2f}, on median "
+          f"{np.median(on_c):.2f}; added {added_c:.2f} µs/event "
+          f"({added_c / np.median(off_c):.0%} of the stage, "
+          f"{added_c / whole_cpu[False]:.1%} of the whole ingest's CPU time)")  # fmt: skip
     print(
         f"evaluate job, estimation step: {evaluate * 1e3:.1f} ms for {windows} windows "
         f"({evaluate / max(windows, 1) * 1e3:.2f} ms per window, 4 slices each)"

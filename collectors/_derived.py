@@ -6,7 +6,10 @@ window of a batch gets `__cbpe_score` and/or `__pca_error` (`monitor.estimation`
 computed over the window's columns at once, then profiled overall and per slice like any
 other column.
 
-The score is the event's column named as the baseline's score column, else its `prediction`.
+The score is the event's column named as the baseline's score column, else its `prediction`;
+a multiclass baseline (`--score CLASS=COL` per class) gives `__cbpe_score.<k>` per class and
+`__cbpe_predicted`, class k's score being the event's column named as that class's score
+column, else element k of a list prediction (`prediction[k]`).
 A window whose derivation fails (a model that cannot score it) is logged and profiled without
 the derived columns; the batch goes on. What a version's baseline stores is read once and then
 every `REFRESH_S` seconds, so a baseline created while the collector runs is picked up.
@@ -28,9 +31,12 @@ from monitor.estimation import (
     ERROR_COLUMN,
     SCORE_COLUMN,
     StoredEstimation,
+    StoredMulticlass,
     StoredMultivariate,
+    multiclass_specs,
+    multiclass_values,
     score_spec,
-    stored_estimation,
+    stored_calibration,
     stored_multivariate,
 )
 from monitor.profiles import ColumnSpec
@@ -46,9 +52,9 @@ _NUMBER = (int, float)
 class DerivedModels:
     """What one model version's baseline stores for estimation (None: nothing)."""
 
-    estimation: StoredEstimation | None
+    estimation: StoredEstimation | StoredMulticlass | None
     multivariate: StoredMultivariate | None
-    spec: ColumnSpec | None  # the `__cbpe_score` spec of `estimation`
+    specs: dict[str, ColumnSpec]  # the specs of the estimation's derived columns, by column
     loaded_at: float
 
     @property
@@ -82,19 +88,20 @@ class Deriver:
     def _load(self, model: str, version: str, now: float) -> DerivedModels:
         name = self.baselines.get(model, "default")
         try:
-            est = stored_estimation(self.engine, model, version, name)
+            est = stored_calibration(self.engine, model, version, name)
             mv = stored_multivariate(self.engine, model, version, name)
         except Exception as exc:  # a damaged baseline: no derived columns, not a failed batch
             log.warning("model %r version %r: estimation models unreadable: %s", model, version,
                         exc)  # fmt: skip
             est, mv = None, None
-        spec = None if est is None else score_spec(est.calibration)
-        return DerivedModels(est, mv, spec, now)
+        return DerivedModels(est, mv, _specs(est), now)
 
-    def add(self, windows: Mapping[WindowKey, WindowBatch]) -> dict[tuple[str, str], ColumnSpec]:
-        """Add the derived columns to each window in place; returns the `__cbpe_score` spec per
-        (model, version) given one (its profiles must be built on it)."""
-        specs: dict[tuple[str, str], ColumnSpec] = {}
+    def add(
+        self, windows: Mapping[WindowKey, WindowBatch]
+    ) -> dict[tuple[str, str, str], ColumnSpec]:
+        """Add the derived columns to each window in place; returns the spec per (model,
+        version, column) of the estimation columns given (their profiles must be built on it)."""
+        specs: dict[tuple[str, str, str], ColumnSpec] = {}
         for (model, version, start), window in windows.items():
             found = self.models(model, version)
             if found.empty or not len(window):
@@ -109,15 +116,25 @@ class Deriver:
                 window.columns[column] = values  # type: ignore[assignment]
                 window.arrays[column] = values
                 window.types[column] = {float}
-            if found.spec is not None and SCORE_COLUMN in derived:
-                specs[(model, version)] = found.spec
+            specs.update({(model, version, c): spec for c, spec in found.specs.items()
+                          if c in derived})  # fmt: skip
         return specs
+
+
+def _specs(est: StoredEstimation | StoredMulticlass | None) -> dict[str, ColumnSpec]:
+    if isinstance(est, StoredMulticlass):
+        return multiclass_specs(est.calibration)
+    return {} if est is None else {SCORE_COLUMN: score_spec(est.calibration)}
 
 
 def derive(window: WindowBatch, found: DerivedModels) -> dict[str, NDArray[np.float64]]:
     """The window's derived columns (float64, NaN where the score is missing)."""
     out: dict[str, NDArray[np.float64]] = {}
-    if found.estimation is not None:
+    if isinstance(found.estimation, StoredMulticlass):
+        scores = [_score(window, c, f"prediction[{k}]")
+                  for k, c in enumerate(found.estimation.scores)]  # fmt: skip
+        out.update(multiclass_values(found.estimation.calibration, np.column_stack(scores)))
+    elif found.estimation is not None:
         column = found.estimation.score
         column = column if column in window.columns else PREDICTION
         if column in window.columns:
@@ -130,6 +147,12 @@ def derive(window: WindowBatch, found: DerivedModels) -> dict[str, NDArray[np.fl
         }
         out[ERROR_COLUMN] = model.scorer.errors(arrays, len(window))
     return out
+
+
+def _score(window: WindowBatch, column: str, element: str) -> NDArray[np.float64]:
+    """A class's score: the event's column named as the baseline's, else the prediction
+    list's element of that class (NaN where neither)."""
+    return floats(window, column if column in window.columns else element)
 
 
 def floats(window: WindowBatch, column: str) -> NDArray[np.float64]:

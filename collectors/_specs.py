@@ -131,10 +131,10 @@ def build_profiles(
     windows: dict[WindowKey, WindowBatch], resolver: SpecResolver
 ) -> dict[tuple[GroupKey, str], BuiltProfile]:
     """Profile every column of every window of a batch, overall and per slice, on its spec
-    (derived columns included: the `__cbpe_score` spec is the baseline calibration's)."""
+    (derived columns included: their specs are the baseline calibration's)."""
     backend = resolver.backend
-    for (model, version), spec in resolver.derived.add(windows).items():
-        resolver.cache[(model, version, spec.column)] = spec
+    for key, spec in resolver.derived.add(windows).items():
+        resolver.cache[key] = spec
     built: dict[tuple[GroupKey, str], BuiltProfile] = {}
     for (model, version, start), window in windows.items():
         for column, values in window.columns.items():

@@ -18,13 +18,22 @@ from monitor.attributions import Sums, attribution_columns, reference_sums
 from monitor.baselines import list_baselines, save_baseline
 from monitor.cli._common import database_options, engine_from_options
 from monitor.cli._drift_input import sample_frame
+from monitor.cli._estimate_input import ScoreColumns, parse_scores
 from monitor.cli._progress import progress
 from monitor.cli._roles import check_slice_columns, role_options, roles_from, select_columns
 from monitor.cli._table import echo_table
 from monitor.config import load_config
 from monitor.datasets import open_source
 from monitor.errors import InputError
-from monitor.estimation import MULTIVARIATE_KEY, SETTINGS_KEY, fit_stored, fit_stored_multivariate
+from monitor.estimation import (
+    MULTIVARIATE_KEY,
+    SETTINGS_KEY,
+    StoredEstimation,
+    StoredMulticlass,
+    fit_stored,
+    fit_stored_multiclass,
+    fit_stored_multivariate,
+)
 from monitor.profiles import ProfileSet, compared_columns
 from monitor.spark import profile_dataframe, read_table
 
@@ -78,11 +87,14 @@ def baseline() -> None:
 )
 @click.option(
     "--score",
-    default=None,
-    metavar="COL",
-    help="Positive-class probability column: store a CBPE calibration (with --label).",
+    multiple=True,
+    metavar="COL|CLASS=COL",
+    help="Positive-class probability column (multiclass: CLASS=COL per class): store a CBPE "
+    "calibration (with --label).",
 )
-@click.option("--label", default=None, metavar="COL", help="0/1 label column for --score.")
+@click.option(
+    "--label", default=None, metavar="COL", help="Label column for --score: 0/1, or the class."
+)
 @click.option(
     "--features",
     default=None,
@@ -106,7 +118,7 @@ def create_cmd(
     engine_name: str,
     table: str | None,
     attributions_path: str | None,
-    score: str | None,
+    score: tuple[str, ...],
     label: str | None,
     features: str | None,
     data: str | None,
@@ -122,7 +134,7 @@ def create_cmd(
         raise InputError("--engine spark profiles --table NAME|PATH (and takes no DATA)")
     if not spark and (data is None or table is not None):
         raise InputError("give DATA (a file, directory or glob); --table needs --engine spark")
-    if (score is None) != (label is None) or (score is not None and spark):
+    if bool(score) != (label is not None) or (score and spark):
         raise InputError("--score and --label go together, with DATA (not --engine spark)")
     if features is not None and spark:
         raise InputError("--features needs DATA (not --engine spark)")
@@ -154,8 +166,8 @@ def create_cmd(
         attributions = _attributions(
             attributions_path or data, attributions_path is not None, slice_by, streamed.profiles
         )
-        extra = {} if data is None or score is None or label is None else (
-            _estimation(data, score, label, chunks))  # fmt: skip
+        extra = {} if data is None or not score or label is None else (
+            _estimation(data, parse_scores(score), label, (chunks, slice_by)))  # fmt: skip
         if data is not None and features is not None:
             extra.update(_multivariate(data, features, chunks))
         step("saving the baseline")
@@ -237,13 +249,23 @@ def list_cmd(
     echo_table(header, rows, "no baselines")
 
 
-def _estimation(data: str, score: str, label: str, chunks: int) -> dict[str, Any]:
-    """The CBPE calibration of `score` against `label`, in one more pass over two columns."""
-
+def _estimation(
+    data: str, scores: ScoreColumns, label: str, how: tuple[int, tuple[str, ...]]
+) -> dict[str, Any]:
+    """The CBPE calibration of the score(s) against `label`, with thresholds overall and per
+    slice, in one more pass over those columns."""
+    chunks, slice_by = how[0] or 10, how[1]
     source = open_source(data)
-    source.require([score, label])
+    wanted = [*scores.columns, label, *slice_by]
+    source.require(wanted)
+    batches = source.batches(wanted)
     try:
-        stored = fit_stored(source.batches([score, label]), score, label, chunks=chunks or 10)
+        stored: StoredEstimation | StoredMulticlass = (
+            fit_stored_multiclass(batches, scores.classes, scores.columns, label, chunks=chunks,
+                                  slice_by=slice_by)
+            if scores.multiclass
+            else fit_stored(batches, scores.columns[0], label, chunks=chunks, slice_by=slice_by)
+        )  # fmt: skip
     except InputError as exc:
         raise InputError(f"{data}: {exc}") from None
     return {SETTINGS_KEY: stored.to_dict()}

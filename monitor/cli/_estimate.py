@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from monitor.cli._drift_input import baseline_options
-from monitor.cli._estimate_baseline import with_baseline
+from monitor.cli._estimate_baseline import calibration_summary, with_baseline
 from monitor.cli._estimate_input import (
     ScoreColumns,
     feature_columns,
@@ -31,7 +31,6 @@ from monitor.config import parse_duration
 from monitor.errors import InputError
 from monitor.estimation import (
     MULTICLASS_METRICS,
-    Calibration,
     EstimateOptions,
     EstimationResult,
     estimate_binary,
@@ -196,7 +195,7 @@ def _binary(
     if ref.labels is None:
         raise InputError(f"{files.reference}: column '{label}' not found")
     calibration = fit_calibration(ref.scores, ref.labels, threshold, bins)
-    return estimate_binary(calibration, ref, cur, how), _calibration_dict(calibration)
+    return estimate_binary(calibration, ref, cur, how), calibration_summary(calibration)
 
 
 def _multiclass(
@@ -209,7 +208,7 @@ def _multiclass(
         raise InputError(f"{files.reference}: column '{label}' not found")
     calibration = fit_multiclass(scores.classes, ref.scores, ref.labels, bins)
     how = replace(how, metrics=MULTICLASS_METRICS)
-    summary = {name: _calibration_dict(c) for name, c in zip(scores.classes, calibration.maps,
+    summary = {name: calibration_summary(c) for name, c in zip(scores.classes, calibration.maps,
                                                              strict=True)}  # fmt: skip
     return estimate_multiclass(calibration, ref, cur, how), {"classes": summary}
 
@@ -251,11 +250,6 @@ def _multivariate(
         if chunked else []
     )  # fmt: skip
     return multivariate_dict(model, overall, chunks)
-
-
-def _calibration_dict(c: Calibration) -> dict[str, Any]:
-    return {"bins": c.n_bins, "threshold": c.threshold, "raw_ece": c.raw_ece,
-            "reference_rows": sum(c.counts)}  # fmt: skip
 
 
 def _summary(

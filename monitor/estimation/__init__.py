@@ -3,7 +3,8 @@
 A calibration map fitted on labelled reference data turns each score into the probability that
 the row is positive; summed per window it gives the expected confusion matrix, hence estimated
 accuracy, precision, recall, F1, specificity and ROC-AUC, each with a band of ±3 standard errors
-at the window's size. The per-window state is counts per calibration bin, which merge exactly.
+at the window's size. The per-window state is counts per calibration bin, which merge exactly
+(multiclass: per class and bin, rows and summed calibrated probability).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from monitor.estimation._columns import (
     DERIVED_COLUMNS,
     ERROR_COLUMN,
     SCORE_COLUMN,
+    multiclass_specs,
+    multiclass_values,
     score_spec,
 )
 from monitor.estimation._counts import ScoreCounts, count_scores, empty_counts
@@ -37,7 +40,10 @@ from monitor.estimation._run import EstimateOptions
 from monitor.estimation._stored import (
     SETTINGS_KEY,
     StoredEstimation,
+    StoredMulticlass,
     fit_stored,
+    fit_stored_multiclass,
+    stored_calibration,
     stored_estimation,
 )
 from monitor.estimation._stored_multivariate import (
@@ -73,6 +79,7 @@ __all__ = [
     "ReconstructionModel",
     "ScoreCounts",
     "StoredEstimation",
+    "StoredMulticlass",
     "StoredMultivariate",
     "chunk_bounds",
     "period_chunks",
@@ -85,10 +92,14 @@ __all__ = [
     "fit_multiclass",
     "fit_reconstruction",
     "fit_stored",
+    "fit_stored_multiclass",
     "fit_stored_multivariate",
     "multivariate_drift",
     "reconstruction_errors",
+    "multiclass_specs",
+    "multiclass_values",
     "score_spec",
+    "stored_calibration",
     "stored_estimation",
     "stored_multivariate",
 ]

@@ -14,15 +14,18 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from monitor.errors import CorruptProfileError
 from monitor.estimation._calibration import Calibration
 from monitor.estimation._counts import ScoreCounts
+from monitor.estimation._multiclass import MulticlassCalibration, MulticlassSums
 from monitor.profiles import ColumnSpec
 
 SCORE_COLUMN = "__cbpe_score"
 ERROR_COLUMN = "__pca_error"
-DERIVED_COLUMNS = (SCORE_COLUMN, ERROR_COLUMN)
+PREDICTED_COLUMN = "__cbpe_predicted"  # multiclass (below)
+DERIVED_COLUMNS = (SCORE_COLUMN, ERROR_COLUMN, PREDICTED_COLUMN)
 
 
 def score_spec(calibration: Calibration) -> ColumnSpec:
@@ -54,3 +57,72 @@ def score_counts(calibration: Calibration, profile: Any) -> ScoreCounts:
         (0, int(c)) if pos else (int(c), 0) for c, pos in zip(per_bin, positive, strict=True)
     )
     return ScoreCounts(pairs, int(profile.null_count))
+
+
+# Multiclass (`baseline create --score CLASS=COL ...`): a column per class, `__cbpe_score.<k>`
+# (k: the class's index in the baseline's order), whose value is 2·bin + q (its score's bin in
+# the class's calibration and its normalised calibrated probability q ∈ [0, 1]); on edges
+# 0, 2, 4, ... each bin is one bucket, whose count is the rows of that bin and whose sum minus
+# 2·bin·count is their summed q. `__cbpe_predicted` is 2·j + q of the predicted class j (the
+# highest score): per bucket the rows predicted j and their expected true positives; its
+# moments give the sum of q² (Σv² = m2 + n·mean²), hence the accuracy's spread Σq(1 − q).
+CLASS_COLUMN = "__cbpe_score.{}"
+
+
+def multiclass_specs(calibration: MulticlassCalibration) -> dict[str, ColumnSpec]:
+    """The spec of each multiclass derived column, by column name."""
+    out = {
+        CLASS_COLUMN.format(k): _even_spec(CLASS_COLUMN.format(k), cal.n_bins)
+        for k, cal in enumerate(calibration.maps)
+    }
+    out[PREDICTED_COLUMN] = _even_spec(PREDICTED_COLUMN, len(calibration.classes))
+    return out
+
+
+def _even_spec(column: str, buckets: int) -> ColumnSpec:
+    return ColumnSpec(column, "numeric", edges=tuple(2.0 * i for i in range(buckets + 1)))
+
+
+def multiclass_values(
+    calibration: MulticlassCalibration, scores: NDArray[np.float64]
+) -> dict[str, NDArray[np.float64]]:
+    """The multiclass derived columns of rows of scores (one column per class, in the
+    calibration's order); NaN in every column where a score is missing or not finite."""
+    finite: NDArray[np.bool_] = np.asarray(np.isfinite(scores).all(axis=1))
+    bins = calibration.bins(scores)  # a non-finite score's bin is never used: its row is NaN
+    q = calibration.normalised(bins)
+    predicted = np.argmax(np.nan_to_num(scores, nan=-1.0), axis=1)
+    out: dict[str, NDArray[np.float64]] = {}
+    for k, b in enumerate(bins):
+        out[CLASS_COLUMN.format(k)] = 2.0 * b + q[:, k]
+    out[PREDICTED_COLUMN] = 2.0 * predicted + q[np.arange(len(q)), predicted]
+    for values in out.values():
+        values[~finite] = np.nan
+    return out
+
+
+def multiclass_sums_of(calibration: MulticlassCalibration, profiles: Any) -> MulticlassSums:
+    """The window's multiclass sums from its derived-column profiles (`profiles[column]`)."""
+    specs = multiclass_specs(calibration)
+    for column, spec in specs.items():
+        found = profiles.get(column)
+        if found is None or found.spec.fingerprint != spec.fingerprint:
+            raise CorruptProfileError(
+                f"column '{column}': missing or profiled on other bins than the baseline's "
+                "calibration (the baseline was replaced within the window)"
+            )
+    rows, q = zip(*(_rows_and_q(profiles[CLASS_COLUMN.format(k)])
+                    for k in range(len(calibration.maps))), strict=True)  # fmt: skip
+    pred = profiles[PREDICTED_COLUMN]
+    predicted, hits = _rows_and_q(pred)
+    j = np.arange(predicted.size, dtype=np.float64)
+    squares = float(pred.m2) + pred.n * float(pred.mean) ** 2
+    q_squared = squares - float((4 * j * j * predicted + 4 * j * hits).sum())
+    return MulticlassSums(rows, q, predicted, hits, float(hits.sum()) - q_squared, int(pred.n))
+
+
+def _rows_and_q(profile: Any) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    counts = np.asarray(profile.counts, dtype=np.float64)[1:-1]
+    sums = np.asarray(profile.sums, dtype=np.float64)[1:-1]
+    q = sums - 2.0 * np.arange(counts.size) * counts
+    return counts, np.clip(q, 0.0, counts)

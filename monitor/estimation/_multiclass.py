@@ -50,7 +50,17 @@ class MulticlassCalibration:
 
     def calibrate(self, scores: NDArray[np.float64]) -> NDArray[np.float64]:
         """Calibrated probabilities per row and class, normalised to sum to one per row."""
-        cal = np.column_stack([c.calibrate(scores[:, k]) for k, c in enumerate(self.maps)])
+        return self.normalised(self.bins(scores))
+
+    def bins(self, scores: NDArray[np.float64]) -> list[NDArray[np.intp]]:
+        """Per class, the calibration bin of each row's score of that class."""
+        return [c.bin_of(scores[:, k]) for k, c in enumerate(self.maps)]
+
+    def normalised(self, bins: list[NDArray[np.intp]]) -> NDArray[np.float64]:
+        """The calibrated probabilities of rows in `bins`, normalised to sum to one per row."""
+        cal = np.column_stack(
+            [np.asarray(c.probability)[b] for c, b in zip(self.maps, bins, strict=True)]
+        )
         total = cal.sum(axis=1, keepdims=True)
         uniform = np.full_like(cal, 1.0 / len(self.maps))
         return np.asarray(np.divide(cal, total, out=uniform, where=total > 0), dtype=np.float64)
@@ -90,7 +100,7 @@ def _side(c: MulticlassCalibration, data: MulticlassData, how: EstimateOptions) 
         data.scores.shape[0],
         data.slices,
         partial(_estimate, c, data, q, finite, how.metrics),
-        partial(_realized, data, len(c.classes)),
+        partial(realized_multiclass, data, len(c.classes)),
     )
 
 
@@ -99,51 +109,86 @@ def _estimate(
     metrics: tuple[str, ...], rows: Rows,
 ) -> list[Estimate]:  # fmt: skip
     rows = rows[finite[rows]]
-    q, pred, s = q[rows], data.predicted[rows], data.scores[rows]
+    sums = multiclass_sums(c, q[rows], data.scores[rows], data.predicted[rows])
+    return estimate_sums(sums, metrics)
+
+
+@dataclass(frozen=True)
+class MulticlassSums:
+    """What multiclass estimates need of a set of rows, as sums that add across windows,
+    slices and replicas (the daemon keeps them in profiles): per class, rows and summed
+    calibrated probability of that class per calibration bin of its score; per predicted
+    class, rows and summed calibrated probability of that class (the expected true
+    positives); the sum of q·(1 − q) of the predicted class over rows; and the rows."""
+
+    bin_rows: tuple[Array, ...]
+    bin_q: tuple[Array, ...]
+    predicted: Array
+    hits: Array
+    spread: float
+    n: int
+
+
+def multiclass_sums(
+    c: MulticlassCalibration, q: Array, scores: Array, predicted: NDArray[np.intp]
+) -> MulticlassSums:
+    """The sums of rows with finite scores: `q` calibrated (normalised) probabilities."""
     k = len(c.classes)
-    onehot = np.eye(k, dtype=bool)[pred]
+    bins = [cal.bin_of(scores[:, j]) for j, cal in enumerate(c.maps)]
+    p = q[np.arange(q.shape[0]), predicted] if q.shape[0] else np.empty(0)
+    return MulticlassSums(
+        tuple(np.bincount(b, minlength=cal.n_bins).astype(np.float64)
+              for b, cal in zip(bins, c.maps, strict=True)),
+        tuple(np.bincount(b, weights=q[:, j], minlength=cal.n_bins).astype(np.float64)
+              for j, (b, cal) in enumerate(zip(bins, c.maps, strict=True))),
+        np.bincount(predicted, minlength=k).astype(np.float64),
+        np.bincount(predicted, weights=p, minlength=k).astype(np.float64),
+        float((p * (1 - p)).sum()),
+        int(q.shape[0]),
+    )  # fmt: skip
+
+
+def estimate_sums(sums: MulticlassSums, metrics: tuple[str, ...]) -> list[Estimate]:
+    """The estimated multiclass `metrics` of the rows `sums` describe, each with its band."""
     values = {
-        "accuracy": _accuracy(q, onehot),
-        "roc_auc": _macro_auc(c, q, s),
-        **_macro_confusion(q, onehot),
+        "accuracy": _accuracy(sums),
+        "roc_auc": _macro_auc(sums),
+        **_macro_confusion(sums),
     }
-    return [band(name, *values[name], int(rows.size)) for name in metrics]
+    return [band(name, *values[name], sums.n) for name in metrics]
 
 
-def _accuracy(q: Array, onehot: NDArray[np.bool_]) -> tuple[float, float]:
-    p = q[onehot]
-    if p.size == 0:
+def _accuracy(sums: MulticlassSums) -> tuple[float, float]:
+    if sums.n == 0:
         return 0.0, 0.0
-    return float(p.mean()), math.sqrt(float((p * (1 - p)).sum())) / p.size
+    return float(sums.hits.sum()) / sums.n, math.sqrt(max(sums.spread, 0.0)) / sums.n
 
 
-def _macro_auc(c: MulticlassCalibration, q: Array, s: Array) -> tuple[float, float]:
+def _macro_auc(sums: MulticlassSums) -> tuple[float, float]:
     aucs, variances = [], []
-    for k, cal in enumerate(c.maps):
-        bins = cal.bin_of(s[:, k])
-        pos = np.bincount(bins, weights=q[:, k], minlength=cal.n_bins)
-        neg = np.bincount(bins, weights=1 - q[:, k], minlength=cal.n_bins)
-        auc, se = soft_auc(pos.astype(np.float64), neg.astype(np.float64))
+    for rows, pos in zip(sums.bin_rows, sums.bin_q, strict=True):
+        auc, se = soft_auc(pos, np.maximum(rows - pos, 0.0))
         aucs.append(auc)
         variances.append(se * se)
     return float(np.mean(aucs)), math.sqrt(sum(variances)) / len(aucs)
 
 
-def _macro_confusion(q: Array, onehot: NDArray[np.bool_]) -> dict[str, tuple[float, float]]:
-    tp = (q * onehot).sum(axis=0)
-    fp = ((1 - q) * onehot).sum(axis=0)
-    fn = (q * ~onehot).sum(axis=0)
+def _macro_confusion(sums: MulticlassSums) -> dict[str, tuple[float, float]]:
+    tp = sums.hits
+    fp = np.maximum(sums.predicted - tp, 0.0)
+    fn = np.maximum(np.asarray([q.sum() for q in sums.bin_q]) - tp, 0.0)
     precision = np.divide(tp, tp + fp, out=np.zeros_like(tp), where=tp + fp > 0)
     recall = np.divide(tp, tp + fn, out=np.zeros_like(tp), where=tp + fn > 0)
     f1 = np.divide(2 * tp, 2 * tp + fp + fn, out=np.zeros_like(tp), where=2 * tp + fp + fn > 0)
-    support = max(float(onehot.sum()), 1.0)
+    support = max(float(sums.n), 1.0)
     return {
         name: (float(v.mean()), math.sqrt(max(v.mean() * (1 - v.mean()), 0.0) / support))
         for name, v in (("precision", precision), ("recall", recall), ("f1", f1))
     }
 
 
-def _realized(data: MulticlassData, k: int, metric: str, rows: Rows) -> float | None:
+def realized_multiclass(data: MulticlassData, k: int, metric: str, rows: Rows) -> float | None:
+    """`metric` (macro over the `k` classes) on the labelled rows among `rows`; None: none."""
     if data.labels is None:
         return None
     known = rows[data.labels[rows] >= 0]

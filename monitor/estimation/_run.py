@@ -19,7 +19,7 @@ from monitor.estimation._results import (
     chunk_bounds,
     lower_threshold,
 )
-from monitor.profiles.slicekeys import NULL_VALUE, value_text
+from monitor.profiles.slicekeys import NULL_VALUE, key_of, value_text
 
 Rows = NDArray[np.intp]
 Slices = Mapping[str, NDArray[np.object_]]
@@ -37,6 +37,9 @@ class EstimateOptions:
     thresholds: Mapping[str, float | None] | None = None
     # chunks by time period (current, reference) instead of by chunk_size
     periods: tuple[tuple[Chunk, ...], tuple[Chunk, ...]] | None = None
+    # lower thresholds per slice key known in advance (a baseline's); a slice without its
+    # own takes `thresholds`
+    slice_thresholds: Mapping[str, Mapping[str, float | None]] | None = None
 
 
 @dataclass(frozen=True)
@@ -57,13 +60,29 @@ def run(reference: Side, current: Side, how: EstimateOptions) -> list[Estimation
         else list(chunk_bounds(current.n, how.chunk_size)) if how.chunk_size else [None]
     )  # fmt: skip
     out: list[EstimationResult] = []
+    overall: dict[str, float | None] = {}
     for slice_, ref_rows, cur_rows in _groups(reference, current):
-        fixed = how.thresholds if slice_ is None else None
+        fixed = _fixed(how, slice_)
         bounds = dict(fixed) if fixed is not None else _thresholds(reference, ref_rows, how)
+        if slice_ is None:
+            overall = bounds
+        else:  # too few reference rows of the slice for a bound of its own: the overall one
+            bounds = {m: overall.get(m) if v is None else v for m, v in bounds.items()}
         for chunk in chunks:
             rows = cur_rows if chunk is None else _within(cur_rows, chunk)
             out.extend(_one(current, rows, slice_, chunk, bounds, how))
     return out
+
+
+def _fixed(
+    how: EstimateOptions, slice_: dict[str, str] | None
+) -> Mapping[str, float | None] | None:
+    """The thresholds known in advance for a slice (None: draw them from the reference)."""
+    if slice_ is None:
+        return how.thresholds
+    if how.slice_thresholds is None:
+        return None
+    return how.slice_thresholds.get(key_of(slice_), how.thresholds)
 
 
 def _one(

@@ -1,35 +1,59 @@
-"""The calibration a baseline stores (`baseline create --score COL --label COL`): fitted on the
-reference in one extra pass over its score and label columns, kept in the baseline's settings
-under "estimation" with the reference-chunk lower thresholds of each metric."""
+"""The calibration a baseline stores (`baseline create --score COL --label COL`, or `--score
+CLASS=COL` per class for a multiclass model): fitted on the reference in one extra pass over its
+score, label and slice columns, kept in the baseline's settings under "estimation" with the
+reference-chunk lower threshold of each metric, overall and per slice.
+
+Per-slice thresholds come from the slice's own reference rows cut into the same number of
+chunks, where each chunk has at least `MIN_N` rows; a slice with fewer reference rows has no
+entry and is judged against the overall threshold, as is a metric without a bound of its own
+(`StoredEstimation.bounds`; `_run` applies the same rule to thresholds drawn from files)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 from sqlalchemy.engine import Engine
 
 from monitor.baselines import choose_baseline, stored_settings
-from monitor.errors import InputError
+from monitor.detectors import MIN_N
+from monitor.errors import CorruptProfileError, InputError
 from monitor.estimation._calibration import DEFAULT_BINS, Calibration, fit_calibration
 from monitor.estimation._metrics import METRICS
+from monitor.estimation._multiclass import (
+    MULTICLASS_METRICS,
+    MulticlassCalibration,
+    MulticlassData,
+    fit_multiclass,
+    realized_multiclass,
+)
 from monitor.estimation._realized import realized
 from monitor.estimation._results import REFERENCE_CHUNKS, chunk_bounds, lower_threshold
+from monitor.profiles import NULL_VALUE, OVERALL, slice_key, value_text
 
 SETTINGS_KEY = "estimation"
+Bounds = dict[str, float | None]
+Rows = NDArray[np.intp]
 
 
 @dataclass(frozen=True)
 class StoredEstimation:
-    """A baseline's calibration, the columns it was fitted on and the lower threshold of each
-    metric from the reference's chunks (None: too few chunks)."""
+    """A baseline's binary calibration, the columns it was fitted on, the lower threshold of
+    each metric from the reference's chunks (None: too few chunks) and those of each slice
+    key whose reference rows were enough."""
 
     score: str
     label: str
     calibration: Calibration
-    thresholds: dict[str, float | None]
+    thresholds: Bounds
+    slice_thresholds: dict[str, Bounds] = field(default_factory=dict)
+
+    def bounds(self, key: str) -> Bounds:
+        """The thresholds a slice key (OVERALL: "") is judged by: its own, else the overall."""
+        return _judged_by(self.thresholds, self.slice_thresholds, key)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -37,46 +61,172 @@ class StoredEstimation:
             "label": self.label,
             "calibration": self.calibration.to_dict(),
             "thresholds": self.thresholds,
+            "slice_thresholds": self.slice_thresholds,
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], where: str) -> StoredEstimation:
         cal = Calibration.from_dict(data.get("calibration", {}), where)
-        thresholds = {str(k): None if v is None else float(v)
-                      for k, v in dict(data.get("thresholds", {})).items()}  # fmt: skip
-        return cls(str(data.get("score")), str(data.get("label")), cal, thresholds)
+        return cls(str(data.get("score")), str(data.get("label")), cal, *_thresholds(data, where))
+
+
+@dataclass(frozen=True)
+class StoredMulticlass:
+    """A baseline's multiclass calibration: classes, the score column of each, the label
+    column, one-vs-rest calibrations and the thresholds (as `StoredEstimation`)."""
+
+    scores: tuple[str, ...]
+    label: str
+    calibration: MulticlassCalibration
+    thresholds: Bounds
+    slice_thresholds: dict[str, Bounds] = field(default_factory=dict)
+
+    def bounds(self, key: str) -> Bounds:
+        """The thresholds a slice key (OVERALL: "") is judged by: its own, else the overall."""
+        return _judged_by(self.thresholds, self.slice_thresholds, key)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "classes": list(self.calibration.classes),
+            "scores": list(self.scores),
+            "label": self.label,
+            "calibrations": [c.to_dict() for c in self.calibration.maps],
+            "thresholds": self.thresholds,
+            "slice_thresholds": self.slice_thresholds,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], where: str) -> StoredMulticlass:
+        classes = [str(c) for c in data.get("classes", [])]
+        scores = [str(c) for c in data.get("scores", [])]
+        maps = [Calibration.from_dict(c, where) for c in data.get("calibrations", [])]
+        if len(classes) < 2 or not len(classes) == len(scores) == len(maps):
+            raise CorruptProfileError(f"{where}: malformed multiclass calibration")
+        cal = MulticlassCalibration(tuple(classes), tuple(maps))
+        return cls(tuple(scores), str(data.get("label")), cal, *_thresholds(data, where))
+
+
+def _judged_by(overall: Bounds, per_slice: Mapping[str, Bounds], key: str) -> Bounds:
+    own = {} if key == OVERALL else per_slice.get(key, {})
+    return {m: own[m] if own.get(m) is not None else v for m, v in overall.items()}
+
+
+def _thresholds(data: dict[str, Any], where: str) -> tuple[Bounds, dict[str, Bounds]]:
+    try:
+        overall = _bounds(data.get("thresholds", {}))
+        per_slice = {str(k): _bounds(v) for k, v in dict(data.get("slice_thresholds", {})).items()}
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise CorruptProfileError(f"{where}: malformed thresholds: {exc}") from None
+    return overall, per_slice
+
+
+def _bounds(data: Mapping[str, Any]) -> Bounds:
+    return {str(k): None if v is None else float(v) for k, v in dict(data).items()}
 
 
 def fit_stored(
     batches: Iterable[Any], score: str, label: str, threshold: float = 0.5,
-    bins: int = DEFAULT_BINS, chunks: int = REFERENCE_CHUNKS,
+    bins: int = DEFAULT_BINS, chunks: int = REFERENCE_CHUNKS, slice_by: Sequence[str] = (),
 ) -> StoredEstimation:  # fmt: skip
     """Calibrate on the score and label columns of reference `batches` (pandas frames)."""
-    parts = [(_floats(b, score), _floats(b, label)) for b in batches]
-    s = np.concatenate([p[0] for p in parts]) if parts else np.empty(0)
-    y = np.concatenate([p[1] for p in parts]) if parts else np.empty(0)
+    frame = _concat(batches, [score, label, *slice_by])
+    s, y = _floats(frame, score), _floats(frame, label)
     calibration = fit_calibration(s, y, threshold, bins)
     pred = (s >= threshold).astype(np.float64)
-    values: dict[str, list[float]] = {m: [] for m in METRICS}
-    for c in chunk_bounds(s.size, None, max(chunks, 1)):
-        for m in METRICS:
-            got = realized(m, y[c.start : c.end], s[c.start : c.end], pred[c.start : c.end])
+
+    def real(metric: str, rows: Rows) -> float | None:
+        return realized(metric, y[rows], s[rows], pred[rows])
+
+    overall, per_slice = reference_thresholds(frame, slice_by, real, METRICS, chunks)
+    return StoredEstimation(score, label, calibration, overall, per_slice)
+
+
+def fit_stored_multiclass(
+    batches: Iterable[Any], classes: Sequence[str], scores: Sequence[str], label: str,
+    bins: int = DEFAULT_BINS, chunks: int = REFERENCE_CHUNKS, slice_by: Sequence[str] = (),
+) -> StoredMulticlass:  # fmt: skip
+    """One-vs-rest calibrations on reference `batches` (a score column per class in `classes`
+    order; `label` holds class names)."""
+    frame = _concat(batches, [*scores, label, *slice_by])
+    s = np.column_stack([_floats(frame, c) for c in scores])
+    y = _class_index(frame, label, classes)
+    calibration = fit_multiclass(classes, s, y, bins)
+    predicted = np.argmax(np.nan_to_num(s, nan=-1.0), axis=1).astype(np.intp)
+    data = MulticlassData(s, predicted, y)
+
+    def real(metric: str, rows: Rows) -> float | None:
+        return realized_multiclass(data, len(classes), metric, rows)
+
+    overall, per_slice = reference_thresholds(frame, slice_by, real, MULTICLASS_METRICS, chunks)
+    return StoredMulticlass(tuple(scores), label, calibration, overall, per_slice)
+
+
+def reference_thresholds(
+    frame: Any, slice_by: Sequence[str], real: Callable[[str, Rows], float | None],
+    metrics: Sequence[str], chunks: int,
+) -> tuple[Bounds, dict[str, Bounds]]:  # fmt: skip
+    """The lower threshold of each metric over `chunks` reference chunks, overall and per
+    slice key with at least `chunks` × `MIN_N` reference rows."""
+    count = max(chunks, 1)
+    overall = _chunk_thresholds(np.arange(len(frame)), real, metrics, count)
+    per_slice: dict[str, Bounds] = {}
+    for column in slice_by:
+        texts = np.asarray([value_text(v) or NULL_VALUE for v in frame[column].to_numpy(object)],
+                           dtype=object)  # fmt: skip
+        for value in sorted(set(texts.tolist())):
+            rows = np.flatnonzero(texts == value)
+            if rows.size >= count * MIN_N:
+                per_slice[slice_key(column, value)] = _chunk_thresholds(rows, real, metrics, count)
+    return overall, per_slice
+
+
+def _chunk_thresholds(
+    rows: Rows, real: Callable[[str, Rows], float | None], metrics: Sequence[str], count: int
+) -> Bounds:
+    values: dict[str, list[float]] = {m: [] for m in metrics}
+    for c in chunk_bounds(rows.size, None, count):
+        for m in metrics:
+            got = real(m, rows[c.start : c.end])
             values[m].append(np.nan if got is None else got)
-    thresholds = {m: lower_threshold(np.asarray(v, dtype=np.float64)) for m, v in values.items()}
-    return StoredEstimation(score, label, calibration, thresholds)
+    return {m: lower_threshold(np.asarray(v, dtype=np.float64)) for m, v in values.items()}
+
+
+def stored_calibration(
+    engine: Engine, model: str, version: str, name: str = "default"
+) -> StoredEstimation | StoredMulticlass | None:
+    """The calibration (binary or multiclass) stored with the baseline model/version uses;
+    None when it has none."""
+    chosen = choose_baseline(engine, model, version, name)
+    if chosen is None:
+        return None
+    data = stored_settings(engine, model, *chosen).get(SETTINGS_KEY)
+    where = f"baseline '{chosen[1]}' of model '{model}' version '{chosen[0]}'"
+    if data is None:
+        return None
+    if "classes" in data:
+        return StoredMulticlass.from_dict(data, where)
+    return StoredEstimation.from_dict(data, where)
 
 
 def stored_estimation(
     engine: Engine, model: str, version: str, name: str = "default"
 ) -> StoredEstimation | None:
-    """The calibration stored with the baseline model/version uses; None when it has none."""
-    chosen = choose_baseline(engine, model, version, name)
-    if chosen is None:
-        return None
-    settings = stored_settings(engine, model, *chosen)
-    data = settings.get(SETTINGS_KEY)
-    where = f"baseline '{chosen[1]}' of model '{model}' version '{chosen[0]}'"
-    return None if data is None else StoredEstimation.from_dict(data, where)
+    """The binary calibration stored with the baseline model/version uses; None when it has
+    none; InputError when it is multiclass."""
+    found = stored_calibration(engine, model, version, name)
+    if isinstance(found, StoredMulticlass):
+        raise InputError(
+            f"baseline '{name}' of model '{model}' holds a multiclass calibration: estimate "
+            "its files with `estimate REFERENCE CURRENT --score CLASS=COL ...`"
+        )
+    return found
+
+
+def _concat(batches: Iterable[Any], columns: list[str]) -> Any:
+    import pandas as pd
+
+    parts = [b[columns] for b in batches]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=columns)
 
 
 def _floats(frame: Any, column: str) -> Any:
@@ -88,3 +238,18 @@ def _floats(frame: Any, column: str) -> Any:
             f"column '{column}': not a number: {frame[column][values.isna()].iloc[0]!r}"
         )
     return values.to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+def _class_index(frame: Any, column: str, classes: Sequence[str]) -> NDArray[np.intp]:
+    """Class index per row (-1 where missing); InputError on a class without a score."""
+    index = {c: i for i, c in enumerate(classes)}
+    out = np.full(len(frame), -1, dtype=np.intp)
+    for row, value in enumerate(frame[column].to_numpy(dtype=object)):
+        text = value_text(value)
+        if text is None:
+            continue
+        if text not in index:
+            raise InputError(f"column '{column}': class '{text}' has no --score CLASS=COL "
+                             f"(classes: {', '.join(classes)})")  # fmt: skip
+        out[row] = index[text]
+    return out

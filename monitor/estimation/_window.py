@@ -4,9 +4,11 @@ For each window whose derived-column profiles (`__cbpe_score`, `__pca_error`) or
 changed (change kind "estimate"), and whose baseline stores a calibration or a multivariate model:
 
 - per slice, the CBPE metrics from the window's `__cbpe_score` profile (rows per calibration
-  bin: the same counts `modelwatch estimate` makes from raw rows), with the ±3 standard-error
-  band and, overall, the baseline's reference-chunk lower threshold; the realized metric from the
-  window's outcome summaries where labels were joined (classification models);
+  bin: the same counts `modelwatch estimate` makes from raw rows) or, for a multiclass
+  calibration, its `__cbpe_score.<k>` and `__cbpe_predicted` profiles (the same sums), with the
+  ±3 standard-error band and the baseline's reference-chunk lower threshold (the slice's own
+  where the reference had enough rows of it, else the overall one); the realized metric from
+  the window's outcome summaries where labels were joined (classification and multiclass);
 - per slice, `reconstruction_error`: the mean of the window's `__pca_error` profile, judged
   overall against the baseline's reference-chunk bounds.
 
@@ -26,14 +28,22 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from monitor.config import ModelConfig
-from monitor.estimation._columns import ERROR_COLUMN, SCORE_COLUMN, score_counts
-from monitor.estimation._metrics import METRICS, estimate_metrics
+from monitor.estimation._columns import (
+    ERROR_COLUMN,
+    SCORE_COLUMN,
+    multiclass_specs,
+    multiclass_sums_of,
+    score_counts,
+)
+from monitor.estimation._metrics import METRICS, Estimate, estimate_metrics
+from monitor.estimation._multiclass import MULTICLASS_METRICS, estimate_sums
 from monitor.estimation._reconstruction import MultivariateResult, judge_mean
 from monitor.estimation._results import EstimationResult
 from monitor.estimation._run import judge
-from monitor.estimation._stored import StoredEstimation, stored_estimation
+from monitor.estimation._stored import StoredEstimation, StoredMulticlass, stored_calibration
 from monitor.estimation._stored_multivariate import StoredMultivariate, stored_multivariate
 from monitor.failures import Isolation
+from monitor.outcomes import metrics as m
 from monitor.outcomes.from_summary import evaluate_summaries
 from monitor.profiles import OVERALL, key_of, parse_slice_key, profile_from_bytes
 from monitor.results import store_estimated_results
@@ -48,16 +58,26 @@ from monitor.summaries import window_summaries
 
 CHANGE_KIND = "estimate"
 MULTIVARIATE_METRIC = "reconstruction_error"
-# Realized from outcome summaries: the estimated metrics the outcome registry also has.
-REALIZED_METRICS = ("roc_auc", "accuracy", "precision", "recall", "f1")
+# Realized from outcome summaries: estimated metric -> the outcome registry's metric
+# (specificity, which the registry lacks, comes from the summaries' confusion counts).
+REALIZED_METRICS = {m: m for m in ("roc_auc", "accuracy", "precision", "recall", "f1")}
+REALIZED_MULTICLASS = {"accuracy": "accuracy", "precision": "macro_precision",
+                       "recall": "macro_recall", "f1": "macro_f1"}  # fmt: skip
+Calibrated = StoredEstimation | StoredMulticlass
 
 
 @dataclass(frozen=True)
 class StoredModels:
     """What the baseline of a version stores for estimation (both None: nothing)."""
 
-    estimation: StoredEstimation | None
+    estimation: Calibrated | None
     multivariate: StoredMultivariate | None
+
+    def columns(self) -> tuple[str, ...]:
+        """The derived columns a window of this version is estimated from."""
+        if isinstance(self.estimation, StoredMulticlass):
+            return (*multiclass_specs(self.estimation.calibration), ERROR_COLUMN)
+        return (SCORE_COLUMN, ERROR_COLUMN)
 
 
 @dataclass(frozen=True)
@@ -109,7 +129,7 @@ def load_models(engine: Engine, cfg: ModelConfig, version: str) -> StoredModels:
     """The calibration and multivariate model of the baseline the version is compared with."""
     name = cfg.drift.baseline
     return StoredModels(
-        stored_estimation(engine, cfg.name, version, name),
+        stored_calibration(engine, cfg.name, version, name),
         stored_multivariate(engine, cfg.name, version, name),
     )
 
@@ -119,7 +139,7 @@ def estimate_window(
 ) -> list[WindowEstimate]:
     """Estimate one window from its stored profiles and store the rows; returns them."""
     with transaction(engine) as s:
-        profiles = _profiles(s, change)
+        profiles = _profiles(s, change, models.columns())
         realized = _realized(s, cfg, change) if models.estimation is not None else {}
         rows = window_rows(profiles, realized, models, cfg.drift.min_n)
         store_estimated_results(
@@ -138,23 +158,34 @@ def window_rows(
     keys = sorted({key for key, _ in profiles}, key=lambda k: (k != OVERALL, k))
     out: list[WindowEstimate] = []
     for key in keys:
-        score = profiles.get((key, SCORE_COLUMN))
-        if models.estimation is not None and score is not None:
-            out += _estimates(models.estimation, score, key, realized, min_n)
+        mine = {c: p for (k, c), p in profiles.items() if k == key}
+        estimates = _estimated(models.estimation, mine)
+        if models.estimation is not None and estimates is not None:
+            out += _judged(models.estimation, estimates, key, realized, min_n)
         error = profiles.get((key, ERROR_COLUMN))
         if models.multivariate is not None and error is not None:
             out.append(_multivariate(models.multivariate, error, key))
     return out
 
 
-def _estimates(
-    stored: StoredEstimation, profile: Any, key: str,
+def _estimated(stored: Calibrated | None, profiles: Mapping[str, Any]) -> list[Estimate] | None:
+    """The estimates of one slice's derived-column profiles (None: the slice has none)."""
+    if isinstance(stored, StoredMulticlass):
+        if not any(c in profiles for c in multiclass_specs(stored.calibration)):
+            return None
+        sums = multiclass_sums_of(stored.calibration, profiles)
+        return estimate_sums(sums, MULTICLASS_METRICS)
+    score = profiles.get(SCORE_COLUMN)
+    if stored is None or score is None:
+        return None
+    return estimate_metrics(stored.calibration, score_counts(stored.calibration, score), METRICS)
+
+
+def _judged(
+    stored: Calibrated, estimates: list[Estimate], key: str,
     realized: Mapping[tuple[str, str], float | None], min_n: int,
 ) -> list[WindowEstimate]:  # fmt: skip
-    counts = score_counts(stored.calibration, profile)
-    estimates = estimate_metrics(stored.calibration, counts, METRICS)
-    # Thresholds come from the reference as a whole: a slice has none of its own.
-    bounds = stored.thresholds if key == OVERALL else {}
+    bounds = stored.bounds(key)  # the slice's own reference thresholds, else the overall ones
     slice_ = parse_slice_key(key)
     results = judge(estimates, lambda m: realized.get((key, m)), slice_, None, bounds, min_n)
     return [_from_estimate(key, r) for r in results]
@@ -172,12 +203,12 @@ def _multivariate(stored: StoredMultivariate, profile: Any, key: str) -> WindowE
                           r.threshold_low, r.threshold_high, r.n, r.status)  # fmt: skip
 
 
-def _profiles(s: Session, change: Change) -> dict[tuple[str, str], Any]:
+def _profiles(s: Session, change: Change, columns: Sequence[str]) -> dict[tuple[str, str], Any]:
     """The window's derived-column profiles per (slice key, column)."""
     t = WindowProfile
     stmt = select(t.slice_key, t.column, t.payload).where(
         t.model == change.model, t.version == change.version, t.window_start == change.start,
-        t.column.in_((SCORE_COLUMN, ERROR_COLUMN)),
+        t.column.in_(columns),
     )  # fmt: skip
     where = f"model '{change.model}' version '{change.version}' {change.start.isoformat()}"
     return {(k, c): profile_from_bytes(p, f"{where} slice {k or 'overall'}")
@@ -186,14 +217,31 @@ def _profiles(s: Session, change: Change) -> dict[tuple[str, str], Any]:
 
 def _realized(s: Session, cfg: ModelConfig, change: Change) -> dict[tuple[str, str], float | None]:
     """Realized metrics per (slice key, metric) from the window's joined-label summaries."""
-    if cfg.outcomes.task != "classification":
+    names = {"classification": REALIZED_METRICS, "multiclass": REALIZED_MULTICLASS}.get(
+        cfg.outcomes.task
+    )
+    if names is None:
         return {}
     summaries = window_summaries(s, cfg.name, change.version, change.start, change.end)
     if not summaries or summaries[0][1].n == 0:
         return {}
-    results = evaluate_summaries(summaries, task="classification", metrics=REALIZED_METRICS,
+    ours = {theirs: mine for mine, theirs in names.items()}
+    results = evaluate_summaries(summaries, task=cfg.outcomes.task, metrics=list(ours),
                                  min_support=1)  # fmt: skip
-    return {(key_of(r.slice), r.metric): r.value for r in results}
+    out = {(key_of(r.slice), ours[r.metric]): r.value for r in results}
+    if cfg.outcomes.task == "classification":
+        out.update({(key_of(slice_), "specificity"): _specificity(summary)
+                    for slice_, summary in summaries})  # fmt: skip
+    return out
+
+
+def _specificity(summary: Any) -> float | None:
+    """Realized specificity from a classification summary's confusion counts at its threshold
+    (true negatives over actual negatives; 0 when it has no negatives, as `realized`)."""
+    if summary.n == 0:
+        return None
+    _, fp, tn, _ = (int(x) for x in summary.confusion)
+    return m.specificity_of(tn, fp)
 
 
 def _doc(r: WindowEstimate) -> dict[str, Any]:

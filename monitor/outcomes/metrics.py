@@ -42,6 +42,19 @@ def f1(y: Array, score: Array, threshold: float = 0.5) -> float:
     return float(2 * tp / denom) if denom else 0.0
 
 
+def specificity(y: Array, score: Array, threshold: float = 0.5) -> float:
+    """True negatives over actual negatives; 0 when there are none. Not in the outcome
+    registry (summaries do not compute it yet): estimation's realized specificity."""
+    pred = _labels(score, threshold)
+    negatives = y == 0
+    return specificity_of(int((pred[negatives] == 0).sum()), int((pred[negatives] == 1).sum()))
+
+
+def specificity_of(tn: int, fp: int) -> float:
+    """Specificity from confusion counts: tn / (tn + fp), 0 without negatives."""
+    return tn / (tn + fp) if tn + fp else 0.0
+
+
 def roc_auc(y: Array, score: Array, threshold: float = 0.5) -> float:
     """Mann–Whitney AUC with average ranks for ties; 0.5 if one class is absent."""
     from scipy.stats import rankdata

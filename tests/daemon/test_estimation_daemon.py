@@ -67,9 +67,13 @@ def _events(frame: pd.DataFrame, labels: bool, start: float = T0) -> list[RawRec
                 "metadata": {"region": row.region},
             }
         )
-    if labels:
-        items += [{"request_id": f"r{i}", "model": "m", "label": int(y), "timestamp": start}
-                  for i, y in enumerate(frame["label"])]  # fmt: skip
+    return records(items, frame["label"] if labels else [], start)
+
+
+def records(items: list[dict[str, Any]], labels: Any, start: float) -> list[RawRecord]:
+    """Prediction `items`, then a label event per value of `labels` (request ids r0, r1, ...)."""
+    items = items + [{"request_id": f"r{i}", "model": "m", "label": int(y), "timestamp": start}
+                     for i, y in enumerate(labels)]  # fmt: skip
     return [RawRecord("s", i, i + 1, orjson.dumps(x)) for i, x in enumerate(items)]
 
 
@@ -86,22 +90,41 @@ def baseline(engine: Engine, tmp_path: Path) -> str:
 
 
 def _run(url: str, frame: pd.DataFrame, labels: bool) -> Engine:
+    return ingest_and_evaluate(url, _config(url), _events(frame, labels))
+
+
+def ingest_and_evaluate(url: str, config: Any, records: list[RawRecord]) -> Engine:
+    """Ingest `records` through a real Ingestor, run the evaluate job once; the engine."""
     from monitor.storage import make_engine
 
     engine = make_engine(url)
-    config = _config(url)
-    Ingestor(engine, "s", "http", config.models, config.collect).ingest(_events(frame, labels))
+    Ingestor(engine, "s", "http", config.models, config.collect).ingest(records)
     WindowEvaluator(engine, config.models, HOUR).run()
     return engine
 
 
-def _stored(engine: Engine) -> dict[tuple[str, str], EstimatedResultRow]:
+def stored_rows(engine: Engine) -> dict[tuple[str, str], EstimatedResultRow]:
+    """The stored estimated rows by (slice key, metric)."""
     with session_factory(engine)() as s:
         rows = s.scalars(select(EstimatedResultRow)).all()
     return {(r.slice_key, r.metric): r for r in rows}
 
 
-def _slice(result: dict[str, Any]) -> str:
+def same_as_cli(
+    stored: dict[tuple[str, str], EstimatedResultRow], want: dict[str, Any]
+) -> EstimatedResultRow:
+    """The stored row of a `modelwatch estimate --json` result, checked equal to it."""
+    got = stored[(slice_text(want), want["metric"])]
+    assert got.status == want["status"] and got.n == want["n"]
+    for ours, theirs in ((got.value, want["estimated"]), (got.ci_low, want["ci_low"]),
+                         (got.ci_high, want["ci_high"]),
+                         (got.threshold_low, want["threshold_low"])):  # fmt: skip
+        assert ours == pytest.approx(theirs, abs=1e-9)
+    return got
+
+
+def slice_text(result: dict[str, Any]) -> str:
+    """The slice key of a `modelwatch estimate --json` result."""
     part = result["slice"]
     return "" if part is None else json.dumps(part, separators=(",", ":"))
 
@@ -111,19 +134,14 @@ def test_daemon_estimates_equal_the_one_shot_cli(baseline: str, tmp_path: Path) 
     cur = tmp_path / "cur.parquet"
     frame.to_parquet(cur)
     engine = _run(baseline, frame, labels=True)
-    stored = _stored(engine)
+    stored = stored_rows(engine)
     cli = run_cli("estimate", str(cur), "--baseline", "default", "--model", "m", "--slice-by",
                   "region", "--database-url", baseline, "--json", "-")  # fmt: skip
     assert cli.returncode == 0, cli.stderr
     document = json.loads(cli.stdout)
     assert len(document["results"]) == 18  # 6 metrics: overall, eu, us
     for want in document["results"]:
-        got = stored[(_slice(want), want["metric"])]
-        assert got.status == want["status"] and got.n == want["n"]
-        for ours, theirs in ((got.value, want["estimated"]), (got.ci_low, want["ci_low"]),
-                             (got.ci_high, want["ci_high"]),
-                             (got.threshold_low, want["threshold_low"])):  # fmt: skip
-            assert ours == pytest.approx(theirs, abs=1e-9)
+        same_as_cli(stored, want)
     mv = document["multivariate"]
     err = stored[("", "reconstruction_error")]
     assert err.value == pytest.approx(mv["value"], rel=1e-9) and err.n == mv["n"] == N_CUR
@@ -131,8 +149,9 @@ def test_daemon_estimates_equal_the_one_shot_cli(baseline: str, tmp_path: Path) 
     # realized from the joined labels' summaries, inside the band on an unshifted stream
     overall = {m: r for (k, m), r in stored.items() if k == ""}
     cli_overall = {r["metric"]: r for r in document["results"] if r["slice"] is None}
-    assert overall["accuracy"].realized == pytest.approx(cli_overall["accuracy"]["realized"])
-    for metric in ("accuracy", "roc_auc", "precision", "recall", "f1"):
+    for metric in ("accuracy", "specificity"):  # specificity: from the summaries' confusion
+        assert overall[metric].realized == pytest.approx(cli_overall[metric]["realized"])
+    for metric in ("accuracy", "roc_auc", "precision", "recall", "f1", "specificity"):
         r = overall[metric]
         assert r.realized is not None and r.ci_low <= r.realized <= r.ci_high, metric
     now = datetime.now(UTC)
@@ -165,7 +184,7 @@ def test_shifted_stream_fires_both_signals(baseline: str) -> None:
     assert fired["EstimatedDrop"] == "Estimated accuracy of m 1 degraded (slice overall)"
     assert fired["JointDrift"].startswith("Multivariate drift in m 1")
     # no labels joined: no realized value, and the slices are estimated too
-    stored = _stored(engine)
+    stored = stored_rows(engine)
     assert all(r.realized is None for r in stored.values())
     assert {k for k, _ in stored} == {"", '{"region":"eu"}', '{"region":"us"}'}
     # the gauges of the newest window, slice labels bounded like every other slice label
@@ -199,7 +218,7 @@ def test_derived_columns_are_profiled_per_slice_and_skipped_without_a_calibratio
     with session_factory(engine)() as s:
         columns = set(s.scalars(select(WindowProfile.column)))
     assert "a" in columns and not columns & {"__cbpe_score", "__pca_error"}
-    assert _stored(engine) == {}
+    assert stored_rows(engine) == {}
 
 
 def test_a_window_that_cannot_be_estimated_is_recorded_and_stays_pending(baseline: str) -> None:

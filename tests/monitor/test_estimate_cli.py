@@ -210,3 +210,69 @@ def test_period_chunks_by_time_window_in_time_order(ref: Path, tmp_path: Path) -
     assert bad.returncode == 2
     assert f"{tmp_path / 'bad.csv'}: column 'ts': not a timestamp: 'yesterday'" in bad.stderr
     assert run_cli(*args, "--period", "1d").returncode == 2  # --timestamp missing
+
+
+def test_baseline_thresholds_per_slice_fall_back_to_overall(tmp_path: Path) -> None:
+    rng = np.random.default_rng(11)
+    n = 8000
+    p = rng.beta(0.5, 0.5, n)
+    region = np.where(np.arange(n) < 200, "ap", rng.choice(["eu", "us"], n))  # ap: 200 rows
+    frame = pd.DataFrame({"score": p, "label": (rng.random(n) < p).astype(int), "region": region})
+    ref = tmp_path / "sliced.parquet"
+    frame.to_parquet(ref)
+    db = f"sqlite:///{tmp_path / 's.db'}"
+    made = run_cli("baseline", "create", "--model", "m", "--version", "1", "--score", "score",
+                   "--label", "label", "--slice-by", "region", "--database-url", db,
+                   str(ref))  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    cur = _write(tmp_path, "cur", 3000, 0.5, labels=False)
+    cur_frame = pd.read_parquet(cur)
+    cur_frame["region"] = np.where(np.arange(3000) < 100, "ap", cur_frame["region"])
+    cur_frame.to_parquet(cur)
+    args = ("--slice-by", "region", "--json", "-")
+    stored = run_cli("estimate", str(cur), "--baseline", "default", "--model", "m",
+                     "--database-url", db, *args)  # fmt: skip
+    by_file = run_cli("estimate", str(ref), str(cur), "--score", "score", "--label", "label",
+                      "--features", "", *args)  # fmt: skip
+    assert stored.returncode == 0 and by_file.returncode == 0, stored.stderr + by_file.stderr
+
+    def low(out: str) -> dict[tuple[str | None, str], float | None]:
+        return {((r["slice"] or {}).get("region"), r["metric"]): r["threshold_low"]
+                for r in json.loads(out)["results"]}  # fmt: skip
+
+    ours, theirs = low(stored.stdout), low(by_file.stdout)
+    for metric in ("accuracy", "roc_auc", "specificity"):
+        # eu and us: 10 reference chunks of their own rows, as the file-based run draws them
+        for region in (None, "eu", "us"):
+            assert ours[(region, metric)] == pytest.approx(theirs[(region, metric)], abs=1e-12)
+        assert ours[("eu", metric)] != ours[(None, metric)]
+        # ap: 200 reference rows (under 10 chunks of 30): the overall threshold, both ways
+        assert ours[("ap", metric)] == ours[(None, metric)]
+        assert theirs[("ap", metric)] == theirs[(None, metric)]
+
+
+def test_multiclass_baseline_stores_calibrations_that_estimate_uses(tmp_path: Path) -> None:
+    ref = _multiclass_file(tmp_path, "mref", 3000, 0.3)
+    db = f"sqlite:///{tmp_path / 'mc.db'}"
+    scores = ("--score", "a=pa", "--score", "b=pb", "--score", "c=pc")
+    base = ("baseline", "create", "--model", "m", "--version", "1", "--label", "y",
+            "--database-url", db)  # fmt: skip
+    missing = run_cli(*base, "--score", "a=pa", "--score", "b=pb", str(ref))
+    assert missing.returncode == 2
+    assert "column 'y': class 'c' has no --score CLASS=COL (classes: a, b)" in missing.stderr
+    made = run_cli(*base, *scores, str(ref))
+    assert made.returncode == 0, made.stderr
+    # `estimate --baseline` with the stored per-class calibrations: the file-based estimates
+    cur = _multiclass_file(tmp_path, "mcur", 1500, 0.3)
+    stored = run_cli("estimate", str(cur), "--baseline", "default", "--model", "m",
+                     "--database-url", db, "--json", "-", "--html",
+                     str(tmp_path / "mc.html"))  # fmt: skip
+    by_file = run_cli("estimate", str(ref), str(cur), *scores, "--label", "y", "--json", "-")
+    assert stored.returncode == 0 and by_file.returncode == 0, stored.stderr + by_file.stderr
+    a, b = json.loads(stored.stdout), json.loads(by_file.stdout)
+    assert set(a["calibration"]["classes"]) == {"a", "b", "c"}
+    assert f"{len(a['results'])} results" in (tmp_path / "mc.html").read_text()
+    assert [r["metric"] for r in a["results"]] == [r["metric"] for r in b["results"]]
+    for x, y in zip(a["results"], b["results"], strict=True):
+        for key in ("estimated", "ci_low", "ci_high", "threshold_low", "realized"):
+            assert x[key] == pytest.approx(y[key], abs=1e-12), key

@@ -4,6 +4,8 @@ policy (empty, one row, non-finite scores, an estimate exactly at its threshold)
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -105,14 +107,40 @@ def test_an_estimate_exactly_at_its_threshold_is_not_degraded() -> None:
     assert judge([at], lambda m: 0.81, None, None, bounds, 101)[0].status == "insufficient_data"
 
 
-def test_slices_have_no_threshold_of_their_own() -> None:
+def test_a_slice_takes_its_own_threshold_else_the_overall_one() -> None:
     cal = _calibration()
     scores = np.random.default_rng(7).random(200)
-    key = '{"region":"eu"}'
-    profiles = {(k, SCORE_COLUMN): score_spec(cal).profile(scores) for k in ("", key)}
-    rows = window_rows(profiles, {("", "accuracy"): 0.9}, _models(cal), min_n=30)
-    eu = [r for r in rows if r.slice_key == key]
-    overall = {r.metric: r for r in rows if r.slice_key == ""}
-    assert eu and all(r.threshold_low is None and r.status == "ok" for r in eu)
-    assert overall["accuracy"].realized == 0.9 and overall["accuracy"].threshold_low == 0.7
+    eu, us = '{"region":"eu"}', '{"region":"us"}'
+    profiles = {(k, SCORE_COLUMN): score_spec(cal).profile(scores) for k in ("", eu, us)}
+    models = _models(cal)
+    assert models.estimation is not None
+    own = {eu: {"accuracy": 0.99, "roc_auc": None}}  # us: too few reference rows of its own
+    models = StoredModels(replace(models.estimation, slice_thresholds=own), None)
+    rows = window_rows(profiles, {("", "accuracy"): 0.9}, models, min_n=30)
+    got = {(r.slice_key, r.metric): r for r in rows}
+    assert (got[(eu, "accuracy")].threshold_low, got[(eu, "accuracy")].status) == (
+        0.99, "degraded")  # fmt: skip
+    assert got[(eu, "roc_auc")].threshold_low == 0.6  # none of its own: the overall one
+    assert got[(us, "accuracy")].threshold_low == 0.7 == got[("", "accuracy")].threshold_low
+    assert got[(us, "accuracy")].status == got[("", "accuracy")].status
+    assert got[("", "accuracy")].realized == 0.9 and got[(eu, "accuracy")].realized is None
     assert [r.slice_key for r in rows][:6] == [""] * 6  # overall first
+
+
+def test_realized_specificity_from_summaries_and_rows_agree_with_edges() -> None:
+    from monitor.estimation._realized import realized
+    from monitor.estimation._window import _specificity
+    from monitor.outcomes.summary import ClassificationSummary
+
+    rng = np.random.default_rng(12)
+    y, score = (rng.random(500) < 0.3).astype(float), rng.random(500)
+    summary = ClassificationSummary(0.5)
+    summary.add(y, score)
+    tn = float(((y == 0) & (score < 0.5)).sum())
+    want = tn / float((y == 0).sum())
+    assert _specificity(summary) == pytest.approx(want, abs=1e-15)
+    assert realized("specificity", y, score, (score >= 0.5).astype(float)) == pytest.approx(want)
+    positives = ClassificationSummary(0.5)
+    positives.add(np.ones(3), np.array([0.2, 0.6, 0.9]))
+    assert _specificity(positives) == 0.0  # no actual negatives: 0, as the raw-row path
+    assert _specificity(ClassificationSummary(0.5)) is None  # no joined labels: no value

@@ -77,6 +77,11 @@ PINNED: dict[str, set[str]] = {
         "MULTIVARIATE_METRIC",
         "estimate_changed",
         "score_spec",
+        "StoredMulticlass",
+        "fit_stored_multiclass",
+        "multiclass_specs",
+        "multiclass_values",
+        "stored_calibration",
     },
     "monitor.outcomes": {
         "DEFAULT_METRICS",

@@ -1,0 +1,137 @@
+"""Multiclass estimation in the daemon: `baseline create --score CLASS=COL ...` stores per-class
+calibrations, collectors derive `__cbpe_score.<k>` and `__cbpe_predicted` from list predictions,
+and the evaluate job's estimates equal the one-shot `modelwatch estimate REFERENCE CURRENT` on
+the same rows (SQLite and PostgreSQL, real ingest and evaluate job)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from sqlalchemy.engine import Engine
+
+from collectors import RawRecord
+from monitor.config import parse_config
+from monitor.daemon.signals import estimate_signals
+from tests.collectors.conftest import T0
+from tests.conftest import run_cli
+from tests.daemon.test_estimation_daemon import (
+    ingest_and_evaluate,
+    records,
+    same_as_cli,
+    stored_rows,
+)
+
+HOUR = 3600.0
+N_REF, N_CUR = 4000, 1200
+SCORES = ["--score", "0=p0", "--score", "1=p1", "--score", "2=p2"]
+
+
+def _frame(n: int, seed: int, shifted: bool = False) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    logits = rng.normal(0, 1, (n, 3)) * 2.0
+    p = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    label = np.array([rng.choice(3, p=row) for row in p])
+    shown = np.exp(logits * 0.15) / np.exp(logits * 0.15).sum(axis=1, keepdims=True)
+    scores = shown if shifted else p
+    return pd.DataFrame({"a": rng.normal(0, 1, n), "region": rng.choice(["eu", "us"], n),
+                         "p0": scores[:, 0], "p1": scores[:, 1], "p2": scores[:, 2],
+                         "label": label})  # fmt: skip
+
+
+def _config(url: str) -> Any:
+    outcomes = {"task": "multiclass", "output": "output"}
+    model = {"name": "m", "slices": ["region"], "outcomes": outcomes}
+    return parse_config({"database_url": url, "models": [model]}, env={})
+
+
+def _events(frame: pd.DataFrame, labels: bool) -> list[RawRecord]:
+    items: list[dict[str, Any]] = [
+        {"request_id": f"r{i}", "model": "m", "model_version": "1", "timestamp": T0 + i * 0.5,
+         "features": {"a": float(row.a)}, "prediction": {"output": [row.p0, row.p1, row.p2]},
+         "metadata": {"region": row.region}}
+        for i, row in enumerate(frame.itertuples(index=False))
+    ]  # fmt: skip
+    return records(items, frame["label"] if labels else [], T0)
+
+
+@pytest.fixture
+def baseline(engine: Engine, tmp_path: Path) -> str:
+    url = engine.url.render_as_string(hide_password=False)
+    ref = tmp_path / "ref.parquet"
+    _frame(N_REF, 1).to_parquet(ref)
+    made = run_cli("baseline", "create", "--model", "m", "--version", "1", *SCORES, "--label",
+                   "label", "--slice-by", "region", "--database-url", url, str(ref))  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    return url
+
+
+def _run(url: str, frame: pd.DataFrame, labels: bool) -> Engine:
+    return ingest_and_evaluate(url, _config(url), _events(frame, labels))
+
+
+def test_daemon_multiclass_estimates_equal_the_one_shot_cli(baseline: str, tmp_path: Path) -> None:
+    frame = _frame(N_CUR, 2)
+    ref, cur = tmp_path / "ref.parquet", tmp_path / "cur.parquet"
+    frame.to_parquet(cur)
+    engine = _run(baseline, frame, labels=True)
+    stored = stored_rows(engine)
+    cli = run_cli("estimate", str(ref), str(cur), *SCORES, "--label", "label", "--slice-by",
+                  "region", "--features", "a", "--json", "-")  # fmt: skip
+    assert cli.returncode == 0, cli.stderr
+    results = json.loads(cli.stdout)["results"]
+    assert len(results) == 15  # 5 metrics: overall, eu, us
+    for want in results:
+        got = same_as_cli(stored, want)
+        assert got.threshold_low is not None  # the slices' own, from their reference rows
+        if want["metric"] == "roc_auc":  # multiclass summaries keep no scores
+            assert got.realized is None
+        else:  # from the joined labels' confusion matrix, inside the band (unshifted)
+            assert got.realized == pytest.approx(want["realized"], abs=1e-12)
+            assert got.ci_low <= got.realized <= got.ci_high, (want["metric"], want["slice"])
+    assert not [s for s in estimate_signals(engine, ["m"], datetime.now(UTC)) if s.firing]
+    engine.dispose()
+
+
+def test_shifted_multiclass_stream_fires_estimated_outcome(baseline: str) -> None:
+    engine = _run(baseline, _frame(N_CUR, 3, shifted=True), labels=False)
+    signals = estimate_signals(engine, ["m"], datetime.now(UTC))
+    firing = {(s.labels["metric"], s.labels["slice"]) for s in signals if s.firing}
+    assert {("accuracy", ""), ("accuracy", "region=eu"), ("accuracy", "region=us")} <= firing
+    stored = stored_rows(engine)
+    assert all(r.realized is None for r in stored.values())
+    acc = stored[("", "accuracy")]
+    assert acc.status == "degraded" and acc.value is not None and acc.threshold_low is not None
+    assert acc.value < acc.threshold_low
+    engine.dispose()
+
+
+def test_class_scores_from_features_named_like_the_baseline(baseline: str, tmp_path: Path) -> None:
+    # the prediction is a class name; each class's score is the feature named as its column
+    frame = _frame(600, 4)
+    ref, cur = tmp_path / "ref.parquet", tmp_path / "cur.parquet"
+    frame.to_parquet(cur)
+    items = [
+        {"request_id": f"r{i}", "model": "m", "model_version": "1", "timestamp": T0 + i,
+         "features": {"a": float(row.a), "p0": row.p0, "p1": row.p1,
+                      "p2": None if i == 0 else row.p2},
+         "prediction": "x", "metadata": {"region": row.region}}
+        for i, row in enumerate(frame.itertuples(index=False))
+    ]  # fmt: skip
+    engine = ingest_and_evaluate(baseline, _config(baseline), records(items, [], T0))
+    stored = stored_rows(engine)
+    frame.loc[0, "p2"] = np.nan  # a missing class score: the row is left out, as by the CLI
+    frame.to_parquet(cur)
+    cli = run_cli("estimate", str(ref), str(cur), *SCORES, "--label", "label", "--features",
+                  "a", "--json", "-")  # fmt: skip
+    assert cli.returncode == 0, cli.stderr
+    for want in json.loads(cli.stdout)["results"]:
+        got = stored[("", want["metric"])]
+        assert got.n == want["n"] == 599
+        assert got.value == pytest.approx(want["estimated"], abs=1e-9)
+    engine.dispose()
