@@ -36,7 +36,7 @@ from monitor.detectors import DriftResult
 from monitor.estimation import estimate_changed
 from monitor.failures import Isolation, redact
 from monitor.outcomes import OutcomeResult
-from monitor.periods import Period, period_drift_against, period_outcomes
+from monitor.periods import Period, stored_drift, stored_outcomes
 from monitor.profiles import ProfileSet
 from monitor.results import store_drift_results, store_outcome_results
 from monitor.slo import record_window_slo, retry_failed_slo, window_serving
@@ -243,12 +243,16 @@ class WindowEvaluator:
         return refs[version]
 
     def _period_drift(
-        self, cfg: ModelConfig, refs: dict[str, Reference | None], version: str, period: Period
+        self,
+        cfg: ModelConfig,
+        refs: dict[str, Reference | None],
+        session: Session,
+        version: str,
+        name: str,
+        period: Period,
     ) -> list[DriftResult]:
         found = self._found(cfg, refs, version)
-        return (
-            [] if found is None else period_drift_against(self.engine, cfg, version, period, found)
-        )
+        return [] if found is None else stored_drift(session, cfg, version, name, period, found)
 
     def _batched(
         self,
@@ -340,7 +344,7 @@ class WindowEvaluator:
             )
             out += [e for e in done if e.outcomes]
         consumed.flush()
-        outcomes = functools.partial(period_outcomes, self.engine, cfg)
+        outcomes = functools.partial(stored_outcomes, cfg)
         evaluate_periods(self.isolation, self.engine, cfg, "outcome", outcomes)
         return out
 
