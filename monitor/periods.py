@@ -27,7 +27,7 @@ from monitor.detectors import DriftResult
 from monitor.errors import InputError
 from monitor.outcomes import OutcomeResult
 from monitor.outcomes.summary import OutcomeSummary, summary_to_bytes
-from monitor.profiles import ProfileSet, profile_from_bytes
+from monitor.profiles import OVERALL, ProfileSet, profile_from_bytes
 from monitor.profiles.kinds import Profile
 from monitor.storage import (
     DayCount,
@@ -221,6 +221,54 @@ def period_outcomes(
     return outcome_results(engine, cfg, version, period.start, period.end)
 
 
+class DayMerges:
+    """Days merged from the window profiles a tick has decoded anyway (`add`), so a day whose
+    windows were all evaluated in this tick is not read and decoded again (`day`).
+
+    Holds one merged ProfileSet per (version, day) touched: a day's worth of profiles, whatever
+    the number of windows added.
+    """
+
+    def __init__(self) -> None:
+        self._days: dict[tuple[str, datetime], tuple[ProfileSet, set[datetime]]] = {}
+
+    def add(self, version: str, window_start: datetime, profiles: ProfileSet) -> None:
+        """Merge one window's profiles into its day's."""
+        key = (version, period_of(window_start, PERIODS["day"]).start)
+        found = self._days.get(key)
+        if found is None:
+            self._days[key] = (profiles, {window_start})
+            return
+        merged, starts = found
+        self._days[key] = (_merge_sets(merged, profiles), starts | {window_start})
+
+    def day(self, session: Session, model: str, version: str, day: Period) -> ProfileSet | None:
+        """The day's merge when it holds every window the day has stored, else None."""
+        found = self._days.get((version, day.start))
+        if found is None:
+            return None
+        c = WindowCount
+        stored = session.scalars(
+            select(c.window_start).where(
+                c.model == model, c.version == version, c.slice_key == OVERALL,
+                c.window_start >= day.start, c.window_start < day.end,
+            )
+        )  # fmt: skip
+        return found[0] if set(stored) == found[1] else None
+
+
+def _merge_sets(a: ProfileSet, b: ProfileSet) -> ProfileSet:
+    profiles: dict[tuple[str, str], Profile] = dict(a.profiles)
+    for key, prof in b.profiles.items():
+        mine = profiles.get(key)
+        profiles[key] = prof if mine is None else mine.merge(prof)  # type: ignore[arg-type]
+    rows = dict(a.rows)
+    for slice_, n in b.rows.items():
+        rows[slice_] = rows.get(slice_, 0) + n
+    specs = {col: prof.spec for (sk, col), prof in profiles.items() if sk == OVERALL}
+    return ProfileSet(profiles, rows, a.slice_by, specs)
+
+
 def stored_drift(
     session: Session,
     cfg: ModelConfig,
@@ -228,12 +276,15 @@ def stored_drift(
     name: str,
     period: Period,
     reference: Reference,
+    merges: DayMerges | None = None,
 ) -> list[DriftResult]:
-    """The evaluate job's drift of a stored period (`PERIODS`): a day merged from its windows,
-    its merge stored for its week (`store_day`); a week merged from its stored days."""
+    """The evaluate job's drift of a stored period (`PERIODS`): a day merged from its windows
+    (from `merges` when they hold all of them), its merge stored for its week (`store_day`);
+    a week merged from its stored days."""
     slice_by = reference[0].slice_by or cfg.slices
     if name == "day":
-        current = period_profiles(session, cfg.name, version, period, slice_by)
+        found = None if merges is None else merges.day(session, cfg.name, version, period)
+        current = found or period_profiles(session, cfg.name, version, period, slice_by)
         store_day(session, cfg.name, version, period.start, current)
     else:
         current = stored_days_profiles(session, cfg.name, version, period, slice_by)

@@ -24,10 +24,18 @@ from monitor.config import CollectConfig, ModelConfig
 from monitor.config._monitoring import OutcomeConfig
 from monitor.daemon._retention import purge
 from monitor.detectors import evaluate
-from monitor.evaluation import WindowEvaluator
+from monitor.evaluation import Window, WindowEvaluator, window_profiles
 from monitor.failures import list_failures
 from monitor.outcomes import evaluate_outcomes
-from monitor.periods import PERIODS, Period, period_drift, period_of, period_outcomes
+from monitor.periods import (
+    PERIODS,
+    DayMerges,
+    Period,
+    period_drift,
+    period_of,
+    period_outcomes,
+    period_profiles,
+)
 from monitor.profiles import profile_frame, specs_for
 from monitor.storage import (
     DayCount,
@@ -237,3 +245,23 @@ def test_a_week_of_two_days_is_the_merge_of_their_windows(
         k: r.n for k, r in outcomes.items()
     }
     assert outcomes[("", "accuracy")].n == len(day) + len(second)
+
+
+def test_a_day_is_merged_from_the_tick_s_windows_only_when_it_holds_all_of_them(
+    engine: Engine, day: list[dict[str, Any]]
+) -> None:
+    starts = [DAY.start + timedelta(hours=h) for h in range(3)]
+    windows = [Window("fraud", "1", s, s + timedelta(hours=1)) for s in starts]
+    merges, partial = DayMerges(), DayMerges()
+    for w in windows:
+        merges.add("1", w.start, window_profiles(engine, w, ["region"]))
+    partial.add("1", starts[0], window_profiles(engine, windows[0], ["region"]))
+    want = period_profiles(engine, "fraud", "1", DAY, ["region"])
+    with session_factory(engine)() as s:
+        got = merges.day(s, "fraud", "1", DAY)
+        assert partial.day(s, "fraud", "1", DAY) is None  # 2 of its windows not seen: read
+        assert merges.day(s, "fraud", "2", DAY) is None
+    assert got is not None and got.rows == want.rows and got.profiles.keys() == want.profiles.keys()
+    for key, prof in want.profiles.items():
+        assert got.profiles[key].n == prof.n, key
+        assert got.profiles[key].to_bytes() == prof.to_bytes(), key
