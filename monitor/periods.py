@@ -240,7 +240,7 @@ class DayMerges:
             self._days[key] = (profiles, {window_start})
             return
         merged, starts = found
-        self._days[key] = (_merge_sets(merged, profiles), starts | {window_start})
+        self._days[key] = (merged.merge(profiles), starts | {window_start})
 
     def day(self, session: Session, model: str, version: str, day: Period) -> ProfileSet | None:
         """The day's merge when it holds every window the day has stored, else None."""
@@ -255,18 +255,6 @@ class DayMerges:
             )
         )  # fmt: skip
         return found[0] if set(stored) == found[1] else None
-
-
-def _merge_sets(a: ProfileSet, b: ProfileSet) -> ProfileSet:
-    profiles: dict[tuple[str, str], Profile] = dict(a.profiles)
-    for key, prof in b.profiles.items():
-        mine = profiles.get(key)
-        profiles[key] = prof if mine is None else mine.merge(prof)  # type: ignore[arg-type]
-    rows = dict(a.rows)
-    for slice_, n in b.rows.items():
-        rows[slice_] = rows.get(slice_, 0) + n
-    specs = {col: prof.spec for (sk, col), prof in profiles.items() if sk == OVERALL}
-    return ProfileSet(profiles, rows, a.slice_by, specs)
 
 
 def stored_drift(
