@@ -14,7 +14,7 @@ others are stored.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Protocol, TypeVar
 
@@ -115,20 +115,26 @@ def drift_of(
 
 
 def evaluate_batch(
-    engine: Engine, cfg: ModelConfig, changes: Sequence[Change], reference: Reference
+    engine: Engine,
+    cfg: ModelConfig,
+    changes: Sequence[Change],
+    reference: Reference,
+    seen: Callable[[str, datetime, ProfileSet], None] | None = None,
 ) -> list[list[DriftResult]]:
     """Evaluate, store and consume one version's changed windows in one transaction; each
-    window's results in the order of `changes`. Raises whatever one window raises."""
+    window's results in the order of `changes`. Raises whatever one window raises. `seen`
+    gets each window's decoded profiles once the batch is stored (its days merge them)."""
     model, version = changes[0].model, changes[0].version
     starts = [c.start for c in changes]
     slice_by = reference[0].slice_by or cfg.slices
     with transaction(engine) as s:
         rows, counts = _profiles(s, model, version, starts)
         served = _served(s, model, version, starts) if reference[2].overall else None
-        done = []
+        done, currents = [], []
         for c in changes:
             where = where_of(model, version, c.start)
             current = profile_set(where, rows[c.start], counts[c.start], slice_by)
+            currents.append(current)
             done.append(
                 drift_of(cfg, reference, current, None if served is None else served[c.start])
             )
@@ -136,6 +142,9 @@ def evaluate_batch(
             s, model, version, [((c.start, c.end), r) for c, r in zip(changes, done, strict=True)]
         )
         consume_changes(s, "drift", changes)
+    if seen is not None:
+        for c, current in zip(changes, currents, strict=True):
+            seen(version, c.start, current)
     return done
 
 

@@ -2,11 +2,14 @@
 
 When the evaluate job reads a model's changed windows, it first marks each window's day and week
 changed (change markers of kind `<kind>_day` / `<kind>_week` in `window_changes`, keyed by the
-period's start). After the windows, each pending period is evaluated as one comparison: its
-window profiles (or outcome summaries) merged and compared as a window is (`monitor.periods`,
-the same functions the results API's `?granularity=` uses). Its rows are upserted in
-`drift_period_results` / `outcome_period_results` and its marker consumed in one transaction.
-The current, incomplete day and week are evaluated again whenever one of their windows changes.
+period's start). After the windows, each pending period is evaluated as one comparison: a
+day's window profiles (or outcome summaries) merged and compared as a window is, and that merge
+stored (`day_profiles`, `day_counts`, `day_outcome_summaries`); a week is the merge of its 7
+stored days (`monitor.periods.stored_drift` / `stored_outcomes`), so the current week is cheap
+enough to evaluate every tick. A week waits while one of its days is still pending. Its rows
+are upserted in `drift_period_results` / `outcome_period_results`, the day's merge stored and
+its marker consumed in one transaction. The current, incomplete day and week are evaluated
+again whenever one of their windows changes.
 A crash leaves the markers pending; a period that fails is its own job failure (item
 `drift <model>/<version> day <start>`), retried after its backoff; a window never waits for its
 periods.
@@ -16,11 +19,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Protocol
 
-from sqlalchemy import select
 from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session
 
 from monitor.config import ModelConfig
 from monitor.detectors import DriftResult
@@ -30,20 +33,15 @@ from monitor.periods import PERIODS, Period, period_of
 from monitor.results import store_period_results
 from monitor.storage import (
     Change,
-    DriftPeriodResultRow,
-    OutcomePeriodResultRow,
     consume_changes,
     mark_changed,
     pending_changes,
-    session_factory,
     transaction,
-    utcnow,
 )
 
-WEEK_REFRESH = timedelta(hours=1)
-
-Compute = Callable[[str, Period], Sequence[DriftResult] | Sequence[OutcomeResult]]
-"""A period's results of one version (drift or outcome metrics)."""
+Compute = Callable[[Session, str, str, Period], Sequence[DriftResult] | Sequence[OutcomeResult]]
+"""A period's results of one version (drift or outcome metrics), from (session, version, period
+name, period), reading and storing its merge in the session."""
 
 
 class _Window(Protocol):
@@ -73,10 +71,12 @@ def evaluate_periods(
     done = 0
     failing = _failing_windows(isolation, cfg.name, kind)
     for name in PERIODS:
+        # Read after the days were evaluated: a week waits for its pending (failing) days.
+        waiting = [] if name == "day" else pending_changes(engine, cfg.name, f"{kind}_day")
         for change in pending_changes(engine, cfg.name, f"{kind}_{name}"):
             if any(v == change.version and change.start <= t < change.end for v, t in failing):
                 continue  # waits for its failing window (reported as itself)
-            if name == "week" and _fresh(engine, kind, change, isolation.now):
+            if any(_within(day, change) for day in waiting):
                 continue
             item = f"{kind} {cfg.name}/{change.version} {name} {change.start.isoformat()}"
             work = functools.partial(_store, engine, (kind, name), change, compute)
@@ -84,19 +84,8 @@ def evaluate_periods(
     return done
 
 
-def _fresh(engine: Engine, kind: str, change: Change, now: datetime) -> bool:
-    """Whether a week unfinished at `now` (the tick's time) was stored less than
-    `WEEK_REFRESH` ago (by the clock that stamps `computed_at`)."""
-    if change.end <= now:
-        return False
-    t = DriftPeriodResultRow if kind == "drift" else OutcomePeriodResultRow
-    stmt = select(t.computed_at).where(
-        t.model == change.model, t.version == change.version, t.period == "week",
-        t.period_start == change.start,
-    ).limit(1)  # fmt: skip
-    with session_factory(engine)() as s:
-        last = s.scalar(stmt)
-    return last is not None and utcnow() - last < WEEK_REFRESH
+def _within(day: Change, week: Change) -> bool:
+    return day.version == week.version and week.start <= day.start < week.end
 
 
 def _failing_windows(isolation: Isolation, model: str, kind: str) -> list[tuple[str, datetime]]:
@@ -115,8 +104,8 @@ def _failing_windows(isolation: Isolation, model: str, kind: str) -> list[tuple[
 
 def _store(engine: Engine, kind_name: tuple[str, str], change: Change, compute: Compute) -> int:
     kind, name = kind_name
-    results = compute(change.version, Period(change.start, change.end))
     with transaction(engine) as s:
+        results = compute(s, change.version, name, Period(change.start, change.end))
         ident = (change.model, change.version, name)
         store_period_results(s, kind, ident, (change.start, change.end), results)
         consume_changes(s, f"{kind}_{name}", [change])

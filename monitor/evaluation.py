@@ -36,7 +36,7 @@ from monitor.detectors import DriftResult
 from monitor.estimation import estimate_changed
 from monitor.failures import Isolation, redact
 from monitor.outcomes import OutcomeResult
-from monitor.periods import Period, period_drift_against, period_outcomes
+from monitor.periods import DayMerges, Period, stored_drift, stored_outcomes
 from monitor.profiles import ProfileSet
 from monitor.results import store_drift_results, store_outcome_results
 from monitor.slo import record_window_slo, retry_failed_slo, window_serving
@@ -200,6 +200,7 @@ class WindowEvaluator:
         out = []
         refs: dict[str, Reference | None] = {}
         consumed = Consumed(self.engine, "drift")
+        merges = DayMerges()  # the windows' decoded profiles, merged per day for their days
         windows = changed_windows(self.engine, cfg.name)
         mark_periods(self.engine, "drift", windows)  # before: a crash leaves them pending
         for batch in batches(windows):
@@ -218,14 +219,14 @@ class WindowEvaluator:
             out += self._batched(
                 [_item("drift", cfg, w) for w in batch],
                 batch,
-                functools.partial(self._drift_together, cfg, found),
+                functools.partial(self._drift_together, cfg, found, merges),
                 functools.partial(self._drift_window, cfg, found),
                 consumed,
             )
         consumed.flush()
         if cfg.slo is not None:
             retry_failed_slo(self.isolation, self.engine, cfg.name, cfg.slo)
-        drift = functools.partial(self._period_drift, cfg, refs)
+        drift = functools.partial(self._period_drift, cfg, refs, merges)
         evaluate_periods(self.isolation, self.engine, cfg, "drift", drift)
         return out
 
@@ -243,12 +244,19 @@ class WindowEvaluator:
         return refs[version]
 
     def _period_drift(
-        self, cfg: ModelConfig, refs: dict[str, Reference | None], version: str, period: Period
+        self,
+        cfg: ModelConfig,
+        refs: dict[str, Reference | None],
+        merges: DayMerges,
+        session: Session,
+        version: str,
+        name: str,
+        period: Period,
     ) -> list[DriftResult]:
         found = self._found(cfg, refs, version)
-        return (
-            [] if found is None else period_drift_against(self.engine, cfg, version, period, found)
-        )
+        if found is None:
+            return []
+        return stored_drift(session, cfg, version, name, period, found, merges)
 
     def _batched(
         self,
@@ -281,10 +289,10 @@ class WindowEvaluator:
         return out
 
     def _drift_together(
-        self, cfg: ModelConfig, found: Reference, windows: list[Window]
+        self, cfg: ModelConfig, found: Reference, merges: DayMerges, windows: list[Window]
     ) -> list[WindowEvaluation]:
         started = time.perf_counter()
-        done = evaluate_batch(self.engine, cfg, [_change(w) for w in windows], found)
+        done = evaluate_batch(self.engine, cfg, [_change(w) for w in windows], found, merges.add)
         seconds = (time.perf_counter() - started) / len(windows)
         return [
             WindowEvaluation(w, drift=r, seconds=seconds)
@@ -340,7 +348,7 @@ class WindowEvaluator:
             )
             out += [e for e in done if e.outcomes]
         consumed.flush()
-        outcomes = functools.partial(period_outcomes, self.engine, cfg)
+        outcomes = functools.partial(stored_outcomes, cfg)
         evaluate_periods(self.isolation, self.engine, cfg, "outcome", outcomes)
         return out
 

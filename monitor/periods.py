@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import distinct, func, select
+from sqlalchemy import delete, distinct, func, select
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session
 
 from monitor._drift_batch import Reference, drift_of, thresholds_for
 from monitor.attributions import AttributionReference
@@ -24,10 +26,20 @@ from monitor.config import ModelConfig, parse_duration
 from monitor.detectors import DriftResult
 from monitor.errors import InputError
 from monitor.outcomes import OutcomeResult
-from monitor.profiles import ProfileSet, profile_from_bytes
+from monitor.outcomes.summary import OutcomeSummary, summary_to_bytes
+from monitor.profiles import OVERALL, ProfileSet, profile_from_bytes
 from monitor.profiles.kinds import Profile
-from monitor.storage import OutcomeSummaryRow, WindowCount, WindowProfile, session_factory
-from monitor.summaries import outcome_results, window_of
+from monitor.storage import (
+    DayCount,
+    DayOutcomeSummary,
+    DayProfile,
+    OutcomeSummaryRow,
+    WindowCount,
+    WindowProfile,
+    session_factory,
+    utcnow,
+)
+from monitor.summaries import merged_by_slice, outcome_results, results_of, window_of
 
 MAX_PERIODS = 100
 PERIODS: dict[str, timedelta] = {"day": timedelta(days=1), "week": timedelta(days=7)}
@@ -90,37 +102,93 @@ def versions_in(engine: Engine, table: Any, model: str, period: Period) -> list[
 
 
 def period_profiles(
-    engine: Engine, model: str, version: str, period: Period, slice_by: Sequence[str]
+    engine: Engine | Session,
+    model: str,
+    version: str,
+    period: Period,
+    slice_by: Sequence[str],
 ) -> ProfileSet:
-    """The period's window profiles and counts, merged per (slice, column)."""
+    """The period's window profiles and counts, merged per (slice, column).
+
+    Given a Session, reads in it (the evaluate job stores a day's merge in the same one)."""
     p, c = WindowProfile, WindowCount
-    with session_factory(engine)() as s:
-        prof_rows = s.execute(
-            select(p.slice_key, p.column, p.payload).where(
-                p.model == model,
-                p.version == version,
-                p.window_start >= period.start,
-                p.window_start < period.end,
-            )
-        ).all()
-        counts = s.execute(
-            select(c.slice_key, func.sum(c.events))
-            .where(
-                c.model == model,
-                c.version == version,
-                c.window_start >= period.start,
-                c.window_start < period.end,
-            )
-            .group_by(c.slice_key)
-        ).all()
-    profiles: dict[tuple[str, str], Profile] = {}
+    in_period = (p.model == model, p.version == version,
+                 p.window_start >= period.start, p.window_start < period.end)  # fmt: skip
+    counted = (c.model == model, c.version == version,
+               c.window_start >= period.start, c.window_start < period.end)  # fmt: skip
+    profiles = select(p.slice_key, p.column, p.payload).where(*in_period)
+    counts = select(c.slice_key, func.sum(c.events)).where(*counted).group_by(c.slice_key)
     where = f"model '{model}' version '{version}' period {period.start.isoformat()}"
+    return _merged_profiles(engine, (profiles, counts), where, slice_by)
+
+
+def _merged_profiles(
+    engine: Engine | Session, queries: tuple[Any, Any], where: str, slice_by: Sequence[str]
+) -> ProfileSet:
+    """(slice key, column, payload) rows merged per (slice, column), with (slice, events)."""
+    if isinstance(engine, Session):
+        prof_rows, counts = (engine.execute(q).all() for q in queries)
+    else:
+        with session_factory(engine)() as s:
+            prof_rows, counts = (s.execute(q).all() for q in queries)
+    profiles: dict[tuple[str, str], Profile] = {}
     for key, col, payload in prof_rows:
         prof = profile_from_bytes(payload, f"{where} slice {key or 'overall'}")
         mine = profiles.get((key, col))
         profiles[(key, col)] = prof if mine is None else mine.merge(prof)  # type: ignore[arg-type]
     specs = {col: prof.spec for (key, col), prof in profiles.items() if key == ""}
     return ProfileSet(profiles, {k: int(n) for k, n in counts}, tuple(slice_by), specs)
+
+
+def stored_days_profiles(
+    session: Session, model: str, version: str, period: Period, slice_by: Sequence[str]
+) -> ProfileSet:
+    """The period's stored day profiles and counts (`store_day`), merged per (slice, column):
+    a week from 7 rows per (slice, column) instead of 168 windows'."""
+    p, c = DayProfile, DayCount
+    profiles = select(p.slice_key, p.column, p.payload).where(
+        p.model == model, p.version == version,
+        p.day_start >= period.start, p.day_start < period.end,
+    )  # fmt: skip
+    counts = (
+        select(c.slice_key, func.sum(c.events))
+        .where(c.model == model, c.version == version,
+               c.day_start >= period.start, c.day_start < period.end)
+        .group_by(c.slice_key)
+    )  # fmt: skip
+    where = f"model '{model}' version '{version}' days of {period.start.isoformat()}"
+    return _merged_profiles(session, (profiles, counts), where, slice_by)
+
+
+def store_day(
+    session: Session, model: str, version: str, day: datetime, merged: ProfileSet
+) -> None:
+    """Replace the stored merged profiles and counts of one day."""
+    ident = {"model": model, "version": version, "day_start": day}
+    now = utcnow()
+    for table in (DayProfile, DayCount):
+        session.execute(delete(table).where(
+            table.model == model, table.version == version, table.day_start == day))  # fmt: skip
+    profiles = [
+        ident | {"slice_key": key, "column": col, "payload": prof.to_bytes(), "updated_at": now}
+        for (key, col), prof in merged.profiles.items()
+    ]
+    counts = [ident | {"slice_key": k, "events": n, "updated_at": now}
+              for k, n in merged.rows.items()]  # fmt: skip
+    _insert(session, DayProfile, profiles, ("slice_key", "column"))
+    _insert(session, DayCount, counts, ("slice_key",))
+
+
+def _insert(session: Session, table: Any, rows: list[dict[str, Any]], key: Sequence[str]) -> None:
+    """Insert one day's rows (deleted just before: an upsert only so that a replayed statement,
+    as tests/daemon/test_tick_plans.py EXPLAINs them, does not collide)."""
+    if not rows:
+        return
+    dialect = session.get_bind().dialect.name
+    stmt = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(table)
+    index = ("model", "version", "day_start", *key)
+    update = {c: stmt.excluded[c] for c in rows[0] if c not in index}
+    session.execute(stmt.on_conflict_do_update(index_elements=index, set_=update), rows)
 
 
 def period_drift(
@@ -151,6 +219,104 @@ def period_outcomes(
 ) -> list[OutcomeResult]:
     """Outcome metrics of the period's merged outcome summaries."""
     return outcome_results(engine, cfg, version, period.start, period.end)
+
+
+class DayMerges:
+    """Days merged from the window profiles a tick has decoded anyway (`add`), so a day whose
+    windows were all evaluated in this tick is not read and decoded again (`day`).
+
+    Holds one merged ProfileSet per (version, day) touched: a day's worth of profiles, whatever
+    the number of windows added.
+    """
+
+    def __init__(self) -> None:
+        self._days: dict[tuple[str, datetime], tuple[ProfileSet, set[datetime]]] = {}
+
+    def add(self, version: str, window_start: datetime, profiles: ProfileSet) -> None:
+        """Merge one window's profiles into its day's."""
+        key = (version, period_of(window_start, PERIODS["day"]).start)
+        found = self._days.get(key)
+        if found is None:
+            self._days[key] = (profiles, {window_start})
+            return
+        merged, starts = found
+        self._days[key] = (merged.merge(profiles), starts | {window_start})
+
+    def day(self, session: Session, model: str, version: str, day: Period) -> ProfileSet | None:
+        """The day's merge when it holds every window the day has stored, else None."""
+        found = self._days.get((version, day.start))
+        if found is None:
+            return None
+        c = WindowCount
+        stored = session.scalars(
+            select(c.window_start).where(
+                c.model == model, c.version == version, c.slice_key == OVERALL,
+                c.window_start >= day.start, c.window_start < day.end,
+            )
+        )  # fmt: skip
+        return found[0] if set(stored) == found[1] else None
+
+
+def stored_drift(
+    session: Session,
+    cfg: ModelConfig,
+    version: str,
+    name: str,
+    period: Period,
+    reference: Reference,
+    merges: DayMerges | None = None,
+) -> list[DriftResult]:
+    """The evaluate job's drift of a stored period (`PERIODS`): a day merged from its windows
+    (from `merges` when they hold all of them), its merge stored for its week (`store_day`);
+    a week merged from its stored days."""
+    slice_by = reference[0].slice_by or cfg.slices
+    if name == "day":
+        found = None if merges is None else merges.day(session, cfg.name, version, period)
+        current = found or period_profiles(session, cfg.name, version, period, slice_by)
+        store_day(session, cfg.name, version, period.start, current)
+    else:
+        current = stored_days_profiles(session, cfg.name, version, period, slice_by)
+    return drift_of(cfg, reference, current, None) if current.profiles else []
+
+
+def stored_outcomes(
+    cfg: ModelConfig, session: Session, version: str, name: str, period: Period
+) -> list[OutcomeResult]:
+    """The evaluate job's outcome metrics of a stored period, like `stored_drift`: a day from
+    its window summaries (its merge stored per slice), a week from its stored days."""
+    model = (cfg.name, version)
+    if name == "day":
+        t: Any = OutcomeSummaryRow
+        since, until = t.window_start >= period.start, t.window_start < period.end
+    else:
+        t = DayOutcomeSummary
+        since, until = t.day_start >= period.start, t.day_start < period.end
+    stmt = select(t.slice_key, t.payload).where(t.model == model[0], t.version == model[1])
+    rows = session.execute(stmt.where(since, until)).all()
+    merged = merged_by_slice(rows)
+    if name == "day":
+        _store_day_summaries(session, model, period.start, sorted({k for k, _ in rows}), merged)
+    return results_of(cfg, merged)
+
+
+def _store_day_summaries(
+    session: Session,
+    model: tuple[str, str],
+    day: datetime,
+    keys: Sequence[str],
+    merged: Sequence[tuple[dict[str, str] | None, OutcomeSummary]],
+) -> None:
+    """Replace one day's stored outcome summaries (`keys`: the slice keys of `merged`)."""
+    t = DayOutcomeSummary
+    session.execute(delete(t).where(t.model == model[0], t.version == model[1],
+                                    t.day_start == day))  # fmt: skip
+    now = utcnow()
+    rows = [
+        {"model": model[0], "version": model[1], "day_start": day, "slice_key": key}
+        | {"n": summary.n, "payload": summary_to_bytes(summary), "updated_at": now}
+        for key, (_, summary) in zip(keys, merged, strict=True)
+    ]
+    _insert(session, t, rows, ("slice_key",))
 
 
 SUMMARY_TABLES: dict[str, Any] = {"drift": WindowCount, "outcomes": OutcomeSummaryRow}

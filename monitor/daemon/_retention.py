@@ -25,6 +25,9 @@ from sqlalchemy.engine import Engine
 from monitor.failures import Isolation
 from monitor.storage import (
     AlertNotification,
+    DayCount,
+    DayOutcomeSummary,
+    DayProfile,
     DeadLetter,
     DriftPeriodResultRow,
     DriftResultRow,
@@ -79,6 +82,11 @@ def purge(
             LabeledPrediction.joined_at < joined
         ),
         "outcome_summaries": delete(OutcomeSummaryRow).where(OutcomeSummaryRow.updated_at < cutoff),
+        "day_profiles": delete(DayProfile).where(DayProfile.updated_at < cutoff),
+        "day_counts": delete(DayCount).where(DayCount.updated_at < cutoff),
+        "day_outcome_summaries": delete(DayOutcomeSummary).where(
+            DayOutcomeSummary.updated_at < cutoff
+        ),
         "window_changes": delete(WindowChange).where(WindowChange.changed_at < cutoff),
         "dead_letters": delete(DeadLetter).where(DeadLetter.created_at < cutoff),
         "alert_notifications": delete(AlertNotification).where(

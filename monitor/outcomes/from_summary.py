@@ -55,8 +55,7 @@ def evaluate_summaries(
             raise InputError(f"metric '{metric.name}' is for {metric.task}, not {task}")
     chosen = [metric.for_task(task) for metric in chosen]
     out = []
-    for slice_, summary in summaries:
-        values = _values(summary)
+    for (slice_, summary), values in zip(summaries, _values_all(summaries), strict=True):
         for metric in chosen:
             base = (baseline or {}).get(metric.name)
             tol = tolerance if isinstance(tolerance, float | int) else tolerance.get(metric.name)
@@ -97,13 +96,22 @@ def _support(metric: Metric, summary: OutcomeSummary) -> int:
     return summary.n
 
 
-def _values(summary: OutcomeSummary) -> dict[str, tuple[float, float, float]]:
-    """(value, ci_low, ci_high) of every metric the summary can give."""
-    if isinstance(summary, RegressionSummary):
-        return _regression(summary)
-    if isinstance(summary, MulticlassSummary):
-        return _multiclass(summary)
-    return _classification(summary)
+def _values_all(
+    summaries: Sequence[tuple[Slice, OutcomeSummary]],
+) -> list[dict[str, tuple[float, float, float]]]:
+    """(value, ci_low, ci_high) of every metric each summary can give, in order; the binary
+    classification summaries all at once (`_classification`)."""
+    binary = [s for _, s in summaries if isinstance(s, ClassificationSummary) and s.n > 0]
+    found = iter(_classification(binary) if binary else [])
+    out = []
+    for _, summary in summaries:
+        if isinstance(summary, RegressionSummary):
+            out.append(_regression(summary))
+        elif isinstance(summary, MulticlassSummary):
+            out.append(_multiclass(summary))
+        else:
+            out.append(next(found) if summary.n > 0 else {})
+    return out
 
 
 def _multiclass(s: MulticlassSummary) -> dict[str, tuple[float, float, float]]:
@@ -118,23 +126,6 @@ def _multiclass(s: MulticlassSummary) -> dict[str, tuple[float, float, float]]:
     return _with_intervals({k: float(v) for k, v in confusion_metrics(m).items()}, boot)
 
 
-def _classification(s: ClassificationSummary) -> dict[str, tuple[float, float, float]]:
-    if s.n == 0:
-        return {}
-    rng = np.random.default_rng(s.n)
-    conf = s.confusion.astype(np.float64)
-    boot_conf = rng.multinomial(s.n, conf / conf.sum(), size=BOOTSTRAP_DRAWS).astype(np.float64)
-    cells = np.flatnonzero(s.count.reshape(-1))
-    counts = s.count.reshape(-1)[cells].astype(np.float64)
-    draws = rng.multinomial(s.n, counts / counts.sum(), size=BOOTSTRAP_DRAWS) / counts
-    flat = (counts, s.score_sum.reshape(-1)[cells], s.loss_sum.reshape(-1)[cells])
-    point = _confusion_metrics(conf[None, :]) | _cell_metrics(cells, *(x[None, :] for x in flat))
-    boot = _confusion_metrics(boot_conf) | _cell_metrics(cells, *(draws * x[None, :] for x in flat))
-    if not 0 < s.count[1].sum() < s.n:
-        del point["roc_auc"]
-    return _with_intervals({k: float(v[0]) for k, v in point.items()}, boot)
-
-
 def _with_intervals(
     point: dict[str, float], boot: dict[str, np.ndarray]
 ) -> dict[str, tuple[float, float, float]]:
@@ -144,12 +135,58 @@ def _with_intervals(
     return {n: (point[n], float(a), float(b)) for n, a, b in zip(names, lo, hi, strict=True)}
 
 
+def _classification(
+    summaries: Sequence[ClassificationSummary],
+) -> list[dict[str, tuple[float, float, float]]]:
+    """Metrics and bootstrap intervals of non-empty summaries (a window's slices), computed
+    together: every summary's cells are laid out on the union of their occupied cells (zeros
+    where a summary has none, which change no sum), so each step is one array operation over
+    (draw, summary, cell) instead of one per summary. Each summary's draws come from its own
+    generator seeded by its n, as when it is evaluated alone."""
+    cells = np.unique(np.concatenate([np.flatnonzero(s.count.reshape(-1)) for s in summaries]))
+    flat = [np.stack([getattr(s, a).reshape(-1)[cells] for s in summaries]).astype(np.float64)
+            for a in ("count", "score_sum", "loss_sum")]  # fmt: skip
+    conf = np.stack([s.confusion for s in summaries]).astype(np.float64)
+    boot_conf, weights = _draws(summaries, cells, conf)
+    point = _confusion_metrics(conf) | _cell_metrics(cells, *flat)
+    boot = _confusion_metrics(boot_conf) | _cell_metrics(cells, *(weights * x for x in flat))
+    names = list(point)
+    lo, hi = np.percentile(np.stack([boot[n] for n in names]), [2.5, 97.5], axis=1)
+    out = []
+    for j, s in enumerate(summaries):
+        has_auc = 0 < s.count[1].sum() < s.n
+        out.append({
+            n: (float(point[n][j]), float(lo[i, j]), float(hi[i, j]))
+            for i, n in enumerate(names) if n != "roc_auc" or has_auc
+        })  # fmt: skip
+    return out
+
+
+def _draws(
+    summaries: Sequence[ClassificationSummary], cells: np.ndarray, conf: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Bootstrap draws per summary: its confusion counts (draw, summary, 4), and the weight of
+    each of its cells (draw, summary, cell): a multinomial resample of its pairs over its
+    occupied cells divided by the cells' counts (the row bootstrap of binned scores)."""
+    boot_conf = np.empty((BOOTSTRAP_DRAWS, len(summaries), 4))
+    weights = np.zeros((BOOTSTRAP_DRAWS, len(summaries), cells.size))
+    for j, s in enumerate(summaries):
+        rng = np.random.default_rng(s.n)
+        boot_conf[:, j] = rng.multinomial(s.n, conf[j] / conf[j].sum(), size=BOOTSTRAP_DRAWS)
+        mine = np.flatnonzero(s.count.reshape(-1))
+        counts = s.count.reshape(-1)[mine].astype(np.float64)
+        draws = rng.multinomial(s.n, counts / counts.sum(), size=BOOTSTRAP_DRAWS)
+        weights[:, j, np.searchsorted(cells, mine)] = draws / counts
+    return boot_conf, weights
+
+
 def _confusion_metrics(c: np.ndarray) -> dict[str, np.ndarray]:
-    """Counts metrics per row of c = [tp, fp, tn, fn] (0 where undefined, like metrics.py)."""
-    tp, fp, tn, fn = c.T
+    """Counts metrics over c's last axis = [tp, fp, tn, fn] (0 where undefined, like
+    metrics.py)."""
+    tp, fp, tn, fn = np.moveaxis(c, -1, 0)
     with np.errstate(divide="ignore", invalid="ignore"):
         return {
-            "accuracy": (tp + tn) / c.sum(axis=1),
+            "accuracy": (tp + tn) / c.sum(axis=-1),
             "precision": np.where(tp + fp > 0, tp / (tp + fp), 0.0),
             "recall": np.where(tp + fn > 0, tp / (tp + fn), 0.0),
             "f1": np.where(2 * tp + fp + fn > 0, 2 * tp / (2 * tp + fp + fn), 0.0),
@@ -159,31 +196,33 @@ def _confusion_metrics(c: np.ndarray) -> dict[str, np.ndarray]:
 def _cell_metrics(
     cells: np.ndarray, count: np.ndarray, score: np.ndarray, loss: np.ndarray
 ) -> dict[str, np.ndarray]:
-    """ROC-AUC, log loss and ECE per row of per-cell (count, score sum, loss sum).
+    """ROC-AUC, log loss and ECE over the last axis of per-cell (count, score sum, loss sum).
 
-    Works on the non-empty cells only (sorted by class, then bin), so the cost follows the
-    summary's occupied bins, not the bin count.
+    Works on the occupied cells only (sorted by class, then bin), so the cost follows the
+    summaries' occupied bins, not the bin count.
     """
-    n = count.sum(axis=1)
+    n = count.sum(axis=-1)
     is_pos = cells >= BINS
     neg_bins, pos_bins = cells[~is_pos], cells[is_pos] - BINS
-    neg, pos = count[:, ~is_pos], count[:, is_pos]
-    below = np.concatenate([np.zeros((count.shape[0], 1)), np.cumsum(neg, axis=1)], axis=1)
+    neg, pos = count[..., ~is_pos], count[..., is_pos]
+    zero = np.zeros((*count.shape[:-1], 1))
+    below = np.concatenate([zero, np.cumsum(neg, axis=-1)], axis=-1)
     at = np.searchsorted(neg_bins, pos_bins)
     tied = np.zeros_like(pos)
     hit = at < neg_bins.size
     hit[hit] = neg_bins[at[hit]] == pos_bins[hit]
-    tied[:, hit] = neg[:, at[hit]]
-    pairs = pos.sum(axis=1) * neg.sum(axis=1)
+    tied[..., hit] = neg[..., at[hit]]
+    pairs = pos.sum(axis=-1) * neg.sum(axis=-1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        auc = np.where(pairs > 0, (pos * (below[:, at] + 0.5 * tied)).sum(axis=1) / pairs, 0.5)
+        auc = (pos * (below[..., at] + 0.5 * tied)).sum(axis=-1) / pairs
+        auc = np.where(pairs > 0, auc, 0.5)
     coarse = np.eye(ECE_BINS)[(cells % BINS) // (BINS // ECE_BINS)]
     conf = score @ coarse
-    acc = count[:, is_pos] @ coarse[is_pos]
+    acc = count[..., is_pos] @ coarse[is_pos]
     return {
         "roc_auc": auc,
-        "log_loss": loss.sum(axis=1) / n,
-        "ece": np.abs(acc - conf).sum(axis=1) / n,
+        "log_loss": loss.sum(axis=-1) / n,
+        "ece": np.abs(acc - conf).sum(axis=-1) / n,
     }
 
 

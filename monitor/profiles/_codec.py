@@ -69,8 +69,7 @@ def _parts(payload: bytes, where: str) -> tuple[ColumnSpec, dict[str, Any], byte
         raise _corrupt(where, None, "not a modelwatch profile payload (bad magic)")
     (size,) = LENGTH.unpack_from(payload, 4)
     try:
-        header = orjson.loads(payload[8 : 8 + size])
-        spec = _spec(header["spec"])
+        spec, header = _header(payload[8 : 8 + size])
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
         raise _corrupt(where, None, f"corrupt header: {exc}") from None
     body = payload[8 + size :]
@@ -80,8 +79,28 @@ def _parts(payload: bytes, where: str) -> tuple[ColumnSpec, dict[str, Any], byte
     return spec, header, body
 
 
-def _spec(doc: Any) -> ColumnSpec:
-    key = orjson.dumps(doc)
+def _header(head: bytes) -> tuple[ColumnSpec, Any]:
+    """The header's spec and its other fields.
+
+    `encode_parts` writes `{"spec":SPEC,"null_count":...}`: the spec's own JSON text is the
+    cache key, so a cached spec is neither parsed nor re-encoded (JSON strings escape their
+    quotes, so `,"null_count":` cannot occur inside SPEC). Anything else is parsed whole.
+    """
+    end = head.rfind(_AFTER_SPEC)
+    if head.startswith(_BEFORE_SPEC) and end > 0:
+        key = head[len(_BEFORE_SPEC) : end]
+        spec = _SPECS.get(key)
+        if spec is None:
+            spec = _spec(key, orjson.loads(key))
+        return spec, orjson.loads(b"{" + head[end + 1 :])
+    header = orjson.loads(head)
+    return _spec(orjson.dumps(header["spec"]), header["spec"]), header
+
+
+_BEFORE_SPEC, _AFTER_SPEC = b'{"spec":', b',"null_count":'
+
+
+def _spec(key: bytes, doc: Any) -> ColumnSpec:
     spec = _SPECS.get(key)
     if spec is None:
         spec = spec_from_dict(doc)

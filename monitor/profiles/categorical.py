@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -78,9 +79,9 @@ class CategoricalProfile:
     def kind(self) -> str:
         return "categorical"
 
-    @property
+    @cached_property
     def n(self) -> int:
-        """Number of non-null values."""
+        """Number of non-null values (profiles are immutable: counted once)."""
         return int(self.counts.sum())
 
     @property

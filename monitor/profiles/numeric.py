@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -98,9 +99,9 @@ class NumericProfile:
     def kind(self) -> str:
         return "numeric"
 
-    @property
+    @cached_property
     def n(self) -> int:
-        """Number of non-null values."""
+        """Number of non-null values (profiles are immutable: counted once)."""
         return int(self.counts.sum())
 
     @property

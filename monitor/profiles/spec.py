@@ -68,7 +68,7 @@ class ColumnSpec:
         elif len(set(self.categories)) != len(self.categories):
             raise InputError(f"column '{self.column}': categories must be unique")
 
-    @property
+    @cached_property
     def n_buckets(self) -> int:
         """Number of buckets a profile of this spec counts (nulls not included)."""
         if self.kind == "numeric":

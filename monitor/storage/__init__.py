@@ -35,6 +35,7 @@ from monitor.storage._core import (
     ModelVersion,
 )
 from monitor.storage._daemon import JobFailure, JobRun
+from monitor.storage._days import DayCount, DayOutcomeSummary, DayProfile
 from monitor.storage._engine import make_engine, normalize_url, session_factory, transaction
 from monitor.storage._estimates import EstimatedResultRow
 from monitor.storage._guards import GateRun, RollbackEvent
@@ -67,6 +68,9 @@ __all__ = [
     "Base",
     "Baseline",
     "BaselineProfile",
+    "DayCount",
+    "DayOutcomeSummary",
+    "DayProfile",
     "DeadLetter",
     "DriftPeriodResultRow",
     "DriftResultRow",

@@ -18,19 +18,28 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
-import monitor._period_results
 from collectors import Ingestor, RawRecord
 from monitor.baselines import load_baseline, save_baseline
 from monitor.config import CollectConfig, ModelConfig
 from monitor.config._monitoring import OutcomeConfig
 from monitor.daemon._retention import purge
 from monitor.detectors import evaluate
-from monitor.evaluation import WindowEvaluator
+from monitor.evaluation import Window, WindowEvaluator, window_profiles
 from monitor.failures import list_failures
 from monitor.outcomes import evaluate_outcomes
-from monitor.periods import PERIODS, Period, period_drift, period_of, period_outcomes
+from monitor.periods import (
+    PERIODS,
+    DayMerges,
+    Period,
+    period_drift,
+    period_of,
+    period_outcomes,
+    period_profiles,
+)
 from monitor.profiles import profile_frame, specs_for
 from monitor.storage import (
+    DayCount,
+    DayOutcomeSummary,
     DriftPeriodResultRow,
     OutcomePeriodResultRow,
     WindowProfile,
@@ -199,8 +208,8 @@ def test_a_period_waits_for_its_failing_window(engine: Engine, day: list[dict[st
     assert stored[("", "amount", "wasserstein")].n_current == len(day)
 
 
-def test_the_current_week_is_evaluated_again_at_most_hourly(
-    engine: Engine, day: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+def test_the_current_week_is_evaluated_every_tick_from_stored_days(
+    engine: Engine, day: list[dict[str, Any]]
 ) -> None:
     evaluator = WindowEvaluator(engine, [MODEL], HOUR)
     during = DAY.start + timedelta(hours=6)  # the day's week is still running
@@ -209,7 +218,50 @@ def test_the_current_week_is_evaluated_again_at_most_hourly(
     evaluator.run(now=during)
     key = ("", "amount", "wasserstein")
     assert _stored(engine, DriftPeriodResultRow, "day")[key].n_current == len(day) + 40
-    assert _stored(engine, DriftPeriodResultRow, "week")[key].n_current == len(day)  # not yet
-    monkeypatch.setattr(monitor._period_results, "WEEK_REFRESH", timedelta(0))  # an hour later
-    evaluator.run(now=during)
     assert _stored(engine, DriftPeriodResultRow, "week")[key].n_current == len(day) + 40
+    with session_factory(engine)() as s:  # the day's merge, which the week merges
+        days = s.scalars(select(DayCount).where(DayCount.slice_key == "")).all()
+        n_pairs = s.scalars(select(DayOutcomeSummary.n).where(DayOutcomeSummary.slice_key == ""))
+        assert [(d.day_start, d.events) for d in days] == [(DAY.start, len(day) + 40)]
+        assert list(n_pairs) == [len(day)]  # the 40 new predictions have no labels
+
+
+def test_a_week_of_two_days_is_the_merge_of_their_windows(
+    engine: Engine, day: list[dict[str, Any]]
+) -> None:
+    week = period_of(DAY.start, PERIODS["week"])
+    second = [e for h in (24, 30) for e in _events(20000 + 1000 * h, 60, h)]
+    _ingest(engine, second + [_label(e) for e in second])
+    WindowEvaluator(engine, [MODEL], HOUR).run()
+    stored = _stored(engine, DriftPeriodResultRow, "week")
+    api = {_key(r.to_dict(), "column", "method"): r for r in period_drift(engine, MODEL, "1", week)}
+    assert stored.keys() == api.keys()
+    for key, r in api.items():  # merged from 2 stored days, or from 5 windows: the same
+        assert stored[key].n_current == r.n_current, key
+        assert stored[key].value == pytest.approx(r.value, rel=1e-9, abs=1e-12), key
+    outcomes = _stored(engine, OutcomePeriodResultRow, "week")
+    api_outcomes = period_outcomes(engine, MODEL, "1", week)
+    assert {_key(r.to_dict(), "metric"): r.n for r in api_outcomes} == {
+        k: r.n for k, r in outcomes.items()
+    }
+    assert outcomes[("", "accuracy")].n == len(day) + len(second)
+
+
+def test_a_day_is_merged_from_the_tick_s_windows_only_when_it_holds_all_of_them(
+    engine: Engine, day: list[dict[str, Any]]
+) -> None:
+    starts = [DAY.start + timedelta(hours=h) for h in range(3)]
+    windows = [Window("fraud", "1", s, s + timedelta(hours=1)) for s in starts]
+    merges, partial = DayMerges(), DayMerges()
+    for w in windows:
+        merges.add("1", w.start, window_profiles(engine, w, ["region"]))
+    partial.add("1", starts[0], window_profiles(engine, windows[0], ["region"]))
+    want = period_profiles(engine, "fraud", "1", DAY, ["region"])
+    with session_factory(engine)() as s:
+        got = merges.day(s, "fraud", "1", DAY)
+        assert partial.day(s, "fraud", "1", DAY) is None  # 2 of its windows not seen: read
+        assert merges.day(s, "fraud", "2", DAY) is None
+    assert got is not None and got.rows == want.rows and got.profiles.keys() == want.profiles.keys()
+    for key, prof in want.profiles.items():
+        assert got.profiles[key].n == prof.n, key
+        assert got.profiles[key].to_bytes() == prof.to_bytes(), key
