@@ -16,6 +16,7 @@ from numpy.typing import NDArray
 from monitor.errors import InputError
 from monitor.estimation._calibration import DEFAULT_BINS, Array, Calibration, fit_calibration
 from monitor.estimation._metrics import Estimate, band, soft_auc
+from monitor.estimation._realized import class_matrix, realized_macro
 from monitor.estimation._results import EstimationResult
 from monitor.estimation._run import EstimateOptions, Rows, Side, run
 from monitor.outcomes import metrics as m
@@ -188,19 +189,14 @@ def _macro_confusion(sums: MulticlassSums) -> dict[str, tuple[float, float]]:
 
 
 def realized_multiclass(data: MulticlassData, k: int, metric: str, rows: Rows) -> float | None:
-    """`metric` (macro over the `k` classes) on the labelled rows among `rows`; None: none."""
+    """`metric` (macro over the baseline's `k` classes) on the labelled rows among `rows`;
+    None: none."""
     if data.labels is None:
         return None
     known = rows[data.labels[rows] >= 0]
     if known.size == 0:
         return None
     y, pred, s = data.labels[known], data.predicted[known], data.scores[known]
-    if metric == "accuracy":
-        return float((y == pred).mean())
     if metric == "roc_auc":
         return float(np.mean([m.roc_auc((y == j).astype(np.float64), s[:, j]) for j in range(k)]))
-    per_class = [
-        getattr(m, metric)((y == j).astype(np.float64), (pred == j).astype(np.float64), 0.5)
-        for j in range(k)
-    ]
-    return float(np.mean(per_class))
+    return realized_macro(metric, class_matrix(y, pred, k))

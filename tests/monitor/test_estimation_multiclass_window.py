@@ -23,6 +23,7 @@ from monitor.estimation import (
 )
 from monitor.estimation._columns import PREDICTED_COLUMN, multiclass_sums_of
 from monitor.estimation._multiclass import estimate_sums
+from monitor.estimation._realized import realized_macro, summary_matrix
 from monitor.estimation._stored import StoredMulticlass
 from monitor.estimation._window import StoredModels, window_rows
 from monitor.profiles import ColumnSpec
@@ -138,3 +139,15 @@ def test_a_malformed_stored_multiclass_calibration_is_refused(broken: dict[str, 
     assert StoredMulticlass.from_dict(good, "b").calibration.classes == CLASSES
     with pytest.raises(CorruptProfileError, match="baseline 'x'"):
         StoredMulticlass.from_dict({**good, **broken}, "baseline 'x'")
+
+
+def test_realized_from_a_summary_is_over_the_baseline_classes() -> None:
+    # class "c" never appears; a pair naming "z" (no score in the baseline) is left out
+    cells = {("a", "a"): 3, ("a", "b"): 1, ("b", "b"): 2, ("z", "a"): 5, ("b", "z"): 4}
+    matrix = summary_matrix(CLASSES, cells)
+    assert matrix.sum() == 6
+    assert realized_macro("accuracy", matrix) == pytest.approx(5 / 6)
+    assert realized_macro("precision", matrix) == pytest.approx((1 + 2 / 3 + 0) / 3)
+    assert realized_macro("recall", matrix) == pytest.approx((3 / 4 + 1 + 0) / 3)
+    assert realized_macro("f1", matrix) == pytest.approx((6 / 7 + 4 / 5 + 0) / 3)
+    assert realized_macro("accuracy", summary_matrix(CLASSES, {("z", "z"): 2})) is None
