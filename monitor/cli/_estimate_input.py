@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 from monitor.cli._roles import looks_like_id
 from monitor.datafile import read_frame as read
 from monitor.errors import InputError
-from monitor.estimation import BinaryData, MulticlassData
+from monitor.estimation import BinaryData, MulticlassData, predicted_classes
 from monitor.profiles.slicekeys import value_text
 from monitor.summaries import window_of
 
@@ -65,12 +65,11 @@ def read_multiclass(
     path: str, frame: Any, scores: ScoreColumns, label: str, prediction: str | None,
     slice_by: Sequence[str],
 ) -> MulticlassData:  # fmt: skip
-    """A score per class, the predicted class (or the highest score), label if present."""
+    """A score per class, the predicted class (`predicted_classes`: the `prediction` column's
+    class, the highest score where it is missing or not given), label if present."""
     s = np.column_stack([_probabilities(frame, c, path) for c in scores.columns])
-    if prediction is None:
-        predicted = np.argmax(np.nan_to_num(s, nan=-1.0), axis=1).astype(np.intp)
-    else:
-        predicted = _classes(frame, prediction, path, scores.classes)
+    given = None if prediction is None else _classes(frame, prediction, path, scores.classes)
+    predicted = predicted_classes(s, given)
     labels = _classes(frame, label, path, scores.classes) if label in frame.columns else None
     return MulticlassData(s, predicted, labels, _slices(frame, slice_by))
 

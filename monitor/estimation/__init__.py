@@ -27,6 +27,7 @@ from monitor.estimation._multiclass import (
     MulticlassData,
     estimate_multiclass,
     fit_multiclass,
+    predicted_classes,
 )
 from monitor.estimation._reconstruction import (
     MultivariateResult,
@@ -98,6 +99,7 @@ __all__ = [
     "reconstruction_errors",
     "multiclass_specs",
     "multiclass_values",
+    "predicted_classes",
     "score_spec",
     "stored_calibration",
     "stored_estimation",

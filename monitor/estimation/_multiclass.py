@@ -9,6 +9,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -19,6 +20,7 @@ from monitor.estimation._metrics import Estimate, band, soft_auc
 from monitor.estimation._realized import class_matrix, realized_macro
 from monitor.estimation._results import EstimationResult
 from monitor.estimation._run import EstimateOptions, Rows, Side, run
+from monitor.outcomes import class_of
 from monitor.outcomes import metrics as m
 
 MULTICLASS_METRICS = ("roc_auc", "accuracy", "precision", "recall", "f1")
@@ -65,6 +67,27 @@ class MulticlassCalibration:
         total = cal.sum(axis=1, keepdims=True)
         uniform = np.full_like(cal, 1.0 / len(self.maps))
         return np.asarray(np.divide(cal, total, out=uniform, where=total > 0), dtype=np.float64)
+
+
+def predicted_classes(
+    scores: NDArray[np.float64], given: NDArray[np.intp] | None = None
+) -> NDArray[np.intp]:
+    """The predicted class index of each row, one rule for files, baselines and the daemon: the
+    row's own predicted class where it names one of the baseline's classes (`given`, -1 where
+    it does not or is missing), else the class with the highest score (the first of equal
+    maxima; a missing score counts lowest) — what a model's label output normally is, and the
+    only prediction a list of class scores carries."""
+    top: NDArray[np.intp] = np.argmax(np.nan_to_num(scores, nan=-1.0), axis=1).astype(np.intp)
+    if given is None:
+        return top
+    return np.where(given >= 0, given, top).astype(np.intp)
+
+
+def named_classes(classes: Sequence[str], values: Sequence[Any]) -> NDArray[np.intp]:
+    """The index among `classes` of the class each event's prediction names (as the outcome
+    summaries read it, `class_of`); -1 where it names none of them or is missing."""
+    index = {c: i for i, c in enumerate(classes)}
+    return np.fromiter((index.get(class_of(v) or "", -1) for v in values), np.intp, len(values))
 
 
 def fit_multiclass(

@@ -28,6 +28,7 @@ from monitor.estimation._multiclass import (
     MulticlassCalibration,
     MulticlassData,
     fit_multiclass,
+    predicted_classes,
     realized_multiclass,
 )
 from monitor.estimation._realized import realized
@@ -151,8 +152,7 @@ def fit_stored_multiclass(
     s = np.column_stack([_floats(frame, c) for c in scores])
     y = _class_index(frame, label, classes)
     calibration = fit_multiclass(classes, s, y, bins)
-    predicted = np.argmax(np.nan_to_num(s, nan=-1.0), axis=1).astype(np.intp)
-    data = MulticlassData(s, predicted, y)
+    data = MulticlassData(s, predicted_classes(s), y)
 
     def real(metric: str, rows: Rows) -> float | None:
         return realized_multiclass(data, len(classes), metric, rows)

@@ -24,6 +24,7 @@ from tests.daemon.test_estimation_daemon import (
     ingest_and_evaluate,
     records,
     same_as_cli,
+    slice_text,
     stored_rows,
 )
 
@@ -158,4 +159,34 @@ def test_realized_macro_averages_over_the_baseline_classes(baseline: str, tmp_pa
     precision = [((y == k) & (pred == k)).sum() / (pred == k).sum() for k in (0, 1)]
     assert stored[("", "precision")].realized == pytest.approx(sum(precision) / 3, abs=1e-12)
     assert stored[("", "accuracy")].realized == pytest.approx((y == pred).mean(), abs=1e-12)
+    engine.dispose()
+
+
+def test_an_events_label_prediction_is_its_predicted_class(baseline: str, tmp_path: Path) -> None:
+    # the prediction is a class (half the rows another than the highest score), the class
+    # scores are features: estimates and realized equal `estimate --prediction COL`'s
+    frame = _frame(N_CUR, 6)
+    top = frame[["p0", "p1", "p2"]].to_numpy().argmax(axis=1)
+    frame["pred"] = np.where(np.arange(N_CUR) % 2 == 0, (top + 1) % 3, top)
+    items = [
+        {"request_id": f"r{i}", "model": "m", "model_version": "1", "timestamp": T0 + i * 0.5,
+         "features": {"a": float(row.a), "p0": row.p0, "p1": row.p1, "p2": row.p2},
+         "prediction": int(row.pred), "metadata": {"region": row.region}}
+        for i, row in enumerate(frame.itertuples(index=False))
+    ]  # fmt: skip
+    engine = ingest_and_evaluate(baseline, _config(baseline), records(items, frame["label"], T0))
+    stored = stored_rows(engine)
+    ref, cur = tmp_path / "ref.parquet", tmp_path / "cur.parquet"
+    pd.read_parquet(ref).assign(pred=lambda f: f[["p0", "p1", "p2"]].to_numpy().argmax(axis=1)
+                                ).to_parquet(ref)  # fmt: skip
+    frame.to_parquet(cur)
+    cli = run_cli("estimate", str(ref), str(cur), *SCORES, "--label", "label", "--prediction",
+                  "pred", "--slice-by", "region", "--features", "a", "--json", "-")  # fmt: skip
+    assert cli.returncode == 0, cli.stderr
+    for want in json.loads(cli.stdout)["results"]:
+        got = stored[(slice_text(want), want["metric"])]
+        assert got.value == pytest.approx(want["estimated"], abs=1e-9), want["metric"]
+        if want["metric"] != "roc_auc":
+            assert got.realized == pytest.approx(want["realized"], abs=1e-12), want["metric"]
+    assert stored[("", "accuracy")].value < 0.7  # half the predictions are not the top class
     engine.dispose()

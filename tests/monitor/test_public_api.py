@@ -81,6 +81,7 @@ PINNED: dict[str, set[str]] = {
         "fit_stored_multiclass",
         "multiclass_specs",
         "multiclass_values",
+        "predicted_classes",
         "stored_calibration",
     },
     "monitor.outcomes": {
