@@ -45,7 +45,6 @@ from monitor.estimation._stored import (
     fit_stored,
     fit_stored_multiclass,
     stored_calibration,
-    stored_estimation,
 )
 from monitor.estimation._stored_multivariate import (
     MULTIVARIATE_KEY,
@@ -102,6 +101,5 @@ __all__ = [
     "predicted_classes",
     "score_spec",
     "stored_calibration",
-    "stored_estimation",
     "stored_multivariate",
 ]

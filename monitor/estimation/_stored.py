@@ -208,20 +208,6 @@ def stored_calibration(
     return StoredEstimation.from_dict(data, where)
 
 
-def stored_estimation(
-    engine: Engine, model: str, version: str, name: str = "default"
-) -> StoredEstimation | None:
-    """The binary calibration stored with the baseline model/version uses; None when it has
-    none; InputError when it is multiclass."""
-    found = stored_calibration(engine, model, version, name)
-    if isinstance(found, StoredMulticlass):
-        raise InputError(
-            f"baseline '{name}' of model '{model}' holds a multiclass calibration: estimate "
-            "its files with `estimate REFERENCE CURRENT --score CLASS=COL ...`"
-        )
-    return found
-
-
 def _concat(batches: Iterable[Any], columns: list[str]) -> Any:
     import pandas as pd
 

@@ -69,7 +69,6 @@ PINNED: dict[str, set[str]] = {
         "multivariate_drift",
         "period_chunks",
         "reconstruction_errors",
-        "stored_estimation",
         "stored_multivariate",
         "DERIVED_COLUMNS",
         "ERROR_COLUMN",
