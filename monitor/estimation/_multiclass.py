@@ -22,6 +22,7 @@ from monitor.estimation._results import EstimationResult
 from monitor.estimation._run import EstimateOptions, Rows, Side, run
 from monitor.outcomes import class_of
 from monitor.outcomes import metrics as m
+from monitor.profiles import value_text
 
 MULTICLASS_METRICS = ("roc_auc", "accuracy", "precision", "recall", "f1")
 
@@ -88,6 +89,24 @@ def named_classes(classes: Sequence[str], values: Sequence[Any]) -> NDArray[np.i
     summaries read it, `class_of`); -1 where it names none of them or is missing."""
     index = {c: i for i, c in enumerate(classes)}
     return np.fromiter((index.get(class_of(v) or "", -1) for v in values), np.intp, len(values))
+
+
+def class_column(
+    frame: Any, column: str, classes: Sequence[str], where: str = ""
+) -> NDArray[np.intp]:
+    """A file's label or prediction column as class indexes (-1 where missing); InputError
+    (after `where`, e.g. the file) naming a class without a score column."""
+    index = {c: i for i, c in enumerate(classes)}
+    out = np.full(len(frame), -1, dtype=np.intp)
+    for row, value in enumerate(frame[column].to_numpy(dtype=object)):
+        text = value_text(value)
+        if text is None:
+            continue
+        if text not in index:
+            raise InputError(f"{where}column '{column}': class '{text}' has no --score "
+                             f"CLASS=COL (classes: {', '.join(classes)})")  # fmt: skip
+        out[row] = index[text]
+    return out
 
 
 def fit_multiclass(

@@ -161,6 +161,11 @@ def test_multiclass_prediction_column_a_missing_value_takes_the_highest_score(
     rotated = run([{"a": "b", "b": "c", "c": "a"}[t] for t in highest])  # the column is used
     assert rotated["accuracy"]["estimated"] < by_top["accuracy"]["estimated"] - 0.3
     assert rotated["accuracy"]["realized"] < by_top["accuracy"]["realized"] - 0.3
+    cur.assign(pred=["d", *highest[1:]]).to_csv(tmp_path / "bad.csv", index=False)
+    bad = run_cli("estimate", str(ref), str(tmp_path / "bad.csv"), "--label", "y",
+                  "--prediction", "pred", *scores)  # fmt: skip
+    assert bad.returncode == 2
+    assert "bad.csv: column 'pred': class 'd' has no --score CLASS=COL" in bad.stderr
 
 
 def test_multivariate_key_and_exit_1_on_a_broken_correlation(tmp_path: Path) -> None:

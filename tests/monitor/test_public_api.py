@@ -81,6 +81,7 @@ PINNED: dict[str, set[str]] = {
         "multiclass_specs",
         "multiclass_values",
         "predicted_classes",
+        "class_column",
         "stored_calibration",
     },
     "monitor.outcomes": {
