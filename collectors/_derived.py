@@ -9,7 +9,9 @@ other column.
 The score is the event's column named as the baseline's score column, else its `prediction`;
 a multiclass baseline (`--score CLASS=COL` per class) gives `__cbpe_score.<k>` per class and
 `__cbpe_predicted`, class k's score being the event's column named as that class's score
-column, else element k of a list prediction (`prediction[k]`).
+column, else element k of a list prediction (`prediction[k]`); the predicted class is the
+event's own where its prediction names one of the baseline's classes (a label), else the highest
+score (`monitor.estimation.predicted_classes`, as `modelwatch estimate --prediction`).
 A window whose derivation fails (a model that cannot score it) is logged and profiled without
 the derived columns; the batch goes on. What a version's baseline stores is read once and then
 every `REFRESH_S` seconds, so a baseline created while the collector runs is picked up.
@@ -133,7 +135,8 @@ def derive(window: WindowBatch, found: DerivedModels) -> dict[str, NDArray[np.fl
     if isinstance(found.estimation, StoredMulticlass):
         scores = [_score(window, c, f"prediction[{k}]")
                   for k, c in enumerate(found.estimation.scores)]  # fmt: skip
-        out.update(multiclass_values(found.estimation.calibration, np.column_stack(scores)))
+        out.update(multiclass_values(found.estimation.calibration, np.column_stack(scores),
+                                     window.columns.get(PREDICTION)))  # fmt: skip
     elif found.estimation is not None:
         column = found.estimation.score
         column = column if column in window.columns else PREDICTION

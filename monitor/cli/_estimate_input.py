@@ -13,8 +13,7 @@ from numpy.typing import NDArray
 from monitor.cli._roles import looks_like_id
 from monitor.datafile import read_frame as read
 from monitor.errors import InputError
-from monitor.estimation import BinaryData, MulticlassData
-from monitor.profiles.slicekeys import value_text
+from monitor.estimation import BinaryData, MulticlassData, class_column, predicted_classes
 from monitor.summaries import window_of
 
 Floats = NDArray[np.float64]
@@ -65,13 +64,13 @@ def read_multiclass(
     path: str, frame: Any, scores: ScoreColumns, label: str, prediction: str | None,
     slice_by: Sequence[str],
 ) -> MulticlassData:  # fmt: skip
-    """A score per class, the predicted class (or the highest score), label if present."""
+    """A score per class, the predicted class (`predicted_classes`: the `prediction` column's
+    class, the highest score where it is missing or not given), label if present."""
     s = np.column_stack([_probabilities(frame, c, path) for c in scores.columns])
-    if prediction is None:
-        predicted = np.argmax(np.nan_to_num(s, nan=-1.0), axis=1).astype(np.intp)
-    else:
-        predicted = _classes(frame, prediction, path, scores.classes)
-    labels = _classes(frame, label, path, scores.classes) if label in frame.columns else None
+    where = f"{path}: "
+    given = None if prediction is None else class_column(frame, prediction, scores.classes, where)
+    predicted = predicted_classes(s, given)
+    labels = class_column(frame, label, scores.classes, where) if label in frame.columns else None
     return MulticlassData(s, predicted, labels, _slices(frame, slice_by))
 
 
@@ -126,24 +125,6 @@ def _zero_one(frame: Any, column: str, path: str) -> Floats:
         other = known[~np.isin(known, (0.0, 1.0))][0]
         raise InputError(f"{path}: column '{column}': expected 0/1, got {other:g}")
     return values
-
-
-def _classes(frame: Any, column: str, path: str, classes: Sequence[str]) -> NDArray[np.intp]:
-    """Class index per row (-1 where missing); InputError on a class without a score column."""
-
-    index = {c: i for i, c in enumerate(classes)}
-    out = np.full(len(frame), -1, dtype=np.intp)
-    for row, value in enumerate(frame[column].to_numpy(dtype=object)):
-        text = value_text(value)
-        if text is None:
-            continue
-        if text not in index:
-            raise InputError(
-                f"{path}: column '{column}': class '{text}' has no --score CLASS=COL "
-                f"(classes: {', '.join(classes)})"
-            )
-        out[row] = index[text]
-    return out
 
 
 def sort_by_time(frame: Any, column: str, window_s: float, path: str) -> tuple[Any, list[Any]]:

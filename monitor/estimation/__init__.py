@@ -25,8 +25,10 @@ from monitor.estimation._multiclass import (
     MULTICLASS_METRICS,
     MulticlassCalibration,
     MulticlassData,
+    class_column,
     estimate_multiclass,
     fit_multiclass,
+    predicted_classes,
 )
 from monitor.estimation._reconstruction import (
     MultivariateResult,
@@ -44,7 +46,6 @@ from monitor.estimation._stored import (
     fit_stored,
     fit_stored_multiclass,
     stored_calibration,
-    stored_estimation,
 )
 from monitor.estimation._stored_multivariate import (
     MULTIVARIATE_KEY,
@@ -82,6 +83,7 @@ __all__ = [
     "StoredMulticlass",
     "StoredMultivariate",
     "chunk_bounds",
+    "class_column",
     "period_chunks",
     "count_scores",
     "empty_counts",
@@ -98,8 +100,8 @@ __all__ = [
     "reconstruction_errors",
     "multiclass_specs",
     "multiclass_values",
+    "predicted_classes",
     "score_spec",
     "stored_calibration",
-    "stored_estimation",
     "stored_multivariate",
 ]

@@ -11,6 +11,7 @@ how a window's profiles of them turn back into the estimator's inputs (one owner
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,12 @@ from numpy.typing import NDArray
 from monitor.errors import CorruptProfileError
 from monitor.estimation._calibration import Calibration
 from monitor.estimation._counts import ScoreCounts
-from monitor.estimation._multiclass import MulticlassCalibration, MulticlassSums
+from monitor.estimation._multiclass import (
+    MulticlassCalibration,
+    MulticlassSums,
+    named_classes,
+    predicted_classes,
+)
 from monitor.profiles import ColumnSpec
 
 SCORE_COLUMN = "__cbpe_score"
@@ -64,8 +70,9 @@ def score_counts(calibration: Calibration, profile: Any) -> ScoreCounts:
 # the class's calibration and its normalised calibrated probability q ∈ [0, 1]); on edges
 # 0, 2, 4, ... each bin is one bucket, whose count is the rows of that bin and whose sum minus
 # 2·bin·count is their summed q. `__cbpe_predicted` is 2·j + q of the predicted class j (the
-# highest score): per bucket the rows predicted j and their expected true positives; its
-# moments give the sum of q² (Σv² = m2 + n·mean²), hence the accuracy's spread Σq(1 − q).
+# event's own class, else the highest score: `predicted_classes`): per bucket the rows
+# predicted j and their expected true positives; its moments give the sum of q²
+# (Σv² = m2 + n·mean²), hence the accuracy's spread Σq(1 − q).
 CLASS_COLUMN = "__cbpe_score.{}"
 
 
@@ -84,14 +91,17 @@ def _even_spec(column: str, buckets: int) -> ColumnSpec:
 
 
 def multiclass_values(
-    calibration: MulticlassCalibration, scores: NDArray[np.float64]
-) -> dict[str, NDArray[np.float64]]:
+    calibration: MulticlassCalibration, scores: NDArray[np.float64],
+    predictions: Sequence[Any] | None = None,
+) -> dict[str, NDArray[np.float64]]:  # fmt: skip
     """The multiclass derived columns of rows of scores (one column per class, in the
-    calibration's order); NaN in every column where a score is missing or not finite."""
+    calibration's order) and, if given, the events' own predictions (`predicted_classes`);
+    NaN in every column where a score is missing or not finite."""
     finite: NDArray[np.bool_] = np.asarray(np.isfinite(scores).all(axis=1))
     bins = calibration.bins(scores)  # a non-finite score's bin is never used: its row is NaN
     q = calibration.normalised(bins)
-    predicted = np.argmax(np.nan_to_num(scores, nan=-1.0), axis=1)
+    given = None if predictions is None else named_classes(calibration.classes, predictions)
+    predicted = predicted_classes(scores, given)
     out: dict[str, NDArray[np.float64]] = {}
     for k, b in enumerate(bins):
         out[CLASS_COLUMN.format(k)] = 2.0 * b + q[:, k]

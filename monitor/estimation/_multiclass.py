@@ -9,6 +9,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -16,9 +17,12 @@ from numpy.typing import NDArray
 from monitor.errors import InputError
 from monitor.estimation._calibration import DEFAULT_BINS, Array, Calibration, fit_calibration
 from monitor.estimation._metrics import Estimate, band, soft_auc
+from monitor.estimation._realized import class_matrix, realized_macro
 from monitor.estimation._results import EstimationResult
 from monitor.estimation._run import EstimateOptions, Rows, Side, run
+from monitor.outcomes import class_of
 from monitor.outcomes import metrics as m
+from monitor.profiles import value_text
 
 MULTICLASS_METRICS = ("roc_auc", "accuracy", "precision", "recall", "f1")
 
@@ -64,6 +68,45 @@ class MulticlassCalibration:
         total = cal.sum(axis=1, keepdims=True)
         uniform = np.full_like(cal, 1.0 / len(self.maps))
         return np.asarray(np.divide(cal, total, out=uniform, where=total > 0), dtype=np.float64)
+
+
+def predicted_classes(
+    scores: NDArray[np.float64], given: NDArray[np.intp] | None = None
+) -> NDArray[np.intp]:
+    """The predicted class index of each row, one rule for files, baselines and the daemon: the
+    row's own predicted class where it names one of the baseline's classes (`given`, -1 where
+    it does not or is missing), else the class with the highest score (the first of equal
+    maxima; a missing score counts lowest) — what a model's label output normally is, and the
+    only prediction a list of class scores carries."""
+    top: NDArray[np.intp] = np.argmax(np.nan_to_num(scores, nan=-1.0), axis=1).astype(np.intp)
+    if given is None:
+        return top
+    return np.where(given >= 0, given, top).astype(np.intp)
+
+
+def named_classes(classes: Sequence[str], values: Sequence[Any]) -> NDArray[np.intp]:
+    """The index among `classes` of the class each event's prediction names (as the outcome
+    summaries read it, `class_of`); -1 where it names none of them or is missing."""
+    index = {c: i for i, c in enumerate(classes)}
+    return np.fromiter((index.get(class_of(v) or "", -1) for v in values), np.intp, len(values))
+
+
+def class_column(
+    frame: Any, column: str, classes: Sequence[str], where: str = ""
+) -> NDArray[np.intp]:
+    """A file's label or prediction column as class indexes (-1 where missing); InputError
+    (after `where`, e.g. the file) naming a class without a score column."""
+    index = {c: i for i, c in enumerate(classes)}
+    out = np.full(len(frame), -1, dtype=np.intp)
+    for row, value in enumerate(frame[column].to_numpy(dtype=object)):
+        text = value_text(value)
+        if text is None:
+            continue
+        if text not in index:
+            raise InputError(f"{where}column '{column}': class '{text}' has no --score "
+                             f"CLASS=COL (classes: {', '.join(classes)})")  # fmt: skip
+        out[row] = index[text]
+    return out
 
 
 def fit_multiclass(
@@ -188,19 +231,14 @@ def _macro_confusion(sums: MulticlassSums) -> dict[str, tuple[float, float]]:
 
 
 def realized_multiclass(data: MulticlassData, k: int, metric: str, rows: Rows) -> float | None:
-    """`metric` (macro over the `k` classes) on the labelled rows among `rows`; None: none."""
+    """`metric` (macro over the baseline's `k` classes) on the labelled rows among `rows`;
+    None: none."""
     if data.labels is None:
         return None
     known = rows[data.labels[rows] >= 0]
     if known.size == 0:
         return None
     y, pred, s = data.labels[known], data.predicted[known], data.scores[known]
-    if metric == "accuracy":
-        return float((y == pred).mean())
     if metric == "roc_auc":
         return float(np.mean([m.roc_auc((y == j).astype(np.float64), s[:, j]) for j in range(k)]))
-    per_class = [
-        getattr(m, metric)((y == j).astype(np.float64), (pred == j).astype(np.float64), 0.5)
-        for j in range(k)
-    ]
-    return float(np.mean(per_class))
+    return realized_macro(metric, class_matrix(y, pred, k))

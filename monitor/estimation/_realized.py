@@ -1,11 +1,21 @@
-"""Realized binary metrics where labels are known (the outcome metrics' own functions)."""
+"""Realized metrics where labels are known: binary ones with the outcome metrics' own functions;
+multiclass accuracy and macro precision, recall and F1 from a confusion matrix over the
+baseline's classes (the file-based run and the daemon both call `realized_macro`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import numpy as np
+from numpy.typing import NDArray
 
 from monitor.estimation._calibration import Array
+from monitor.outcomes import confusion_metrics
 from monitor.outcomes import metrics as m
+
+# estimated multiclass metric -> its name among `confusion_metrics`
+MACRO_NAMES = {"accuracy": "accuracy", "precision": "macro_precision",
+               "recall": "macro_recall", "f1": "macro_f1"}  # fmt: skip
 
 
 def realized(metric: str, labels: Array, scores: Array, predicted: Array) -> float | None:
@@ -19,3 +29,30 @@ def realized(metric: str, labels: Array, scores: Array, predicted: Array) -> flo
     fn = {"accuracy": m.accuracy, "precision": m.precision, "recall": m.recall, "f1": m.f1,
           "specificity": m.specificity}  # fmt: skip
     return fn[metric](y, p, 0.5)
+
+
+def realized_macro(metric: str, matrix: Array) -> float | None:
+    """Multiclass `metric` (accuracy, precision, recall, f1) of `matrix[true, predicted]` over
+    the baseline's classes, as NannyML averages and as the estimates are: a class neither true
+    nor predicted in the rows counts 0 in the macro averages. None when the matrix is empty."""
+    if matrix.sum() == 0:
+        return None
+    return float(confusion_metrics(matrix)[MACRO_NAMES[metric]])
+
+
+def class_matrix(true: NDArray[np.intp], predicted: NDArray[np.intp], k: int) -> Array:
+    """Counts[true, predicted] of class indexes in 0..k-1 (K × K)."""
+    cells = np.bincount(true * k + predicted, minlength=k * k)
+    return cells.reshape(k, k).astype(np.float64)
+
+
+def summary_matrix(classes: Sequence[str], cells: Mapping[tuple[str, str], int]) -> Array:
+    """The confusion matrix over the baseline's `classes` of an outcome summary's (true,
+    predicted) cells; a pair naming another class is left out (the baseline cannot score it,
+    and the file-based run refuses it)."""
+    index = {c: i for i, c in enumerate(classes)}
+    out = np.zeros((len(classes), len(classes)), dtype=np.float64)
+    for (t, p), count in cells.items():
+        if t in index and p in index:
+            out[index[t], index[p]] += count
+    return out

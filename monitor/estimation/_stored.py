@@ -27,7 +27,9 @@ from monitor.estimation._multiclass import (
     MULTICLASS_METRICS,
     MulticlassCalibration,
     MulticlassData,
+    class_column,
     fit_multiclass,
+    predicted_classes,
     realized_multiclass,
 )
 from monitor.estimation._realized import realized
@@ -149,10 +151,9 @@ def fit_stored_multiclass(
     order; `label` holds class names)."""
     frame = _concat(batches, [*scores, label, *slice_by])
     s = np.column_stack([_floats(frame, c) for c in scores])
-    y = _class_index(frame, label, classes)
+    y = class_column(frame, label, classes)
     calibration = fit_multiclass(classes, s, y, bins)
-    predicted = np.argmax(np.nan_to_num(s, nan=-1.0), axis=1).astype(np.intp)
-    data = MulticlassData(s, predicted, y)
+    data = MulticlassData(s, predicted_classes(s), y)
 
     def real(metric: str, rows: Rows) -> float | None:
         return realized_multiclass(data, len(classes), metric, rows)
@@ -208,20 +209,6 @@ def stored_calibration(
     return StoredEstimation.from_dict(data, where)
 
 
-def stored_estimation(
-    engine: Engine, model: str, version: str, name: str = "default"
-) -> StoredEstimation | None:
-    """The binary calibration stored with the baseline model/version uses; None when it has
-    none; InputError when it is multiclass."""
-    found = stored_calibration(engine, model, version, name)
-    if isinstance(found, StoredMulticlass):
-        raise InputError(
-            f"baseline '{name}' of model '{model}' holds a multiclass calibration: estimate "
-            "its files with `estimate REFERENCE CURRENT --score CLASS=COL ...`"
-        )
-    return found
-
-
 def _concat(batches: Iterable[Any], columns: list[str]) -> Any:
     import pandas as pd
 
@@ -238,18 +225,3 @@ def _floats(frame: Any, column: str) -> Any:
             f"column '{column}': not a number: {frame[column][values.isna()].iloc[0]!r}"
         )
     return values.to_numpy(dtype=np.float64, na_value=np.nan)
-
-
-def _class_index(frame: Any, column: str, classes: Sequence[str]) -> NDArray[np.intp]:
-    """Class index per row (-1 where missing); InputError on a class without a score."""
-    index = {c: i for i, c in enumerate(classes)}
-    out = np.full(len(frame), -1, dtype=np.intp)
-    for row, value in enumerate(frame[column].to_numpy(dtype=object)):
-        text = value_text(value)
-        if text is None:
-            continue
-        if text not in index:
-            raise InputError(f"column '{column}': class '{text}' has no --score CLASS=COL "
-                             f"(classes: {', '.join(classes)})")  # fmt: skip
-        out[row] = index[text]
-    return out

@@ -8,7 +8,8 @@ changed (change kind "estimate"), and whose baseline stores a calibration or a m
   calibration, its `__cbpe_score.<k>` and `__cbpe_predicted` profiles (the same sums), with the
   ±3 standard-error band and the baseline's reference-chunk lower threshold (the slice's own
   where the reference had enough rows of it, else the overall one); the realized metric from
-  the window's outcome summaries where labels were joined (classification and multiclass);
+  the window's outcome summaries where labels were joined (classification; multiclass over
+  the baseline's classes, as the file-based run);
 - per slice, `reconstruction_error`: the mean of the window's `__pca_error` profile, judged
   overall against the baseline's reference-chunk bounds.
 
@@ -37,12 +38,14 @@ from monitor.estimation._columns import (
 )
 from monitor.estimation._metrics import METRICS, Estimate, estimate_metrics
 from monitor.estimation._multiclass import MULTICLASS_METRICS, estimate_sums
+from monitor.estimation._realized import MACRO_NAMES, realized_macro, summary_matrix
 from monitor.estimation._reconstruction import MultivariateResult, judge_mean
 from monitor.estimation._results import EstimationResult
 from monitor.estimation._run import judge
 from monitor.estimation._stored import StoredEstimation, StoredMulticlass, stored_calibration
 from monitor.estimation._stored_multivariate import StoredMultivariate, stored_multivariate
 from monitor.failures import Isolation
+from monitor.outcomes import MulticlassSummary
 from monitor.outcomes import metrics as m
 from monitor.outcomes.from_summary import evaluate_summaries
 from monitor.profiles import OVERALL, key_of, parse_slice_key, profile_from_bytes
@@ -61,8 +64,6 @@ MULTIVARIATE_METRIC = "reconstruction_error"
 # Realized from outcome summaries: estimated metric -> the outcome registry's metric
 # (specificity, which the registry lacks, comes from the summaries' confusion counts).
 REALIZED_METRICS = {m: m for m in ("roc_auc", "accuracy", "precision", "recall", "f1")}
-REALIZED_MULTICLASS = {"accuracy": "accuracy", "precision": "macro_precision",
-                       "recall": "macro_recall", "f1": "macro_f1"}  # fmt: skip
 Calibrated = StoredEstimation | StoredMulticlass
 
 
@@ -140,7 +141,8 @@ def estimate_window(
     """Estimate one window from its stored profiles and store the rows; returns them."""
     with transaction(engine) as s:
         profiles = _profiles(s, change, models.columns())
-        realized = _realized(s, cfg, change) if models.estimation is not None else {}
+        found = models.estimation
+        realized = _realized(s, cfg, change, found) if found is not None else {}
         rows = window_rows(profiles, realized, models, cfg.drift.min_n)
         store_estimated_results(
             s, cfg.name, change.version, (change.start, change.end), [_doc(r) for r in rows]
@@ -215,23 +217,40 @@ def _profiles(s: Session, change: Change, columns: Sequence[str]) -> dict[tuple[
             for k, c, p in s.execute(stmt)}  # fmt: skip
 
 
-def _realized(s: Session, cfg: ModelConfig, change: Change) -> dict[tuple[str, str], float | None]:
+def _realized(
+    s: Session, cfg: ModelConfig, change: Change, stored: Calibrated
+) -> dict[tuple[str, str], float | None]:
     """Realized metrics per (slice key, metric) from the window's joined-label summaries."""
-    names = {"classification": REALIZED_METRICS, "multiclass": REALIZED_MULTICLASS}.get(
-        cfg.outcomes.task
-    )
-    if names is None:
+    task = cfg.outcomes.task
+    multiclass = isinstance(stored, StoredMulticlass)
+    if task != ("multiclass" if multiclass else "classification"):  # labels of another kind
         return {}
     summaries = window_summaries(s, cfg.name, change.version, change.start, change.end)
     if not summaries or summaries[0][1].n == 0:
         return {}
-    ours = {theirs: mine for mine, theirs in names.items()}
-    results = evaluate_summaries(summaries, task=cfg.outcomes.task, metrics=list(ours),
-                                 min_support=1)  # fmt: skip
+    if isinstance(stored, StoredMulticlass):
+        return _realized_multiclass(stored, summaries)
+    ours = {theirs: mine for mine, theirs in REALIZED_METRICS.items()}
+    results = evaluate_summaries(summaries, task=task, metrics=list(ours), min_support=1)
     out = {(key_of(r.slice), ours[r.metric]): r.value for r in results}
-    if cfg.outcomes.task == "classification":
-        out.update({(key_of(slice_), "specificity"): _specificity(summary)
-                    for slice_, summary in summaries})  # fmt: skip
+    out.update({(key_of(slice_), "specificity"): _specificity(summary)
+                for slice_, summary in summaries})  # fmt: skip
+    return out
+
+
+def _realized_multiclass(
+    stored: StoredMulticlass, summaries: Sequence[tuple[dict[str, str] | None, Any]]
+) -> dict[tuple[str, str], float | None]:
+    """Accuracy and macro precision, recall, F1 of each slice's joined confusion matrix over
+    the baseline's classes (`realized_macro`, as the file-based run)."""
+    classes = stored.calibration.classes
+    out: dict[tuple[str, str], float | None] = {}
+    for slice_, summary in summaries:
+        if not isinstance(summary, MulticlassSummary):
+            continue
+        matrix = summary_matrix(classes, summary.cells)
+        out.update({(key_of(slice_), metric): realized_macro(metric, matrix)
+                    for metric in MACRO_NAMES})  # fmt: skip
     return out
 
 

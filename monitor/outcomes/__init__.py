@@ -12,15 +12,19 @@ from monitor.outcomes._base import (
 )
 from monitor.outcomes._evaluate import MIN_SUPPORT, evaluate_outcomes
 from monitor.outcomes._intervals import bootstrap, wilson
+from monitor.outcomes._multiclass import MulticlassSummary, class_of, confusion_metrics
 
 __all__ = [
     "DEFAULT_METRICS",
     "METRICS",
     "MIN_SUPPORT",
     "Metric",
+    "MulticlassSummary",
     "OutcomeResult",
     "OutcomeStatus",
     "bootstrap",
+    "class_of",
+    "confusion_metrics",
     "evaluate_outcomes",
     "get_metric",
     "wilson",

@@ -24,6 +24,7 @@ from tests.daemon.test_estimation_daemon import (
     ingest_and_evaluate,
     records,
     same_as_cli,
+    slice_text,
     stored_rows,
 )
 
@@ -75,16 +76,22 @@ def _run(url: str, frame: pd.DataFrame, labels: bool) -> Engine:
     return ingest_and_evaluate(url, _config(url), _events(frame, labels))
 
 
-def test_daemon_multiclass_estimates_equal_the_one_shot_cli(baseline: str, tmp_path: Path) -> None:
-    frame = _frame(N_CUR, 2)
+def _daemon_and_cli(
+    url: str, frame: pd.DataFrame, tmp_path: Path
+) -> tuple[Engine, dict[tuple[str, str], Any], list[dict[str, Any]]]:
+    """Labelled `frame` through ingest and the evaluate job, and through `modelwatch estimate`
+    (per region): the engine, the stored rows and the CLI's results."""
     ref, cur = tmp_path / "ref.parquet", tmp_path / "cur.parquet"
     frame.to_parquet(cur)
-    engine = _run(baseline, frame, labels=True)
-    stored = stored_rows(engine)
+    engine = _run(url, frame, labels=True)
     cli = run_cli("estimate", str(ref), str(cur), *SCORES, "--label", "label", "--slice-by",
                   "region", "--features", "a", "--json", "-")  # fmt: skip
     assert cli.returncode == 0, cli.stderr
-    results = json.loads(cli.stdout)["results"]
+    return engine, stored_rows(engine), json.loads(cli.stdout)["results"]
+
+
+def test_daemon_multiclass_estimates_equal_the_one_shot_cli(baseline: str, tmp_path: Path) -> None:
+    engine, stored, results = _daemon_and_cli(baseline, _frame(N_CUR, 2), tmp_path)
     assert len(results) == 15  # 5 metrics: overall, eu, us
     for want in results:
         got = same_as_cli(stored, want)
@@ -134,4 +141,52 @@ def test_class_scores_from_features_named_like_the_baseline(baseline: str, tmp_p
         got = stored[("", want["metric"])]
         assert got.n == want["n"] == 599
         assert got.value == pytest.approx(want["estimated"], abs=1e-9)
+    engine.dispose()
+
+
+def test_realized_macro_averages_over_the_baseline_classes(baseline: str, tmp_path: Path) -> None:
+    # class "2" is neither true nor predicted in this window: it counts 0 in the macro averages
+    # of both paths (NannyML's convention), not left out of the daemon's as a class never seen
+    frame = _frame(N_CUR, 5)
+    top = frame[["p0", "p1", "p2"]].to_numpy().argmax(axis=1)
+    frame = frame[(frame["label"] != 2) & (top != 2)].reset_index(drop=True)
+    engine, stored, results = _daemon_and_cli(baseline, frame, tmp_path)
+    for want in results:
+        got = same_as_cli(stored, want)
+        if want["metric"] != "roc_auc":
+            assert got.realized == pytest.approx(want["realized"], abs=1e-12), want["metric"]
+    y, pred = frame["label"].to_numpy(), frame[["p0", "p1", "p2"]].to_numpy().argmax(axis=1)
+    precision = [((y == k) & (pred == k)).sum() / (pred == k).sum() for k in (0, 1)]
+    assert stored[("", "precision")].realized == pytest.approx(sum(precision) / 3, abs=1e-12)
+    assert stored[("", "accuracy")].realized == pytest.approx((y == pred).mean(), abs=1e-12)
+    engine.dispose()
+
+
+def test_an_events_label_prediction_is_its_predicted_class(baseline: str, tmp_path: Path) -> None:
+    # the prediction is a class (half the rows another than the highest score), the class
+    # scores are features: estimates and realized equal `estimate --prediction COL`'s
+    frame = _frame(N_CUR, 6)
+    top = frame[["p0", "p1", "p2"]].to_numpy().argmax(axis=1)
+    frame["pred"] = np.where(np.arange(N_CUR) % 2 == 0, (top + 1) % 3, top)
+    items = [
+        {"request_id": f"r{i}", "model": "m", "model_version": "1", "timestamp": T0 + i * 0.5,
+         "features": {"a": float(row.a), "p0": row.p0, "p1": row.p1, "p2": row.p2},
+         "prediction": int(row.pred), "metadata": {"region": row.region}}
+        for i, row in enumerate(frame.itertuples(index=False))
+    ]  # fmt: skip
+    engine = ingest_and_evaluate(baseline, _config(baseline), records(items, frame["label"], T0))
+    stored = stored_rows(engine)
+    ref, cur = tmp_path / "ref.parquet", tmp_path / "cur.parquet"
+    pd.read_parquet(ref).assign(pred=lambda f: f[["p0", "p1", "p2"]].to_numpy().argmax(axis=1)
+                                ).to_parquet(ref)  # fmt: skip
+    frame.to_parquet(cur)
+    cli = run_cli("estimate", str(ref), str(cur), *SCORES, "--label", "label", "--prediction",
+                  "pred", "--slice-by", "region", "--features", "a", "--json", "-")  # fmt: skip
+    assert cli.returncode == 0, cli.stderr
+    for want in json.loads(cli.stdout)["results"]:
+        got = stored[(slice_text(want), want["metric"])]
+        assert got.value == pytest.approx(want["estimated"], abs=1e-9), want["metric"]
+        if want["metric"] != "roc_auc":
+            assert got.realized == pytest.approx(want["realized"], abs=1e-12), want["metric"]
+    assert stored[("", "accuracy")].value < 0.7  # half the predictions are not the top class
     engine.dispose()

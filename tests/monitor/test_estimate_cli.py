@@ -132,6 +132,42 @@ def test_multiclass_scores_per_class(tmp_path: Path) -> None:
     assert "column 'y': class 'c' has no --score CLASS=COL (classes: a, b)" in bad.stderr
 
 
+def test_multiclass_prediction_column_a_missing_value_takes_the_highest_score(
+    tmp_path: Path,
+) -> None:
+    def top(frame: pd.DataFrame) -> np.ndarray:
+        return np.array(["a", "b", "c"])[frame[["pa", "pb", "pc"]].to_numpy().argmax(axis=1)]
+
+    ref = _multiclass_file(tmp_path, "mref", 6000, 0.3)  # REFERENCE needs the column too
+    reference = pd.read_csv(ref)
+    reference.assign(pred=top(reference)).to_csv(ref, index=False)
+    cur = pd.read_csv(_multiclass_file(tmp_path, "mcur", 2000, 0.3))
+    highest = top(cur)
+    scores = ("--score", "a=pa", "--score", "b=pb", "--score", "c=pc", "--json", "-")
+
+    def run(pred: list[str | None] | None) -> dict[str, dict[str, float]]:
+        path = tmp_path / "with_pred.csv"
+        cur.assign(pred=pred).to_csv(path, index=False)
+        given = () if pred is None else ("--prediction", "pred")
+        out = run_cli("estimate", str(ref), str(path), "--label", "y", *given, *scores)
+        assert out.returncode == 0, out.stderr
+        return {r["metric"]: r for r in json.loads(out.stdout)["results"]}
+
+    by_top = run(None)
+    own = run([None, *highest[1:]])  # the missing value: the highest score, as without the column
+    for metric, r in by_top.items():
+        assert own[metric]["estimated"] == pytest.approx(r["estimated"], abs=1e-12)
+        assert own[metric]["realized"] == pytest.approx(r["realized"], abs=1e-12)
+    rotated = run([{"a": "b", "b": "c", "c": "a"}[t] for t in highest])  # the column is used
+    assert rotated["accuracy"]["estimated"] < by_top["accuracy"]["estimated"] - 0.3
+    assert rotated["accuracy"]["realized"] < by_top["accuracy"]["realized"] - 0.3
+    cur.assign(pred=["d", *highest[1:]]).to_csv(tmp_path / "bad.csv", index=False)
+    bad = run_cli("estimate", str(ref), str(tmp_path / "bad.csv"), "--label", "y",
+                  "--prediction", "pred", *scores)  # fmt: skip
+    assert bad.returncode == 2
+    assert "bad.csv: column 'pred': class 'd' has no --score CLASS=COL" in bad.stderr
+
+
 def test_multivariate_key_and_exit_1_on_a_broken_correlation(tmp_path: Path) -> None:
     rng = np.random.default_rng(5)
 

@@ -20,9 +20,11 @@ from monitor.estimation import (
     fit_multiclass,
     multiclass_specs,
     multiclass_values,
+    predicted_classes,
 )
 from monitor.estimation._columns import PREDICTED_COLUMN, multiclass_sums_of
-from monitor.estimation._multiclass import estimate_sums
+from monitor.estimation._multiclass import estimate_sums, named_classes
+from monitor.estimation._realized import realized_macro, summary_matrix
 from monitor.estimation._stored import StoredMulticlass
 from monitor.estimation._window import StoredModels, window_rows
 from monitor.profiles import ColumnSpec
@@ -43,8 +45,10 @@ def _calibration() -> MulticlassCalibration:
     return fit_multiclass(CLASSES, p, y, bins=30)
 
 
-def _profiles(cal: MulticlassCalibration, scores: np.ndarray) -> dict[str, Any]:
-    values = multiclass_values(cal, scores)
+def _profiles(
+    cal: MulticlassCalibration, scores: np.ndarray, predictions: list[Any] | None = None
+) -> dict[str, Any]:
+    values = multiclass_values(cal, scores, predictions)
     return {c: spec.profile(values[c]) for c, spec in multiclass_specs(cal).items()}
 
 
@@ -138,3 +142,34 @@ def test_a_malformed_stored_multiclass_calibration_is_refused(broken: dict[str, 
     assert StoredMulticlass.from_dict(good, "b").calibration.classes == CLASSES
     with pytest.raises(CorruptProfileError, match="baseline 'x'"):
         StoredMulticlass.from_dict({**good, **broken}, "baseline 'x'")
+
+
+def test_realized_from_a_summary_is_over_the_baseline_classes() -> None:
+    # class "c" never appears; a pair naming "z" (no score in the baseline) is left out
+    cells = {("a", "a"): 3, ("a", "b"): 1, ("b", "b"): 2, ("z", "a"): 5, ("b", "z"): 4}
+    matrix = summary_matrix(CLASSES, cells)
+    assert matrix.sum() == 6
+    assert realized_macro("accuracy", matrix) == pytest.approx(5 / 6)
+    assert realized_macro("precision", matrix) == pytest.approx((1 + 2 / 3 + 0) / 3)
+    assert realized_macro("recall", matrix) == pytest.approx((3 / 4 + 1 + 0) / 3)
+    assert realized_macro("f1", matrix) == pytest.approx((6 / 7 + 4 / 5 + 0) / 3)
+    assert realized_macro("accuracy", summary_matrix(CLASSES, {("z", "z"): 2})) is None
+
+
+def test_an_events_own_class_is_its_prediction_else_the_highest_score() -> None:
+    cal = _calibration()
+    scores, _ = _scores(300, 9)
+    top = scores.argmax(axis=1)
+    own = (top + 1) % 3  # label predictions that disagree with the scores
+    predictions: list[Any] = [CLASSES[k] for k in own]
+    predictions[:3] = [None, "z", 7]  # missing, or naming no class of the baseline
+    predicted = np.concatenate([top[:3], own[3:]])
+    assert (predicted_classes(scores, named_classes(CLASSES, predictions)) == predicted).all()
+    data = MulticlassData(scores, predicted)
+    raw = estimate_multiclass(cal, data, data, EstimateOptions(metrics=MULTICLASS_METRICS))
+    ours = estimate_sums(multiclass_sums_of(cal, _profiles(cal, scores, predictions)),
+                         MULTICLASS_METRICS)  # fmt: skip
+    for want, got in zip((r for r in raw if r.slice is None), ours, strict=True):
+        assert got.estimated == pytest.approx(want.estimated, abs=1e-12), want.metric
+    by_top = estimate_sums(multiclass_sums_of(cal, _profiles(cal, scores)), MULTICLASS_METRICS)
+    assert ours[1].metric == "accuracy" and ours[1].estimated < by_top[1].estimated - 0.3
