@@ -12,7 +12,8 @@ its marker consumed in one transaction. The current, incomplete day and week are
 again whenever one of their windows changes.
 A crash leaves the markers pending; a period that fails is its own job failure (item
 `drift <model>/<version> day <start>`), retried after its backoff; a window never waits for its
-periods.
+periods. A period waits for its failing windows, found by their failures' `window_start`
+(`monitor.failures.failing_windows`), not by parsing item names.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from sqlalchemy.orm import Session
 
 from monitor.config import ModelConfig
 from monitor.detectors import DriftResult
-from monitor.failures import Isolation
+from monitor.failures import Isolation, failing_windows
 from monitor.outcomes import OutcomeResult
 from monitor.periods import PERIODS, Period, period_of
 from monitor.results import store_period_results
@@ -42,6 +43,9 @@ from monitor.storage import (
 Compute = Callable[[Session, str, str, Period], Sequence[DriftResult] | Sequence[OutcomeResult]]
 """A period's results of one version (drift or outcome metrics), from (session, version, period
 name, period), reading and storing its merge in the session."""
+
+WINDOW_ITEMS = {"drift": "drift", "outcome": "outcomes"}
+"""The evaluate job's item kind of one window (`monitor.failures.window_item`), per result kind."""
 
 
 class _Window(Protocol):
@@ -69,7 +73,7 @@ def evaluate_periods(
 ) -> int:
     """Evaluate and store the model's pending days and weeks of `kind`; returns how many."""
     done = 0
-    failing = _failing_windows(isolation, cfg.name, kind)
+    failing = failing_windows(isolation.failing(), WINDOW_ITEMS[kind], cfg.name)
     for name in PERIODS:
         # Read after the days were evaluated: a week waits for its pending (failing) days.
         waiting = [] if name == "day" else pending_changes(engine, cfg.name, f"{kind}_day")
@@ -86,20 +90,6 @@ def evaluate_periods(
 
 def _within(day: Change, week: Change) -> bool:
     return day.version == week.version and week.start <= day.start < week.end
-
-
-def _failing_windows(isolation: Isolation, model: str, kind: str) -> list[tuple[str, datetime]]:
-    """(version, window start) of the model's failing window items of `kind`
-    (`<kind> <model>/<version> <start>`, as `WindowEvaluator` names them)."""
-    out = []
-    for f in isolation.failing():
-        parts = f.item.split(" ")
-        if len(parts) == 3 and parts[0] == kind and parts[1] == f"{model}/{f.version}":
-            try:
-                out.append((str(f.version), datetime.fromisoformat(parts[2])))
-            except ValueError:  # not a window item
-                continue
-    return out
 
 
 def _store(engine: Engine, kind_name: tuple[str, str], change: Change, compute: Compute) -> int:

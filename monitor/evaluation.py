@@ -28,13 +28,13 @@ from monitor._drift_batch import (
     where_of,
 )
 from monitor._outcome_batch import outcome_batch
-from monitor._period_results import evaluate_periods, mark_periods
+from monitor._period_results import WINDOW_ITEMS, evaluate_periods, mark_periods
 from monitor.attributions import AttributionReference
 from monitor.baselines import baseline_for
 from monitor.config import ModelConfig
 from monitor.detectors import DriftResult
 from monitor.estimation import estimate_changed
-from monitor.failures import Isolation, redact
+from monitor.failures import Isolation, redact, window_item
 from monitor.outcomes import OutcomeResult
 from monitor.periods import DayMerges, Period, stored_drift, stored_outcomes
 from monitor.profiles import ProfileSet
@@ -98,7 +98,7 @@ def _change(window: Window) -> Change:
 
 def _item(kind: str, cfg: ModelConfig, window: Window) -> str:
     """The evaluate job's item name of one window's drift or outcome evaluation."""
-    return f"{kind} {cfg.name}/{window.version} {window.start.isoformat()}"
+    return window_item(WINDOW_ITEMS[kind], cfg.name, window.version, window.start)
 
 
 def consume(engine: Engine, kind: str, windows: Sequence[Window]) -> None:
@@ -282,7 +282,9 @@ class WindowEvaluator:
         out = []
         for item, window in due:
             work = functools.partial(alone, window)
-            done_one = self.isolation.attempt(item, work, window.model, window.version)
+            done_one = self.isolation.attempt(
+                item, work, window.model, window.version, window.start
+            )
             if done_one is not None:  # a failed window stays pending: retried after its backoff
                 out.append(done_one)
                 consumed.add(window)
@@ -340,7 +342,7 @@ class WindowEvaluator:
         mark_periods(self.engine, "outcome", windows)
         for batch in batches(windows):
             done = self._batched(
-                [_item("outcomes", cfg, w) for w in batch],
+                [_item("outcome", cfg, w) for w in batch],
                 batch,
                 functools.partial(self._outcomes_together, cfg),
                 functools.partial(self._outcome_window, cfg),

@@ -3,8 +3,11 @@
 A job (evaluate, retention...) works through items (a model's windows, a signal producer). An
 item that raises is recorded in `job_failures` (since when, how often, the last error, when it
 is retried) and skipped until its retry time; the job goes on with the other items. A success
-deletes the row. Errors are stored redacted: one line, no URLs or credentials, bounded length,
-because they are served by `/readyz`, `modelwatch status` and alert labels.
+deletes the row. An item that is one window (`window_item`: `<kind> <model>/<version> <start>`)
+also stores the window's start (`window_start`), which the jobs that retry or wait for failing
+windows read: item names are for people, never parsed. Errors are stored redacted: one line,
+no URLs or credentials, bounded length, because they are served by `/readyz`,
+`modelwatch status` and alert labels.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 MAX_ERROR = 300
+MAX_ITEM = 500  # job_failures.item's length
 # scheme://anything (connection strings, URLs with tokens), and key=value secrets.
 _URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://\S+")
 _SECRET = re.compile(r"(?i)\b(password|passwd|pwd|token|secret|user)=\S+")
@@ -43,6 +47,7 @@ class Failure:
     first_failed_at: datetime
     last_failed_at: datetime
     retry_at: datetime
+    window_start: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,23 @@ def redact(error: BaseException | str) -> str:
     return line if len(line) <= MAX_ERROR else line[: MAX_ERROR - 1] + "…"
 
 
+def window_item(kind: str, model: str, version: str, start: datetime) -> str:
+    """The item name of one window's work of `kind` (drift, outcomes, slo...)."""
+    return f"{kind} {model}/{version} {start.isoformat()}"
+
+
+def failing_windows(failing: list[Failure], kind: str, model: str) -> list[tuple[str, datetime]]:
+    """(version, window start) of the model's failing window items of `kind`."""
+    return [
+        (f.version, f.window_start)
+        for f in failing
+        if f.model == model
+        and f.version is not None
+        and f.window_start is not None
+        and f.item == window_item(kind, model, f.version, f.window_start)[:MAX_ITEM]
+    ]
+
+
 def list_failures(engine: Engine, job: str | None = None) -> list[Failure]:
     """Failing items (of one job, or all), longest failing first."""
     stmt = select(JobFailure).order_by(JobFailure.first_failed_at, JobFailure.id)
@@ -86,6 +108,7 @@ def record_failure(
     now: datetime | None = None,
     model: str | None = None,
     version: str | None = None,
+    window_start: datetime | None = None,
 ) -> Failure:
     """Count one more failure of `item` and schedule its retry; returns the updated record."""
     now = now or utcnow()
@@ -94,10 +117,10 @@ def record_failure(
             select(JobFailure).where(JobFailure.job == job, JobFailure.item == item)
         ).one_or_none()
         if row is None:
-            row = JobFailure(job=job, item=item[:500], failures=0, first_failed_at=now)
+            row = JobFailure(job=job, item=item[:MAX_ITEM], failures=0, first_failed_at=now)
             s.add(row)
         row.failures += 1
-        row.model, row.version = model, version
+        row.model, row.version, row.window_start = model, version, window_start
         row.error = redact(error)
         row.last_failed_at = now
         row.retry_at = now + backoff.delay(row.failures)
@@ -122,6 +145,7 @@ def _failure(row: JobFailure) -> Failure:
         row.first_failed_at,
         row.last_failed_at,
         row.retry_at,
+        row.window_start,
     )
 
 
@@ -172,15 +196,17 @@ class Isolation:
         work: Callable[[], T],
         model: str | None = None,
         version: str | None = None,
+        window_start: datetime | None = None,
     ) -> T | None:
-        """`work()`'s result; None when the item is not due or failed (then it is recorded)."""
+        """`work()`'s result; None when the item is not due or failed (then it is recorded).
+        `window_start`: the window's start when the item is one window (`window_item`)."""
         if not self.due(item):
             return None
         try:
             result = work()
         except Exception as exc:  # one failing item must not stop the job's other items
             log.warning("job %s: %s failed: %s", self.job, item, redact(exc))
-            self._record(item, exc, model, version)
+            self._record(item, exc, (model, version, window_start))
             return None
         self.succeeded(item)
         return result
@@ -190,12 +216,17 @@ class Isolation:
         if item in self._failing:
             self._forget(item)
 
-    def _record(self, item: str, exc: Exception, model: str | None, version: str | None) -> None:
+    def _record(
+        self,
+        item: str,
+        exc: Exception,
+        about: tuple[str | None, str | None, datetime | None],
+    ) -> None:
         if self.on_failure is not None:
             self.on_failure(self.job)
         try:
             self._failing[item] = record_failure(
-                self.engine, self.job, item, exc, self.backoff, self._now, model, version
+                self.engine, self.job, item, exc, self.backoff, self._now, *about
             )
         except Exception as db_exc:  # the database itself may be what failed
             log.warning(

@@ -26,7 +26,7 @@ from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
 from monitor.config.serving import SloConfig
-from monitor.failures import Isolation
+from monitor.failures import Isolation, failing_windows, window_item
 from monitor.profiles import OVERALL
 from monitor.profiles.serving import ServingSummary
 from monitor.results import store_slo_results
@@ -34,6 +34,7 @@ from monitor.storage import WindowServing, session_factory, transaction, utcnow
 
 SloStatus = Literal["ok", "breach", "insufficient_data"]
 OBJECTIVES = ("latency_p95_ms", "latency_p99_ms", "error_rate", "min_rps", "cost_per_1k")
+SLO_ITEM = "slo"  # the kind of a window's SLO evaluation item (`window_item`)
 
 
 @dataclass(frozen=True)
@@ -186,7 +187,7 @@ def store_window_slo(
 
 def slo_item(model: str, version: str, start: datetime) -> str:
     """The evaluate job's item name of one window's SLO evaluation."""
-    return f"slo {model}/{version} {start.isoformat()}"
+    return window_item(SLO_ITEM, model, version, start)
 
 
 def record_window_slo(
@@ -195,17 +196,10 @@ def record_window_slo(
 ) -> None:  # fmt: skip
     """:func:`store_window_slo` as an item of the job: a failure is recorded, not raised."""
     work = functools.partial(store_window_slo, engine, cfg, model, version, start, utcnow())
-    isolation.attempt(slo_item(model, version, start), work, model, version)
+    isolation.attempt(slo_item(model, version, start), work, model, version, start)
 
 
 def retry_failed_slo(isolation: Isolation, engine: Engine, model: str, cfg: SloConfig) -> None:
     """Try again the model's windows whose SLO evaluation failed, once their backoff passed."""
-    prefix = f"slo {model}/"
-    for f in isolation.failing():
-        if f.model != model or f.version is None or not f.item.startswith(prefix):
-            continue
-        try:
-            start = datetime.fromisoformat(f.item.rsplit(" ", 1)[1])
-        except ValueError:  # not an item this module named
-            continue
-        record_window_slo(isolation, engine, model, cfg, f.version, start)
+    for version, start in failing_windows(isolation.failing(), SLO_ITEM, model):
+        record_window_slo(isolation, engine, model, cfg, version, start)

@@ -136,6 +136,7 @@ def _jobs_doc(successes: dict[str, datetime], failing: list[Failure]) -> dict[st
                 "failures": f.failures,
                 "since": f.first_failed_at.isoformat(),
                 "retry_at": f.retry_at.isoformat(),
+                "window_start": f.window_start.isoformat() if f.window_start else None,
             }
             for f in failing
         ],

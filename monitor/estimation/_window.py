@@ -44,7 +44,7 @@ from monitor.estimation._results import EstimationResult
 from monitor.estimation._run import judge
 from monitor.estimation._stored import StoredEstimation, StoredMulticlass, stored_calibration
 from monitor.estimation._stored_multivariate import StoredMultivariate, stored_multivariate
-from monitor.failures import Isolation
+from monitor.failures import Isolation, window_item
 from monitor.outcomes import MulticlassSummary
 from monitor.outcomes import metrics as m
 from monitor.outcomes.from_summary import evaluate_summaries
@@ -116,10 +116,11 @@ def estimate_changed(engine: Engine, cfg: ModelConfig, isolation: Isolation) -> 
             done.append(change)
             continue
         stored = isolation.attempt(
-            f"estimate {cfg.name}/{change.version} {change.start.isoformat()}",
+            window_item("estimate", cfg.name, change.version, change.start),
             functools.partial(estimate_window, engine, cfg, change, found),
             cfg.name,
             change.version,
+            change.start,
         )
         if stored is not None:  # a failed window stays pending: retried after its backoff
             done.append(change)

@@ -42,6 +42,9 @@ class JobFailure(Base):
     item: Mapped[str] = mapped_column(String(500))
     model: Mapped[str | None] = mapped_column(String(200))
     version: Mapped[str | None] = mapped_column(String(100))
+    # The failing window's start when the item is one window (`window_item`), else NULL: read
+    # by the jobs that retry or wait for failing windows, so item names are never parsed.
+    window_start: Mapped[datetime | None] = mapped_column(UTCDateTime)
     error: Mapped[str] = mapped_column(Text)
     failures: Mapped[int] = mapped_column(Integer, default=1)
     first_failed_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

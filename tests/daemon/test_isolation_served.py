@@ -3,6 +3,7 @@ and /readyz, /metrics and `modelwatch status` say what fails (SQLite and Postgre
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import httpx
@@ -101,3 +102,6 @@ def test_one_poisoned_model_never_stops_the_other(
         f"FAILING evaluate: drift fraud/1 {(START + WINDOW).isoformat()}: 1 times" in status.stdout
     )
     assert "job evaluate: last success" in status.stdout
+    doc = json.loads(run_cli("status", "--config", str(path), "--json").stdout)
+    [failure] = [f for f in doc["failures"] if f["job"] == "evaluate"]
+    assert failure["window_start"] == (START + WINDOW).isoformat()

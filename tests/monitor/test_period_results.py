@@ -42,6 +42,7 @@ from monitor.storage import (
     DayOutcomeSummary,
     DriftPeriodResultRow,
     OutcomePeriodResultRow,
+    OutcomeSummaryRow,
     WindowProfile,
     session_factory,
     transaction,
@@ -206,6 +207,24 @@ def test_a_period_waits_for_its_failing_window(engine: Engine, day: list[dict[st
     assert list_failures(engine, "evaluate") == []
     stored = _stored(engine, DriftPeriodResultRow, "day")
     assert stored[("", "amount", "wasserstein")].n_current == len(day)
+
+
+def test_a_period_waits_for_its_failing_outcome_window(
+    engine: Engine, day: list[dict[str, Any]]
+) -> None:
+    start = DAY.start + timedelta(hours=1)
+    where = OutcomeSummaryRow.window_start == start
+    with transaction(engine) as s:
+        s.execute(OutcomeSummaryRow.__table__.update().where(where).values(payload=b"\x00bad"))
+    WindowEvaluator(engine, [MODEL], HOUR).run(now=DAY.start)
+    # One failure, the outcome window (found by its stored start): its day and week wait and
+    # are not reported as failures of their own; drift (profiles) is stored.
+    failures = list_failures(engine, "evaluate")
+    assert [(f.item, f.window_start) for f in failures] == [
+        (f"outcomes fraud/1 {start.isoformat()}", start)
+    ]
+    assert _stored(engine, OutcomePeriodResultRow, "day") == {}
+    assert _stored(engine, DriftPeriodResultRow, "day") != {}
 
 
 def test_the_current_week_is_evaluated_every_tick_from_stored_days(
