@@ -25,7 +25,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from monitor.config import ModelConfig
-from monitor.errors import InputError
+from monitor.errors import CorruptProfileError, InputError
 from monitor.outcomes import OutcomeResult
 from monitor.outcomes.from_summary import evaluate_summaries
 from monitor.outcomes.summary import (
@@ -244,6 +244,8 @@ def merge_stored(
 def _merged(payload: bytes, summary: OutcomeSummary) -> OutcomeSummary:
     try:
         return merge_summaries([summary_from_bytes(payload), summary]) or summary
+    except CorruptProfileError:
+        raise
     except InputError:
         # The task or threshold was reconfigured within this window: the stored summary was
         # built under the old settings and cannot be combined, so the window restarts.

@@ -11,7 +11,8 @@ each event is validated there, a bad one becomes a dead letter (source `http`), 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+import math
+from typing import Annotated, Any, Literal, get_args
 
 import orjson
 from fastapi import APIRouter, Depends, Header, HTTPException, Request, Response
@@ -28,16 +29,21 @@ from collectors import (
     check_idempotency_key,
     check_request,
 )
-from monitor.daemon._auth import requires
+from monitor.daemon._auth import authenticate, requires
 from monitor.daemon._common import ApiModel, ErrorBody, errors
 from monitor.daemon._dead_letters_api import (
+    MAX_WAIT_S,
     IngestResult,
     Wait,
     dead_letters_url,
     drained_result,
 )
+from monitor.errors import InputError
 
 router = APIRouter(tags=["ingest"])
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+_KEY_DOC = "Makes a retried request count once (1-200 visible ASCII characters)"
+WAIT_DOC: str = get_args(Wait)[1].description
 _BUSY = "the database is unavailable, or the intake backlog is at collect.http_max_backlog"
 
 Scalar = float | int | str | bool | None
@@ -139,11 +145,20 @@ def _events_body_doc() -> dict[str, Any]:
 
 IdempotencyKey = Annotated[
     str | None,
-    Header(
-        alias="Idempotency-Key",
-        description="Makes a retried request count once (1-200 visible ASCII characters)",
-    ),
+    Header(alias=IDEMPOTENCY_HEADER, description=_KEY_DOC),
 ]
+
+
+def _events_parameters() -> list[dict[str, Any]]:
+    """`wait` and `Idempotency-Key` as the docs show them (`post_events` reads them itself)."""
+    wait = {"anyOf": [{"type": "number", "minimum": 0, "maximum": MAX_WAIT_S}, {"type": "null"}]}
+    key = {"anyOf": [{"type": "string"}, {"type": "null"}]}
+    return [
+        {"name": "wait", "in": "query", "required": False, "description": WAIT_DOC,
+         "schema": {**wait, "title": "Wait", "description": WAIT_DOC}},
+        {"name": IDEMPOTENCY_HEADER, "in": "header", "required": False, "description": _KEY_DOC,
+         "schema": {**key, "title": IDEMPOTENCY_HEADER, "description": _KEY_DOC}},
+    ]  # fmt: skip
 
 
 def _intake(request: Request) -> HttpIntake:
@@ -158,47 +173,62 @@ def _submit(intake: HttpIntake, body: RequestBody, key: str | None, ns: str) -> 
         raise HTTPException(503, str(exc), {"Retry-After": str(exc.retry_after)}) from None
 
 
-async def _answer(
-    intake: HttpIntake, accepted: Accepted, ns: str, wait: float | None, response: Response
-) -> IngestAccepted:
-    """The 202 body; with `wait`, the drain's result and 200 once it consumed the request."""
-    status: Literal["accepted", "duplicate"] = "duplicate" if accepted.duplicates else "accepted"
-    result = None
-    if wait:
-        result = await drained_result(intake.engine, accepted, wait)
-        if result is not None:
-            response.status_code = 200
-    return IngestAccepted(
-        status=status,
-        queued=accepted.queued,
-        duplicates=accepted.duplicates,
-        idempotency_key=accepted.idempotency_key,
-        dead_letters_url=dead_letters_url(accepted.idempotency_key, ns),
-        result=result,
-    )
+async def _answer(intake: HttpIntake, accepted: Accepted, ns: str, wait: float | None) -> Response:
+    """The 202 (IngestAccepted); with `wait`, the drain's result and 200 once it consumed the
+    request. Encoded here: no response model to validate per request on the hot path."""
+    result = await drained_result(intake.engine, accepted, wait) if wait else None
+    doc = {
+        "status": "duplicate" if accepted.duplicates else "accepted",
+        "queued": accepted.queued,
+        "duplicates": accepted.duplicates,
+        "idempotency_key": accepted.idempotency_key,
+        "dead_letters_url": dead_letters_url(accepted.idempotency_key, ns),
+        "result": None if result is None else result.model_dump(mode="json"),
+    }
+    status = 202 if result is None else 200
+    return Response(orjson.dumps(doc), status, media_type="application/json")
+
+
+def _wait_of(request: Request) -> float | None:
+    """The `wait` query parameter: seconds from 0 to MAX_WAIT_S, or None when absent."""
+    text = request.query_params.get("wait")
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value <= MAX_WAIT_S:  # NaN too
+        raise InputError(f"query.wait: must be a number of seconds from 0 to {MAX_WAIT_S:g}")
+    return value
 
 
 @router.post(
     "/events",
     status_code=202,
-    dependencies=[Depends(requires("ingest"))],
     response_model=IngestAccepted,
     responses=_RESPONSES,
-    openapi_extra={"requestBody": _events_body_doc()},
+    openapi_extra={
+        "requestBody": _events_body_doc(),
+        "parameters": _events_parameters(),
+        "security": [{"bearer": []}],
+    },
 )
-async def post_events(
-    request: Request, response: Response, idempotency_key: IdempotencyKey = None, wait: Wait = None
-) -> IngestAccepted:
+async def post_events(request: Request) -> Response:
     """Append a batch of events to the intake log; the drain aggregates it moments later.
 
     With `?wait=SECONDS` (at most 10) the answer waits until the drain has consumed the request
     and is then 200 with `result` (events, valid, dead letters and the first of them); past the
     wait it is the usual 202."""
+    # The ack path: the token, `wait` and the key are read here, not as FastAPI dependencies
+    # and parameters (solving them cost more than the append's own work; issue 17).
+    authenticate(request.app.state.tokens, request, "ingest")
+    wait = _wait_of(request)
     body = check_request(await request.body(), request.headers)
-    key = check_idempotency_key(idempotency_key or body.batch_id)
+    key = check_idempotency_key(request.headers.get(IDEMPOTENCY_HEADER) or body.batch_id)
     intake = _intake(request)
     accepted = await run_in_threadpool(_submit, intake, body, key, "idem")
-    return await _answer(intake, accepted, "idem", wait, response)
+    return await _answer(intake, accepted, "idem", wait)
 
 
 @router.post(
@@ -211,10 +241,9 @@ async def post_events(
 async def post_labels(
     body: list[LabelIn] | LabelBatch,
     request: Request,
-    response: Response,
     idempotency_key: IdempotencyKey = None,
     wait: Wait = None,
-) -> IngestAccepted:
+) -> Response:
     """Append ground-truth labels; they are joined to predictions with the same request id
     (`?wait=` as for events)."""
     labels, batch_id = (body, None) if isinstance(body, list) else (body.labels, body.batch_id)
@@ -223,4 +252,4 @@ async def post_labels(
     intake = _intake(request)
     stored = RequestBody("events", raw, len(labels))
     accepted = await run_in_threadpool(_submit, intake, stored, key, "labels")
-    return await _answer(intake, accepted, "labels", wait, response)
+    return await _answer(intake, accepted, "labels", wait)

@@ -24,6 +24,7 @@ pair never stops the others from being scored.
 from __future__ import annotations
 
 import math
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -32,7 +33,7 @@ import numpy as np
 import orjson
 from numpy.typing import NDArray
 
-from monitor.errors import InputError
+from monitor.errors import CorruptProfileError, InputError
 from monitor.outcomes._multiclass import MulticlassSummary, class_of
 from monitor.outcomes.metrics import CLIP, ECE_BINS
 
@@ -306,13 +307,25 @@ def add_pairs(summary: OutcomeSummary, ys: Any, ss: Any, sign: int = 1) -> None:
         summary.add(np.asarray(ys, np.float64), np.asarray(ss, np.float64), sign=sign)
 
 
+# Stored classification summaries: this magic, a fixed header, then the non-empty bins' arrays.
+# Older payloads (JSON documents, which start with "{") are still read.
+_BINARY = b"MWC1"
+_HEADER = struct.Struct("<4sdq4qI")
+_CELL_DTYPES: tuple[np.dtype[Any], ...] = tuple(np.dtype(d) for d in ("<u2", "<i8", "<f8", "<f8"))
+
+
 def summary_to_bytes(summary: OutcomeSummary) -> bytes:
-    """The stored form of a summary (compact JSON: only non-empty bins)."""
+    """The stored form of a summary: classification binary (only non-empty bins; decoded
+    without a parse, as the label join rewrites it per batch), other tasks compact JSON."""
+    if isinstance(summary, ClassificationSummary):
+        return _classification_bytes(summary)
     return orjson.dumps(summary.to_doc(), option=orjson.OPT_SERIALIZE_NUMPY)
 
 
 def summary_from_bytes(payload: bytes) -> OutcomeSummary:
-    """Inverse of `summary_to_bytes`."""
+    """Inverse of `summary_to_bytes`, and reads the JSON payloads of earlier releases."""
+    if bytes(payload[:4]) == _BINARY:
+        return _classification_from_bytes(payload)
     doc = orjson.loads(payload)
     if doc.get("task") == "classification":
         return ClassificationSummary.from_doc(doc)
@@ -330,4 +343,36 @@ def merge_summaries(summaries: list[OutcomeSummary]) -> OutcomeSummary | None:
         if type(other) is not type(out):
             raise InputError("cannot merge outcome summaries of different tasks")
         out = out.merge(other)  # type: ignore[arg-type]
+    return out
+
+
+def _classification_bytes(summary: ClassificationSummary) -> bytes:
+    cells = np.flatnonzero(summary.count.reshape(-1))
+    head = _HEADER.pack(
+        _BINARY, summary.threshold, summary.invalid, *summary.confusion.tolist(), cells.size
+    )
+    arrays = (summary.count, summary.score_sum, summary.loss_sum)
+    columns = [cells, *(a.reshape(-1)[cells] for a in arrays)]
+    return head + b"".join(
+        c.astype(d).tobytes() for c, d in zip(columns, _CELL_DTYPES, strict=True)
+    )
+
+
+def _classification_from_bytes(payload: bytes) -> ClassificationSummary:
+    """Decode a binary classification summary; CorruptProfileError when it is not one."""
+    try:
+        _, threshold, invalid, *confusion, size = _HEADER.unpack_from(payload)
+        offset, columns = _HEADER.size, []
+        for dtype in _CELL_DTYPES:
+            columns.append(np.frombuffer(payload, dtype, size, offset))
+            offset += size * dtype.itemsize
+    except (struct.error, ValueError):
+        raise CorruptProfileError("outcome summary: truncated binary payload") from None
+    cells, count, score_sum, loss_sum = columns
+    if offset != len(payload) or (size and int(cells.max()) >= 2 * BINS):
+        raise CorruptProfileError("outcome summary: malformed binary payload")
+    out = ClassificationSummary(threshold, np.asarray(confusion, np.int64), invalid=invalid)
+    out.count.reshape(-1)[cells] = count
+    out.score_sum.reshape(-1)[cells] = score_sum
+    out.loss_sum.reshape(-1)[cells] = loss_sum
     return out

@@ -156,6 +156,20 @@ def test_ingest_scopes(server: ServerProcess) -> None:
     assert httpx.post(labels, json=[]).status_code == 401
     assert httpx.post(labels, json=[], headers=auth("MW_T_READ")).status_code == 403
     assert httpx.post(url, json=[event(1)], headers=auth("MW_T_ADMIN")).status_code == 202
+    # The token is checked before anything else: a bad body or `wait` without one is a 401.
+    assert httpx.post(url, content=b"{", params={"wait": "x"}).status_code == 401
+    bad_key = post(server, [event(2)], key="has space")
+    assert bad_key.status_code == 422 and bad_key.json()["detail"].startswith("Idempotency-Key")
+
+
+def test_wait_outside_0_to_10_seconds_is_one_line_422(server: ServerProcess) -> None:
+    for wait in ("-1", "10.5", "nan", "soon", ""):
+        resp = post(server, [event(1)], key=f"w{wait}", params={"wait": wait})
+        assert resp.status_code == 422, wait
+        assert resp.json()["detail"].startswith("query.wait: must be a number"), wait
+    ok = post(server, [event(1)], key="w0", params={"wait": "0"})
+    assert ok.status_code == 202 and ok.json()["result"] is None
+    assert ok.json()["status"] == "accepted" and ok.json()["queued"] == 1
 
 
 def test_labels_are_joined_to_predictions(server: ServerProcess, tmp_path: Path) -> None:
