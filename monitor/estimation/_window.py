@@ -38,7 +38,12 @@ from monitor.estimation._columns import (
 )
 from monitor.estimation._metrics import METRICS, Estimate, estimate_metrics
 from monitor.estimation._multiclass import MULTICLASS_METRICS, estimate_sums
-from monitor.estimation._realized import MACRO_NAMES, realized_macro, summary_matrix
+from monitor.estimation._realized import (
+    MACRO_NAMES,
+    realized_macro,
+    summary_macro_auc,
+    summary_matrix,
+)
 from monitor.estimation._reconstruction import MultivariateResult, judge_mean
 from monitor.estimation._results import EstimationResult
 from monitor.estimation._run import judge
@@ -243,7 +248,8 @@ def _realized_multiclass(
     stored: StoredMulticlass, summaries: Sequence[tuple[dict[str, str] | None, Any]]
 ) -> dict[tuple[str, str], float | None]:
     """Accuracy and macro precision, recall, F1 of each slice's joined confusion matrix over
-    the baseline's classes (`realized_macro`, as the file-based run)."""
+    the baseline's classes (`realized_macro`, as the file-based run), and the macro
+    one-vs-rest ROC-AUC of its class score histograms (None without scores)."""
     classes = stored.calibration.classes
     out: dict[tuple[str, str], float | None] = {}
     for slice_, summary in summaries:
@@ -252,6 +258,7 @@ def _realized_multiclass(
         matrix = summary_matrix(classes, summary.cells)
         out.update({(key_of(slice_), metric): realized_macro(metric, matrix)
                     for metric in MACRO_NAMES})  # fmt: skip
+        out[(key_of(slice_), "roc_auc")] = summary_macro_auc(classes, summary)
     return out
 
 

@@ -9,6 +9,13 @@ usable true or predicted class are counted in ``invalid`` and skipped.
 
 The summary keeps only non-empty cells, so its size is bounded by (classes seen)², not rows;
 merging adds cells, so every counts-based metric of a merge is exact.
+
+When a prediction carries class probabilities (a list or a map, every value a number in
+[0, 1]; `ScoredClass`) and the pair's true class is one of the classes it scores, the summary
+also counts, per scored class k, the pair in the score bin of its probability of k (the binary
+classification summary's bins, `score_bins`), split by whether the true class is k: a
+one-vs-rest score histogram per class, kept as its non-empty cells, from which the macro
+one-vs-rest ROC-AUC follows within the binning error. Label-only predictions add no scores.
 """
 
 from __future__ import annotations
@@ -22,7 +29,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from monitor.outcomes._score_bins import BINS, score_bins
+
 Cell = tuple[str, str]
+# per class: {score cell: count}, a cell being (1 if the true class is that class else 0) * BINS
+# + the score bin, the layout of a binary classification summary's flattened `count`
+ClassScores = dict[str, dict[int, int]]
 
 
 def class_of(value: Any, output: str | None = None) -> str | None:
@@ -60,22 +72,54 @@ def _probability(v: Any) -> float | None:
     return float(v)
 
 
+@dataclass(frozen=True)
+class ScoredClass:
+    """A prediction's class with the probability it gives each class it scores."""
+
+    predicted: str
+    classes: tuple[str, ...]
+    probabilities: tuple[float, ...]
+
+
+def prediction_of(value: Any, output: str | None = None) -> str | ScoredClass | None:
+    """What a multiclass summary keeps of a prediction: its class (`class_of`), with its class
+    probabilities when it is a list or map of numbers in [0, 1] naming distinct classes."""
+    if isinstance(value, dict) and output is not None and output in value:
+        return prediction_of(value[output])
+    predicted = class_of(value)
+    if predicted is None or not isinstance(value, dict | list | tuple):
+        return predicted
+    items = list(value.items()) if isinstance(value, dict) else list(enumerate(value))
+    classes = tuple(c for c in (class_of(k) for k, _ in items) if c is not None)
+    probabilities = tuple(float(v) for _, v in items)
+    if len(set(classes)) != len(items) or not all(0.0 <= p <= 1.0 for p in probabilities):
+        return predicted
+    return ScoredClass(predicted, classes, probabilities)
+
+
 @dataclass
 class MulticlassSummary:
     """Confusion counts of multiclass pairs: cells[(true, predicted)] = count."""
 
     cells: dict[Cell, int] = field(default_factory=dict)
     invalid: int = 0
+    scores: ClassScores = field(default_factory=dict)
 
     @property
     def n(self) -> int:
         return sum(self.cells.values())
 
     def add_classes(
-        self, truth: Sequence[str | None], predicted: Sequence[str | None], sign: int = 1
+        self,
+        truth: Sequence[str | None],
+        predicted: Sequence[str | ScoredClass | None],
+        sign: int = 1,
     ) -> None:
-        """Add (sign=1) or remove (sign=-1) pairs of classes; a None side counts as invalid."""
-        for (t, p), k in Counter(zip(truth, predicted, strict=True)).items():
+        """Add (sign=1) or remove (sign=-1) pairs of classes (`prediction_of`: with class
+        probabilities, scored too); a None side counts as invalid."""
+        classes = [p.predicted if isinstance(p, ScoredClass) else p for p in predicted]
+        self._add_scores(truth, predicted, sign)
+        for (t, p), k in Counter(zip(truth, classes, strict=True)).items():
             if t is None or p is None:
                 self.invalid += sign * k
                 continue
@@ -85,18 +129,61 @@ class MulticlassSummary:
             else:
                 self.cells.pop((t, p), None)
 
+    @staticmethod
+    def prediction(value: Any, output: str | None = None) -> str | ScoredClass | None:
+        """What the summary keeps of a prediction (`prediction_of`)."""
+        return prediction_of(value, output)
+
+    def _add_scores(
+        self,
+        truth: Sequence[str | None],
+        predicted: Sequence[str | ScoredClass | None],
+        sign: int,
+    ) -> None:
+        """Count the scored pairs whose true class is scored in each class's score cells."""
+        names: list[str] = []
+        scores: list[float] = []
+        positive: list[bool] = []
+        for t, p in zip(truth, predicted, strict=True):
+            if t is None or not isinstance(p, ScoredClass) or t not in p.classes:
+                continue
+            names += p.classes
+            scores += p.probabilities
+            positive += [c == t for c in p.classes]
+        if not names:
+            return
+        index = {c: i for i, c in enumerate(dict.fromkeys(names))}
+        codes = np.fromiter(map(index.__getitem__, names), np.intp, len(names))
+        cells = np.asarray(positive, np.intp) * BINS + score_bins(np.asarray(scores, np.float64))
+        keys, counts = np.unique(codes * 2 * BINS + cells, return_counts=True)
+        classes = list(index)
+        for key, count in zip(keys.tolist(), counts.tolist(), strict=True):
+            k, cell = divmod(key, 2 * BINS)
+            _add_cell(self.scores, classes[k], cell, sign * count)
+
     def add(self, y: Sequence[Any], prediction: Sequence[Any], sign: int = 1) -> None:
-        """Add raw labels and predictions (see `class_of`)."""
-        self.add_classes([class_of(v) for v in y], [class_of(v) for v in prediction], sign)
+        """Add raw labels and predictions (see `class_of` and `prediction_of`)."""
+        self.add_classes([class_of(v) for v in y], [prediction_of(v) for v in prediction], sign)
 
     def merge(self, other: MulticlassSummary) -> MulticlassSummary:
         """The summary of both sets of pairs."""
         cells = dict(self.cells)
         for cell, count in other.cells.items():
             cells[cell] = cells.get(cell, 0) + count
+        scores = {c: dict(h) for c, h in self.scores.items()}
+        for name, histogram in other.scores.items():
+            for bin_cell, count in histogram.items():
+                _add_cell(scores, name, bin_cell, count)
         return MulticlassSummary(
-            {c: k for c, k in cells.items() if k}, self.invalid + other.invalid
+            {c: k for c, k in cells.items() if k}, self.invalid + other.invalid, scores
         )
+
+    def class_counts(self, name: str) -> NDArray[np.int64]:
+        """Class `name`'s one-vs-rest score histogram: counts[1 if true class else 0, bin]."""
+        out = np.zeros(2 * BINS, np.int64)
+        histogram = self.scores.get(name, {})
+        out[list(histogram)] = list(histogram.values())
+        return out.reshape(2, BINS)
 
     def matrix(self) -> tuple[list[str], NDArray[np.int64]]:
         """(classes, counts[true, predicted]) over every class seen on either side, sorted."""
@@ -109,12 +196,34 @@ class MulticlassSummary:
 
     def to_doc(self) -> dict[str, Any]:
         cells = [[t, p, k] for (t, p), k in sorted(self.cells.items())]
-        return {"task": "multiclass", "cells": cells, "invalid": self.invalid}
+        doc: dict[str, Any] = {"task": "multiclass", "cells": cells, "invalid": self.invalid}
+        if self.scores:  # optional: summaries of label-only predictions (and older ones) lack it
+            doc["scores"] = {
+                name: {"cells": sorted(h), "count": [h[c] for c in sorted(h)]}
+                for name, h in sorted(self.scores.items())
+            }
+        return doc
 
     @classmethod
     def from_doc(cls, doc: dict[str, Any]) -> MulticlassSummary:
         cells = {(str(t), str(p)): int(k) for t, p, k in doc["cells"]}
-        return cls(cells, int(doc["invalid"]))
+        scores = {
+            str(name): {int(c): int(k) for c, k in zip(h["cells"], h["count"], strict=True)}
+            for name, h in doc.get("scores", {}).items()
+        }
+        return cls(cells, int(doc["invalid"]), scores)
+
+
+def _add_cell(scores: ClassScores, name: str, cell: int, count: int) -> None:
+    """Add `count` to a class's score cell; empty cells and classes vanish."""
+    histogram = scores.setdefault(name, {})
+    total = histogram.get(cell, 0) + count
+    if total:
+        histogram[cell] = total
+    else:
+        histogram.pop(cell, None)
+    if not histogram:
+        del scores[name]
 
 
 def confusion_metrics(m: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
