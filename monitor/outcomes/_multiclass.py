@@ -20,6 +20,7 @@ one-vs-rest ROC-AUC follows within the binning error. Label-only predictions add
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -84,17 +85,41 @@ class ScoredClass:
 def prediction_of(value: Any, output: str | None = None) -> str | ScoredClass | None:
     """What a multiclass summary keeps of a prediction: its class (`class_of`), with its class
     probabilities when it is a list or map of numbers in [0, 1] naming distinct classes."""
-    if isinstance(value, dict) and output is not None and output in value:
-        return prediction_of(value[output])
-    predicted = class_of(value)
-    if predicted is None or not isinstance(value, dict | list | tuple):
+    if isinstance(value, dict):
+        if output is not None and output in value:
+            return prediction_of(value[output])
+        names = tuple(class_of(k) for k in value)
+        values: Sequence[Any] = list(value.values())
+    elif isinstance(value, list | tuple):
+        names, values = _index_names(len(value)), value
+    else:
+        return class_of(value)
+    probabilities = _numbers(values)
+    if probabilities is None:  # as `class_of`: no class unless every value is a number
+        return None
+    predicted = names[probabilities.index(max(probabilities))]  # the first of equal maxima
+    if predicted is None or len(set(names)) != len(names) or None in names:
         return predicted
-    items = list(value.items()) if isinstance(value, dict) else list(enumerate(value))
-    classes = tuple(c for c in (class_of(k) for k, _ in items) if c is not None)
-    probabilities = tuple(float(v) for _, v in items)
-    if len(set(classes)) != len(items) or not all(0.0 <= p <= 1.0 for p in probabilities):
+    if not 0.0 <= min(probabilities) <= max(probabilities) <= 1.0:
         return predicted
-    return ScoredClass(predicted, classes, probabilities)
+    return ScoredClass(predicted, names, probabilities)  # type: ignore[arg-type]
+
+
+@functools.cache
+def _index_names(k: int) -> tuple[str, ...]:
+    """The classes of a list of k probabilities: its indexes."""
+    return tuple(str(i) for i in range(k))
+
+
+def _numbers(values: Sequence[Any]) -> tuple[float, ...] | None:
+    """The values as floats when every one is a finite number (not a bool); None otherwise."""
+    if not values:
+        return None
+    if all(type(v) is float for v in values):  # the common case, without a call per value
+        out = tuple(values)
+        return out if math.isfinite(sum(out)) or all(map(math.isfinite, out)) else None
+    found = tuple(_probability(v) for v in values)
+    return None if None in found else found  # type: ignore[return-value]
 
 
 @dataclass
@@ -140,26 +165,24 @@ class MulticlassSummary:
         predicted: Sequence[str | ScoredClass | None],
         sign: int,
     ) -> None:
-        """Count the scored pairs whose true class is scored in each class's score cells."""
-        names: list[str] = []
-        scores: list[float] = []
-        positive: list[bool] = []
+        """Count the scored pairs whose true class is scored in each class's score cells,
+        one array step per distinct set of scored classes (a list's classes are its indexes)."""
+        groups: dict[tuple[str, ...], tuple[list[int], list[tuple[float, ...]]]] = {}
         for t, p in zip(truth, predicted, strict=True):
             if t is None or not isinstance(p, ScoredClass) or t not in p.classes:
                 continue
-            names += p.classes
-            scores += p.probabilities
-            positive += [c == t for c in p.classes]
-        if not names:
-            return
-        index = {c: i for i, c in enumerate(dict.fromkeys(names))}
-        codes = np.fromiter(map(index.__getitem__, names), np.intp, len(names))
-        cells = np.asarray(positive, np.intp) * BINS + score_bins(np.asarray(scores, np.float64))
-        keys, counts = np.unique(codes * 2 * BINS + cells, return_counts=True)
-        classes = list(index)
-        for key, count in zip(keys.tolist(), counts.tolist(), strict=True):
-            k, cell = divmod(key, 2 * BINS)
-            _add_cell(self.scores, classes[k], cell, sign * count)
+            true, scores = groups.setdefault(p.classes, ([], []))
+            true.append(p.classes.index(t))
+            scores.append(p.probabilities)
+        for classes, (true, scores) in groups.items():
+            k = len(classes)
+            positive = np.arange(k) == np.asarray(true, np.intp)[:, None]
+            cells = positive * BINS + score_bins(np.asarray(scores, np.float64))
+            flat = (np.arange(k) * 2 * BINS + cells).reshape(-1)
+            counts = np.bincount(flat, minlength=k * 2 * BINS).reshape(k, 2 * BINS)
+            for name, row in zip(classes, counts, strict=True):
+                for cell in np.flatnonzero(row).tolist():
+                    _add_cell(self.scores, name, cell, sign * int(row[cell]))
 
     def add(self, y: Sequence[Any], prediction: Sequence[Any], sign: int = 1) -> None:
         """Add raw labels and predictions (see `class_of` and `prediction_of`)."""

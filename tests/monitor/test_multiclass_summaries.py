@@ -148,6 +148,30 @@ def test_class_score_histograms_give_the_one_vs_rest_auc_of_the_raw_rows(
     assert macro is not None and abs(macro - float(np.mean(raw))) <= bound + 1e-12
 
 
+_values = st.one_of(
+    st.floats(allow_nan=True), st.integers(-3, 3), st.booleans(), st.none(),
+    st.sampled_from(["x", "", "0.5"]),
+)  # fmt: skip
+_predictions = st.one_of(
+    _values,
+    st.lists(_values, max_size=4),
+    st.lists(st.floats(-0.5, 1.5), max_size=4),
+    st.dictionaries(st.one_of(st.sampled_from(["a", "b", "", "1"]), st.integers(0, 2)), _values),
+    st.dictionaries(st.sampled_from(["a", "b", "1", "2"]), st.floats(0, 1)),
+)
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(_predictions)
+def test_a_scored_prediction_names_the_class_class_of_names(value: Any) -> None:
+    got = prediction_of(value)
+    predicted = got.predicted if isinstance(got, ScoredClass) else got
+    assert predicted == class_of(value)
+    if isinstance(got, ScoredClass):
+        assert len(set(got.classes)) == len(got.classes) == len(got.probabilities)
+        assert all(0.0 <= p <= 1.0 for p in got.probabilities)
+
+
 def test_which_predictions_add_class_scores() -> None:
     assert prediction_of([0.2, 0.8]) == ScoredClass("1", ("0", "1"), (0.2, 0.8))
     nested = {"label": "dog", "probabilities": {"cat": 0.3, "dog": 0.7}}
