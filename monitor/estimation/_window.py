@@ -9,7 +9,8 @@ changed (change kind "estimate"), and whose baseline stores a calibration or a m
   ±3 standard-error band and the baseline's reference-chunk lower threshold (the slice's own
   where the reference had enough rows of it, else the overall one); the realized metric from
   the window's outcome summaries where labels were joined (classification; multiclass over
-  the baseline's classes, as the file-based run);
+  the baseline's classes, as the file-based run, ROC-AUC from the summaries' class score
+  histograms within the binning error, None when predictions carried no class scores);
 - per slice, `reconstruction_error`: the mean of the window's `__pca_error` profile, judged
   overall against the baseline's reference-chunk bounds.
 
