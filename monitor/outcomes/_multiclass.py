@@ -193,12 +193,10 @@ class MulticlassSummary:
         cells = dict(self.cells)
         for cell, count in other.cells.items():
             cells[cell] = cells.get(cell, 0) + count
-        scores = {c: dict(h) for c, h in self.scores.items()}
-        for name, histogram in other.scores.items():
-            for bin_cell, count in histogram.items():
-                _add_cell(scores, name, bin_cell, count)
         return MulticlassSummary(
-            {c: k for c, k in cells.items() if k}, self.invalid + other.invalid, scores
+            {c: k for c, k in cells.items() if k},
+            self.invalid + other.invalid,
+            _merged_scores(self.scores, other.scores),
         )
 
     def class_counts(self, name: str) -> NDArray[np.int64]:
@@ -231,10 +229,21 @@ class MulticlassSummary:
     def from_doc(cls, doc: dict[str, Any]) -> MulticlassSummary:
         cells = {(str(t), str(p)): int(k) for t, p, k in doc["cells"]}
         scores = {
-            str(name): {int(c): int(k) for c, k in zip(h["cells"], h["count"], strict=True)}
+            str(name): dict(zip(map(int, h["cells"]), map(int, h["count"]), strict=True))
             for name, h in doc.get("scores", {}).items()
         }
         return cls(cells, int(doc["invalid"]), scores)
+
+
+def _merged_scores(a: ClassScores, b: ClassScores) -> ClassScores:
+    """Both class score histograms added; empty cells and classes dropped."""
+    out = {name: dict(histogram) for name, histogram in a.items()}
+    for name, histogram in b.items():
+        mine = out.setdefault(name, {})
+        for cell, count in histogram.items():
+            mine[cell] = mine.get(cell, 0) + count
+    out = {name: {c: k for c, k in h.items() if k} for name, h in out.items()}
+    return {name: h for name, h in out.items() if h}
 
 
 def _add_cell(scores: ClassScores, name: str, cell: int, count: int) -> None:
