@@ -4,6 +4,7 @@ does) and the peer (NannyML's CBPE and DataReconstructionDriftCalculator on the 
 
     PYTHONPATH=. python bench/estimation.py [--events 100000] [--window 5000] [--repeat 5]
     PYTHONPATH=. python bench/estimation.py --ingest [--events 20000] [--repeat 3] [--classes K]
+    PYTHONPATH=. python bench/estimation.py --join [--events 20000] [--repeat 5] [--classes 3]
 
 `--ingest` runs the collectors' real ingest (decode, validate, window, profile per slice, commit
 to SQLite) of the same events twice per round, against a baseline with and without a calibration
@@ -16,6 +17,11 @@ is small and a threaded BLAS mostly waits for busy cores.)
 Events have 20 features (16 numeric, 4 categorical), a score and a label; with `--classes K`
 (K ≥ 2) a multiclass model instead: the prediction is `{"output": [p_0, ..., p_{K-1}]}` and the
 baseline stores a per-class calibration (`__cbpe_score.<k>` and `__cbpe_predicted` derived).
+
+`--join` times the label join's summary step (`summarize_pairs`, overall and 3 regions) of
+K-class joined pairs whose predictions are class-probability lists (class score histograms kept)
+against the same pairs with label predictions (the matrix only), the stored payload sizes, the
+merge of a stored payload with a batch's summary, and the realized macro ROC-AUC of a window.
 """
 
 from __future__ import annotations
@@ -26,11 +32,13 @@ import platform
 import time
 import warnings
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from monitor.config import parse_config
 from monitor.estimation import (
     count_scores,
     estimate_metrics,
@@ -38,7 +46,10 @@ from monitor.estimation import (
     fit_reconstruction,
     reconstruction_errors,
 )
+from monitor.estimation._realized import summary_macro_auc
+from monitor.outcomes.summary import summary_from_bytes, summary_to_bytes
 from monitor.profiles import profile_frame, specs_for
+from monitor.summaries import JoinedPairs, summarize_pairs
 
 os.environ.setdefault("NML_DISABLE_USAGE_LOGGING", "1")
 warnings.filterwarnings("ignore", module="nannyml")
@@ -69,7 +80,11 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--ingest", action="store_true", help="ingest with derivation on vs off")
     ap.add_argument("--classes", type=int, default=0, help="--ingest: a K-class model (K >= 2)")
+    ap.add_argument("--join", action="store_true", help="multiclass summaries with class scores")
     args = ap.parse_args()
+    if args.join:
+        join_main(args.events, args.repeat, args.classes or 3)
+        return
     if args.ingest:
         global CLASSES
         CLASSES = args.classes
@@ -356,6 +371,45 @@ def ingest_main(n: int, repeat: int) -> None:
         f"evaluate job, estimation step: {evaluate * 1e3:.1f} ms for {windows} windows "
         f"({evaluate / max(windows, 1) * 1e3:.2f} ms per window, 4 slices each)"
     )
+
+
+def join_main(n: int, repeat: int, k: int) -> None:
+    """Multiclass label-join summaries with and without class scores: CPU µs per pair (best of
+    `repeat`, interleaved), payload bytes, stored-merge and realized ROC-AUC cost."""
+    doc = {"name": "m", "slices": ["region"], "outcomes": {"task": "multiclass"}}
+    cfg = parse_config({"models": [doc]}, env={}).models[0]
+    rng = np.random.default_rng(3)
+    p = rng.dirichlet(np.ones(k), n)
+    common = {"request_id": [f"r{i}" for i in range(n)], "version": ["1"] * n,
+              "ts": np.full(n, 1.7e9), "label": rng.integers(0, k, n).tolist(),
+              "slice_values": {"region": rng.choice(["eu", "us", "apac"], n).tolist()}}  # fmt: skip
+    shapes = {"scores": p.tolist(), "labels": p.argmax(axis=1).tolist()}
+    cpu: dict[str, list[float]] = {name: [] for name in shapes}
+    built: dict[str, Any] = {}
+    for _ in range(repeat):
+        for name, predictions in shapes.items():
+            pairs = JoinedPairs(prediction=predictions, **common)
+            start = time.process_time()
+            built[name] = summarize_pairs(pairs, cfg, 3600.0)
+            cpu[name].append((time.process_time() - start) / n * 1e6)
+    load = os.getloadavg()
+    print(f"machine: {platform.machine()} {os.cpu_count()} cores, load average {load[0]:.1f}")
+    for name in shapes:
+        overall = next(s for (_, _, key), s in built[name].items() if key == "")
+        payload = summary_to_bytes(overall)
+        merge = best(partial(_read_merge, payload, overall), repeat)
+        print(
+            f"  {name}: summarize {min(cpu[name]):.2f} µs/pair CPU (best of {repeat}), "
+            f"overall payload {len(payload)} bytes, read + merge {merge * 1e3:.2f} ms"
+        )
+    overall = next(s for (_, _, key), s in built["scores"].items() if key == "")
+    classes = [str(c) for c in range(k)]
+    auc = best(lambda: summary_macro_auc(classes, overall), repeat)
+    print(f"  realized macro ROC-AUC of the overall summary ({k} classes): {auc * 1e3:.2f} ms")
+
+
+def _read_merge(payload: bytes, summary: Any) -> Any:
+    return summary_from_bytes(payload).merge(summary)
 
 
 if __name__ == "__main__":

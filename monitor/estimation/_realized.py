@@ -1,6 +1,8 @@
 """Realized metrics where labels are known: binary ones with the outcome metrics' own functions;
 multiclass accuracy and macro precision, recall and F1 from a confusion matrix over the
-baseline's classes (the file-based run and the daemon both call `realized_macro`)."""
+baseline's classes (the file-based run and the daemon both call `realized_macro`), and in the
+daemon the macro one-vs-rest ROC-AUC from an outcome summary's per-class score histograms
+(`summary_macro_auc`)."""
 
 from __future__ import annotations
 
@@ -10,8 +12,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from monitor.estimation._calibration import Array
-from monitor.outcomes import confusion_metrics
+from monitor.outcomes import MulticlassSummary, confusion_metrics
 from monitor.outcomes import metrics as m
+from monitor.outcomes.from_summary import binned_roc_auc
+from monitor.outcomes.summary import ClassificationSummary
 
 # estimated multiclass metric -> its name among `confusion_metrics`
 MACRO_NAMES = {"accuracy": "accuracy", "precision": "macro_precision",
@@ -56,3 +60,23 @@ def summary_matrix(classes: Sequence[str], cells: Mapping[tuple[str, str], int])
         if t in index and p in index:
             out[index[t], index[p]] += count
     return out
+
+
+def class_histograms(
+    classes: Sequence[str], summary: MulticlassSummary
+) -> list[ClassificationSummary] | None:
+    """Per baseline class, its one-vs-rest score histogram as a binary summary's bins; None
+    when the summary holds no score of any of the classes (label-only predictions)."""
+    if not any(c in summary.scores for c in classes):
+        return None
+    return [ClassificationSummary(0.5, count=summary.class_counts(c)) for c in classes]
+
+
+def summary_macro_auc(classes: Sequence[str], summary: MulticlassSummary) -> float | None:
+    """Macro one-vs-rest ROC-AUC over the baseline's `classes` of a summary's class score
+    histograms (each within its `roc_auc_error`; a class without positives or negatives 0.5,
+    as `realized_multiclass`); None when it holds no scores of them."""
+    histograms = class_histograms(classes, summary)
+    if histograms is None:
+        return None
+    return float(np.mean([binned_roc_auc(h) for h in histograms]))

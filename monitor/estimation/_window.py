@@ -9,7 +9,8 @@ changed (change kind "estimate"), and whose baseline stores a calibration or a m
   ±3 standard-error band and the baseline's reference-chunk lower threshold (the slice's own
   where the reference had enough rows of it, else the overall one); the realized metric from
   the window's outcome summaries where labels were joined (classification; multiclass over
-  the baseline's classes, as the file-based run);
+  the baseline's classes, as the file-based run, ROC-AUC from the summaries' class score
+  histograms within the binning error, None when predictions carried no class scores);
 - per slice, `reconstruction_error`: the mean of the window's `__pca_error` profile, judged
   overall against the baseline's reference-chunk bounds.
 
@@ -38,7 +39,12 @@ from monitor.estimation._columns import (
 )
 from monitor.estimation._metrics import METRICS, Estimate, estimate_metrics
 from monitor.estimation._multiclass import MULTICLASS_METRICS, estimate_sums
-from monitor.estimation._realized import MACRO_NAMES, realized_macro, summary_matrix
+from monitor.estimation._realized import (
+    MACRO_NAMES,
+    realized_macro,
+    summary_macro_auc,
+    summary_matrix,
+)
 from monitor.estimation._reconstruction import MultivariateResult, judge_mean
 from monitor.estimation._results import EstimationResult
 from monitor.estimation._run import judge
@@ -243,7 +249,8 @@ def _realized_multiclass(
     stored: StoredMulticlass, summaries: Sequence[tuple[dict[str, str] | None, Any]]
 ) -> dict[tuple[str, str], float | None]:
     """Accuracy and macro precision, recall, F1 of each slice's joined confusion matrix over
-    the baseline's classes (`realized_macro`, as the file-based run)."""
+    the baseline's classes (`realized_macro`, as the file-based run), and the macro
+    one-vs-rest ROC-AUC of its class score histograms (None without scores)."""
     classes = stored.calibration.classes
     out: dict[tuple[str, str], float | None] = {}
     for slice_, summary in summaries:
@@ -252,6 +259,7 @@ def _realized_multiclass(
         matrix = summary_matrix(classes, summary.cells)
         out.update({(key_of(slice_), metric): realized_macro(metric, matrix)
                     for metric in MACRO_NAMES})  # fmt: skip
+        out[(key_of(slice_), "roc_auc")] = summary_macro_auc(classes, summary)
     return out
 
 

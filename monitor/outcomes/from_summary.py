@@ -22,9 +22,8 @@ from monitor.outcomes._base import DEFAULT_METRICS, Metric, OutcomeResult, Task,
 from monitor.outcomes._evaluate import MIN_SUPPORT, status_of
 from monitor.outcomes._intervals import BOOTSTRAP_DRAWS, Z95, wilson
 from monitor.outcomes._multiclass import MulticlassSummary, confusion_metrics
-from monitor.outcomes.metrics import ECE_BINS
+from monitor.outcomes._score_bins import BINS, ECE_BINS
 from monitor.outcomes.summary import (
-    BINS,
     ClassificationSummary,
     OutcomeSummary,
     RegressionSummary,
@@ -38,6 +37,18 @@ def roc_auc_error(summary: ClassificationSummary) -> float:
     pos, neg = summary.count[1], summary.count[0]
     pairs = float(pos.sum()) * float(neg.sum())
     return 0.0 if pairs == 0 else 0.5 * float((pos * neg).sum()) / pairs
+
+
+def binned_roc_auc(summary: ClassificationSummary) -> float:
+    """ROC-AUC of a summary's score bins (scores in one bin tied: within `roc_auc_error`);
+    0.5 without positives or without negatives, as `metrics.roc_auc`."""
+    flat = summary.count.reshape(-1)
+    cells = np.flatnonzero(flat)
+    if cells.size == 0:
+        return 0.5
+    count = flat[cells].astype(np.float64)
+    zero = np.zeros_like(count)
+    return float(_cell_metrics(cells, count, zero, zero)["roc_auc"])
 
 
 def evaluate_summaries(

@@ -10,10 +10,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from monitor.outcomes._multiclass import confusion_metrics
+from monitor.outcomes._score_bins import ECE_BINS
 
 Array = NDArray[np.float64]
 CLIP = 1e-15  # log loss clips probabilities to [CLIP, 1 - CLIP]
-ECE_BINS = 10
 
 
 def _labels(score: Array, threshold: float) -> Array:

@@ -14,7 +14,8 @@ Regression keeps n, the sums of error, |error|, error², error⁴, the sums of |
 square over rows with y != 0, and a log-bucketed histogram of |error| for quantiles within
 `QUANTILE_ACCURACY` relative error.
 
-Multiclass keeps the confusion matrix of (true class, predicted class) (see `multiclass`).
+Multiclass keeps the confusion matrix of (true class, predicted class) and, for predictions
+with class probabilities, a one-vs-rest score histogram per class (see `_multiclass`).
 
 Pairs whose label or score is not usable (not a number, not finite, a label outside {0, 1} or a
 score outside [0, 1] for classification) are counted in `invalid` and otherwise skipped: one bad
@@ -35,13 +36,12 @@ from numpy.typing import NDArray
 
 from monitor.errors import CorruptProfileError, InputError
 from monitor.outcomes._multiclass import MulticlassSummary, class_of
-from monitor.outcomes.metrics import CLIP, ECE_BINS
+from monitor.outcomes._score_bins import BINS, score_bins
+from monitor.outcomes.metrics import CLIP
 
 Task = Literal["classification", "regression", "multiclass"]
 Array = NDArray[np.float64]
 
-PER_ECE_BIN = 100
-BINS = ECE_BINS * PER_ECE_BIN
 QUANTILE_ACCURACY = 0.01
 _GAMMA = (1 + QUANTILE_ACCURACY) / (1 - QUANTILE_ACCURACY)
 _LOG_GAMMA = math.log(_GAMMA)
@@ -75,13 +75,6 @@ def scores_of(values: Sequence[Any], output: str | None) -> Array:
         return np.array(values, dtype=np.float64)
     scored = (score_of(v, output) for v in values)
     return np.fromiter((math.nan if s is None else s for s in scored), np.float64, len(values))
-
-
-def score_bins(score: Array) -> NDArray[np.intp]:
-    """Fine bin of each score, nested inside the calibration (ECE) bin `metrics.ece` uses."""
-    coarse = np.minimum((score * ECE_BINS).astype(np.intp), ECE_BINS - 1)
-    fine = np.floor((score * ECE_BINS - coarse) * PER_ECE_BIN).astype(np.intp)
-    return coarse * PER_ECE_BIN + np.clip(fine, 0, PER_ECE_BIN - 1)
 
 
 @dataclass
@@ -281,7 +274,7 @@ def pair_values(label: Any, prediction: Any, task: Task, output: str | None) -> 
     as invalid.
     """
     if task == "multiclass":
-        return class_of(label), class_of(prediction, output)
+        return class_of(label), MulticlassSummary.prediction(prediction, output)
     y, s = score_of(label, None), score_of(prediction, output)
     return (math.nan if y is None else y), (math.nan if s is None else s)
 
@@ -294,7 +287,7 @@ def pair_columns(
         truth = np.empty(len(labels), dtype=object)
         truth[:] = [class_of(v) for v in labels]
         predicted = np.empty(len(predictions), dtype=object)
-        predicted[:] = [class_of(v, output) for v in predictions]
+        predicted[:] = [MulticlassSummary.prediction(v, output) for v in predictions]
         return truth, predicted
     return scores_of(labels, None), scores_of(predictions, output)
 

@@ -18,6 +18,9 @@ from sqlalchemy.engine import Engine
 from collectors import RawRecord
 from monitor.config import parse_config
 from monitor.daemon.signals import estimate_signals
+from monitor.estimation._realized import class_histograms
+from monitor.outcomes import MulticlassSummary
+from monitor.outcomes.from_summary import roc_auc_error
 from tests.collectors.conftest import T0
 from tests.conftest import run_cli
 from tests.daemon.test_estimation_daemon import (
@@ -90,17 +93,31 @@ def _daemon_and_cli(
     return engine, stored_rows(engine), json.loads(cli.stdout)["results"]
 
 
+def _auc_error(frame: pd.DataFrame, want: dict[str, Any]) -> float:
+    """The binning error bound of the summaries' macro ROC-AUC of `want`'s slice of `frame`."""
+    rows = frame if want["slice"] is None else frame[frame["region"] == want["slice"]["region"]]
+    summary = MulticlassSummary()
+    summary.add(rows["label"].tolist(), rows[["p0", "p1", "p2"]].to_numpy().tolist())
+    histograms = class_histograms(["0", "1", "2"], summary)
+    assert histograms is not None
+    return float(np.mean([roc_auc_error(h) for h in histograms]))
+
+
 def test_daemon_multiclass_estimates_equal_the_one_shot_cli(baseline: str, tmp_path: Path) -> None:
-    engine, stored, results = _daemon_and_cli(baseline, _frame(N_CUR, 2), tmp_path)
+    frame = _frame(N_CUR, 2)
+    engine, stored, results = _daemon_and_cli(baseline, frame, tmp_path)
     assert len(results) == 15  # 5 metrics: overall, eu, us
     for want in results:
         got = same_as_cli(stored, want)
         assert got.threshold_low is not None  # the slices' own, from their reference rows
-        if want["metric"] == "roc_auc":  # multiclass summaries keep no scores
-            assert got.realized is None
-        else:  # from the joined labels' confusion matrix, inside the band (unshifted)
+        if want["metric"] == "roc_auc":  # from the summaries' class score histograms
+            bound = _auc_error(frame, want)
+            assert 0 < bound < 0.002
+            assert abs(got.realized - want["realized"]) <= bound + 1e-12, want["slice"]
+        else:  # from the joined labels' confusion matrix
             assert got.realized == pytest.approx(want["realized"], abs=1e-12)
-            assert got.ci_low <= got.realized <= got.ci_high, (want["metric"], want["slice"])
+        # inside the band on the unshifted stream
+        assert got.ci_low <= got.realized <= got.ci_high, (want["metric"], want["slice"])
     assert not [s for s in estimate_signals(engine, ["m"], datetime.now(UTC)) if s.firing]
     engine.dispose()
 
@@ -155,6 +172,8 @@ def test_realized_macro_averages_over_the_baseline_classes(baseline: str, tmp_pa
         got = same_as_cli(stored, want)
         if want["metric"] != "roc_auc":
             assert got.realized == pytest.approx(want["realized"], abs=1e-12), want["metric"]
+        else:  # class "2" has no positives: 0.5 in both macro averages
+            assert abs(got.realized - want["realized"]) <= _auc_error(frame, want) + 1e-12
     y, pred = frame["label"].to_numpy(), frame[["p0", "p1", "p2"]].to_numpy().argmax(axis=1)
     precision = [((y == k) & (pred == k)).sum() / (pred == k).sum() for k in (0, 1)]
     assert stored[("", "precision")].realized == pytest.approx(sum(precision) / 3, abs=1e-12)
@@ -188,5 +207,7 @@ def test_an_events_label_prediction_is_its_predicted_class(baseline: str, tmp_pa
         assert got.value == pytest.approx(want["estimated"], abs=1e-9), want["metric"]
         if want["metric"] != "roc_auc":
             assert got.realized == pytest.approx(want["realized"], abs=1e-12), want["metric"]
+        else:  # class scores sent as features only: the outcome summaries saw no scores
+            assert got.realized is None and want["realized"] is not None
     assert stored[("", "accuracy")].value < 0.7  # half the predictions are not the top class
     engine.dispose()

@@ -12,6 +12,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from monitor.config import ModelConfig, parse_config
+from monitor.outcomes import MulticlassSummary
 from monitor.outcomes.from_summary import evaluate_summaries
 from monitor.outcomes.summary import (
     OutcomeSummary,
@@ -64,7 +65,13 @@ scores = st.one_of(
     numbers,
     st.sampled_from(["0.25", "x", "", [0.2, 0.8], [], {"p": 0.7}, {"a": 0.1, "b": 0.9}]),
 )
-classes = st.sampled_from(["cat", "dog", 1, 2.0, 2.5, "", None, True, math.nan, {"cat": 0.6}])
+classes = st.one_of(
+    st.sampled_from(["cat", "dog", 1, 2.0, 2.5, "", None, True, math.nan, {"cat": 0.6}]),
+    # class probabilities: a list (class = index) or a map, some not probabilities at all
+    st.lists(st.floats(0, 1), min_size=1, max_size=4),
+    st.dictionaries(st.sampled_from(["cat", "dog", "1", "2", "2.0"]), st.floats(0, 1), min_size=1),
+    st.sampled_from([[0.5, 1.5], [0.2, math.nan], {"cat": -0.1, "dog": 1.0}, [0.0, 1.0, 0.0]]),
+)
 slice_values = st.dictionaries(
     st.sampled_from(["region", "tier"]),
     st.sampled_from(["eu", "us", None, 3, 3.0, True, 1, math.nan, "apac"]),
@@ -94,6 +101,16 @@ def batches(draw: st.DrawFn) -> tuple[str, list[dict[str, Any]]]:
 @settings(max_examples=examples(300), deadline=None)
 @given(batches(), st.sampled_from([1, -1]))
 @example(("classification", []), 1)
+@example(
+    (
+        "multiclass",
+        [{"request_id": "r", "version": "1", "ts": T0, "label": 1, "prediction": [0.3, 0.7],
+          "slice_values": {}},
+         {"request_id": "s", "version": "1", "ts": T0, "label": "dog",
+          "prediction": {"cat": 0.2, "dog": 0.8}, "slice_values": {"region": "eu"}}],
+    ),
+    1,
+)  # fmt: skip
 @example(("regression", []), 1)
 @example(
     (
@@ -116,6 +133,23 @@ def test_column_wise_summaries_equal_the_per_pair_path(
         assert summary_to_bytes(got[key]) == summary_to_bytes(summary), key
         if sign == 1 and summary.n:
             assert _metrics(got[key], task) == _metrics(summary, task), key
+
+
+def test_multiclass_probabilities_are_scored_alike_in_both_paths() -> None:
+    cfg = model("multiclass")
+    rng = np.random.default_rng(7)
+    rows = [
+        {"request_id": f"r{i}", "version": "1", "ts": T0 + timedelta(seconds=i),
+         "label": int(rng.integers(0, 3)), "slice_values": {"region": ["eu", "us"][i % 2]},
+         "prediction": rng.dirichlet([1, 1, 1]).tolist() if i % 3 else
+                       dict(zip("012", rng.dirichlet([1, 1, 1]).tolist(), strict=True))}
+        for i in range(300)
+    ]  # fmt: skip
+    want = per_pair(rows, cfg, 1)
+    got = summarize_pairs(JoinedPairs.from_rows(rows, cfg.slices), cfg, WINDOW_S)
+    overall = got[("1", T0, OVERALL)]
+    assert isinstance(overall, MulticlassSummary) and set(overall.scores) == {"0", "1", "2"}
+    assert all(summary_to_bytes(got[k]) == summary_to_bytes(s) for k, s in want.items())
 
 
 def _metrics(summary: OutcomeSummary, task: str) -> list[tuple[str, Any, int]]:

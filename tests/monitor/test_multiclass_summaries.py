@@ -20,9 +20,10 @@ from sqlalchemy.engine import Engine
 from monitor.config import parse_config
 from monitor.daemon.names import registry_names
 from monitor.errors import ConfigError
-from monitor.outcomes import evaluate_outcomes
-from monitor.outcomes._multiclass import MulticlassSummary, class_of
-from monitor.outcomes.from_summary import evaluate_summaries
+from monitor.estimation._realized import class_histograms, summary_macro_auc
+from monitor.outcomes import evaluate_outcomes, metrics
+from monitor.outcomes._multiclass import MulticlassSummary, ScoredClass, class_of, prediction_of
+from monitor.outcomes.from_summary import binned_roc_auc, evaluate_summaries, roc_auc_error
 from monitor.outcomes.summary import (
     add_pairs,
     merge_summaries,
@@ -98,6 +99,111 @@ def test_merged_summaries_equal_the_raw_rows(data: list[tuple[Any, Any]], cuts: 
         assert r.ci_low <= r.value + 1e-12 and r.value <= r.ci_high + 1e-12
     # accuracy is a proportion: the same Wilson interval as the raw path
     assert (results[0].ci_low, results[0].ci_high) == pytest.approx((raw[0].ci_low, raw[0].ci_high))
+
+
+def _scored_rows(seed: int, n: int, shape: str) -> tuple[np.ndarray, np.ndarray, list[Any]]:
+    """(true class indexes, probabilities, predictions as lists or maps) of 3 classes."""
+    rng = np.random.default_rng(seed)
+    logits = rng.normal(0, 1, (n, 3)) * 2.0
+    p = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    y = np.array([rng.choice(3, p=row) for row in p], dtype=np.intp)
+    rows = p.tolist() if shape == "list" else [dict(zip("012", r, strict=True)) for r in p.tolist()]
+    return y, p, rows
+
+
+def _scored_summary(y: np.ndarray, rows: list[Any]) -> MulticlassSummary:
+    summary = new_summary("multiclass", 0.5)
+    values = [
+        pair_values(int(t), pred, "multiclass", None) for t, pred in zip(y, rows, strict=True)
+    ]
+    add_pairs(summary, [v[0] for v in values], [v[1] for v in values])
+    assert isinstance(summary, MulticlassSummary)
+    return summary
+
+
+@settings(max_examples=examples(25), deadline=None)
+@given(
+    st.integers(0, 2**32 - 1), st.integers(1, 400), st.sampled_from(["list", "map"]),
+    st.lists(st.integers(0, 400), max_size=3),
+)  # fmt: skip
+def test_class_score_histograms_give_the_one_vs_rest_auc_of_the_raw_rows(
+    seed: int, n: int, shape: str, cuts: list[int]
+) -> None:
+    y, p, rows = _scored_rows(seed, n, shape)
+    bounds = [0, *sorted(c for c in cuts if c <= n), n]
+    parts = [summary_from_bytes(summary_to_bytes(_scored_summary(y[a:b], rows[a:b])))
+             for a, b in zip(bounds, bounds[1:], strict=False)]  # fmt: skip
+    merged = merge_summaries(parts)
+    assert isinstance(merged, MulticlassSummary)
+    # merge equals the summary of the concatenation, histograms included
+    assert summary_to_bytes(merged) == summary_to_bytes(_scored_summary(y, rows))
+    histograms = class_histograms(["0", "1", "2"], merged)
+    assert histograms is not None
+    raw = [metrics.roc_auc((y == k).astype(np.float64), p[:, k]) for k in range(3)]
+    for k, h in enumerate(histograms):
+        assert h.count.sum() == n and h.count[1].sum() == (y == k).sum()
+        assert abs(binned_roc_auc(h) - raw[k]) <= roc_auc_error(h) + 1e-12, k
+    bound = float(np.mean([roc_auc_error(h) for h in histograms]))
+    macro = summary_macro_auc(["0", "1", "2"], merged)
+    assert macro is not None and abs(macro - float(np.mean(raw))) <= bound + 1e-12
+
+
+_values = st.one_of(
+    st.floats(allow_nan=True), st.integers(-3, 3), st.booleans(), st.none(),
+    st.sampled_from(["x", "", "0.5"]),
+)  # fmt: skip
+_predictions = st.one_of(
+    _values,
+    st.lists(_values, max_size=4),
+    st.lists(st.floats(-0.5, 1.5), max_size=4),
+    st.dictionaries(st.one_of(st.sampled_from(["a", "b", "", "1"]), st.integers(0, 2)), _values),
+    st.dictionaries(st.sampled_from(["a", "b", "1", "2"]), st.floats(0, 1)),
+)
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(_predictions)
+def test_a_scored_prediction_names_the_class_class_of_names(value: Any) -> None:
+    got = prediction_of(value)
+    predicted = got.predicted if isinstance(got, ScoredClass) else got
+    assert predicted == class_of(value)
+    if isinstance(got, ScoredClass):
+        assert len(set(got.classes)) == len(got.classes) == len(got.probabilities)
+        assert all(0.0 <= p <= 1.0 for p in got.probabilities)
+
+
+def test_which_predictions_add_class_scores() -> None:
+    assert prediction_of([0.2, 0.8]) == ScoredClass("1", ("0", "1"), (0.2, 0.8))
+    nested = {"label": "dog", "probabilities": {"cat": 0.3, "dog": 0.7}}
+    assert prediction_of(nested, "probabilities") == ScoredClass("dog", ("cat", "dog"), (0.3, 0.7))
+    assert prediction_of(nested, "label") == "dog"  # a label: no scores
+    assert prediction_of([0.5, 1.5]) == "1"  # not probabilities: the class only
+    assert prediction_of({3: 0.4, "3": 0.6}) == "3"  # two names of one class
+    s = MulticlassSummary()
+    probs = {"cat": 0.6, "dog": 0.4}
+    # "bird" is no scored class and "dog" a bare label: both in the matrix, neither scored
+    s.add(["cat", "bird", "dog"], [probs, probs, "dog"])
+    assert s.n == 3 and sorted(s.scores) == ["cat", "dog"]
+    assert s.class_counts("cat")[1].sum() == 1 and s.class_counts("cat")[0].sum() == 0
+    assert s.class_counts("dog")[0].sum() == 1 and s.class_counts("dog")[1].sum() == 0
+    # a class without positives (dog) or negatives (cat): 0.5, as the file-based realized value
+    assert summary_macro_auc(["cat", "dog"], s) == 0.5
+    assert summary_macro_auc(["ant"], s) is None  # no score of the baseline's classes
+    s.add(["cat"], [probs], sign=-1)
+    assert s.scores == {} and s.n == 2
+
+
+def test_a_payload_without_class_scores_still_loads_and_merges() -> None:
+    old = b'{"task":"multiclass","cells":[["a","a",2],["b","a",1]],"invalid":1}'
+    stored = summary_from_bytes(old)
+    assert isinstance(stored, MulticlassSummary) and stored.scores == {} and stored.n == 3
+    assert summary_to_bytes(stored) == old  # label-only summaries keep their stored form
+    assert summary_macro_auc(["a", "b"], stored) is None
+    scored = MulticlassSummary()
+    scored.add(["a", "b"], [{"a": 0.9, "b": 0.1}, {"a": 0.2, "b": 0.8}])
+    merged = stored.merge(scored)
+    assert merged.n == 5 and merged.invalid == 1 and merged.scores == scored.scores
+    assert summary_macro_auc(["a", "b"], merged) == 1.0
 
 
 def test_removing_pairs_is_exact_and_empty_cells_vanish() -> None:
