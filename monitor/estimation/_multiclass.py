@@ -1,7 +1,7 @@
 """CBPE for a multiclass classifier, one-vs-rest as NannyML does: each class's score gets its
 own binned calibration map, calibrated rows are normalised to sum to one, and the estimates are
-accuracy (mean calibrated probability of the predicted class), macro precision, recall and F1,
-and macro one-vs-rest ROC-AUC (each class's bins in its score order)."""
+accuracy (mean calibrated probability of the predicted class), macro precision, recall, F1 and
+specificity, and macro one-vs-rest ROC-AUC (each class's bins in its score order)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from monitor.outcomes import class_of
 from monitor.outcomes import metrics as m
 from monitor.profiles import value_text
 
-MULTICLASS_METRICS = ("roc_auc", "accuracy", "precision", "recall", "f1")
+MULTICLASS_METRICS = ("roc_auc", "accuracy", "precision", "recall", "f1", "specificity")
 
 
 @dataclass(frozen=True)
@@ -196,6 +196,7 @@ def estimate_sums(sums: MulticlassSums, metrics: tuple[str, ...]) -> list[Estima
     values = {
         "accuracy": _accuracy(sums),
         "roc_auc": _macro_auc(sums),
+        "specificity": _macro_specificity(sums),
         **_macro_confusion(sums),
     }
     return [band(name, *values[name], sums.n) for name in metrics]
@@ -228,6 +229,19 @@ def _macro_confusion(sums: MulticlassSums) -> dict[str, tuple[float, float]]:
         name: (float(v.mean()), math.sqrt(max(v.mean() * (1 - v.mean()), 0.0) / support))
         for name, v in (("precision", precision), ("recall", recall), ("f1", f1))
     }
+
+
+def _macro_specificity(sums: MulticlassSums) -> tuple[float, float]:
+    """Mean over classes of expected TN / (TN + FP), one-vs-rest as NannyML: a row not
+    predicted k is a true negative of k with probability 1 − q_k, one predicted k a false
+    positive with that probability. Its standard error is NannyML's: the classes' binomial
+    variances at their expected negatives, summed, rooted and divided by the class count."""
+    true = np.asarray([q.sum() for q in sums.bin_q])
+    fp = np.maximum(sums.predicted - sums.hits, 0.0)
+    negatives = fp + np.maximum(sums.n - sums.predicted - true + sums.hits, 0.0)
+    spec = np.divide(negatives - fp, negatives, out=np.zeros_like(fp), where=negatives > 0)
+    var = np.divide(spec * (1 - spec), negatives, out=np.zeros_like(fp), where=negatives > 0)
+    return float(spec.mean()), math.sqrt(float(var.sum())) / len(spec)
 
 
 def realized_multiclass(data: MulticlassData, k: int, metric: str, rows: Rows) -> float | None:

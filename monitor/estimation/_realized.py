@@ -1,6 +1,6 @@
 """Realized metrics where labels are known: binary ones with the outcome metrics' own functions;
-multiclass accuracy and macro precision, recall and F1 from a confusion matrix over the
-baseline's classes (the file-based run and the daemon both call `realized_macro`), and in the
+multiclass accuracy and macro precision, recall, F1 and specificity from a confusion matrix over
+the baseline's classes (the file-based run and the daemon both call `realized_macro`), and in the
 daemon the macro one-vs-rest ROC-AUC from an outcome summary's per-class score histograms
 (`summary_macro_auc`)."""
 
@@ -20,6 +20,8 @@ from monitor.outcomes.summary import ClassificationSummary
 # estimated multiclass metric -> its name among `confusion_metrics`
 MACRO_NAMES = {"accuracy": "accuracy", "precision": "macro_precision",
                "recall": "macro_recall", "f1": "macro_f1"}  # fmt: skip
+# every multiclass metric `realized_macro` computes from a confusion matrix
+MACRO_METRICS = (*MACRO_NAMES, "specificity")
 
 
 def realized(metric: str, labels: Array, scores: Array, predicted: Array) -> float | None:
@@ -36,12 +38,26 @@ def realized(metric: str, labels: Array, scores: Array, predicted: Array) -> flo
 
 
 def realized_macro(metric: str, matrix: Array) -> float | None:
-    """Multiclass `metric` (accuracy, precision, recall, f1) of `matrix[true, predicted]` over
-    the baseline's classes, as NannyML averages and as the estimates are: a class neither true
-    nor predicted in the rows counts 0 in the macro averages. None when the matrix is empty."""
+    """Multiclass `metric` (one of MACRO_METRICS) of `matrix[true, predicted]` over the
+    baseline's classes, as NannyML averages and as the estimates are: a class neither true
+    nor predicted in the rows counts 0 in the macro precision, recall and F1 (and 1 in the
+    specificity: it has no false positives). None when the matrix is empty."""
     if matrix.sum() == 0:
         return None
+    if metric == "specificity":
+        return macro_specificity(matrix)
     return float(confusion_metrics(matrix)[MACRO_NAMES[metric]])
+
+
+def macro_specificity(matrix: Array) -> float:
+    """Mean over classes k of TN_k / (TN_k + FP_k), one-vs-rest: TN_k = total − true_k −
+    predicted_k + diag_k, FP_k = predicted_k − diag_k; a class that every row truly is has no
+    negatives and counts 0 (as a zero denominator does in the estimate)."""
+    diag, true, predicted = np.diagonal(matrix), matrix.sum(axis=1), matrix.sum(axis=0)
+    fp = predicted - diag
+    tn = matrix.sum() - true - fp
+    spec = np.divide(tn, tn + fp, out=np.zeros_like(diag), where=tn + fp > 0)
+    return float(spec.mean())
 
 
 def class_matrix(true: NDArray[np.intp], predicted: NDArray[np.intp], k: int) -> Array:

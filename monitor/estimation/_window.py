@@ -40,7 +40,7 @@ from monitor.estimation._columns import (
 from monitor.estimation._metrics import METRICS, Estimate, estimate_metrics
 from monitor.estimation._multiclass import MULTICLASS_METRICS, estimate_sums
 from monitor.estimation._realized import (
-    MACRO_NAMES,
+    MACRO_METRICS,
     realized_macro,
     summary_macro_auc,
     summary_matrix,
@@ -248,7 +248,7 @@ def _realized(
 def _realized_multiclass(
     stored: StoredMulticlass, summaries: Sequence[tuple[dict[str, str] | None, Any]]
 ) -> dict[tuple[str, str], float | None]:
-    """Accuracy and macro precision, recall, F1 of each slice's joined confusion matrix over
+    """Accuracy and macro precision, recall, F1, specificity of each slice's joined matrix over
     the baseline's classes (`realized_macro`, as the file-based run), and the macro
     one-vs-rest ROC-AUC of its class score histograms (None without scores)."""
     classes = stored.calibration.classes
@@ -258,7 +258,7 @@ def _realized_multiclass(
             continue
         matrix = summary_matrix(classes, summary.cells)
         out.update({(key_of(slice_), metric): realized_macro(metric, matrix)
-                    for metric in MACRO_NAMES})  # fmt: skip
+                    for metric in MACRO_METRICS})  # fmt: skip
         out[(key_of(slice_), "roc_auc")] = summary_macro_auc(classes, summary)
     return out
 

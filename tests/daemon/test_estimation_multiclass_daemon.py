@@ -106,7 +106,9 @@ def _auc_error(frame: pd.DataFrame, want: dict[str, Any]) -> float:
 def test_daemon_multiclass_estimates_equal_the_one_shot_cli(baseline: str, tmp_path: Path) -> None:
     frame = _frame(N_CUR, 2)
     engine, stored, results = _daemon_and_cli(baseline, frame, tmp_path)
-    assert len(results) == 15  # 5 metrics: overall, eu, us
+    assert len(results) == 18  # 6 metrics: overall, eu, us
+    assert {r["metric"] for r in results} == {"roc_auc", "accuracy", "precision", "recall",
+                                              "f1", "specificity"}  # fmt: skip
     for want in results:
         got = same_as_cli(stored, want)
         assert got.threshold_low is not None  # the slices' own, from their reference rows
@@ -178,6 +180,10 @@ def test_realized_macro_averages_over_the_baseline_classes(baseline: str, tmp_pa
     precision = [((y == k) & (pred == k)).sum() / (pred == k).sum() for k in (0, 1)]
     assert stored[("", "precision")].realized == pytest.approx(sum(precision) / 3, abs=1e-12)
     assert stored[("", "accuracy")].realized == pytest.approx((y == pred).mean(), abs=1e-12)
+    # one-vs-rest TN / (TN + FP); class "2" has no false positives: specificity 1
+    specificity = [((y != k) & (pred != k)).sum() / (y != k).sum() for k in (0, 1)]
+    assert stored[("", "specificity")].realized == pytest.approx((sum(specificity) + 1) / 3,
+                                                                 abs=1e-12)  # fmt: skip
     engine.dispose()
 
 

@@ -122,7 +122,7 @@ def test_multiclass_scores_per_class(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     by_metric = {r["metric"]: r for r in doc["results"]}
-    assert set(by_metric) == {"roc_auc", "accuracy", "precision", "recall", "f1"}
+    assert set(by_metric) == {"roc_auc", "accuracy", "precision", "recall", "f1", "specificity"}
     for r in by_metric.values():
         assert r["status"] == "ok" and abs(r["estimated"] - r["realized"]) < 0.03
     assert set(doc["calibration"]["classes"]) == {"a", "b", "c"}

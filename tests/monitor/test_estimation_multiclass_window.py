@@ -153,7 +153,30 @@ def test_realized_from_a_summary_is_over_the_baseline_classes() -> None:
     assert realized_macro("precision", matrix) == pytest.approx((1 + 2 / 3 + 0) / 3)
     assert realized_macro("recall", matrix) == pytest.approx((3 / 4 + 1 + 0) / 3)
     assert realized_macro("f1", matrix) == pytest.approx((6 / 7 + 4 / 5 + 0) / 3)
+    # one-vs-rest TN / (TN + FP): "a" 2/2, "b" 3/4 (one "a" predicted "b"), absent "c" 6/6
+    assert realized_macro("specificity", matrix) == pytest.approx((1 + 3 / 4 + 1) / 3)
     assert realized_macro("accuracy", summary_matrix(CLASSES, {("z", "z"): 2})) is None
+
+
+def test_realized_specificity_of_a_class_without_negatives_counts_zero() -> None:
+    matrix = summary_matrix(CLASSES, {("a", "a"): 2, ("a", "b"): 1})
+    assert realized_macro("specificity", matrix) == pytest.approx((0 + 2 / 3 + 1) / 3)
+    assert realized_macro("specificity", summary_matrix(CLASSES, {})) is None
+
+
+def test_estimated_specificity_is_nannymls_one_vs_rest_mean() -> None:
+    """Per class k: rows not predicted k add 1 − q_k to TN, rows predicted k add 1 − q_k to
+    FP (NannyML's `estimate_specificity` on the calibrated, normalised probabilities)."""
+    cal = _calibration()
+    scores, _ = _scores(500, 10)
+    predicted = predicted_classes(scores)
+    q = cal.calibrate(scores)
+    want = np.mean([(1 - q[predicted != k, k]).sum() / (1 - q[:, k]).sum() for k in range(3)])
+    data = MulticlassData(scores, predicted)
+    (got,) = estimate_multiclass(cal, data, data, EstimateOptions(metrics=("specificity",)))
+    assert got.metric == "specificity" and got.estimated == pytest.approx(want, abs=1e-12)
+    assert got.ci_low is not None and got.ci_high is not None and got.estimated is not None
+    assert 0 < got.ci_low < got.estimated < got.ci_high < 1
 
 
 def test_an_events_own_class_is_its_prediction_else_the_highest_score() -> None:
