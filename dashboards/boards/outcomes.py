@@ -67,8 +67,13 @@ SLICES = """SELECT DISTINCT slice FROM mw_outcomes
 WHERE model = ${model:sqlstring} AND version = ${version:sqlstring} AND $__timeFilter(time)
 ORDER BY 1"""
 
-METRICS = """SELECT DISTINCT metric FROM mw_outcomes
-WHERE model = ${model:sqlstring} AND version = ${version:sqlstring} AND $__timeFilter(time)
+# Outcome metrics and the metrics estimated without labels (a multiclass model's estimated
+# precision is `precision`, its realized outcome metric `macro_precision`): both are choices.
+_OF_VERSION = (
+    "model = ${model:sqlstring} AND version = ${version:sqlstring} AND $__timeFilter(time)"
+)
+METRICS = f"""SELECT metric FROM mw_outcomes WHERE {_OF_VERSION}
+UNION SELECT metric FROM mw_estimated WHERE {_OF_VERSION}
 ORDER BY 1"""
 
 

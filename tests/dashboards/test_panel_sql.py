@@ -99,6 +99,19 @@ def test_variable_query_offers_values(seeded: tuple[Engine, GrafanaContext], sql
     assert rows and all(r[0] for r in rows)
 
 
+def test_metric_choices_offer_estimated_and_outcome_metrics(
+    seeded: tuple[Engine, GrafanaContext],
+) -> None:
+    # The estimated-vs-realized panel needs a metric only estimation writes (a multiclass
+    # model's `precision`, here `reconstruction_error`) to be a choice of $metric.
+    board = BOARDS["modelwatch-outcomes"]["templating"]["list"]
+    sql = next(v["query"] for v in board if v["name"] == "metric")
+    choices = [r[0] for r in run(seeded, sql)[1]]
+    outcome = [r[0] for r in run(seeded, "SELECT DISTINCT metric FROM mw_outcomes ORDER BY 1")[1]]
+    assert "reconstruction_error" in choices and "reconstruction_error" not in outcome
+    assert set(outcome) <= set(choices) and choices == sorted(set(choices))
+
+
 def panel_sql(uid: str, title: str, ref: str = "A") -> str:
     panel = next(p for p in BOARDS[uid]["panels"] if p["title"] == title)
     return str(next(t for t in panel["targets"] if t["refId"] == ref)["rawSql"])
