@@ -3,9 +3,12 @@
 Reading the shared tables (rather than counting in-process) makes every replica export the same
 numbers, whichever of them ingested or evaluated. Counters advance by the growth of the stored
 totals since the previous tick. `events_ingested` counts per source; its `model` label is `*`
-because a source's counter spans every model it carries. Drift, outcome and estimated gauges
-show the versions with results in the model's newest window; guard gauges the versions gated within
-`scheduler.retention_days`; `model_version_info` the newest registered versions' settings.
+because a source's counter spans every model it carries. Drift, outcome, estimated and SLO
+gauges show the versions with results (SLO: serving statistics) in the model's newest window or
+the one before it (at a window boundary, a version whose new window has no results yet keeps its
+series; one that stopped serving drops out a window later); guard gauges the
+versions gated within `scheduler.retention_days`; `model_version_info` the newest registered
+versions' settings.
 A series not written in a tick is removed.
 """
 
@@ -165,7 +168,7 @@ class MetricsPublisher:
         windows = [
             ServingWindow(r.model, r.version, r.window_start, r.window_end, r.slice_key,
                           ServingSummary.from_row(r))
-            for r in latest_rows(self.engine, WindowServing, model)
+            for r in _current(latest_rows(self.engine, WindowServing, model))
         ]  # fmt: skip
         for r in evaluate_windows(windows, cfg, datetime.now(UTC)):
             if r.value is not None:
@@ -233,9 +236,15 @@ _CRITERION = re.compile(
 
 
 def _current(rows: list[Any]) -> list[Any]:
-    """Rows of the model's newest window: versions that stopped serving drop out."""
+    """Of each version's newest window (`latest_rows`), those of versions still serving: whose
+    newest window is the model's newest or the one it follows.
+
+    At a window boundary the versions' first results of the new window come in one at a time
+    (each version's traffic and evaluation); a version not there yet keeps its series instead
+    of leaving a gap. A version that stopped serving drops out one window later.
+    """
     newest = max((r.window_start for r in rows), default=None)
-    return [r for r in rows if r.window_start == newest]
+    return [r for r in rows if newest is not None and r.window_end >= newest]
 
 
 def _slice_key(slice_: dict[str, Any] | None) -> str | None:
