@@ -9,14 +9,17 @@ the one before it (at a window boundary, a version whose new window has no resul
 series; one that stopped serving drops out a window later); guard gauges the
 versions gated within `scheduler.retention_days`; `model_version_info` the newest registered
 versions' settings.
-A series not written in a tick is removed.
+A series not written in a tick is removed, except where its family's read failed for the model
+(each model's drift, outcome, estimated, guard, SLO and settings read is an item of the job):
+those keep their last values until the read succeeds, and the failure is recorded.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -27,6 +30,7 @@ from sqlalchemy.orm import Session
 from dashboards.metrics import ModelwatchMetrics
 from monitor.config.serving import SloConfig
 from monitor.daemon.signals import latest_rows
+from monitor.failures import Isolation
 from monitor.profiles import key_of, slice_label
 from monitor.profiles.serving import ServingSummary
 from monitor.slo import ServingWindow, evaluate_windows
@@ -61,10 +65,13 @@ class MetricsPublisher:
         metrics: ModelwatchMetrics,
         keep: timedelta | None = None,
         slo: Mapping[str, SloConfig] | None = None,
+        isolation: Isolation | None = None,
     ) -> None:
         """`keep`: guard gauges show gate runs this recent (default: every version's newest);
-        `slo`: each model's serving objectives."""
+        `slo`: each model's serving objectives; `isolation`: the job whose items each model's
+        family reads are (without one, a failing read raises)."""
         self.engine = engine
+        self.isolation = isolation
         self.metrics = metrics
         self.keep = keep
         self.slo = dict(slo or {})
@@ -110,14 +117,31 @@ class MetricsPublisher:
         self._ingest(ingest, dead, lag)
         self._failures(failures)
         for model in models:
-            self._drift(model)
-            self._outcomes(model)
-            self._estimated(model)
-            self._guards(model)
-            if model in self.slo:
-                self._slo(model, self.slo[model])
-            self._settings(model)
+            for family, read in self._families(model):
+                self._refresh_family(family, model, read)
         self.metrics.end_refresh()
+
+    def _families(self, model: str) -> list[tuple[str, Callable[[], None]]]:
+        """Each family's read of `model`'s series (`ModelwatchMetrics.keep_model_series`)."""
+        out: list[tuple[str, Callable[[], None]]] = [
+            ("drift", functools.partial(self._drift, model)),
+            ("outcome", functools.partial(self._outcomes, model)),
+            ("estimated", functools.partial(self._estimated, model)),
+            ("guard", functools.partial(self._guards, model)),
+        ]
+        if model in self.slo:
+            out.append(("slo", functools.partial(self._slo, model, self.slo[model])))
+        return [*out, ("settings", functools.partial(self._settings, model))]
+
+    def _refresh_family(self, family: str, model: str, read: Callable[[], None]) -> None:
+        """One family's read as an item: when it fails (or waits for its retry), the model's
+        series of the family keep their last values instead of vanishing."""
+        if self.isolation is None:
+            read()
+            return
+        done = self.isolation.attempt(f"metrics {family} {model}", _returns_true(read), model)
+        if done is None:
+            self.metrics.keep_model_series(family, model)
 
     def _alerts(self, s: Session) -> None:
         states = s.execute(
@@ -233,6 +257,14 @@ class MetricsPublisher:
 _CRITERION = re.compile(
     r"(?P<kind>flip_rate|metric_drop)(?::(?P<metric>\w+))?(?:\[(?P<output>[^\]]*)\])?"
 )
+
+
+def _returns_true(read: Callable[[], None]) -> Callable[[], bool]:
+    def run() -> bool:
+        read()
+        return True
+
+    return run
 
 
 def _current(rows: list[Any]) -> list[Any]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from prometheus_client import CollectorRegistry
 from sqlalchemy import update
 from sqlalchemy.engine import Engine
@@ -17,10 +18,18 @@ from monitor.config import parse_config
 from monitor.daemon._health_signals import ingest_lag_signals
 from monitor.daemon.metrics import MetricsPublisher
 from monitor.detectors import DriftResult
+from monitor.failures import Isolation
 from monitor.outcomes import OutcomeResult
 from monitor.profiles.serving import ServingSummary
 from monitor.results import store_drift_results, store_estimated_results, store_outcome_results
-from monitor.storage import DeadLetter, SourcePosition, WindowServing, transaction, utcnow
+from monitor.storage import (
+    DeadLetter,
+    GateRun,
+    SourcePosition,
+    WindowServing,
+    transaction,
+    utcnow,
+)
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 HOUR = timedelta(hours=1)
@@ -128,3 +137,46 @@ def test_a_version_keeps_its_series_at_a_window_boundary(engine: Engine) -> None
     _results(engine, "stable", 3, 0.25)
     publisher.publish(["m"])
     assert exported("stable") == [0.25] * 4 and exported("canary") == [None] * 4
+
+
+def _gate(engine: Engine, verdict: str) -> None:
+    hashes = {f"{k}_sha256": k[0] * 64 for k in ("reference", "candidate", "golden")}
+    with transaction(engine) as s:
+        doc = {"verdict": verdict}
+        s.add(GateRun(model="m", version="stable", preset="int8", verdict=verdict, criteria=[],
+                      verdict_json=doc, providers={}, timing={}, **hashes))  # fmt: skip
+
+
+def test_a_family_whose_read_fails_keeps_its_series_and_the_others_refresh(
+    engine: Engine,
+) -> None:
+    config = parse_config({"database_url": str(engine.url), "models": [{"name": "m"}]}, env={})
+    registry = CollectorRegistry()
+    isolation = Isolation(engine, "alerts")
+    metrics = ModelwatchMetrics(registry, config.models)
+    publisher = MetricsPublisher(engine, metrics, isolation=isolation)
+
+    def verdict(state: str) -> float | None:
+        labels = {"model": "m", "version": "stable", "verdict": state}
+        return registry.get_sample_value("modelwatch_guard_verdict", labels)
+
+    def drift() -> float | None:
+        labels = {"model": "m", "version": "stable", "slice": "all", "column": "x",
+                  "method": "psi"}  # fmt: skip
+        return registry.get_sample_value("modelwatch_drift_score", labels)
+
+    _results(engine, "stable", 0, 0.1)
+    _gate(engine, "pass")
+    isolation.begin()
+    publisher.publish(["m"])
+    assert verdict("pass") == 1 and drift() == 0.1
+    _gate(engine, "unheard-of")  # the newest gate run's verdict cannot be exported
+    _results(engine, "stable", 1, 0.2)
+    for _ in range(2):  # failing, then waiting for its retry: the last verdict stays
+        isolation.begin()
+        publisher.publish(["m"])
+        assert verdict("pass") == 1 and verdict("fail") == 0
+        assert drift() == 0.2  # the other families of the model refresh
+    assert [f.item for f in isolation.failing()] == ["metrics guard m"]
+    with pytest.raises(ValueError, match="unknown refreshed family 'guards'; expected one of"):
+        metrics.keep_model_series("guards", "m")
