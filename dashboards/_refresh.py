@@ -6,6 +6,8 @@ exporting its last value forever (an alert on it would never resolve).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from prometheus_client import Gauge
 
 
@@ -20,6 +22,13 @@ class Refresh:
         """Write one series and remember it for this refresh."""
         gauge.labels(*labels).set(value)
         self._current.setdefault(gauge, set()).add(labels)
+
+    def keep(self, gauges: Iterable[Gauge], first: str) -> None:
+        """Keep the previous refresh's series of `gauges` whose first label value is `first`
+        (a model whose read failed goes on exporting its last values instead of a gap)."""
+        for gauge in gauges:
+            kept = {labels for labels in self._previous.get(gauge, ()) if labels[0] == first}
+            self._current.setdefault(gauge, set()).update(kept)
 
     def sweep(self) -> int:
         """Remove the series written in the previous refresh but not in this one; how many."""

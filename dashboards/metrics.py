@@ -80,6 +80,32 @@ class ModelwatchMetrics:
         self._define_health_metrics(registry)
         self._define_service_metrics(registry)
 
+    def keep_model_series(self, family: str, model: str) -> None:
+        """Keep `model`'s series of a refreshed family (drift, outcome, estimated, guard, slo,
+        settings) through this refresh, as they are: its read failed. An unknown family is a
+        ValueError."""
+        families = self._families()
+        gauges = families.get(family)
+        if gauges is None:
+            known = ", ".join(families)
+            raise ValueError(f"unknown refreshed family {family!r}; expected one of {known}")
+        self._refresh.keep(gauges, model)
+
+    def _families(self) -> dict[str, tuple[Gauge, ...]]:
+        return {
+            "drift": (self.drift_score, self.drift_threshold, self.drifted_columns),
+            "outcome": (self.outcome_value, self.outcome_baseline),
+            "estimated": (
+                self.estimated_value,
+                self.estimated_band,
+                self.estimated_threshold,
+                self.estimated_realized,
+            ),
+            "guard": (self.guard_verdict, self.guard_flip_rate, self.guard_metric_drop),
+            "slo": (self.slo_value, self.slo_threshold),
+            "settings": (self.model_version_info,),
+        }
+
     def end_refresh(self) -> int:
         """Remove refreshed series (drift, outcomes, guards, alert and outbox counts) not
         written since the previous `end_refresh`; how many."""

@@ -3,17 +3,23 @@
 Reading the shared tables (rather than counting in-process) makes every replica export the same
 numbers, whichever of them ingested or evaluated. Counters advance by the growth of the stored
 totals since the previous tick. `events_ingested` counts per source; its `model` label is `*`
-because a source's counter spans every model it carries. Drift, outcome and estimated gauges
-show the versions with results in the model's newest window; guard gauges the versions gated within
-`scheduler.retention_days`; `model_version_info` the newest registered versions' settings.
-A series not written in a tick is removed.
+because a source's counter spans every model it carries. Drift, outcome, estimated and SLO
+gauges show the versions with results (SLO: serving statistics) in the model's newest window or
+the one before it (at a window boundary, a version whose new window has no results yet keeps its
+series; one that stopped serving drops out a window later); guard gauges the
+versions gated within `scheduler.retention_days`; `model_version_info` the newest registered
+versions' settings.
+A series not written in a tick is removed, except where its family's read failed for the model
+(each model's drift, outcome, estimated, guard, SLO and settings read is an item of the job):
+those keep their last values until the read succeeds, and the failure is recorded.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -24,6 +30,7 @@ from sqlalchemy.orm import Session
 from dashboards.metrics import ModelwatchMetrics
 from monitor.config.serving import SloConfig
 from monitor.daemon.signals import latest_rows
+from monitor.failures import Isolation
 from monitor.profiles import key_of, slice_label
 from monitor.profiles.serving import ServingSummary
 from monitor.slo import ServingWindow, evaluate_windows
@@ -58,10 +65,13 @@ class MetricsPublisher:
         metrics: ModelwatchMetrics,
         keep: timedelta | None = None,
         slo: Mapping[str, SloConfig] | None = None,
+        isolation: Isolation | None = None,
     ) -> None:
         """`keep`: guard gauges show gate runs this recent (default: every version's newest);
-        `slo`: each model's serving objectives."""
+        `slo`: each model's serving objectives; `isolation`: the job whose items each model's
+        family reads are (without one, a failing read raises)."""
         self.engine = engine
+        self.isolation = isolation
         self.metrics = metrics
         self.keep = keep
         self.slo = dict(slo or {})
@@ -107,14 +117,31 @@ class MetricsPublisher:
         self._ingest(ingest, dead, lag)
         self._failures(failures)
         for model in models:
-            self._drift(model)
-            self._outcomes(model)
-            self._estimated(model)
-            self._guards(model)
-            if model in self.slo:
-                self._slo(model, self.slo[model])
-            self._settings(model)
+            for family, read in self._families(model):
+                self._refresh_family(family, model, read)
         self.metrics.end_refresh()
+
+    def _families(self, model: str) -> list[tuple[str, Callable[[], None]]]:
+        """Each family's read of `model`'s series (`ModelwatchMetrics.keep_model_series`)."""
+        out: list[tuple[str, Callable[[], None]]] = [
+            ("drift", functools.partial(self._drift, model)),
+            ("outcome", functools.partial(self._outcomes, model)),
+            ("estimated", functools.partial(self._estimated, model)),
+            ("guard", functools.partial(self._guards, model)),
+        ]
+        if model in self.slo:
+            out.append(("slo", functools.partial(self._slo, model, self.slo[model])))
+        return [*out, ("settings", functools.partial(self._settings, model))]
+
+    def _refresh_family(self, family: str, model: str, read: Callable[[], None]) -> None:
+        """One family's read as an item: when it fails (or waits for its retry), the model's
+        series of the family keep their last values instead of vanishing."""
+        if self.isolation is None:
+            read()
+            return
+        done = self.isolation.attempt(f"metrics {family} {model}", _returns_true(read), model)
+        if done is None:
+            self.metrics.keep_model_series(family, model)
 
     def _alerts(self, s: Session) -> None:
         states = s.execute(
@@ -165,7 +192,7 @@ class MetricsPublisher:
         windows = [
             ServingWindow(r.model, r.version, r.window_start, r.window_end, r.slice_key,
                           ServingSummary.from_row(r))
-            for r in latest_rows(self.engine, WindowServing, model)
+            for r in _current(latest_rows(self.engine, WindowServing, model))
         ]  # fmt: skip
         for r in evaluate_windows(windows, cfg, datetime.now(UTC)):
             if r.value is not None:
@@ -232,10 +259,24 @@ _CRITERION = re.compile(
 )
 
 
+def _returns_true(read: Callable[[], None]) -> Callable[[], bool]:
+    def run() -> bool:
+        read()
+        return True
+
+    return run
+
+
 def _current(rows: list[Any]) -> list[Any]:
-    """Rows of the model's newest window: versions that stopped serving drop out."""
+    """Of each version's newest window (`latest_rows`), those of versions still serving: whose
+    newest window is the model's newest or the one it follows.
+
+    At a window boundary the versions' first results of the new window come in one at a time
+    (each version's traffic and evaluation); a version not there yet keeps its series instead
+    of leaving a gap. A version that stopped serving drops out one window later.
+    """
     newest = max((r.window_start for r in rows), default=None)
-    return [r for r in rows if r.window_start == newest]
+    return [r for r in rows if newest is not None and r.window_end >= newest]
 
 
 def _slice_key(slice_: dict[str, Any] | None) -> str | None:

@@ -139,7 +139,9 @@ class Monitoring:
         slo = {m.name: m.slo for m in config.models if m.slo is not None}
         keep = timedelta(days=config.scheduler.retention_days)
         self.publisher = (
-            MetricsPublisher(engine, metrics, keep, slo) if metrics is not None else None
+            MetricsPublisher(engine, metrics, keep, slo, self.isolation)
+            if metrics is not None
+            else None
         )
         self.dead_letter_rate = DeadLetterRate()
         self._last: dict[str, list[Signal]] = {}

@@ -59,7 +59,8 @@ def _seed(tmp_path: Path) -> None:
                                      meta={"image": "serve:1.4"})  # fmt: skip
     register_version(engine, "fraud", "2", artifact, settings=settings)
     drift = DriftResult("amount", None, "numeric", "psi", 0.3, 0.2, None, 1000, 500, "drift")
-    store_drift_results(engine, "fraud", "1", (W - HOUR, W), [drift])  # retired version
+    # retired: its newest window is older than the one before the model's newest
+    store_drift_results(engine, "fraud", "1", (W - 2 * HOUR, W - HOUR), [drift])
     store_drift_results(engine, "fraud", "2", (W, W + HOUR), [drift])
     outcome = OutcomeResult("accuracy", {"region": "eu"}, 0.81, 0.78, 0.84, 0.9, 0.05, 700, "ok")
     store_outcome_results(engine, "fraud", "2", (W, W + HOUR), [outcome])
@@ -145,14 +146,20 @@ def _exposition(server: ServerProcess, accept: str | None = None) -> httpx.Respo
     return httpx.get(f"{server.url}/metrics", headers=headers)
 
 
-def _published(server: ServerProcess, needle: str, timeout: float = 60) -> str:
+def _published(server: ServerProcess, *needles: str, timeout: float = 60) -> str:
+    """Wait until one sample line of /metrics contains every needle.
+
+    A labelled family's `# HELP`/`# TYPE` lines are on /metrics before it has any series, so
+    only a sample line says that a series was published.
+    """
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         text = _exposition(server).text
-        if needle in text:
+        samples = (line for line in text.splitlines() if not line.startswith("#"))
+        if any(all(n in line for n in needles) for line in samples):
             return text
         time.sleep(0.5)
-    raise AssertionError(f"{needle!r} never published")
+    raise AssertionError(f"{needles!r} never published")
 
 
 @pytest.fixture
@@ -164,7 +171,9 @@ def seeded(server: ServerProcess, tmp_path: Path) -> ServerProcess:
     headers = {**auth("MW_T_INGEST"), "Idempotency-Key": "served-1"}
     assert httpx.post(f"{server.url}/v1/events", json=body, headers=headers).status_code == 202
     _published(server, 'slice="segment=normal"')
-    _published(server, "modelwatch_slo_value")
+    # The SLO series come from the ingested events: seconds later than the seeded ones (the
+    # first refresh after the drain aggregated them). Wait for a series, not the family name.
+    _published(server, "modelwatch_slo_value{", 'objective="error_rate"', 'slice="all"')
     return server
 
 

@@ -154,6 +154,29 @@ def test_series_not_rewritten_in_a_refresh_are_removed(
     assert value(registry, "modelwatch_outcome_value", **outcome) is None
 
 
+def test_kept_series_are_one_model_s_one_family(
+    metrics: ModelwatchMetrics, registry: CollectorRegistry
+) -> None:
+    # A refresh whose drift read of `fraud` failed: fraud's drift series stay as they were;
+    # its outcome series and the other model's drift series are swept as usual.
+    for model in ("fraud", "churn"):
+        metrics.set_drift(model, "1", None, "amount", "psi", 0.3, 0.2)
+        metrics.set_drifted_columns(model, "1", None, 1)
+    metrics.set_outcome("fraud", "1", "accuracy", None, 0.9, 0.92)
+    metrics.end_refresh()
+    metrics.keep_model_series("drift", "fraud")
+    assert metrics.end_refresh() == 2 + 3  # fraud's outcome (2), churn's drift (3)
+    labels = {"version": "1", "slice": "all", "column": "amount", "method": "psi"}
+    assert value(registry, "modelwatch_drift_score", model="fraud", **labels) == 0.3
+    count = {"version": "1", "slice": "all"}
+    assert value(registry, "modelwatch_drifted_columns", model="fraud", **count) == 1
+    assert value(registry, "modelwatch_drift_score", model="churn", **labels) is None
+    metrics.end_refresh()  # kept for one refresh only: nothing wrote them since
+    assert value(registry, "modelwatch_drift_score", model="fraud", **labels) is None
+    with pytest.raises(ValueError, match="unknown refreshed family 'drifts'; expected one of"):
+        metrics.keep_model_series("drifts", "fraud")
+
+
 def test_alert_and_outbox_counts_write_every_state(
     metrics: ModelwatchMetrics, registry: CollectorRegistry
 ) -> None:
