@@ -15,7 +15,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import delete, distinct, func, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
@@ -29,6 +28,7 @@ from monitor.outcomes import OutcomeResult
 from monitor.outcomes.summary import OutcomeSummary, summary_to_bytes
 from monitor.profiles import OVERALL, ProfileSet, profile_from_bytes
 from monitor.profiles.kinds import Profile
+from monitor.results import upsert_statement
 from monitor.storage import (
     DayCount,
     DayOutcomeSummary,
@@ -182,13 +182,10 @@ def store_day(
 def _insert(session: Session, table: Any, rows: list[dict[str, Any]], key: Sequence[str]) -> None:
     """Insert one day's rows (deleted just before: an upsert only so that a replayed statement,
     as tests/daemon/test_tick_plans.py EXPLAINs them, does not collide)."""
-    if not rows:
-        return
-    dialect = session.get_bind().dialect.name
-    stmt = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(table)
-    index = ("model", "version", "day_start", *key)
-    update = {c: stmt.excluded[c] for c in rows[0] if c not in index}
-    session.execute(stmt.on_conflict_do_update(index_elements=index, set_=update), rows)
+    if rows:
+        dialect = session.get_bind().dialect.name
+        index = ("model", "version", "day_start", *key)
+        session.execute(upsert_statement(dialect, table.__table__, index), rows)
 
 
 def period_drift(

@@ -250,7 +250,7 @@ def _upsert(
             stmt = _recordset_upsert(table, tuple(key), tuple(rows[0]))
             session.execute(stmt, {"rows": orjson.dumps(rows, option=_JSON).decode()})
         else:
-            session.execute(_upsert_statement(dialect.name, table, tuple(key)), rows)
+            session.execute(upsert_statement(dialect.name, table, tuple(key)), rows)
     return len(rows)
 
 
@@ -264,8 +264,9 @@ def _session(target: Engine | Session) -> Iterator[Session]:
 
 
 @functools.cache
-def _upsert_statement(dialect_name: str, table: Table, key: tuple[str, ...]) -> Any:
-    """The upsert of `table`, built once: building `excluded` costs ~10 ms a call (soak)."""
+def upsert_statement(dialect_name: str, table: Table, key: tuple[str, ...]) -> Any:
+    """The upsert of `table` on its unique `key` (every other column but `id` replaced), built
+    once per (dialect, table, key): building `excluded` costs ~10 ms a call (soak)."""
     dialect = postgresql if dialect_name == "postgresql" else sqlite
     stmt = dialect.insert(table)
     update = {c.name: stmt.excluded[c.name] for c in table.columns if c.name not in (*key, "id")}
