@@ -62,6 +62,23 @@ class Pair:
         return self.reference.spec.column
 
 
+@dataclass(frozen=True)
+class NullScaling:
+    """How a detector's no-drift statistic scales with the sample sizes, for large counts.
+
+    With ``s = sqrt(1/n_reference + 1/n_current)`` (the standard deviation of a bucket
+    proportion's difference, in units of its reference spread), the statistic's null
+    distribution is ``s**power`` times one fixed distribution once every occupied reference
+    bucket expects at least ``min_expected`` rows on both sides: distances linear in the
+    proportion difference (Wasserstein, L∞) or in its root-sum-square (Hellinger, JS) have
+    power 1, divergences quadratic in it (PSI) power 2. The bootstrap null is then drawn once
+    per reference and rescaled (see `monitor.detectors._null`).
+    """
+
+    power: int
+    min_expected: float = 50.0
+
+
 class PValue(Protocol):
     """An analytic p-value of an observed statistic; None means 'use the bootstrap null'."""
 
@@ -77,7 +94,9 @@ class Detector:
     buckets); ``p_value`` is analytic where the statistic has a known null distribution,
     otherwise None and the null is a multinomial bootstrap from the reference proportions;
     ``evidence``: whether the overwhelming-evidence rule applies on exact-count columns (it
-    compares value distributions; ``missing_rate``, which watches nulls, opts out).
+    compares value distributions; ``missing_rate``, which watches nulls, opts out);
+    ``null_scaling``: how the bootstrap null rescales with the sample sizes (None: it is drawn
+    at every current size).
     """
 
     name: str
@@ -92,6 +111,7 @@ class Detector:
     size: Callable[[Profile], int] = field(default=lambda p: p.n)
     observed: Callable[[Pair], float] | None = None
     evidence: bool = True
+    null_scaling: NullScaling | None = None
 
     def score(self, pair: Pair) -> float:
         """The statistic of the observed pair (`observed` when the detector has a finer one)."""

@@ -5,7 +5,17 @@ Under "no drift" both samples come from the reference distribution. The bootstra
 and scores each pair with the detector's own statistic, so the null reflects the window's
 size, the reference's size and the column's cardinality (1000 sparse categories in a
 300-row window have a large JS distance by chance alone). The draws are seeded from the
-inputs (results are reproducible) and cached per (detector, reference counts, n_current).
+inputs (results are reproducible) and cached per (detector, reference counts, drawn size).
+
+Which size the draws are made at (`draw_plan`): a detector with a `NullScaling` has a null
+that scales like ``s**power``, ``s = sqrt(1/n_ref + 1/n_cur)``, once every occupied bucket
+expects enough rows on both sides. There the draws are made once per reference, at
+``n_cur = n_ref``, and rescaled to the window's size, so windows, days and weeks of any size
+reuse one set of draws. Below that, from `GRID_MIN` rows, the size is rounded to a geometric
+grid (`GRID_RATIO`, at most 2.5% off) and the draws rescaled the same way, so windows whose
+sizes differ by a few rows share draws; smaller windows are drawn at their own size. Either
+way the rescaled quantiles agree with draws at the exact size within the Monte Carlo error
+of `BOOTSTRAP_DRAWS` draws (tests/monitor/test_null_scaling.py).
 
 The p-value is the empirical tail share ``(1 + #{T* >= T}) / (B + 1)``; when the observed
 value lies beyond nearly all draws, the tail is extrapolated from gamma distributions
@@ -28,7 +38,9 @@ _TAIL_DRAWS = 5
 # T^power is fitted by a gamma for each power and the largest (most conservative) tail kept:
 # distances squared are chi²-like for smooth nulls, heavy-tailed columns need lower powers.
 _POWERS = (0.5, 1.0, 2.0)  # fewer exceedances than this: extrapolate with the gamma fit
-_CACHE_SIZE = 4096
+_CACHE_SIZE = 8192
+GRID_MIN = 200
+GRID_RATIO = 1.05
 _MULTINOMIAL_MAX_BUCKETS = 100
 _cache: OrderedDict[bytes, NDArray[np.float64]] = OrderedDict()
 
@@ -56,9 +68,38 @@ def p_value(detector: Detector, pair: Pair) -> float:
 
 
 def null_draws(detector: Detector, pair: Pair, draws: int = BOOTSTRAP_DRAWS) -> NDArray[np.float64]:
-    """Statistic values of `draws` resampled no-drift pairs (cached)."""
+    """Statistic values of `draws` resampled no-drift pairs at the pair's sizes."""
     ref = detector.buckets(pair.reference)
-    n_ref, n_cur = int(ref.sum()), int(detector.buckets(pair.current).sum())
+    n_cur = int(detector.buckets(pair.current).sum())
+    n_draw, factor = draw_plan(detector, ref, n_cur)
+    drawn = _drawn(detector, pair, ref, n_draw, draws)
+    return drawn if factor == 1.0 else drawn * factor
+
+
+def draw_plan(detector: Detector, ref: NDArray[np.float64], n_cur: int) -> tuple[int, float]:
+    """The current size the null is drawn at, and the factor its draws are rescaled by."""
+    scaling = detector.null_scaling
+    n_ref = int(ref.sum())
+    if scaling is None or min(n_ref, n_cur) < GRID_MIN:
+        return n_cur, 1.0
+    sparsest = float(ref[ref > 0].min()) / n_ref
+    if min(n_ref, n_cur) * sparsest >= scaling.min_expected:
+        n_draw = n_ref
+    else:
+        step = np.log(GRID_RATIO)
+        n_draw = round(float(np.exp(round(np.log(n_cur) / step) * step)))
+    if n_draw == n_cur:
+        return n_cur, 1.0
+    return n_draw, (_spread(n_ref, n_cur) / _spread(n_ref, n_draw)) ** scaling.power
+
+
+def _spread(n_ref: int, n_cur: int) -> float:
+    return float(np.sqrt(1.0 / n_ref + 1.0 / n_cur))
+
+
+def _drawn(
+    detector: Detector, pair: Pair, ref: NDArray[np.float64], n_cur: int, draws: int
+) -> NDArray[np.float64]:
     key = _key(detector.name, ref, n_cur, draws)
     cached = _cache.get(key)
     if cached is not None:
@@ -66,7 +107,7 @@ def null_draws(detector: Detector, pair: Pair, draws: int = BOOTSTRAP_DRAWS) -> 
         return cached
     rng = np.random.default_rng(int.from_bytes(key[:8], "little"))
     p = ref / ref.sum()
-    r, c = _resample(rng, p, n_ref, draws), _resample(rng, p, n_cur, draws)
+    r, c = _resample(rng, p, int(ref.sum()), draws), _resample(rng, p, n_cur, draws)
     result = np.asarray(detector.statistic(r, c, pair), dtype=np.float64)
     _cache[key] = result
     if len(_cache) > _CACHE_SIZE:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from monitor.detectors._base import Counts, Detector, Pair, proportions, register
+from monitor.detectors._base import Counts, Detector, NullScaling, Pair, proportions, register
 
 
 def _hellinger(ref: Counts, cur: Counts, pair: Pair) -> NDArray[np.float64]:
@@ -25,5 +25,6 @@ DETECTOR = register(
         default_threshold=0.1,
         statistic=_hellinger,
         description="Hellinger distance",
+        null_scaling=NullScaling(power=1),
     )
 )

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from monitor.detectors._base import Counts, Detector, Pair, proportions, register
+from monitor.detectors._base import Counts, Detector, NullScaling, Pair, proportions, register
 from monitor.detectors._evidence import exact_counts, homogeneity_p
 
 
@@ -49,5 +49,6 @@ DETECTOR = register(
         statistic=js_distance,
         p_value=_p_value,
         description="Jensen-Shannon distance (natural log)",
+        null_scaling=NullScaling(power=1),
     )
 )

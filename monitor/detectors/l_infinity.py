@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from monitor.detectors._base import Counts, Detector, Pair, proportions, register
+from monitor.detectors._base import Counts, Detector, NullScaling, Pair, proportions, register
 
 
 def _linf(ref: Counts, cur: Counts, pair: Pair) -> NDArray[np.float64]:
@@ -24,5 +24,6 @@ DETECTOR = register(
         default_threshold=0.1,
         statistic=_linf,
         description="largest absolute change of one bucket's proportion",
+        null_scaling=NullScaling(power=1),
     )
 )

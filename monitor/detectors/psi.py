@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from monitor.detectors._base import Counts, Detector, Pair, register, smoothed
+from monitor.detectors._base import Counts, Detector, NullScaling, Pair, register, smoothed
 
 
 def _psi(ref: Counts, cur: Counts, pair: Pair) -> NDArray[np.float64]:
@@ -27,5 +27,6 @@ DETECTOR = register(
         default_threshold=0.1,
         statistic=_psi,
         description="population stability index",
+        null_scaling=NullScaling(power=2),
     )
 )

@@ -15,10 +15,12 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from monitor.detectors._base import Counts, Detector, Pair, proportions, register
+from monitor.detectors._base import Counts, Detector, NullScaling, Pair, proportions, register
 from monitor.profiles import NumericProfile
 
 SD_FLOOR = 0.001
+# A sum of CDF gaps over all buckets: near-normal well before each bucket is (see NullScaling).
+WASSERSTEIN_MIN_EXPECTED = 5.0
 
 
 def _positions(profile: NumericProfile, fallback: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -68,5 +70,6 @@ DETECTOR = register(
         statistic=_batched,
         observed=_observed,
         description="Wasserstein-1 distance / reference sd",
+        null_scaling=NullScaling(power=1, min_expected=WASSERSTEIN_MIN_EXPECTED),
     )
 )

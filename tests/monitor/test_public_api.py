@@ -18,6 +18,7 @@ PINNED: dict[str, set[str]] = {
         "ConstantThresholds",
         "Detector",
         "DriftResult",
+        "NullScaling",
         "Pair",
         "ReferenceThresholds",
         "Spread",
