@@ -149,13 +149,18 @@ IdempotencyKey = Annotated[
 ]
 
 
+def _wait_parameter() -> dict[str, Any]:
+    """`wait` as the docs show it (the handlers read it themselves with `_wait_of`)."""
+    wait = {"anyOf": [{"type": "number", "minimum": 0, "maximum": MAX_WAIT_S}, {"type": "null"}]}
+    return {"name": "wait", "in": "query", "required": False, "description": WAIT_DOC,
+            "schema": {**wait, "title": "Wait", "description": WAIT_DOC}}  # fmt: skip
+
+
 def _events_parameters() -> list[dict[str, Any]]:
     """`wait` and `Idempotency-Key` as the docs show them (`post_events` reads them itself)."""
-    wait = {"anyOf": [{"type": "number", "minimum": 0, "maximum": MAX_WAIT_S}, {"type": "null"}]}
     key = {"anyOf": [{"type": "string"}, {"type": "null"}]}
     return [
-        {"name": "wait", "in": "query", "required": False, "description": WAIT_DOC,
-         "schema": {**wait, "title": "Wait", "description": WAIT_DOC}},
+        _wait_parameter(),
         {"name": IDEMPOTENCY_HEADER, "in": "header", "required": False, "description": _KEY_DOC,
          "schema": {**key, "title": IDEMPOTENCY_HEADER, "description": _KEY_DOC}},
     ]  # fmt: skip
@@ -237,15 +242,16 @@ async def post_events(request: Request) -> Response:
     dependencies=[Depends(requires("ingest"))],
     response_model=IngestAccepted,
     responses=_RESPONSES,
+    openapi_extra={"parameters": [_wait_parameter()]},
 )
 async def post_labels(
     body: list[LabelIn] | LabelBatch,
     request: Request,
     idempotency_key: IdempotencyKey = None,
-    wait: Wait = None,
 ) -> Response:
     """Append ground-truth labels; they are joined to predictions with the same request id
     (`?wait=` as for events)."""
+    wait = _wait_of(request)  # one validator and one message for both endpoints
     labels, batch_id = (body, None) if isinstance(body, list) else (body.labels, body.batch_id)
     key = check_idempotency_key(idempotency_key or batch_id)
     raw = orjson.dumps([label.model_dump() for label in labels])

@@ -167,6 +167,14 @@ def test_wait_outside_0_to_10_seconds_is_one_line_422(server: ServerProcess) -> 
         resp = post(server, [event(1)], key=f"w{wait}", params={"wait": wait})
         assert resp.status_code == 422, wait
         assert resp.json()["detail"].startswith("query.wait: must be a number"), wait
+        labels = httpx.post(
+            f"{server.url}/v1/labels",
+            json=[{"request_id": "w", "model": "fraud", "label": 1, "timestamp": T0.format(30)}],
+            headers=auth("MW_T_INGEST"),
+            params={"wait": wait},
+        )
+        assert labels.status_code == 422, wait
+        assert labels.json()["detail"].startswith("query.wait: must be a number"), wait
     ok = post(server, [event(1)], key="w0", params={"wait": "0"})
     assert ok.status_code == 202 and ok.json()["result"] is None
     assert ok.json()["status"] == "accepted" and ok.json()["queued"] == 1
