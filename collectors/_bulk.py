@@ -5,8 +5,8 @@ of microseconds per row; per-event tables can not afford it. Here values are enc
 form each driver stores (SQLite: naive UTC text as SQLAlchemy writes it, so ORM reads and string
 comparisons agree; PostgreSQL: aware datetimes and JSONB) and whole batches go to the driver:
 COPY into a temporary table on PostgreSQL, one executemany on SQLite. A set of ids is ONE bound
-parameter (`json_each` on SQLite, `= ANY(array)` on PostgreSQL), so a set-based statement needs
-neither chunking nor thousands of placeholders.
+parameter, a JSON text (`json_each` on SQLite, an array built from it by PostgreSQL), so a
+set-based statement needs neither chunking nor thousands of placeholders.
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ from typing import Any
 import numpy as np
 import orjson
 from numpy.typing import NDArray
-from sqlalchemy import String, TextClause, bindparam, text
-from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy import TextClause, bindparam, text
 from sqlalchemy.orm import Session
 
 _JSON_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
@@ -79,7 +78,7 @@ def take(
     params: tuple[Any, ...]
     if is_postgres(session):
         names = ", ".join(f"{c}::text" if c in json else c for c in columns)
-        where, params = "request_id = ANY(%s)", (model, list(ids))
+        where, params = f"request_id = {_PG_IDS.format('%s')}", (model, _ids_json(ids))
     else:
         names = ", ".join(columns)
         where, params = "request_id IN (SELECT value FROM json_each(?))", (model, _ids_json(ids))
@@ -100,11 +99,17 @@ def _ids_json(ids: Sequence[str]) -> str:
     return orjson.dumps(list(ids)).decode()
 
 
+# PostgreSQL: the ids as a JSON text, made an array by the server once per statement (an
+# InitPlan), so `= ANY` still probes the index; a Python list as an array parameter costs the
+# driver ~1.5 µs of CPU per id to send.
+_PG_IDS = "ANY(ARRAY(SELECT jsonb_array_elements_text(CAST({} AS jsonb))))"
+
+
 def in_ids(session: Session, column: str, ids: Sequence[str], name: str = "ids") -> TextClause:
     """`column IN ids` as one bound parameter."""
     if is_postgres(session):
-        param = bindparam(name, list(ids), type_=ARRAY(String))
-        return text(f"{column} = ANY(:{name})").bindparams(param)
+        clause = text(f"{column} = {_PG_IDS.format(':' + name)}")
+        return clause.bindparams(bindparam(name, _ids_json(ids)))
     clause = text(f"{column} IN (SELECT value FROM json_each(:{name}))")
     return clause.bindparams(bindparam(name, _ids_json(ids)))
 
