@@ -206,3 +206,25 @@ def test_slice_texts_round_trip() -> None:
     assert back["added_later"] == [None] * 6
     assert waiting.slice_texts(columns, []) == [] and waiting.slice_columns([], ["x"]) == {"x": []}
     assert waiting.slice_texts({}, [0, 1]) == ["{}", "{}"]
+
+
+def test_request_ids_with_odd_characters_join_across_batches(engine: Engine) -> None:
+    cfg = ModelConfig(name="m", slices=["region"], outcomes=OutcomeConfig(min_support=1))
+    ids = ['a"b', "c\\d", "e,f", "{g}", "h i", "NULL", "", 'j\\"k', ODD]
+    events = [
+        orjson.dumps(
+            {"request_id": rid, "model": "m", "model_version": "1", "timestamp": T0 + i,
+             "features": {"amount": 1.0}, "prediction": 0.9, "metadata": {"region": "eu"}}
+        )
+        for i, rid in enumerate(ids)
+    ]  # fmt: skip
+    marks = [
+        orjson.dumps({"request_id": rid, "model": "m", "label": 1, "timestamp": T0 + 9})
+        for rid in ids
+    ]
+    run(engine, cfg, [events[:5] + marks[5:], marks[:5] + events[5:]])
+    joined = outcome(engine, cfg)[2]
+    accepted = sorted(r[0] for r in joined)
+    assert accepted == sorted(i for i in ids if i)  # an empty request id is a dead letter
+    with Session(engine) as session:
+        assert session.execute(select(PendingPrediction)).all() == []
