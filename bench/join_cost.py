@@ -1,9 +1,10 @@
 """The label join's CPU per event, in-process: `Ingestor.ingest` with the join on minus off.
 
-`PYTHONPATH=. python bench/join_cost.py [--events 40000] [--reps 3] [--no-postgres]
-[--profile]` feeds the stream of `bench/ingest.py` (N events of 20 features, a label for each
-prediction 1,000 messages after it) to `Ingestor.ingest` in 5,000-record batches, with the join
-off and on, alternating, on SQLite and PostgreSQL; prints the client's CPU (`process_time`)
+`PYTHONPATH=. python bench/join_cost.py [--events 40000] [--reps 3] [--fetch N] [--no-postgres]
+[--profile sqlite|postgresql]` feeds the stream of `bench/ingest.py` (N events of 20 features, a
+label for each prediction 1,000 messages after it; with `--fetch`, in a consumer's order) to
+`Ingestor.ingest` in 5,000-record batches, with the join off and on, alternating, on SQLite
+and PostgreSQL; prints the client's CPU (`process_time`)
 per event and, on PostgreSQL, the server's (its backends' CPU from /proc), each rep and the
 medians. CPU time is less sensitive than wall time to a shared machine's load, not immune to
 it. `--profile sqlite|postgresql` prints where the join's time goes (cProfile of one join-on
@@ -48,6 +49,18 @@ def server_cpu(datadir: Path) -> float:
         elif ppid == postmaster:
             total += sum(int(f) for f in fields[11:13]) / _TICK
     return total
+
+
+def consumer_order(messages: list[bytes], fetch: int, partitions: int = 4) -> list[bytes]:
+    """The messages as a consumer of a topic they were produced to round-robin reads them,
+    `fetch` messages of each partition in turn (0: as produced)."""
+    if fetch <= 0:
+        return messages
+    parts = [messages[p::partitions] for p in range(partitions)]
+    longest = max(len(p) for p in parts)
+    return [
+        m for start in range(0, longest, fetch) for p in parts for m in p[start : start + fetch]
+    ]
 
 
 def run(url: str, messages: list[bytes], join: bool, pg: Any, profile: bool) -> tuple[float, float]:
@@ -105,8 +118,15 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--no-postgres", action="store_true")
     parser.add_argument("--profile", choices=["sqlite", "postgresql"])
+    parser.add_argument(
+        "--fetch",
+        type=int,
+        default=0,
+        help="read as a consumer of the 4-partition topic does: N messages of each partition "
+        "in turn (0: topic order; in partition order most labels wait for their predictions)",
+    )
     args = parser.parse_args()
-    messages = with_labels(make_events(args.events))
+    messages = consumer_order(with_labels(make_events(args.events)), args.fetch)
     per_event = (len(messages) - 5000) / 2 / 1e6  # the first batch is left out
     pg = None
     if not args.no_postgres:
@@ -124,7 +144,8 @@ def main() -> None:
                 )
                 run(url, messages, True, None, True)
             return
-        print(f"{args.events} events + labels, 5,000-record batches; load {load()}")
+        order = f"partitions read {args.fetch} at a time" if args.fetch else "topic order"
+        print(f"{args.events} events + labels, {order}, 5,000-record batches; load {load()}")
         dbs = ["sqlite"] + (["postgresql"] if pg is not None else [])
         costs: dict[str, list[float]] = {}
         for rep in range(args.reps):

@@ -26,14 +26,18 @@ from collectors._bulk import json_text, json_value
 _EXACT = 2**53
 _NONE = type(None)
 _FLOATS = frozenset({float, _NONE})
+_NUMBERS = frozenset({float, int})
 _TEXT = frozenset({str, _NONE})
 
 
 def split_values(values: Sequence[Any]) -> tuple[list[Any], list[Any], list[Any]]:
     """Values -> (numbers, strings, JSON texts) columns, each None where the value is not one."""
     n = len(values)
-    if set(map(type, values)) <= _FLOATS:
+    kinds = set(map(type, values))
+    if kinds <= _FLOATS:
         return list(values), [None] * n, [None] * n
+    if kinds <= _NUMBERS and -_EXACT <= min(values) and max(values) <= _EXACT:
+        return list(map(float, values)), [None] * n, [None] * n  # e.g. 0/1 labels
     num: list[Any] = [None] * n
     txt: list[Any] = [None] * n
     doc: list[Any] = [None] * n

@@ -167,6 +167,8 @@ def test_an_empty_batch_and_all_pairs_in_batch_leave_the_rooms_empty(engine: Eng
     [
         [],
         [math.nan, math.inf, -math.inf, 0.5, None],
+        [0, 1, 1, 0, 2**53, -3],  # whole numbers only
+        [1, 2.5, -(2**53) - 1],  # one beyond 2**53 keeps them all exact
         [1, -(2**53), 2**53 + 1, True, "x", "", {"a": [1]}, None, 0.25],
     ],
 )
