@@ -27,10 +27,10 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from collectors import _bulk as bulk
+from collectors import _waiting as waiting
 from collectors._base import LabelEvent
 from collectors._bulk import json_text, ts_encoder
 from collectors._table import EventTable
-from collectors._validate import utc
 from collectors._windows import slice_source
 from monitor.config import ModelConfig
 from monitor.storage import LabeledPrediction, PendingLabel, PendingPrediction
@@ -128,8 +128,9 @@ def _match(session: Session, model: str, batch: _Batch, cutoff: float) -> Joined
 
 def _take_labels(session: Session, model: str, ids: Sequence[str]) -> dict[str, Any]:
     """Stored labels of `ids`, removed from the waiting room: {request id: label}."""
-    rows = bulk.take(session, "pending_labels", model, ids, ("request_id", "label"), {"label"})
-    return {rid: bulk.json_value(label) for rid, label in rows}
+    rows = bulk.take(session, "pending_labels", model, ids, _LABEL_COLUMNS[1:-1], {"label"})
+    rids, num, txt, doc = _columns(rows, 4)
+    return dict(zip(rids, waiting.join_values(num, txt, doc), strict=True))
 
 
 def _take_predictions(
@@ -137,38 +138,54 @@ def _take_predictions(
 ) -> tuple[dict[str, int], JoinedPairs]:
     """Stored predictions of `ids`, removed from the waiting room: ({request id: row}, columns)
     with labels still to fill in."""
-    json = {"prediction", "slice_values"}
-    rows = bulk.take(session, "pending_predictions", model, ids, _PRED_COLUMNS[1:], json)
-    columns = list(zip(*rows, strict=True)) if rows else [()] * len(_PRED_COLUMNS[1:])
-    rids, versions, stamps, preds, values = (list(c) for c in columns)
-    docs = [bulk.json_value(v) for v in values]
+    rows = bulk.take(session, "pending_predictions", model, ids, _PRED_COLUMNS[1:], {"prediction"})
+    rids, versions, stamps, num, txt, doc, values = _columns(rows, len(_PRED_COLUMNS) - 1)
     pairs = JoinedPairs(
         request_id=rids,
         version=versions,
-        ts=bulk.epoch_seconds(stamps),
-        prediction=[bulk.json_value(p) for p in preds],
+        ts=waiting.seconds(stamps),
+        prediction=waiting.join_values(num, txt, doc),
         label=[None] * len(rids),
-        slice_values={c: [d.get(c) for d in docs] for c in slices},
+        slice_values=waiting.slice_columns(values, slices),
     )
     return {rid: i for i, rid in enumerate(rids)}, pairs
 
 
+def _columns(rows: Sequence[tuple[Any, ...]], width: int) -> list[list[Any]]:
+    """Rows -> columns (`width` empty columns for no rows)."""
+    return [list(c) for c in zip(*rows, strict=True)] if rows else [[] for _ in range(width)]
+
+
 _KEYS = ("model", "request_id")
-_PRED_COLUMNS = ("model", "request_id", "version", "ts", "prediction", "slice_values")
-_LABEL_COLUMNS = ("model", "request_id", "label", "ts")
-_JOINED_COLUMNS = (*_PRED_COLUMNS[:5], "label", "slice_values", "joined_at")
+_PRED_COLUMNS = (
+    "model", "request_id", "version", "ts", "prediction_num", "prediction_text", "prediction",
+    "slice_values",
+)  # fmt: skip
+_LABEL_COLUMNS = ("model", "request_id", "label_num", "label_text", "label", "ts")
+_JOINED_COLUMNS = (
+    "model", "request_id", "version", "ts", "prediction", "label", "slice_values", "joined_at",
+)  # fmt: skip
 
 
 def _wait(session: Session, model: str, batch: _Batch, ids: list[str], cutoff: float) -> None:
     """Store the batch's predictions `ids` until their labels come (unless already expired)."""
     t = batch.table
-    rows = [i for i in (batch.rows[rid] for rid in ids) if t.ts[i] >= cutoff]
-    stamps = bulk.ts_column(session, t.ts[np.asarray(rows, np.intp)])
-    records = [
-        (model, t.request_id[i], t.version[i], stamp, json_text(t.prediction[i]),
-         json_text({c: values[i] for c, values in batch.slices.items()}))
-        for i, stamp in zip(rows, stamps, strict=True)
-    ]  # fmt: skip
+    at = np.fromiter((batch.rows[rid] for rid in ids), np.intp, len(ids))
+    rows = at[t.ts[at] >= cutoff].tolist()
+    num, txt, doc = waiting.split_values([t.prediction[i] for i in rows])
+    records = list(
+        zip(
+            [model] * len(rows),
+            [t.request_id[i] for i in rows],
+            [t.version[i] for i in rows],
+            waiting.micros(t.ts[np.asarray(rows, np.intp)]),
+            num,
+            txt,
+            doc,
+            waiting.slice_texts(batch.slices, rows),
+            strict=True,
+        )
+    )
     bulk.upsert(session, "pending_predictions", _PRED_COLUMNS, _KEYS, records)
 
 
@@ -177,12 +194,11 @@ def _wait_labels(
 ) -> None:
     """Store the batch's labels `ids` until their predictions come (unless already expired)."""
     events = [e for e in (batch.labels[rid] for rid in ids) if e.ts >= cutoff]
-    stamps = bulk.ts_column(session, np.array([e.ts for e in events], dtype=np.float64))
-    rows = [
-        (model, e.request_id, json_text(e.label), stamp)
-        for e, stamp in zip(events, stamps, strict=True)
-    ]
-    bulk.upsert(session, "pending_labels", _LABEL_COLUMNS, _KEYS, rows)
+    num, txt, doc = waiting.split_values([e.label for e in events])
+    stamps = waiting.micros(np.array([e.ts for e in events], dtype=np.float64))
+    rids = [e.request_id for e in events]
+    records = list(zip([model] * len(events), rids, num, txt, doc, stamps, strict=True))
+    bulk.upsert(session, "pending_labels", _LABEL_COLUMNS, _KEYS, records)
 
 
 def _replace_rows(
@@ -211,7 +227,7 @@ def _replace_rows(
 
 
 def _expire(session: Session, model: str, before: float) -> None:
-    cutoff = utc(before)
+    cutoff = waiting.micros(np.array([before]))[0]
     for table in (PendingPrediction, PendingLabel):
         session.execute(
             delete(table)

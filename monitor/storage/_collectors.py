@@ -9,7 +9,17 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Boolean, Index, Integer, LargeBinary, String, Text, text
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Float,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    text,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from monitor.storage.base import Base, JSONDoc, UTCDateTime, utcnow
@@ -145,7 +155,13 @@ class IngestCounter(Base):
 
 
 class PendingPrediction(Base):
-    """A prediction waiting for its label, kept until the label horizon passes."""
+    """A prediction waiting for its label, kept until the label horizon passes.
+
+    Stored without JSON where it can be (`collectors/_waiting.py`): the prediction in
+    `prediction_num` (a number), `prediction_text` (a string) or the JSON `prediction` (anything
+    else), all NULL for none; `ts` in integer microseconds since the epoch; `slice_values` the
+    JSON text of {slice column: value}.
+    """
 
     __tablename__ = "pending_predictions"
     __table_args__ = (Index("ix_pending_predictions_model_ts", "model", "ts"),)
@@ -153,21 +169,29 @@ class PendingPrediction(Base):
     model: Mapped[str] = mapped_column(String(200), primary_key=True)
     request_id: Mapped[str] = mapped_column(String(200), primary_key=True)
     version: Mapped[str] = mapped_column(String(100))
-    ts: Mapped[datetime] = mapped_column(UTCDateTime)
-    prediction: Mapped[Any] = mapped_column(JSONDoc)
-    slice_values: Mapped[dict[str, Any]] = mapped_column(JSONDoc, default=dict)
+    ts: Mapped[int] = mapped_column(BigInteger)
+    prediction_num: Mapped[float | None] = mapped_column(Float)
+    prediction_text: Mapped[str | None] = mapped_column(Text)
+    prediction: Mapped[Any] = mapped_column(JSONDoc, nullable=True)
+    slice_values: Mapped[str] = mapped_column(Text)
 
 
 class PendingLabel(Base):
-    """A label that arrived before its prediction, retried until the label horizon passes."""
+    """A label that arrived before its prediction, retried until the label horizon passes.
+
+    Stored as `PendingPrediction` stores its prediction: `label_num`, `label_text` or the JSON
+    `label`; `ts` in integer microseconds since the epoch.
+    """
 
     __tablename__ = "pending_labels"
     __table_args__ = (Index("ix_pending_labels_model_ts", "model", "ts"),)
 
     model: Mapped[str] = mapped_column(String(200), primary_key=True)
     request_id: Mapped[str] = mapped_column(String(200), primary_key=True)
-    label: Mapped[Any] = mapped_column(JSONDoc)
-    ts: Mapped[datetime] = mapped_column(UTCDateTime)
+    label_num: Mapped[float | None] = mapped_column(Float)
+    label_text: Mapped[str | None] = mapped_column(Text)
+    label: Mapped[Any] = mapped_column(JSONDoc, nullable=True)
+    ts: Mapped[int] = mapped_column(BigInteger)
 
 
 class LabeledPrediction(Base):
