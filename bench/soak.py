@@ -313,7 +313,9 @@ def soak(
         profiler = cProfile.Profile() if profile else None
         if profiler is not None:
             profiler.enable()
+        server_cpu = server_cpu_s(server)
         b_s, b_results, b_cpu = cpu_burst(server, lambda: tick(monitoring))
+        out["burst_server_cpu_s"] = server_cpu_s(server) - server_cpu  # PostgreSQL's share
         if profiler is not None and profile:
             profiler.disable()
             profiler.dump_stats(profile)

@@ -68,7 +68,8 @@ def evaluate_summaries(
             raise InputError(f"metric '{metric.name}' is for {metric.task}, not {task}")
     chosen = [metric.for_task(task) for metric in chosen]
     out = []
-    for (slice_, summary), values in zip(summaries, _values_all(summaries), strict=True):
+    found = _values_all(summaries, min_support)
+    for (slice_, summary), values in zip(summaries, found, strict=True):
         for metric in chosen:
             base = (baseline or {}).get(metric.name)
             tol = tolerance if isinstance(tolerance, float | int) else tolerance.get(metric.name)
@@ -110,20 +111,25 @@ def _support(metric: Metric, summary: OutcomeSummary) -> int:
 
 
 def _values_all(
-    summaries: Sequence[tuple[Slice, OutcomeSummary]],
+    summaries: Sequence[tuple[Slice, OutcomeSummary]], min_support: int
 ) -> list[dict[str, tuple[float, float, float]]]:
     """(value, ci_low, ci_high) of every metric each summary can give, in order; the binary
-    classification summaries all at once (`_classification`)."""
-    binary = [s for _, s in summaries if isinstance(s, ClassificationSummary) and s.n > 0]
+    classification summaries all at once (`_classification`). A summary of fewer than
+    `min_support` pairs gets none: each of its metrics' support is at most its n, so every one
+    is `insufficient_data` whatever its value, and its bootstrap is not drawn."""
+    used = max(min_support, 1)
+    binary = [s for _, s in summaries if isinstance(s, ClassificationSummary) and s.n >= used]
     found = iter(_classification(binary) if binary else [])
-    out = []
+    out: list[dict[str, tuple[float, float, float]]] = []
     for _, summary in summaries:
-        if isinstance(summary, RegressionSummary):
+        if summary.n < used:
+            out.append({})
+        elif isinstance(summary, RegressionSummary):
             out.append(_regression(summary))
         elif isinstance(summary, MulticlassSummary):
             out.append(_multiclass(summary))
         else:
-            out.append(next(found) if summary.n > 0 else {})
+            out.append(next(found))
     return out
 
 

@@ -201,3 +201,27 @@ def test_slices_evaluated_together_equal_each_evaluated_alone() -> None:
             assert got is None or got == pytest.approx(expected, rel=1e-12, abs=1e-15)
     roc = [r for r in together if r.metric == "roc_auc"]
     assert roc[2].value is None and roc[4].value == 0.5  # no positives; all pairs tied
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_a_slice_under_min_support_is_insufficient_and_leaves_the_others_unchanged(
+    task: str,
+) -> None:
+    # Its intervals are not drawn (every metric's support is at most its n); the other slices'
+    # results are those they get without it. At exactly min_support it is evaluated.
+    rng = np.random.default_rng(9)
+
+    def summary(n: int) -> ClassificationSummary | RegressionSummary:
+        y, p = (rng.random(n) < 0.5).astype(np.float64), rng.random(n)
+        s = ClassificationSummary(0.5) if task == "classification" else RegressionSummary()
+        s.add(y, p)
+        return s
+
+    big, small, edge = summary(200), summary(29), summary(30)
+    both = evaluate_summaries([(None, big), ({"r": "a"}, small), ({"r": "b"}, edge)], task=task)  # type: ignore[arg-type]
+    alone = evaluate_summaries([(None, big), ({"r": "b"}, edge)], task=task)  # type: ignore[arg-type]
+    per = len(alone) // 2
+    assert all(r.status == "insufficient_data" and r.value is None for r in both[per : 2 * per])
+    assert all(r.n == 29 for r in both[per : 2 * per] if r.metric in ("accuracy", "mae"))
+    assert both[:per] + both[2 * per :] == alone
+    assert any(r.value is not None for r in both[2 * per :])
