@@ -4,8 +4,12 @@ For each history length, a fresh database gets a baseline and then `days * 24` h
 back-dated traffic written through the real ingest path (`Ingestor.ingest`, one batch per day):
 20 features (16 numeric, 4 categorical), 10 values of the `region` slice, and a label for every
 prediction. Per-window traffic is scaled down (`--per-window`, default 20 events) to keep the run
-reasonable on 2 shared cores; the tick's cost depends on windows, columns and slices, not on
-events per window. Then it records:
+reasonable on 2 shared cores. With 20 events a slice holds ~2 rows, so every slice result is
+`insufficient_data` and the detectors never run: a production-like burst needs slices of at least
+`min_n` rows (`--per-window 400`: ~40 per region) and windows of differing sizes (`--vary-n 0.25`:
+each window's event count drawn uniformly within +-25% of `--per-window`, seeded), since the
+detectors' bootstrap null is cached per sample size. `--vary-n 0` (the default) keeps the old
+fixed-size windows, so earlier numbers stay reproducible. Then it records:
 
 - the first tick (every window changed: the burst of the whole history), its time per result;
 - the idle tick (nothing changed), median of 5, right after that burst and after VACUUM ANALYZE;
@@ -20,7 +24,8 @@ events per window. Then it records:
 - "before": the per-tick queries of the previous evaluator (GROUP BY over every profile row, every
   joined row loaded, GROUP BY over every result row) timed on the same database.
 
-Usage: python bench/soak.py [--days 7,28,90] [--per-window 20] [--burst 1000] [--profile OUT]
+Usage: python bench/soak.py [--days 7,28,90] [--per-window 20] [--vary-n 0] [--burst 1000]
+[--profile OUT] [--no-compare]
 (`--profile OUT`: cProfile of the burst tick written to OUT, for `python -m pstats`.)
 """
 
@@ -121,16 +126,28 @@ def save_reference(engine: Engine) -> None:
     save_baseline(engine, "fraud", "1", profile_frame(frame, specs_for(cols, frame), ["region"]))
 
 
+def window_size(rng: random.Random, per_window: int, vary: float) -> int:
+    """One window's event count: `per_window`, or uniform within +-`vary` of it (at least 1)."""
+    if vary <= 0:
+        return per_window
+    low, high = round(per_window * (1 - vary)), round(per_window * (1 + vary))
+    return max(1, rng.randint(low, high))
+
+
 class Feed:
-    def __init__(self, engine: Engine, cfg: Config) -> None:
+    def __init__(self, engine: Engine, cfg: Config, vary: float = 0.0) -> None:
         self.ing = Ingestor(engine, "soak", "http", cfg.models, cfg.collect)
         self.offset = 0
         self.rng = random.Random(1)
+        # A generator of its own: with vary 0 the events are those of the fixed-size soak.
+        self.sizes = random.Random(2)
+        self.vary = vary
 
     def windows(self, starts: list[datetime], per_window: int) -> None:
         records = []
         for start in starts:
-            for payload in window_records(self.rng, start, per_window, f"w{start.timestamp():.0f}"):
+            n = window_size(self.sizes, per_window, self.vary)
+            for payload in window_records(self.rng, start, n, f"w{start.timestamp():.0f}"):
                 records.append(RawRecord("soak", self.offset, self.offset + 1, payload))
                 self.offset += 1
         self.ing.ingest(records)
@@ -241,13 +258,14 @@ def soak(
     burst: int,
     profile: str | None = None,
     compare: bool = True,
+    vary: float = 0.0,
 ) -> dict[str, Any]:
     url = server.create_database()
     engine = make_engine(url)
     upgrade(engine)
     cfg = config(url)
     save_reference(engine)
-    feed = Feed(engine, cfg)
+    feed = Feed(engine, cfg, vary)
     first = END - timedelta(days=days)
     started = time.perf_counter()
     for day in range(days):
@@ -266,6 +284,8 @@ def soak(
         new.append(tick(monitoring)[0])
     out: dict[str, Any] = {
         "days": days,
+        "per_window": per_window,
+        "vary_n": vary,
         "windows": days * 24,
         "ingest_s": ingest_s,
         "first_tick_s": all_s,
@@ -293,7 +313,9 @@ def soak(
         profiler = cProfile.Profile() if profile else None
         if profiler is not None:
             profiler.enable()
+        server_cpu = server_cpu_s(server)
         b_s, b_results, b_cpu = cpu_burst(server, lambda: tick(monitoring))
+        out["burst_server_cpu_s"] = server_cpu_s(server) - server_cpu  # PostgreSQL's share
         if profiler is not None and profile:
             profiler.disable()
             profiler.dump_stats(profile)
@@ -316,15 +338,22 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--days", default="7,28,90")
     parser.add_argument("--per-window", type=int, default=20)
+    parser.add_argument(
+        "--vary-n", type=float, default=0.0,
+        help="each window's event count uniform within +-this fraction of --per-window",
+    )  # fmt: skip
     parser.add_argument("--burst", type=int, default=1000)
     parser.add_argument("--profile", default=None)
     parser.add_argument("--no-compare", action="store_true", help="skip the per-window burst")
     args = parser.parse_args()
+    if not 0 <= args.vary_n < 1:
+        parser.error(f"--vary-n: {args.vary_n} is not in [0, 1)")
     server = PostgresServer()
     server.start()
     try:
         for days in (int(d) for d in args.days.split(",")):
-            row = soak(server, days, args.per_window, args.burst, args.profile, not args.no_compare)
+            row = soak(server, days, args.per_window, args.burst, args.profile,
+                       not args.no_compare, args.vary_n)  # fmt: skip
             per = row["first_tick_s"] / max(row["first_tick_results"], 1) * 1000
             row["first_tick_ms_per_result"] = per
             if "burst_s" in row:

@@ -11,9 +11,11 @@ normal interval from the stored moments.
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -48,7 +50,7 @@ def binned_roc_auc(summary: ClassificationSummary) -> float:
         return 0.5
     count = flat[cells].astype(np.float64)
     zero = np.zeros_like(count)
-    return float(_cell_metrics(cells, count, zero, zero)["roc_auc"])
+    return float(_cell_metrics(_Cells.of([cells]), count, zero, zero)["roc_auc"][0])
 
 
 def evaluate_summaries(
@@ -66,7 +68,8 @@ def evaluate_summaries(
             raise InputError(f"metric '{metric.name}' is for {metric.task}, not {task}")
     chosen = [metric.for_task(task) for metric in chosen]
     out = []
-    for (slice_, summary), values in zip(summaries, _values_all(summaries), strict=True):
+    found = _values_all(summaries, min_support)
+    for (slice_, summary), values in zip(summaries, found, strict=True):
         for metric in chosen:
             base = (baseline or {}).get(metric.name)
             tol = tolerance if isinstance(tolerance, float | int) else tolerance.get(metric.name)
@@ -108,20 +111,25 @@ def _support(metric: Metric, summary: OutcomeSummary) -> int:
 
 
 def _values_all(
-    summaries: Sequence[tuple[Slice, OutcomeSummary]],
+    summaries: Sequence[tuple[Slice, OutcomeSummary]], min_support: int
 ) -> list[dict[str, tuple[float, float, float]]]:
     """(value, ci_low, ci_high) of every metric each summary can give, in order; the binary
-    classification summaries all at once (`_classification`)."""
-    binary = [s for _, s in summaries if isinstance(s, ClassificationSummary) and s.n > 0]
+    classification summaries all at once (`_classification`). A summary of fewer than
+    `min_support` pairs gets none: each of its metrics' support is at most its n, so every one
+    is `insufficient_data` whatever its value, and its bootstrap is not drawn."""
+    used = max(min_support, 1)
+    binary = [s for _, s in summaries if isinstance(s, ClassificationSummary) and s.n >= used]
     found = iter(_classification(binary) if binary else [])
-    out = []
+    out: list[dict[str, tuple[float, float, float]]] = []
     for _, summary in summaries:
-        if isinstance(summary, RegressionSummary):
+        if summary.n < used:
+            out.append({})
+        elif isinstance(summary, RegressionSummary):
             out.append(_regression(summary))
         elif isinstance(summary, MulticlassSummary):
             out.append(_multiclass(summary))
         else:
-            out.append(next(found) if summary.n > 0 else {})
+            out.append(next(found))
     return out
 
 
@@ -150,17 +158,20 @@ def _classification(
     summaries: Sequence[ClassificationSummary],
 ) -> list[dict[str, tuple[float, float, float]]]:
     """Metrics and bootstrap intervals of non-empty summaries (a window's slices), computed
-    together: every summary's cells are laid out on the union of their occupied cells (zeros
-    where a summary has none, which change no sum), so each step is one array operation over
-    (draw, summary, cell) instead of one per summary. Each summary's draws come from its own
-    generator seeded by its n, as when it is evaluated alone."""
-    cells = np.unique(np.concatenate([np.flatnonzero(s.count.reshape(-1)) for s in summaries]))
-    flat = [np.stack([getattr(s, a).reshape(-1)[cells] for s in summaries]).astype(np.float64)
-            for a in ("count", "score_sum", "loss_sum")]  # fmt: skip
+    together: every summary's occupied cells are laid end to end (`_Cells`), so each step is one
+    array operation over (draw, cell) for all of them, and the work follows the cells the
+    summaries occupy (a window's slices together hold about twice the overall's), not summaries
+    times the union of their cells. Each summary's draws come from its own generator seeded by
+    its n, as when it is evaluated alone."""
+    own = [np.flatnonzero(s.count.reshape(-1)) for s in summaries]
+    layout = _Cells.of(own)
+    flat = [np.concatenate([getattr(s, a).reshape(-1)[c] for s, c in zip(summaries, own,
+                                                                         strict=True)])
+            .astype(np.float64) for a in ("count", "score_sum", "loss_sum")]  # fmt: skip
     conf = np.stack([s.confusion for s in summaries]).astype(np.float64)
-    boot_conf, weights = _draws(summaries, cells, conf)
-    point = _confusion_metrics(conf) | _cell_metrics(cells, *flat)
-    boot = _confusion_metrics(boot_conf) | _cell_metrics(cells, *(weights * x for x in flat))
+    boot_conf, weights = _draws(summaries, own, flat[0], conf)
+    point = _confusion_metrics(conf) | _cell_metrics(layout, *flat)
+    boot = _confusion_metrics(boot_conf) | _cell_metrics(layout, *(weights * x for x in flat))
     names = list(point)
     lo, hi = np.percentile(np.stack([boot[n] for n in names]), [2.5, 97.5], axis=1)
     out = []
@@ -174,20 +185,24 @@ def _classification(
 
 
 def _draws(
-    summaries: Sequence[ClassificationSummary], cells: np.ndarray, conf: np.ndarray
+    summaries: Sequence[ClassificationSummary],
+    own: Sequence[np.ndarray],
+    count: np.ndarray,
+    conf: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Bootstrap draws per summary: its confusion counts (draw, summary, 4), and the weight of
-    each of its cells (draw, summary, cell): a multinomial resample of its pairs over its
-    occupied cells divided by the cells' counts (the row bootstrap of binned scores)."""
+    each of its cells (draw, cell, laid out as `_Cells`): a multinomial resample of its pairs
+    over its occupied cells divided by the cells' counts (the row bootstrap of binned scores)."""
     boot_conf = np.empty((BOOTSTRAP_DRAWS, len(summaries), 4))
-    weights = np.zeros((BOOTSTRAP_DRAWS, len(summaries), cells.size))
-    for j, s in enumerate(summaries):
+    weights = np.empty((BOOTSTRAP_DRAWS, count.size))
+    at = 0
+    for j, (s, mine) in enumerate(zip(summaries, own, strict=True)):
         rng = np.random.default_rng(s.n)
         boot_conf[:, j] = rng.multinomial(s.n, conf[j] / conf[j].sum(), size=BOOTSTRAP_DRAWS)
-        mine = np.flatnonzero(s.count.reshape(-1))
-        counts = s.count.reshape(-1)[mine].astype(np.float64)
+        counts = count[at : at + mine.size]
         draws = rng.multinomial(s.n, counts / counts.sum(), size=BOOTSTRAP_DRAWS)
-        weights[:, j, np.searchsorted(cells, mine)] = draws / counts
+        weights[:, at : at + mine.size] = draws / counts
+        at += mine.size
     return boot_conf, weights
 
 
@@ -204,36 +219,69 @@ def _confusion_metrics(c: np.ndarray) -> dict[str, np.ndarray]:
         }
 
 
-def _cell_metrics(
-    cells: np.ndarray, count: np.ndarray, score: np.ndarray, loss: np.ndarray
-) -> dict[str, np.ndarray]:
-    """ROC-AUC, log loss and ECE over the last axis of per-cell (count, score sum, loss sum).
+@dataclass(frozen=True)
+class _Cells:
+    """Summaries' occupied cells (class * BINS + bin, ascending per summary) laid end to end,
+    summary j's from `starts[j]`, with the index arithmetic of `_cell_metrics`, computed once
+    for the point values and every draw. Every summary has at least one cell (n > 0)."""
 
-    Works on the occupied cells only (sorted by class, then bin), so the cost follows the
-    summaries' occupied bins, not the bin count.
-    """
-    n = count.sum(axis=-1)
-    is_pos = cells >= BINS
-    neg_bins, pos_bins = cells[~is_pos], cells[is_pos] - BINS
-    neg, pos = count[..., ~is_pos], count[..., is_pos]
+    starts: np.ndarray  # flat start of each summary's cells
+    pos: np.ndarray  # per cell: of the positive class
+    first_neg: np.ndarray  # per positive cell: its summary's first negative cell (negatives only)
+    at: np.ndarray  # per positive cell: its summary's first negative cell of a bin >= its own
+    tied: np.ndarray  # per positive cell: whether the negative cell at `at` has its bin
+    ece_order: np.ndarray  # cells ordered by (summary, calibration bin)
+    ece_runs: np.ndarray  # starts of the (summary, calibration bin) runs in that order
+    ece_summaries: np.ndarray  # each summary's first run
+
+    @classmethod
+    def of(cls, own: Sequence[np.ndarray]) -> _Cells:
+        sizes = np.array([c.size for c in own])
+        cells = np.concatenate(own)
+        summary = np.repeat(np.arange(len(own)), sizes)
+        pos = cells >= BINS
+        # Negative cells keyed by (summary, bin) ascending; a positive cell's query is its own.
+        neg_keys = summary[~pos] * 2 * BINS + cells[~pos]
+        query = summary[pos] * 2 * BINS + (cells[pos] - BINS)
+        at = np.searchsorted(neg_keys, query)
+        tied = at < neg_keys.size
+        tied[tied] = neg_keys[at[tied]] == query[tied]
+        first_neg = np.searchsorted(neg_keys, summary[pos] * 2 * BINS)
+        group = summary * ECE_BINS + (cells % BINS) // (BINS // ECE_BINS)
+        order = np.argsort(group, kind="stable")
+        ordered = group[order]
+        runs = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+        first_runs = np.searchsorted(ordered[runs] // ECE_BINS, np.arange(len(own)))
+        starts = np.r_[0, np.cumsum(sizes)[:-1]]
+        return cls(starts, pos, first_neg, at, tied, order, runs, first_runs)
+
+
+def _cell_metrics(
+    cells: _Cells, count: np.ndarray, score: np.ndarray, loss: np.ndarray
+) -> dict[str, np.ndarray]:
+    """ROC-AUC, log loss and ECE of each summary, over the last axis of per-cell (count, score
+    sum, loss sum) laid out as `cells`; the leading axes (draws) are kept."""
+    add = functools.partial(np.add.reduceat, axis=-1)
+    n = add(count, cells.starts)
+    neg, pos = count[..., ~cells.pos], count[..., cells.pos]
     zero = np.zeros((*count.shape[:-1], 1))
     below = np.concatenate([zero, np.cumsum(neg, axis=-1)], axis=-1)
-    at = np.searchsorted(neg_bins, pos_bins)
     tied = np.zeros_like(pos)
-    hit = at < neg_bins.size
-    hit[hit] = neg_bins[at[hit]] == pos_bins[hit]
-    tied[..., hit] = neg[..., at[hit]]
-    pairs = pos.sum(axis=-1) * neg.sum(axis=-1)
+    tied[..., cells.tied] = neg[..., cells.at[cells.tied]]
+    under = below[..., cells.at] - below[..., cells.first_neg] + 0.5 * tied
+    wins = np.zeros_like(count)
+    wins[..., cells.pos] = pos * under
+    positives = add(np.where(cells.pos, count, 0.0), cells.starts)
+    pairs = positives * (n - positives)
     with np.errstate(divide="ignore", invalid="ignore"):
-        auc = (pos * (below[..., at] + 0.5 * tied)).sum(axis=-1) / pairs
-        auc = np.where(pairs > 0, auc, 0.5)
-    coarse = np.eye(ECE_BINS)[(cells % BINS) // (BINS // ECE_BINS)]
-    conf = score @ coarse
-    acc = count[..., is_pos] @ coarse[is_pos]
+        auc = np.where(pairs > 0, add(wins, cells.starts) / pairs, 0.5)
+    order, runs = cells.ece_order, cells.ece_runs
+    confidence = add(score[..., order], runs)
+    accuracy = add(np.where(cells.pos, count, 0.0)[..., order], runs)
     return {
         "roc_auc": auc,
-        "log_loss": loss.sum(axis=-1) / n,
-        "ece": np.abs(acc - conf).sum(axis=-1) / n,
+        "log_loss": add(loss, cells.starts) / n,
+        "ece": add(np.abs(accuracy - confidence), cells.ece_summaries) / n,
     }
 
 

@@ -173,3 +173,55 @@ def test_threshold_sweep_matches_the_confusion_counts_on_the_bin_grid() -> None:
         expected += [(~pred & (y == 0)).sum(), (~pred & (y == 1)).sum()]
         assert [tp, fp, tn, fn] == expected, t
     assert summary.sweep([0.5]).tolist() == [summary.confusion.tolist()]
+
+
+def test_slices_evaluated_together_equal_each_evaluated_alone() -> None:
+    # A window's slices are evaluated in one pass over their cells laid end to end; each
+    # summary's metrics and intervals equal its evaluation alone (up to float rounding), also
+    # for slices with one pair, one class only, every score in one bin, or disjoint bins.
+    rng = np.random.default_rng(5)
+    shapes = [
+        [(float(rng.random() < 0.4), float(rng.random())) for _ in range(300)],
+        [(1.0, 0.2)],
+        [(0.0, float(rng.random())) for _ in range(40)],  # negatives only: no ROC-AUC
+        [(1.0, float(rng.random())) for _ in range(40)],  # positives only
+        [(float(i % 2), 0.73) for i in range(50)],  # one bin, both classes: tied
+        [(float(i % 3 == 0), 0.9 + i / 1000) for i in range(60)],  # bins the others lack
+    ]
+    summaries = [(None, _cls(rows, 0.5)) for rows in shapes]
+    together = evaluate_summaries(summaries, metrics=CLS, min_support=1)
+    alone = [r for one in summaries for r in evaluate_summaries([one], metrics=CLS, min_support=1)]
+    assert [(r.metric, r.n, r.status) for r in together] == [
+        (r.metric, r.n, r.status) for r in alone
+    ]
+    for mine, want in zip(together, alone, strict=True):
+        for got, expected in ((mine.value, want.value), (mine.ci_low, want.ci_low),
+                              (mine.ci_high, want.ci_high)):  # fmt: skip
+            assert (got is None) == (expected is None), mine.metric
+            assert got is None or got == pytest.approx(expected, rel=1e-12, abs=1e-15)
+    roc = [r for r in together if r.metric == "roc_auc"]
+    assert roc[2].value is None and roc[4].value == 0.5  # no positives; all pairs tied
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_a_slice_under_min_support_is_insufficient_and_leaves_the_others_unchanged(
+    task: str,
+) -> None:
+    # Its intervals are not drawn (every metric's support is at most its n); the other slices'
+    # results are those they get without it. At exactly min_support it is evaluated.
+    rng = np.random.default_rng(9)
+
+    def summary(n: int) -> ClassificationSummary | RegressionSummary:
+        y, p = (rng.random(n) < 0.5).astype(np.float64), rng.random(n)
+        s = ClassificationSummary(0.5) if task == "classification" else RegressionSummary()
+        s.add(y, p)
+        return s
+
+    big, small, edge = summary(200), summary(29), summary(30)
+    both = evaluate_summaries([(None, big), ({"r": "a"}, small), ({"r": "b"}, edge)], task=task)  # type: ignore[arg-type]
+    alone = evaluate_summaries([(None, big), ({"r": "b"}, edge)], task=task)  # type: ignore[arg-type]
+    per = len(alone) // 2
+    assert all(r.status == "insufficient_data" and r.value is None for r in both[per : 2 * per])
+    assert all(r.n == 29 for r in both[per : 2 * per] if r.metric in ("accuracy", "mae"))
+    assert both[:per] + both[2 * per :] == alone
+    assert any(r.value is not None for r in both[2 * per :])

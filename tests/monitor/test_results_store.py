@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import fields, replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from sqlalchemy import select
@@ -14,12 +16,21 @@ from monitor.errors import InputError
 from monitor.outcomes import OutcomeResult
 from monitor.results import (
     result_document,
+    result_row,
+    result_rows,
     store_drift_results,
     store_outcome_results,
     store_slo_results,
 )
 from monitor.slo import SloResult
-from monitor.storage import DriftResultRow, OutcomeResultRow, SloResultRow, transaction
+from monitor.storage import (
+    DriftPeriodResultRow,
+    DriftResultRow,
+    OutcomePeriodResultRow,
+    OutcomeResultRow,
+    SloResultRow,
+    transaction,
+)
 
 START = datetime(2026, 11, 30, 10, tzinfo=UTC)
 WINDOW = (START, START + timedelta(hours=1))
@@ -119,3 +130,28 @@ def test_slo_rows_are_stored_through_the_same_document(engine: Engine) -> None:
         ("", "latency_p95_ms", 120.0, 100.0, 50, "breach"),
         ('{"region":"eu"}', "error_rate", None, 0.01, 0, "ok"),
     ]
+
+
+def test_rows_built_column_wise_equal_the_documents_rows() -> None:
+    # The store path builds rows without documents (`result_rows`); every table it writes gets
+    # the same row as `result_row(result_document(r))`: slices in any key order, unusual values
+    # (their canonical text), overall, and a memo shared across calls.
+    odd: Any = {"tier": 2, "region": "eu"}  # a non-text value, as a caller might pass
+    drift = [*DRIFT, replace(DRIFT[0], slice=odd), replace(DRIFT[1], slice={"region": "eu"})]
+    outcome = [
+        OutcomeResult("accuracy", {"region": "eu"}, 0.8, 0.75, 0.85, 0.9, 0.05, 400, "degraded"),
+        OutcomeResult("f1", None, None, None, None, None, None, 3, "insufficient_data"),
+        OutcomeResult("f1", {"region": "eu", "tier": "2"}, 0.5, 0.4, 0.6, None, None, 40, "ok"),
+    ]
+    cases: list[tuple[Any, Sequence[DriftResult | OutcomeResult]]] = [
+        (DriftResultRow, drift), (DriftPeriodResultRow, drift),
+        (OutcomeResultRow, outcome), (OutcomePeriodResultRow, outcome),
+    ]  # fmt: skip
+    memo: dict[object, str] = {}
+    for row_type, results in cases:
+        table: Any = row_type.__table__
+        expected = [result_row(result_document(r), table) for r in results]
+        assert result_rows(results, table) == expected
+        assert result_rows(results, table, memo) == expected
+    drift_table: Any = DriftResultRow.__table__
+    assert result_rows(drift, drift_table)[2]["slice_key"] == '{"region":"eu","tier":"2"}'
