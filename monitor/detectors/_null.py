@@ -39,7 +39,7 @@ _TAIL_DRAWS = 5
 # distances squared are chi²-like for smooth nulls, heavy-tailed columns need lower powers.
 _POWERS = (0.5, 1.0, 2.0)  # fewer exceedances than this: extrapolate with the gamma fit
 _CACHE_SIZE = 8192
-GRID_MIN = 50
+GRID_MIN = 30
 GRID_RATIO = 1.05
 _MULTINOMIAL_MAX_BUCKETS = 100
 _cache: OrderedDict[bytes, NDArray[np.float64]] = OrderedDict()

@@ -66,12 +66,12 @@ def evaluate(
     comparable = [c for c in wanted if _comparable(reference, current, c)]
     current = _on_reference_specs(reference, current, comparable)
     results = _schema_results(reference, current, wanted, comparable, new=not columns)
+    slices = [(key, parse_slice_key(key)) for key in keys]  # once, not per column and method
     for column in comparable:
         ref_all = reference.get(column)
         for detector in _detectors_for(ref_all, current.get(column), chosen):
             bound = strategy.bound(detector, column)
-            for key in keys:
-                slice_ = parse_slice_key(key)
+            for key, slice_ in slices:
                 if slice_ is not None and column in slice_:
                     continue  # a slice column within its own slice holds one value: trivial
                 ref, cur = _pair(reference, current, key, column, ref_all)
