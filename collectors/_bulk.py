@@ -55,13 +55,6 @@ def ts_column(session: Session, seconds: NDArray[np.float64]) -> list[Any]:
     return [t.replace("T", " ") for t in text]
 
 
-def epoch_seconds(values: Sequence[Any]) -> NDArray[np.float64]:
-    """Stored UTCDateTime values (SQLite: naive UTC text; PostgreSQL: datetimes) -> seconds."""
-    if values and isinstance(values[0], str):
-        return np.array(values, dtype="datetime64[us]").astype(np.int64) / 1e6
-    return np.array([v.timestamp() for v in values], dtype=np.float64)
-
-
 def take(
     session: Session,
     table: str,

@@ -12,7 +12,8 @@ within the batch are matched in memory; ONE `DELETE ... RETURNING` per waiting r
 to the batch's ids passed as a single parameter, takes the stored counterparts of the batch's
 predictions and labels (a match, or an entry the batch supersedes); one more per room expires
 old entries; the batch's entries still waiting are written in bulk (collectors/_bulk.py: COPY on
-PostgreSQL, one executemany on SQLite), except those already past the horizon. Matched pairs go
+PostgreSQL, one executemany on SQLite), except those already past the horizon, as typed
+columns rather than JSON where the values allow it (collectors/_waiting.py). Matched pairs go
 on as columns (`JoinedPairs`) to `monitor.summaries`, which groups them with numpy.
 """
 
