@@ -6,9 +6,13 @@ label for each prediction 1,000 messages after it; with `--fetch`, in a consumer
 `Ingestor.ingest` in 5,000-record batches, with the join off and on, alternating, on SQLite
 and PostgreSQL; prints the client's CPU (`process_time`)
 per event and, on PostgreSQL, the server's (its backends' CPU from /proc), each rep and the
-medians. CPU time is less sensitive than wall time to a shared machine's load, not immune to
-it. `--profile sqlite|postgresql` prints where the join's time goes (cProfile of one join-on
-run, callees of `join_labels` and its parts).
+medians, and the client CPU spent inside `join_labels` itself ("in join_labels": the join's
+own cost, far steadier than the difference of two whole runs). CPU time is less sensitive than
+wall time to a shared machine's load, not immune to it. `--fetch 20000` reads whole partitions
+in turn (at 40,000 events): the predictions of a partition wait for labels read later, the
+order of a consumer starting on a backlog and the direction of production, where labels come
+after their predictions. `--profile sqlite|postgresql` prints where the join's time goes
+(cProfile of one join-on run, callees of `join_labels` and its parts).
 """
 
 from __future__ import annotations
@@ -63,8 +67,26 @@ def consumer_order(messages: list[bytes], fetch: int, partitions: int = 4) -> li
     ]
 
 
-def run(url: str, messages: list[bytes], join: bool, pg: Any, profile: bool) -> tuple[float, float]:
-    """(client CPU s, server CPU s) of ingesting the messages after the first batch."""
+class _Timed:
+    """`join_labels` that adds its own CPU seconds to `spent` (the join's in-call cost)."""
+
+    def __init__(self, join: Any) -> None:
+        self.join, self.spent = join, 0.0
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        start = time.process_time()
+        try:
+            return self.join(*args, **kwargs)
+        finally:
+            self.spent += time.process_time() - start
+
+
+def run(
+    url: str, messages: list[bytes], join: bool, pg: Any, profile: bool
+) -> tuple[float, float, float]:
+    """(client CPU s, server CPU s, client CPU s inside `join_labels`) of ingesting the
+    messages after the first batch."""
+    import collectors._ingest as ingest_module
     from collectors import Ingestor, RawRecord
     from migrations import upgrade
     from monitor.config import CollectConfig, ModelConfig
@@ -78,13 +100,18 @@ def run(url: str, messages: list[bytes], join: bool, pg: Any, profile: bool) -> 
     records = [RawRecord("p", i, i + 1, m) for i, m in enumerate(messages)]
     batches = [records[i : i + 5000] for i in range(0, len(records), 5000)]
     ing.ingest(batches[0])
+    timed = _Timed(ingest_module.join_labels)
+    ingest_module.join_labels = timed  # type: ignore[assignment]
     profiler = cProfile.Profile(time.process_time) if profile else None  # CPU, not waits
     server = server_cpu(pg.datadir) if pg is not None else 0.0
     start = time.process_time()
     if profiler is not None:
         profiler.enable()
-    for batch in batches[1:]:
-        ing.ingest(batch)
+    try:
+        for batch in batches[1:]:
+            ing.ingest(batch)
+    finally:
+        ingest_module.join_labels = timed.join  # type: ignore[assignment]
     if profiler is not None:
         profiler.disable()
     client = time.process_time() - start
@@ -109,7 +136,7 @@ def run(url: str, messages: list[bytes], join: bool, pg: Any, profile: bool) -> 
         ):
             stats.sort_stats("cumulative").print_callees(f"\\({name}\\)", 40)
         stats.sort_stats("tottime").print_stats(25)
-    return client, server
+    return client, server, timed.spent
 
 
 def main() -> None:
@@ -163,6 +190,7 @@ def main() -> None:
                     f"{db} client off": got[False][0] / per_event,
                     f"{db} client on": got[True][0] / per_event,
                     f"{db} client join": (got[True][0] - got[False][0]) / per_event,
+                    f"{db} in join_labels": got[True][2] / per_event,
                 }
                 if db != "sqlite":
                     row[f"{db} server off"] = got[False][1] / per_event
