@@ -11,7 +11,7 @@ set-based statement needs neither chunking nor thousands of placeholders.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -62,9 +62,10 @@ def take(
     ids: Sequence[str],
     columns: Sequence[str],
     json: Collection[str] = (),
+    since: int | None = None,
 ) -> list[tuple[Any, ...]]:
-    """Delete the rows of `model` with request ids `ids`, returning `columns` as the driver
-    gives them (JSON columns as text, for orjson)."""
+    """Delete the rows of `model` with request ids `ids` (and, with `since`, `ts >= since`),
+    returning `columns` as the driver gives them (JSON columns as text, for orjson)."""
     if not ids:
         return []
     connection = session.connection()
@@ -76,6 +77,10 @@ def take(
         names = ", ".join(columns)
         where, params = "request_id IN (SELECT value FROM json_each(?))", (model, _ids_json(ids))
     marks = "%s" if is_postgres(session) else "?"
+    if since is not None:
+        # `ts + 0`: with a plain `ts` SQLite ranges over the (model, ts) index and filters the
+        # ids, reading every entry in time instead of looking the ids up.
+        where, params = f"{where} AND ts + 0 >= {marks}", (*params, since)
     sql = f"DELETE FROM {table} WHERE model = {marks} AND {where} RETURNING {names}"
     # The driver's own cursor: its rows are plain tuples, fetched at once (SQLAlchemy's result
     # fetches and wraps them one by one, a third of the take's cost on thousands of rows).
@@ -120,13 +125,16 @@ def upsert(
     columns: Sequence[str],
     keys: Sequence[str],
     rows: Sequence[tuple[Any, ...]],
+    nulls: Sequence[str] = (),
 ) -> None:
-    """Insert encoded rows (unique by `keys`), each replacing a stored row with its keys."""
+    """Insert encoded rows (unique by `keys`), each replacing a stored row with its keys; the
+    columns `nulls` are left to their default (NULL) and set to NULL in a replaced row."""
     if not rows:
         return
     names = ", ".join(columns)
-    updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in keys)
-    conflict = f"ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {updates}"
+    updates = [f"{c} = excluded.{c}" for c in columns if c not in keys]
+    conflict = f"ON CONFLICT ({', '.join(keys)}) DO UPDATE SET "
+    conflict += ", ".join(updates + [f"{c} = NULL" for c in nulls])
     connection = session.connection()
     if not is_postgres(session):
         marks = ", ".join("?" for _ in columns)
@@ -135,6 +143,16 @@ def upsert(
         )
         return
     _copy_upsert(session, table, columns, rows, conflict)
+
+
+def upsert_columns(
+    session: Session, table: str, keys: Sequence[str], columns: Mapping[str, list[Any]]
+) -> None:
+    """`upsert` of rows given column-wise; a column that is None in every row is not sent (a
+    batch of plain numbers binds neither the text nor the JSON column of each row)."""
+    sent = {c: v for c, v in columns.items() if c in keys or v.count(None) != len(v)}
+    rows = list(zip(*sent.values(), strict=True))
+    upsert(session, table, list(sent), keys, rows, [c for c in columns if c not in sent])
 
 
 def _copy_upsert(

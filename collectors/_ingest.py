@@ -109,6 +109,8 @@ class Ingestor:
             max_future_s=self.settings.max_future_skew.total_seconds(),
         )
         self._states: dict[str, KeyState] = {}
+        # Per model, the cutoff its waiting rooms were last emptied to (collectors._join).
+        self._expired: dict[str, float] = {}
         self.sleep = sleep
         self._with_retries(lambda: self._setup(source_type))
 
@@ -190,6 +192,7 @@ class Ingestor:
         dead = dead_letter_rows(self.source, plan.dead, self.settings.dead_letter_bytes)
         window_s = self.settings.window.total_seconds()
         horizon = self.settings.label_horizon.total_seconds()
+        expired = dict(self._expired)  # kept only if the batch commits
         try:
             with transaction(self.engine) as session:
                 bump_counters(session, self.source, plan, len(plan.labels))
@@ -208,6 +211,7 @@ class Ingestor:
                         horizon,
                         window_s,
                         self.settings.keep_joined_rows,
+                        expired,
                     )
                 if plan.open_halves or plan.used_halves:
                     store_halves(session, self.source, plan, horizon)
@@ -227,6 +231,7 @@ class Ingestor:
             # Still conflicting after retries: not a race, and replanning would repeat it.
             first = str(exc.orig or exc).splitlines()[0]
             raise StorageError(f"source {self.source!r}: cannot store batch: {first}") from None
+        self._expired = expired
         return len(plan.labels)
 
     def _with_retries(self, action: Callable[[], Any]) -> Any:

@@ -19,6 +19,7 @@ on as columns (`JoinedPairs`) to `monitor.summaries`, which groups them with num
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +39,10 @@ from monitor.storage import LabeledPrediction, PendingLabel, PendingPrediction
 from monitor.storage.base import utcnow
 from monitor.summaries import JoinedPairs, add_joined
 
+# Entries past the horizon never match (the takes skip them); they are deleted once the
+# cutoff has moved by this share of the horizon since their model's last deletion.
+EXPIRY_STEP = 0.01
+
 
 def join_labels(
     session: Session,
@@ -47,18 +52,27 @@ def join_labels(
     horizon_s: float,
     window_s: float,
     keep_rows: bool = False,
+    expired: dict[str, float] | None = None,
 ) -> int:
     """Match the batch's predictions and labels, add matches to the summaries; returns matches.
 
     With `keep_rows` the pairs are also written to labeled_predictions, and a pair that
     replaces a stored pair of its request id first removes that pair's contribution, so
     summaries count each request once (without, a request id joined again counts again).
+    `expired` maps a model to the cutoff its waiting rooms were last emptied to (updated
+    here; None deletes old entries in every batch).
     """
     matched = 0
     for model in sorted(set(predictions.model) | {e.model for e in labels}):
         config = models[model]
         batch = _Batch.of(predictions, labels, model, config)
-        pairs = _match(session, model, batch, max(batch.newest - horizon_s, 0.0))
+        cutoff = max(batch.newest - horizon_s, 0.0)
+        pairs = _match(session, model, batch, cutoff)
+        last = -math.inf if expired is None else expired.get(model, -math.inf)
+        if cutoff >= last + horizon_s * EXPIRY_STEP:
+            _expire(session, model, cutoff)
+            if expired is not None:
+                expired[model] = cutoff
         if keep_rows:
             _replace_rows(session, model, pairs, config, window_s)
         add_joined(session, model, pairs, config, window_s)
@@ -110,9 +124,9 @@ class _Batch:
 def _match(session: Session, model: str, batch: _Batch, cutoff: float) -> JoinedPairs:
     """Pairs this batch completes: within it, and against the waiting rooms."""
     pred_ids, label_ids = list(batch.rows), list(batch.labels)
-    stored_labels = _take_labels(session, model, pred_ids)
-    stored_preds, stored = _take_predictions(session, model, label_ids, list(batch.slices))
-    _expire(session, model, cutoff)
+    since = waiting.micros(np.array([cutoff]))[0]
+    stored_labels = _take_labels(session, model, pred_ids, since)
+    stored_preds, stored = _take_predictions(session, model, label_ids, list(batch.slices), since)
     labels = {rid: e.label for rid, e in batch.labels.items()}
     in_batch = [rid for rid in pred_ids if rid in labels]
     late_labels = [rid for rid in pred_ids if rid not in labels and rid in stored_labels]
@@ -127,19 +141,21 @@ def _match(session: Session, model: str, batch: _Batch, cutoff: float) -> Joined
     return JoinedPairs.concat(parts, list(batch.slices))
 
 
-def _take_labels(session: Session, model: str, ids: Sequence[str]) -> dict[str, Any]:
-    """Stored labels of `ids`, removed from the waiting room: {request id: label}."""
-    rows = bulk.take(session, "pending_labels", model, ids, _LABEL_COLUMNS[1:-1], {"label"})
+def _take_labels(session: Session, model: str, ids: Sequence[str], since: int) -> dict[str, Any]:
+    """Stored labels of `ids` not older than `since` (µs), removed from the waiting room:
+    {request id: label}."""
+    rows = bulk.take(session, "pending_labels", model, ids, _LABEL_COLUMNS[1:-1], {"label"}, since)
     rids, num, txt, doc = _columns(rows, 4)
     return dict(zip(rids, waiting.join_values(num, txt, doc), strict=True))
 
 
 def _take_predictions(
-    session: Session, model: str, ids: Sequence[str], slices: Sequence[str]
+    session: Session, model: str, ids: Sequence[str], slices: Sequence[str], since: int
 ) -> tuple[dict[str, int], JoinedPairs]:
-    """Stored predictions of `ids`, removed from the waiting room: ({request id: row}, columns)
-    with labels still to fill in."""
-    rows = bulk.take(session, "pending_predictions", model, ids, _PRED_COLUMNS[1:], {"prediction"})
+    """Stored predictions of `ids` not older than `since` (µs), removed from the waiting room:
+    ({request id: row}, columns) with labels still to fill in."""
+    columns = _PRED_COLUMNS[1:]
+    rows = bulk.take(session, "pending_predictions", model, ids, columns, {"prediction"}, since)
     rids, versions, stamps, num, txt, doc, values = _columns(rows, len(_PRED_COLUMNS) - 1)
     pairs = JoinedPairs(
         request_id=rids,
@@ -172,34 +188,42 @@ def _wait(session: Session, model: str, batch: _Batch, ids: list[str], cutoff: f
     """Store the batch's predictions `ids` until their labels come (unless already expired)."""
     t = batch.table
     at = np.fromiter((batch.rows[rid] for rid in ids), np.intp, len(ids))
-    rows = at[t.ts[at] >= cutoff].tolist()
+    at = at[t.ts[at] >= cutoff]
+    rows = at.tolist()
     num, txt, doc = waiting.split_values([t.prediction[i] for i in rows])
-    records = list(
-        zip(
-            [model] * len(rows),
-            [t.request_id[i] for i in rows],
-            [t.version[i] for i in rows],
-            waiting.micros(t.ts[np.asarray(rows, np.intp)]),
-            num,
-            txt,
-            doc,
-            waiting.slice_texts(batch.slices, rows),
-            strict=True,
-        )
-    )
-    bulk.upsert(session, "pending_predictions", _PRED_COLUMNS, _KEYS, records)
+    columns = {
+        "model": [model] * len(rows),
+        "request_id": [t.request_id[i] for i in rows],
+        "version": [t.version[i] for i in rows],
+        "ts": waiting.micros(t.ts[at]),
+        "prediction_num": num,
+        "prediction_text": txt,
+        "prediction": doc,
+        "slice_values": waiting.slice_texts(batch.slices, rows),
+    }
+    bulk.upsert_columns(session, "pending_predictions", _KEYS, columns)
 
 
 def _wait_labels(
     session: Session, model: str, batch: _Batch, ids: list[str], cutoff: float
 ) -> None:
     """Store the batch's labels `ids` until their predictions come (unless already expired)."""
-    events = [e for e in (batch.labels[rid] for rid in ids) if e.ts >= cutoff]
+    events = [batch.labels[rid] for rid in ids]
+    stamps = np.fromiter((e.ts for e in events), np.float64, len(events))
+    if len(events) and stamps.min() < cutoff:
+        keep = (stamps >= cutoff).tolist()
+        events = [e for e, k in zip(events, keep, strict=True) if k]
+        stamps = stamps[stamps >= cutoff]
     num, txt, doc = waiting.split_values([e.label for e in events])
-    stamps = waiting.micros(np.array([e.ts for e in events], dtype=np.float64))
-    rids = [e.request_id for e in events]
-    records = list(zip([model] * len(events), rids, num, txt, doc, stamps, strict=True))
-    bulk.upsert(session, "pending_labels", _LABEL_COLUMNS, _KEYS, records)
+    columns = {
+        "model": [model] * len(events),
+        "request_id": [e.request_id for e in events],
+        "label_num": num,
+        "label_text": txt,
+        "label": doc,
+        "ts": waiting.micros(stamps),
+    }
+    bulk.upsert_columns(session, "pending_labels", _KEYS, columns)
 
 
 def _replace_rows(

@@ -209,8 +209,7 @@ def add_joined(
     merge_stored(session, model, built, window_s)
     step = timedelta(seconds=window_s)
     windows = {(model, v, start, start + step) for v, start, _ in built}
-    mark_changed(session, "outcome", windows)
-    mark_changed(session, "estimate", windows)  # realized next to estimated
+    mark_changed(session, ("outcome", "estimate"), windows)  # realized next to estimated
 
 
 def merge_stored(

@@ -58,15 +58,20 @@ class Change:
 
 
 def mark_changed(
-    session: Session, kind: str, windows: Iterable[tuple[str, str, datetime, datetime]]
+    session: Session,
+    kind: str | Sequence[str],
+    windows: Iterable[tuple[str, str, datetime, datetime]],
 ) -> None:
-    """Mark (model, version, start, end) windows changed, inside the caller's transaction."""
+    """Mark (model, version, start, end) windows changed for `kind` (or each of several kinds,
+    in one statement), inside the caller's transaction."""
     now = utcnow()
+    kinds = [kind] if isinstance(kind, str) else sorted(set(kind))
+    marked = set(windows)
     rows = [
-        {"model": m, "kind": kind, "version": v, "window_start": s, "window_end": e}
+        {"model": m, "kind": k, "version": v, "window_start": s, "window_end": e}
         | {"seq": 1, "pending": True, "changed_at": now}
-        # Sorted, so concurrent transactions lock rows in one order (no deadlock).
-        for m, v, s, e in sorted(set(windows))
+        # Sorted in key order, so concurrent transactions lock rows in one order (no deadlock).
+        for m, k, v, s, e in sorted((m, k, v, s, e) for m, v, s, e in marked for k in kinds)
     ]
     if not rows:
         return

@@ -145,3 +145,34 @@ def test_without_keep_joined_rows_pairs_reach_only_the_summaries(engine: Engine)
     accuracy = next(r for r in results if r.metric == "accuracy" and r.slice is None)
     # predictions 0.0, 0.1, 0.2 at threshold 0.5 are all 0; labels 1, 0, 1
     assert (accuracy.n, accuracy.value) == (3, pytest.approx(1 / 3))
+
+
+def stored_ids(engine: Engine, table: type) -> list[str]:
+    with Session(engine) as session:
+        return sorted(session.execute(select(table.request_id)).scalars())
+
+
+def test_entries_past_the_horizon_never_match_and_go_once_the_cutoff_moves(
+    engine: Engine,
+) -> None:
+    # Horizon 1h: old entries are deleted once the cutoff has moved by 1% of it (36 s).
+    ing = Ingestor(engine, "s", "kafka", MODELS, CollectConfig(label_horizon=timedelta(hours=1)))
+    feed(ing, [orjson.dumps(event(0)), orjson.dumps(event(1, ts=T0 + 3590))], 0)
+    # The cutoff moves to T0 + 10, only 20 s on: r0 (at T0) stays stored but is past the
+    # horizon, so its label does not match it and waits instead.
+    feed(ing, [label(0, 1, T0 + 3610)], 2)
+    assert stored_ids(engine, PendingPrediction) == ["r0", "r1"]
+    assert stored_ids(engine, PendingLabel) == ["r0"]
+    assert count(engine, OutcomeSummaryRow) == 0
+    # 90 s further (more than 36 s): r0's prediction is deleted; its label is still in time.
+    feed(ing, [orjson.dumps(event(2, ts=T0 + 3700))], 3)
+    assert stored_ids(engine, PendingPrediction) == ["r1", "r2"]
+    assert stored_ids(engine, PendingLabel) == ["r0"]
+    # An old prediction (cutoff of its own batch far back) is stored; the next batch moves the
+    # cutoff past it by only 20 s, yet a restarted collector deletes in its first batch.
+    feed(ing, [orjson.dumps(event(3, ts=T0 + 110))], 4)
+    again = Ingestor(engine, "s", "kafka", MODELS, CollectConfig(label_horizon=timedelta(hours=1)))
+    feed(again, [label(9, 1, T0 + 3720)], 5)  # cutoff T0 + 120
+    assert stored_ids(engine, PendingPrediction) == ["r1", "r2"]
+    assert stored_ids(engine, PendingLabel) == ["r0", "r9"]
+    assert count(engine, OutcomeSummaryRow) == 0
