@@ -69,19 +69,10 @@ def take(
     if not ids:
         return []
     connection = session.connection()
-    params: tuple[Any, ...]
     if is_postgres(session):
-        names = ", ".join(f"{c}::text" if c in json else c for c in columns)
-        where, params = "request_id = ANY(CAST(%s AS text[]))", (model, _pg_array(ids))
+        sql, params = _pg_take(table, model, ids, columns, json, since)
     else:
-        names = ", ".join(columns)
-        where, params = "request_id IN (SELECT value FROM json_each(?))", (model, _ids_json(ids))
-    marks = "%s" if is_postgres(session) else "?"
-    if since is not None:
-        # `ts + 0`: with a plain `ts` SQLite ranges over the (model, ts) index and filters the
-        # ids, reading every entry in time instead of looking the ids up.
-        where, params = f"{where} AND ts + 0 >= {marks}", (*params, since)
-    sql = f"DELETE FROM {table} WHERE model = {marks} AND {where} RETURNING {names}"
+        sql, params = _sqlite_take(table, model, ids, columns, since)
     # The driver's own cursor: its rows are plain tuples, fetched at once (SQLAlchemy's result
     # fetches and wraps them one by one, a third of the take's cost on thousands of rows).
     cursor = connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
@@ -91,6 +82,39 @@ def take(
     finally:
         cursor.close()
     return rows
+
+
+def _pg_take(
+    table: str,
+    model: str,
+    ids: Sequence[str],
+    columns: Sequence[str],
+    json: Collection[str],
+    since: int | None,
+) -> tuple[str, tuple[Any, ...]]:
+    names = ", ".join(f"{c}::text" if c in json else c for c in columns)
+    where, params = "request_id = ANY(CAST(%s AS text[]))", (model, _pg_array(ids))
+    if since is not None:
+        # `ts + 0`: look the ids up, never range over the (model, ts) index instead.
+        where, params = f"{where} AND ts + 0 >= %s", (*params, since)
+    return f"DELETE FROM {table} WHERE model = %s AND {where} RETURNING {names}", params
+
+
+def _sqlite_take(
+    table: str, model: str, ids: Sequence[str], columns: Sequence[str], since: int | None
+) -> tuple[str, tuple[Any, ...]]:
+    """SQLite: the ids, sorted (neighbouring lookups share pages), drive a CROSS JOIN (the ids
+    are the outer loop, each one index lookup) whose rowids are deleted. `ts + 0`, not `ts`: a
+    plain `ts` lets the planner range over the (model, ts) index and filter the ids instead."""
+    names = ", ".join(columns)
+    found = (
+        f"SELECT t.rowid FROM json_each(?) AS j CROSS JOIN {table} AS t "
+        "ON t.model = ? AND t.request_id = j.value"
+    )
+    params: tuple[Any, ...] = (_ids_json(sorted(ids)), model)
+    if since is not None:
+        found, params = f"{found} AND t.ts + 0 >= ?", (*params, since)
+    return f"DELETE FROM {table} WHERE rowid IN ({found}) RETURNING {names}", params
 
 
 def _ids_json(ids: Sequence[str]) -> str:
