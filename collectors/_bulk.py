@@ -93,7 +93,8 @@ def _pg_take(
     since: int | None,
 ) -> tuple[str, tuple[Any, ...]]:
     names = ", ".join(f"{c}::text" if c in json else c for c in columns)
-    where, params = "request_id = ANY(CAST(%s AS text[]))", (model, _pg_array(ids))
+    where = "request_id = ANY(CAST(%s AS text[]))"
+    params: tuple[Any, ...] = (model, _pg_array(ids))
     if since is not None:
         # `ts + 0`: look the ids up, never range over the (model, ts) index instead.
         where, params = f"{where} AND ts + 0 >= %s", (*params, since)
