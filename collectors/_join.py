@@ -20,8 +20,9 @@ on as columns (`JoinedPairs`) to `monitor.summaries`, which groups them with num
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -107,37 +108,53 @@ class _Batch:
         slices = {c: slice_source(table, c) for c in config.slices}
         return cls(table, rows, labs, slices, newest)
 
-    def pairs(self, ids: Sequence[str], labels: Mapping[str, Any]) -> JoinedPairs:
-        """Pairs of the batch's predictions `ids` with `labels` (by request id)."""
-        rows = [self.rows[rid] for rid in ids]
+    def pairs(self, ids: Sequence[str], labels: list[Any]) -> JoinedPairs:
+        """Pairs of the batch's predictions `ids` with `labels` (in that order)."""
+        rows = list(map(self.rows.__getitem__, ids))
         t = self.table
         return JoinedPairs(
             request_id=list(ids),
-            version=[t.version[i] for i in rows],
+            version=_pick(t.version, rows),
             ts=t.ts[np.asarray(rows, np.intp)] if rows else np.empty(0),
-            prediction=[t.prediction[i] for i in rows],
-            label=[labels[rid] for rid in ids],
-            slice_values={c: [values[i] for i in rows] for c, values in self.slices.items()},
+            prediction=_pick(t.prediction, rows),
+            label=labels,
+            slice_values={c: _pick(values, rows) for c, values in self.slices.items()},
         )
 
 
+def _pick(values: Sequence[Any], rows: list[int]) -> list[Any]:
+    """values[i] for each i in rows."""
+    if len(rows) > 1:
+        return list(itemgetter(*rows)(values))
+    return [values[i] for i in rows]
+
+
 def _match(session: Session, model: str, batch: _Batch, cutoff: float) -> JoinedPairs:
-    """Pairs this batch completes: within it, and against the waiting rooms."""
+    """Pairs this batch completes: within it, and against the waiting rooms.
+
+    A prediction's label is the batch's own if it has one, else a stored one; a stored
+    prediction matches a label of the batch only when the batch has no prediction of its id."""
     pred_ids, label_ids = list(batch.rows), list(batch.labels)
     since = waiting.micros(np.array([cutoff]))[0]
     stored_labels = _take_labels(session, model, pred_ids, since)
     stored_preds, stored = _take_predictions(session, model, label_ids, list(batch.slices), since)
-    labels = {rid: e.label for rid, e in batch.labels.items()}
-    in_batch = [rid for rid in pred_ids if rid in labels]
-    late_labels = [rid for rid in pred_ids if rid not in labels and rid in stored_labels]
-    late_preds = [rid for rid in label_ids if rid not in batch.rows and rid in stored_preds]
-    done = {*in_batch, *late_labels, *late_preds}
-    _wait(session, model, batch, [r for r in pred_ids if r not in done], cutoff)
-    _wait_labels(session, model, batch, [r for r in label_ids if r not in done], cutoff)
-    parts = [batch.pairs(in_batch, labels), batch.pairs(late_labels, stored_labels)]
+    values = {rid: e.label for rid, e in batch.labels.items()}
+    found = stored_labels | values if stored_labels else values
+    matched = [rid for rid in pred_ids if rid in found] if found else []
+    late_preds = (
+        [rid for rid in label_ids if rid in stored_preds and rid not in batch.rows]
+        if stored_preds
+        else []
+    )
+    waits = [rid for rid in pred_ids if rid not in found] if matched else pred_ids
+    _wait(session, model, batch, waits, cutoff)
+    rows = batch.rows
+    unmatched = [rid for rid in label_ids if rid not in rows and rid not in stored_preds]
+    _wait_labels(session, model, batch, unmatched, cutoff)
+    parts = [batch.pairs(matched, [found[rid] for rid in matched])]
     if late_preds:
-        rows = [stored_preds[rid] for rid in late_preds]
-        parts.append(stored.subset(rows, [labels[rid] for rid in late_preds]))
+        at = [stored_preds[rid] for rid in late_preds]
+        parts.append(stored.subset(at, [values[rid] for rid in late_preds]))
     return JoinedPairs.concat(parts, list(batch.slices))
 
 
@@ -208,8 +225,8 @@ def _wait_labels(
     session: Session, model: str, batch: _Batch, ids: list[str], cutoff: float
 ) -> None:
     """Store the batch's labels `ids` until their predictions come (unless already expired)."""
-    events = [batch.labels[rid] for rid in ids]
-    stamps = np.fromiter((e.ts for e in events), np.float64, len(events))
+    events = list(map(batch.labels.__getitem__, ids))
+    stamps = np.array([e.ts for e in events], np.float64)
     if len(events) and stamps.min() < cutoff:
         keep = (stamps >= cutoff).tolist()
         events = [e for e, k in zip(events, keep, strict=True) if k]

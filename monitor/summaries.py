@@ -111,6 +111,9 @@ class JoinedPairs:
     @classmethod
     def concat(cls, parts: Sequence[JoinedPairs], slices: Sequence[str]) -> JoinedPairs:
         """The pairs of all parts, in order."""
+        nonempty = [p for p in parts if len(p)]
+        if len(nonempty) == 1 and list(nonempty[0].slice_values) == list(slices):
+            return nonempty[0]  # the common case of one kind of match: no copy
         n = [len(p) for p in parts]
         return cls(
             request_id=[r for p in parts for r in p.request_id],
