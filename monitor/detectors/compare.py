@@ -46,26 +46,40 @@ def compare(
         )
     pair = Pair(reference, current)
     n_ref, n_cur = detector.size(reference), detector.size(current)
-    base = DriftResult(
-        column=reference.spec.column,
-        slice=slice_,
-        kind=kind,
-        method=detector.name,
-        value=None,
-        threshold=float(bound.value),
-        p_value=None,
-        n_reference=n_ref,
-        n_current=n_cur,
-        status="insufficient_data",
-        threshold_by=bound.source,
-        evidence_alpha=evidence_alpha if detector.evidence and exact_counts(reference) else None,
-    )
+    evidence = evidence_alpha if detector.evidence and exact_counts(reference) else None
+    base = insufficient(detector, reference, bound, slice_, (n_ref, n_cur), evidence)
     if min(n_ref, n_cur) < min_n:
         return base
     value = detector.score(pair)
     p = null_p_value(detector, pair)
     status = verdict(value, bound.value, p, alpha, base.evidence_alpha)
     return replace(base, value=_finite(value), p_value=_finite(p), status=status)
+
+
+def insufficient(
+    detector: Detector,
+    reference: Profile,
+    bound: Bound,
+    slice_: dict[str, str] | None,
+    sizes: tuple[int, int],
+    evidence_alpha: float | None,
+) -> DriftResult:
+    """The result of a comparison before its statistic: `insufficient_data` (what a side of
+    fewer than `min_n` rows stays; `compare` fills in value, p-value and status otherwise)."""
+    return DriftResult(
+        column=reference.spec.column,
+        slice=slice_,
+        kind=reference.kind,
+        method=detector.name,
+        value=None,
+        threshold=float(bound.value),
+        p_value=None,
+        n_reference=sizes[0],
+        n_current=sizes[1],
+        status="insufficient_data",
+        threshold_by=bound.source,
+        evidence_alpha=evidence_alpha,
+    )
 
 
 def verdict(
