@@ -18,7 +18,7 @@ from monitor.detectors._base import (
 from monitor.detectors._evidence import DEFAULT_EVIDENCE_ALPHA, exact_counts
 from monitor.detectors._respec import rebin
 from monitor.detectors._slice_columns import with_slice_columns
-from monitor.detectors.compare import benjamini_hochberg, compare, insufficient
+from monitor.detectors.compare import benjamini_hochberg, compare, drift_result
 from monitor.errors import InputError
 from monitor.profiles import OVERALL, ColumnSpec, ProfileSet, parse_slice_key
 from monitor.profiles.kinds import Profile
@@ -79,7 +79,7 @@ def evaluate(
                 ref, cur = _pair(reference, current, key, column, empty)
                 sizes = (detector.size(ref), detector.size(cur))
                 if min(sizes) < min_n:  # what `compare` returns, without its pair and checks
-                    results.append(insufficient(detector, ref, bound, slice_, sizes, evidence))
+                    results.append(drift_result(detector, ref, bound, slice_, sizes, evidence))
                     continue
                 results.append(
                     compare(detector, ref, cur, bound, slice_, min_n, evidence_alpha=evidence_alpha)
