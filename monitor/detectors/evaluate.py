@@ -20,7 +20,7 @@ from monitor.detectors._respec import rebin
 from monitor.detectors._slice_columns import with_slice_columns
 from monitor.detectors.compare import benjamini_hochberg, compare, drift_result
 from monitor.errors import InputError
-from monitor.profiles import OVERALL, ColumnSpec, ProfileSet, parse_slice_key
+from monitor.profiles import OVERALL, ProfileSet, parse_slice_key
 from monitor.profiles.kinds import Profile
 
 DEFAULT_METHODS: Mapping[str, tuple[str, ...]] = {
@@ -69,14 +69,13 @@ def evaluate(
     slices = [(key, parse_slice_key(key)) for key in keys]  # once, not per column and method
     for column in comparable:
         ref_all = reference.get(column)
-        empty = _Empty(ref_all.spec)
         for detector in _detectors_for(ref_all, current.get(column), chosen):
             bound = strategy.bound(detector, column)
             evidence = evidence_alpha if detector.evidence and exact_counts(ref_all) else None
             for key, slice_ in slices:
                 if slice_ is not None and column in slice_:
                     continue  # a slice column within its own slice holds one value: trivial
-                ref, cur = _pair(reference, current, key, column, empty)
+                ref, cur = _pair(reference, current, key, column, ref_all)
                 sizes = (detector.size(ref), detector.size(cur))
                 if min(sizes) < min_n:  # what `compare` returns, without its pair and checks
                     results.append(drift_result(detector, ref, bound, slice_, sizes, evidence))
@@ -184,23 +183,10 @@ def default_methods(profile: Profile) -> tuple[str, ...]:
     return DEFAULT_METHODS[profile.kind]
 
 
-class _Empty:
-    """A column's profile of no rows, built once per evaluation and only when a slice is
-    absent on one side (it compares as `insufficient_data`, not as an error)."""
-
-    def __init__(self, spec: ColumnSpec) -> None:
-        self.spec = spec
-        self.profile: Profile | None = None
-
-    def __call__(self) -> Profile:
-        if self.profile is None:
-            self.profile = self.spec.empty()
-        return self.profile
-
-
 def _pair(
-    reference: ProfileSet, current: ProfileSet, key: str, column: str, empty: _Empty
+    reference: ProfileSet, current: ProfileSet, key: str, column: str, ref_all: Profile
 ) -> tuple[Profile, Profile]:
-    ref = reference.profiles.get((key, column)) or empty()
-    cur = current.profiles.get((key, column)) or empty()
+    # A slice absent on one side compares an empty profile: insufficient_data, not an error.
+    ref = reference.profiles.get((key, column)) or ref_all.spec.empty()
+    cur = current.profiles.get((key, column)) or ref_all.spec.empty()
     return ref, cur

@@ -128,7 +128,12 @@ def _corrupt(where: str, column: str | None, why: str) -> CorruptProfileError:
 
 
 def _is_finite(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    # `type(...) in`: bool (an int subclass) is not a number here, and it is faster than
+    # isinstance with a union (~160,000 calls per burst).
+    return type(value) in _NUMBERS and math.isfinite(value)  # type: ignore[arg-type]
+
+
+_NUMBERS = (int, float)
 
 
 def _bound(value: object, where: str, column: str) -> float:
