@@ -26,7 +26,7 @@ from monitor.detectors import DriftResult
 from monitor.errors import InputError
 from monitor.outcomes import OutcomeResult
 from monitor.outcomes.summary import OutcomeSummary, summary_to_bytes
-from monitor.profiles import OVERALL, ProfileSet, profile_from_bytes
+from monitor.profiles import OVERALL, ProfileSet, merge_profiles, profile_from_bytes
 from monitor.profiles.kinds import Profile
 from monitor.results import upsert_statement
 from monitor.storage import (
@@ -131,11 +131,11 @@ def _merged_profiles(
     else:
         with session_factory(engine)() as s:
             prof_rows, counts = (s.execute(q).all() for q in queries)
-    profiles: dict[tuple[str, str], Profile] = {}
+    found: dict[tuple[str, str], list[Profile]] = {}
     for key, col, payload in prof_rows:
         prof = profile_from_bytes(payload, f"{where} slice {key or 'overall'}")
-        mine = profiles.get((key, col))
-        profiles[(key, col)] = prof if mine is None else mine.merge(prof)  # type: ignore[arg-type]
+        found.setdefault((key, col), []).append(prof)
+    profiles = {k: merge_profiles(v) for k, v in found.items()}
     specs = {col: prof.spec for (key, col), prof in profiles.items() if key == ""}
     return ProfileSet(profiles, {k: int(n) for k, n in counts}, tuple(slice_by), specs)
 
@@ -227,17 +227,12 @@ class DayMerges:
     """
 
     def __init__(self) -> None:
-        self._days: dict[tuple[str, datetime], tuple[ProfileSet, set[datetime]]] = {}
+        self._days: dict[tuple[str, datetime], dict[datetime, ProfileSet]] = {}
 
     def add(self, version: str, window_start: datetime, profiles: ProfileSet) -> None:
-        """Merge one window's profiles into its day's."""
+        """Keep one window's profiles for its day (merged when the day asks: `day`)."""
         key = (version, period_of(window_start, PERIODS["day"]).start)
-        found = self._days.get(key)
-        if found is None:
-            self._days[key] = (profiles, {window_start})
-            return
-        merged, starts = found
-        self._days[key] = (merged.merge(profiles), starts | {window_start})
+        self._days.setdefault(key, {})[window_start] = profiles
 
     def day(self, session: Session, model: str, version: str, day: Period) -> ProfileSet | None:
         """The day's merge when it holds every window the day has stored, else None."""
@@ -251,7 +246,7 @@ class DayMerges:
                 c.window_start >= day.start, c.window_start < day.end,
             )
         )  # fmt: skip
-        return found[0] if set(stored) == found[1] else None
+        return ProfileSet.merged(list(found.values())) if set(stored) == set(found) else None
 
 
 def stored_drift(

@@ -26,12 +26,16 @@ strong drifts get p-values small enough to survive Benjamini–Hochberg.
 from __future__ import annotations
 
 import hashlib
+import math
+import weakref
 from collections import OrderedDict
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
 
 from monitor.detectors._base import Detector, Pair
+from monitor.profiles.kinds import Profile
 
 BOOTSTRAP_DRAWS = 300
 _TAIL_DRAWS = 5
@@ -52,7 +56,7 @@ def p_value(detector: Detector, pair: Pair) -> float:
     draws use, so observed and null are computed alike even where the reported value is
     finer (Wasserstein's per-side bin means).
     """
-    ref = detector.buckets(pair.reference)[None, :]
+    ref = _reference(detector, pair.reference).counts[None, :]
     cur = detector.buckets(pair.current)[None, :]
     value = float(detector.statistic(ref, cur, pair)[0])
     if detector.p_value is not None:
@@ -69,20 +73,24 @@ def p_value(detector: Detector, pair: Pair) -> float:
 
 def null_draws(detector: Detector, pair: Pair, draws: int = BOOTSTRAP_DRAWS) -> NDArray[np.float64]:
     """Statistic values of `draws` resampled no-drift pairs at the pair's sizes."""
-    ref = detector.buckets(pair.reference)
+    ref = _reference(detector, pair.reference)
     n_cur = int(detector.buckets(pair.current).sum())
-    n_draw, factor = draw_plan(detector, ref, n_cur)
+    n_draw, factor = _plan(detector, ref.n, ref.sparsest, n_cur)
     drawn = _drawn(detector, pair, ref, n_draw, draws)
     return drawn if factor == 1.0 else drawn * factor
 
 
 def draw_plan(detector: Detector, ref: NDArray[np.float64], n_cur: int) -> tuple[int, float]:
     """The current size the null is drawn at, and the factor its draws are rescaled by."""
-    scaling = detector.null_scaling
     n_ref = int(ref.sum())
+    return _plan(detector, n_ref, float(ref[ref > 0].min()) / n_ref if n_ref else 0.0, n_cur)
+
+
+def _plan(detector: Detector, n_ref: int, sparsest: float, n_cur: int) -> tuple[int, float]:
+    """`draw_plan` from the reference's size and its sparsest occupied bucket's share."""
+    scaling = detector.null_scaling
     if scaling is None or min(n_ref, n_cur) < GRID_MIN:
         return n_cur, 1.0
-    sparsest = float(ref[ref > 0].min()) / n_ref
     if min(n_ref, n_cur) * sparsest >= scaling.min_expected:
         n_draw = n_ref
     else:
@@ -94,20 +102,48 @@ def draw_plan(detector: Detector, ref: NDArray[np.float64], n_cur: int) -> tuple
 
 
 def _spread(n_ref: int, n_cur: int) -> float:
-    return float(np.sqrt(1.0 / n_ref + 1.0 / n_cur))
+    return math.sqrt(1.0 / n_ref + 1.0 / n_cur)  # (np.sqrt rounds alike: IEEE sqrt)
+
+
+@dataclass
+class _Reference:
+    """A reference profile's bucket counts as one detector sees them, with what every null of
+    it needs: its size, sparsest occupied share and the cache keys of its draws so far (kept
+    while the profile lives: a tick compares every window against the same profiles)."""
+
+    counts: NDArray[np.float64]
+    n: int
+    sparsest: float
+    keys: dict[tuple[int, int], bytes] = field(default_factory=dict)
+
+
+_REFERENCES: weakref.WeakKeyDictionary[Profile, dict[str, _Reference]] = weakref.WeakKeyDictionary()
+
+
+def _reference(detector: Detector, profile: Profile) -> _Reference:
+    mine = _REFERENCES.setdefault(profile, {})
+    found = mine.get(detector.name)
+    if found is None:
+        counts = detector.buckets(profile)
+        n = int(counts.sum())
+        sparsest = float(counts[counts > 0].min()) / n if n else 0.0
+        found = mine[detector.name] = _Reference(counts, n, sparsest)
+    return found
 
 
 def _drawn(
-    detector: Detector, pair: Pair, ref: NDArray[np.float64], n_cur: int, draws: int
+    detector: Detector, pair: Pair, ref: _Reference, n_cur: int, draws: int
 ) -> NDArray[np.float64]:
-    key = _key(detector.name, ref, n_cur, draws)
+    key = ref.keys.get((n_cur, draws))
+    if key is None:
+        key = ref.keys[(n_cur, draws)] = _key(detector.name, ref.counts, n_cur, draws)
     cached = _cache.get(key)
     if cached is not None:
         _cache.move_to_end(key)
         return cached
     rng = np.random.default_rng(int.from_bytes(key[:8], "little"))
-    p = ref / ref.sum()
-    r, c = _resample(rng, p, int(ref.sum()), draws), _resample(rng, p, n_cur, draws)
+    p = ref.counts / ref.counts.sum()
+    r, c = _resample(rng, p, ref.n, draws), _resample(rng, p, n_cur, draws)
     result = np.asarray(detector.statistic(r, c, pair), dtype=np.float64)
     _cache[key] = result
     if len(_cache) > _CACHE_SIZE:

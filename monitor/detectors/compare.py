@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 import numpy as np
 
@@ -46,26 +45,41 @@ def compare(
         )
     pair = Pair(reference, current)
     n_ref, n_cur = detector.size(reference), detector.size(current)
-    base = DriftResult(
+    evidence = evidence_alpha if detector.evidence and exact_counts(reference) else None
+    if min(n_ref, n_cur) < min_n:
+        return drift_result(detector, reference, bound, slice_, (n_ref, n_cur), evidence)
+    value = _finite(detector.score(pair))
+    p = _finite(null_p_value(detector, pair))
+    found = (value, p, verdict(value, bound.value, p, alpha, evidence))
+    return drift_result(detector, reference, bound, slice_, (n_ref, n_cur), evidence, found)
+
+
+def drift_result(
+    detector: Detector,
+    reference: Profile,
+    bound: Bound,
+    slice_: dict[str, str] | None,
+    sizes: tuple[int, int],
+    evidence_alpha: float | None,
+    found: tuple[float, float, Status] | None = None,
+) -> DriftResult:
+    """A comparison's result: `insufficient_data` (what a side of fewer than `min_n` rows
+    gets), or, given `found` (value, p-value, status), the compared one (`compare`)."""
+    value, p, status = found or (None, None, "insufficient_data")
+    return DriftResult(
         column=reference.spec.column,
         slice=slice_,
-        kind=kind,
+        kind=reference.kind,
         method=detector.name,
-        value=None,
+        value=value,
         threshold=float(bound.value),
-        p_value=None,
-        n_reference=n_ref,
-        n_current=n_cur,
-        status="insufficient_data",
+        p_value=p,
+        n_reference=sizes[0],
+        n_current=sizes[1],
+        status=status,
         threshold_by=bound.source,
-        evidence_alpha=evidence_alpha if detector.evidence and exact_counts(reference) else None,
+        evidence_alpha=evidence_alpha,
     )
-    if min(n_ref, n_cur) < min_n:
-        return base
-    value = detector.score(pair)
-    p = null_p_value(detector, pair)
-    status = verdict(value, bound.value, p, alpha, base.evidence_alpha)
-    return replace(base, value=_finite(value), p_value=_finite(p), status=status)
 
 
 def verdict(
@@ -99,7 +113,15 @@ def benjamini_hochberg(results: Sequence[DriftResult], alpha: float) -> list[Dri
         r = results[i]
         assert r.value is not None
         status = verdict(r.value, r.threshold, q, alpha, r.evidence_alpha)
-        out[i] = replace(r, p_value=q, status=status)
+        out[i] = _adjusted(r, q, status)
+    return out
+
+
+def _adjusted(result: DriftResult, p_value: float, status: Status) -> DriftResult:
+    """`replace(result, p_value=..., status=...)` without its per-call field introspection
+    (a burst adjusts ~300 results per window; DriftResult has no __post_init__ to rerun)."""
+    out = object.__new__(DriftResult)
+    out.__dict__.update(result.__dict__, p_value=p_value, status=status)
     return out
 
 

@@ -15,10 +15,10 @@ from monitor.detectors._base import (
     ThresholdStrategy,
     get_detector,
 )
-from monitor.detectors._evidence import DEFAULT_EVIDENCE_ALPHA
+from monitor.detectors._evidence import DEFAULT_EVIDENCE_ALPHA, exact_counts
 from monitor.detectors._respec import rebin
 from monitor.detectors._slice_columns import with_slice_columns
-from monitor.detectors.compare import benjamini_hochberg, compare
+from monitor.detectors.compare import benjamini_hochberg, compare, drift_result
 from monitor.errors import InputError
 from monitor.profiles import OVERALL, ProfileSet, parse_slice_key
 from monitor.profiles.kinds import Profile
@@ -71,10 +71,15 @@ def evaluate(
         ref_all = reference.get(column)
         for detector in _detectors_for(ref_all, current.get(column), chosen):
             bound = strategy.bound(detector, column)
+            evidence = evidence_alpha if detector.evidence and exact_counts(ref_all) else None
             for key, slice_ in slices:
                 if slice_ is not None and column in slice_:
                     continue  # a slice column within its own slice holds one value: trivial
                 ref, cur = _pair(reference, current, key, column, ref_all)
+                sizes = (detector.size(ref), detector.size(cur))
+                if min(sizes) < min_n:  # what `compare` returns, without its pair and checks
+                    results.append(drift_result(detector, ref, bound, slice_, sizes, evidence))
+                    continue
                 results.append(
                     compare(detector, ref, cur, bound, slice_, min_n, evidence_alpha=evidence_alpha)
                 )

@@ -12,6 +12,9 @@ bin means.
 
 from __future__ import annotations
 
+import weakref
+from dataclasses import dataclass
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -39,27 +42,51 @@ def _norm(profile: NumericProfile) -> float:
     return max(sd, SD_FLOOR)
 
 
+@dataclass(frozen=True)
+class _Atoms:
+    """What a reference profile contributes to every comparison against it: where an empty
+    bucket sits, its bucket atoms, their gaps and its sd (computed once per reference profile,
+    not once per window, slice and null draw)."""
+
+    fallback: NDArray[np.float64]
+    positions: NDArray[np.float64]
+    gaps: NDArray[np.float64]
+    norm: float
+
+
+_ATOMS: weakref.WeakKeyDictionary[NumericProfile, _Atoms] = weakref.WeakKeyDictionary()
+
+
+def _atoms(reference: NumericProfile) -> _Atoms:
+    found = _ATOMS.get(reference)
+    if found is None:
+        fallback = _fallback(reference)
+        pos = _positions(reference, fallback)
+        # Reference bin means are ordered like the buckets, so the CDFs step at sorted positions.
+        found = _Atoms(fallback, pos, np.maximum(np.diff(pos), 0.0), _norm(reference))
+        _ATOMS[reference] = found
+    return found
+
+
 def _batched(ref: Counts, cur: Counts, pair: Pair) -> NDArray[np.float64]:
     reference = pair.reference
     assert isinstance(reference, NumericProfile)
-    pos = _positions(reference, _fallback(reference))
-    # Reference bin means are ordered like the buckets, so the CDFs step at sorted positions.
-    gaps = np.maximum(np.diff(pos), 0.0)
+    atoms = _atoms(reference)
     cdf_gap = np.cumsum(proportions(ref) - proportions(cur), axis=1)[:, :-1]
-    return np.abs(cdf_gap) @ gaps / _norm(reference)
+    return np.abs(cdf_gap) @ atoms.gaps / atoms.norm
 
 
 def _observed(pair: Pair) -> float:
     ref, cur = pair.reference, pair.current
     assert isinstance(ref, NumericProfile) and isinstance(cur, NumericProfile)
-    fallback = _fallback(ref)
-    pos = np.concatenate([_positions(ref, fallback), _positions(cur, fallback)])
+    atoms = _atoms(ref)
+    pos = np.concatenate([atoms.positions, _positions(cur, atoms.fallback)])
     weights = np.concatenate([ref.counts / max(ref.n, 1), -cur.counts / max(cur.n, 1)]).astype(
         np.float64
     )
     order = np.argsort(pos, kind="stable")
     cdf_gap = np.cumsum(weights[order])[:-1]
-    return float(np.abs(cdf_gap) @ np.diff(pos[order]) / _norm(ref))
+    return float(np.abs(cdf_gap) @ np.diff(pos[order]) / atoms.norm)
 
 
 DETECTOR = register(

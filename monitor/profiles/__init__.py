@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from monitor.profiles._codec import profile_from_bytes, profile_spec
 from monitor.profiles.categorical import CategoricalProfile
-from monitor.profiles.dataset import ProfileSet, profile_frame, profile_subsets
+from monitor.profiles.dataset import ProfileSet, merge_profiles, profile_frame, profile_subsets
 from monitor.profiles.kinds import Profile
 from monitor.profiles.numeric import NumericProfile
 from monitor.profiles.slicekeys import (
@@ -46,6 +46,7 @@ __all__ = [
     "ProfileSet",
     "compared_columns",
     "key_of",
+    "merge_profiles",
     "parse_slice_key",
     "profile_frame",
     "profile_from_bytes",

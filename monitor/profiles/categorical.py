@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -102,6 +103,17 @@ class CategoricalProfile:
         return CategoricalProfile(
             self.spec, self.counts + other.counts, self.null_count + other.null_count
         )
+
+    @classmethod
+    def merge_many(cls, profiles: Sequence[CategoricalProfile]) -> CategoricalProfile:
+        """`profiles[0].merge(profiles[1]).merge(...)` with one array sum."""
+        first = profiles[0]
+        if len(profiles) == 1:
+            return first
+        for other in profiles[1:]:
+            _check_same_spec(first, other)
+        counts = np.add.reduce(np.stack([p.counts for p in profiles]), axis=0)
+        return CategoricalProfile(first.spec, counts, sum(p.null_count for p in profiles))
 
     def to_bytes(self) -> bytes:
         """Compact self-describing encoding; `profile_from_bytes` restores it."""

@@ -11,9 +11,19 @@ from numpy.typing import NDArray
 
 from monitor.errors import ConflictError, InputError
 from monitor.profiles._parallel import map_columns
-from monitor.profiles.categorical import category_label, encode_categorical, profile_buckets
+from monitor.profiles.categorical import (
+    CategoricalProfile,
+    category_label,
+    encode_categorical,
+    profile_buckets,
+)
 from monitor.profiles.kinds import Profile
-from monitor.profiles.numeric import as_float_array, encode_numeric, profile_encoded
+from monitor.profiles.numeric import (
+    NumericProfile,
+    as_float_array,
+    encode_numeric,
+    profile_encoded,
+)
 from monitor.profiles.slicekeys import NULL_VALUE, OTHER_VALUE, OVERALL, slice_key
 from monitor.profiles.spec import ColumnSpec
 
@@ -73,6 +83,37 @@ class ProfileSet:
         for k, v in other.rows.items():
             rows[k] = rows.get(k, 0) + v
         return ProfileSet(merged, rows, self.slice_by, {**other.specs, **self.specs})
+
+    @classmethod
+    def merged(cls, sets: Sequence[ProfileSet]) -> ProfileSet:
+        """`sets[0].merge(sets[1]).merge(...)`, equal to it, each (slice, column) merged once
+        (`merge_profiles`) instead of once per set."""
+        first = sets[0]
+        for other in sets[1:]:
+            if other.slice_by != first.slice_by:
+                raise ConflictError(
+                    f"cannot merge profile sets sliced by {list(first.slice_by)} and "
+                    f"{list(other.slice_by)}"
+                )
+        by_key: dict[Key, list[Profile]] = {}
+        rows: dict[str, int] = {}
+        specs: dict[str, ColumnSpec] = {}
+        for one in sets:
+            for key, prof in one.profiles.items():
+                by_key.setdefault(key, []).append(prof)
+            for k, v in one.rows.items():
+                rows[k] = rows.get(k, 0) + v
+            specs = {**one.specs, **specs}
+        profiles = {key: merge_profiles(found) for key, found in by_key.items()}
+        return ProfileSet(profiles, rows, first.slice_by, specs)
+
+
+def merge_profiles(profiles: Sequence[Profile]) -> Profile:
+    """One (slice, column)'s profiles merged in order (`merge` of each into the first's)."""
+    first = profiles[0]
+    if isinstance(first, NumericProfile):
+        return NumericProfile.merge_many(profiles)  # type: ignore[arg-type]
+    return CategoricalProfile.merge_many(profiles)  # type: ignore[arg-type]
 
 
 def profile_frame(

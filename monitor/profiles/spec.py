@@ -101,7 +101,12 @@ class ColumnSpec:
         return out
 
     def empty(self) -> Profile:
-        """A profile of no rows."""
+        """A profile of no rows (built once per spec: profiles are immutable, and a slice
+        absent from a window compares one for each of its columns)."""
+        return self._empty
+
+    @cached_property
+    def _empty(self) -> Profile:
         return self.profile(np.empty(0, dtype=np.float64 if self.kind == "numeric" else object))
 
     def profile(self, values: Any) -> Profile:

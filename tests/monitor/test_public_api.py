@@ -121,6 +121,7 @@ PINNED: dict[str, set[str]] = {
         "ProfileSet",
         "compared_columns",
         "key_of",
+        "merge_profiles",
         "parse_slice_key",
         "profile_frame",
         "profile_from_bytes",
