@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from sqlalchemy import delete, select
+from sqlalchemy import bindparam, delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
@@ -219,14 +219,10 @@ def merge_stored(
     session: Session, model: str, built: Mapping[SummaryKey, OutcomeSummary], window_s: float
 ) -> None:
     """Merge summaries into the stored ones (locked on PostgreSQL): one read, one upsert."""
-    table: Any = OutcomeSummaryRow.__table__
-    stmt = select(table.c.version, table.c.window_start, table.c.slice_key, table.c.payload)
+    read, upsert = _merge_statements(session.get_bind().dialect.name)
     starts = sorted({start for _, start, _ in built})
-    stmt = stmt.where(table.c.model == model, table.c.window_start.in_(starts))
-    postgres = session.get_bind().dialect.name == "postgresql"
-    if postgres:
-        stmt = stmt.with_for_update()
-    stored = {(v, s, k): p for v, s, k, p in session.execute(stmt)}
+    found = session.execute(read, {"model": model, "starts": starts})
+    stored = {(v, s, k): p for v, s, k, p in found}
     now, step = utcnow(), timedelta(seconds=window_s)
     rows = []
     for (version, start, key), summary in sorted(built.items()):
@@ -237,10 +233,33 @@ def merge_stored(
             | {"window_end": start + step, "n": merged.n, "payload": summary_to_bytes(merged)}
             | {"updated_at": now}
         )
-    upsert = (postgresql.insert if postgres else sqlite.insert)(table)
-    keep = ("model", "version", "window_start", "slice_key", "window_end")
-    updates = {c.name: upsert.excluded[c.name] for c in table.c if c.name not in keep}
-    session.execute(upsert.on_conflict_do_update(index_elements=keep[:4], set_=updates), rows)
+    session.execute(upsert, rows)
+
+
+_MERGES: dict[str, tuple[Any, Any]] = {}
+
+
+def _merge_statements(dialect: str) -> tuple[Any, Any]:
+    """(read of a model's stored summaries in windows `starts`, upsert), built once per dialect
+    (building them costs more than running them on a batch's handful of rows)."""
+    if dialect not in _MERGES:
+        table: Any = OutcomeSummaryRow.__table__
+        read = select(table.c.version, table.c.window_start, table.c.slice_key, table.c.payload)
+        read = read.where(
+            table.c.model == bindparam("model"),
+            table.c.window_start.in_(bindparam("starts", expanding=True)),
+        )
+        postgres = dialect == "postgresql"
+        if postgres:
+            read = read.with_for_update()
+        upsert = (postgresql.insert if postgres else sqlite.insert)(table)
+        keep = ("model", "version", "window_start", "slice_key", "window_end")
+        updates = {c.name: upsert.excluded[c.name] for c in table.c if c.name not in keep}
+        _MERGES[dialect] = (
+            read,
+            upsert.on_conflict_do_update(index_elements=keep[:4], set_=updates),
+        )
+    return _MERGES[dialect]
 
 
 def _merged(payload: bytes, summary: OutcomeSummary) -> OutcomeSummary:

@@ -75,14 +75,26 @@ def mark_changed(
     ]
     if not rows:
         return
-    dialect = session.get_bind().dialect.name
-    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    stmt = insert(WindowChange)
-    stmt = stmt.on_conflict_do_update(
-        index_elements=["model", "kind", "version", "window_start"],
-        set_={"seq": WindowChange.seq + 1, "pending": True, "changed_at": now},
-    )
-    session.execute(stmt, rows)
+    session.execute(_mark_statement(session.get_bind().dialect.name), rows)
+
+
+_MARKS: dict[str, Any] = {}
+
+
+def _mark_statement(dialect: str) -> Any:
+    """The marking upsert, built once per dialect (building it costs more than running it)."""
+    if dialect not in _MARKS:
+        insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+        stmt = insert(WindowChange)
+        _MARKS[dialect] = stmt.on_conflict_do_update(
+            index_elements=["model", "kind", "version", "window_start"],
+            set_={
+                "seq": WindowChange.seq + 1,
+                "pending": True,
+                "changed_at": stmt.excluded.changed_at,
+            },
+        )
+    return _MARKS[dialect]
 
 
 def pending_changes(engine: Engine, model: str, kind: str) -> list[Change]:
