@@ -26,7 +26,13 @@ from migrations import upgrade
 from monitor.config import CollectConfig, ModelConfig
 from monitor.config._monitoring import OutcomeConfig
 from monitor.outcomes.summary import pair_columns
-from monitor.storage import LabeledPrediction, OutcomeSummaryRow, PendingPrediction, make_engine
+from monitor.storage import (
+    LabeledPrediction,
+    OutcomeSummaryRow,
+    PendingLabel,
+    PendingPrediction,
+    make_engine,
+)
 from monitor.summaries import outcome_results
 from tests.collectors.conftest import T0
 
@@ -151,6 +157,32 @@ def test_waiting_rows_hold_typed_values(engine: Engine) -> None:
         (us + 1_000_000, None, "cat", None, {"region": "eu"}),
         (us + 2_000_000, 7.0, None, None, {"region": "eu"}),  # an int reads as its float
     ]
+
+
+def test_a_repeated_request_id_replaces_every_column_of_the_waiting_entry(engine: Engine) -> None:
+    # A batch of plain numbers sends no text or JSON column: replacing a stored entry of the
+    # same id must still clear them, or the old value would come back with the label.
+    cfg = ModelConfig(name="m", slices=["region"], outcomes=OutcomeConfig(min_support=1))
+    first = [prediction(0, "cat"), prediction(1, 0.4)]
+    marks = [label(0, "not joined"), label(1, 1)]
+    ing = Ingestor(engine, "s", "kafka", [cfg], CollectConfig(keep_joined_rows=True))
+    ing.ingest([RawRecord("p", i, i + 1, p) for i, p in enumerate(first)])
+    ing.ingest([RawRecord("p", 2, 3, prediction(0, 0.9)), RawRecord("p", 3, 4, label(2, "x"))])
+    ing.ingest([RawRecord("p", 4, 5, label(2, 1))])
+    with Session(engine) as session:
+        rows = session.execute(select(PendingPrediction).order_by(PendingPrediction.request_id))
+        got = [(r.request_id, r.prediction_num, r.prediction_text) for r in rows.scalars()]
+        stored = session.execute(
+            select(
+                PendingLabel.request_id, PendingLabel.label_num, PendingLabel.label_text
+            ).order_by(PendingLabel.request_id)
+        ).all()
+    assert got == [("r0", 0.9, None), ("r1", 0.4, None)]
+    # label r2 came as text, then as a number: the number replaced it entirely
+    assert [tuple(r) for r in stored] == [("r2", 1.0, None)]
+    ing.ingest([RawRecord("p", 5 + i, 6 + i, m) for i, m in enumerate(marks)])
+    joined = outcome(engine, cfg)[2]
+    assert [(r[0], r[1], r[2]) for r in joined] == [("r0", 0.9, "not joined"), ("r1", 0.4, 1)]
 
 
 def test_an_empty_batch_and_all_pairs_in_batch_leave_the_rooms_empty(engine: Engine) -> None:
