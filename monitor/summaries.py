@@ -15,6 +15,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -236,30 +237,23 @@ def merge_stored(
     session.execute(upsert, rows)
 
 
-_MERGES: dict[str, tuple[Any, Any]] = {}
-
-
+@cache
 def _merge_statements(dialect: str) -> tuple[Any, Any]:
     """(read of a model's stored summaries in windows `starts`, upsert), built once per dialect
     (building them costs more than running them on a batch's handful of rows)."""
-    if dialect not in _MERGES:
-        table: Any = OutcomeSummaryRow.__table__
-        read = select(table.c.version, table.c.window_start, table.c.slice_key, table.c.payload)
-        read = read.where(
-            table.c.model == bindparam("model"),
-            table.c.window_start.in_(bindparam("starts", expanding=True)),
-        )
-        postgres = dialect == "postgresql"
-        if postgres:
-            read = read.with_for_update()
-        upsert = (postgresql.insert if postgres else sqlite.insert)(table)
-        keep = ("model", "version", "window_start", "slice_key", "window_end")
-        updates = {c.name: upsert.excluded[c.name] for c in table.c if c.name not in keep}
-        _MERGES[dialect] = (
-            read,
-            upsert.on_conflict_do_update(index_elements=keep[:4], set_=updates),
-        )
-    return _MERGES[dialect]
+    table: Any = OutcomeSummaryRow.__table__
+    read = select(table.c.version, table.c.window_start, table.c.slice_key, table.c.payload)
+    read = read.where(
+        table.c.model == bindparam("model"),
+        table.c.window_start.in_(bindparam("starts", expanding=True)),
+    )
+    postgres = dialect == "postgresql"
+    if postgres:
+        read = read.with_for_update()
+    upsert = (postgresql.insert if postgres else sqlite.insert)(table)
+    keep = ("model", "version", "window_start", "slice_key", "window_end")
+    updates = {c.name: upsert.excluded[c.name] for c in table.c if c.name not in keep}
+    return read, upsert.on_conflict_do_update(index_elements=keep[:4], set_=updates)
 
 
 def _merged(payload: bytes, summary: OutcomeSummary) -> OutcomeSummary:

@@ -43,11 +43,11 @@ def compare(
             f"column '{reference.spec.column}': method '{detector.name}' does not accept "
             f"{kind} columns"
         )
-    pair = Pair(reference, current)
     n_ref, n_cur = detector.size(reference), detector.size(current)
     evidence = evidence_alpha if detector.evidence and exact_counts(reference) else None
     if min(n_ref, n_cur) < min_n:
         return drift_result(detector, reference, bound, slice_, (n_ref, n_cur), evidence)
+    pair = Pair(reference, current)
     value = _finite(detector.score(pair))
     p = _finite(null_p_value(detector, pair))
     found = (value, p, verdict(value, bound.value, p, alpha, evidence))

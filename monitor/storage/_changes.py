@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from typing import Any
 
 from sqlalchemy import BigInteger, Boolean, Index, String, and_, bindparam, select, update
@@ -78,23 +79,15 @@ def mark_changed(
     session.execute(_mark_statement(session.get_bind().dialect.name), rows)
 
 
-_MARKS: dict[str, Any] = {}
-
-
+@cache
 def _mark_statement(dialect: str) -> Any:
     """The marking upsert, built once per dialect (building it costs more than running it)."""
-    if dialect not in _MARKS:
-        insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-        stmt = insert(WindowChange)
-        _MARKS[dialect] = stmt.on_conflict_do_update(
-            index_elements=["model", "kind", "version", "window_start"],
-            set_={
-                "seq": WindowChange.seq + 1,
-                "pending": True,
-                "changed_at": stmt.excluded.changed_at,
-            },
-        )
-    return _MARKS[dialect]
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    stmt = insert(WindowChange)
+    return stmt.on_conflict_do_update(
+        index_elements=["model", "kind", "version", "window_start"],
+        set_={"seq": WindowChange.seq + 1, "pending": True, "changed_at": stmt.excluded.changed_at},
+    )
 
 
 def pending_changes(engine: Engine, model: str, kind: str) -> list[Change]:
