@@ -11,7 +11,7 @@ set-based statement needs neither chunking nor thousands of placeholders.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -53,69 +53,6 @@ def ts_column(session: Session, seconds: NDArray[np.float64]) -> list[Any]:
         return [datetime.fromtimestamp(us / 1e6, UTC) for us in micros.tolist()]
     text = np.datetime_as_string(micros.astype("datetime64[us]"), unit="us").tolist()
     return [t.replace("T", " ") for t in text]
-
-
-def take(
-    session: Session,
-    table: str,
-    model: str,
-    ids: Sequence[str],
-    columns: Sequence[str],
-    json: Collection[str] = (),
-    since: int | None = None,
-) -> list[tuple[Any, ...]]:
-    """Delete the rows of `model` with request ids `ids` (and, with `since`, `ts >= since`),
-    returning `columns` as the driver gives them (JSON columns as text, for orjson)."""
-    if not ids:
-        return []
-    connection = session.connection()
-    if is_postgres(session):
-        sql, params = _pg_take(table, model, ids, columns, json, since)
-    else:
-        sql, params = _sqlite_take(table, model, ids, columns, since)
-    # The driver's own cursor: its rows are plain tuples, fetched at once (SQLAlchemy's result
-    # fetches and wraps them one by one, a third of the take's cost on thousands of rows).
-    cursor = connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
-    try:
-        cursor.execute(sql, params)
-        rows: list[tuple[Any, ...]] = cursor.fetchall()
-    finally:
-        cursor.close()
-    return rows
-
-
-def _pg_take(
-    table: str,
-    model: str,
-    ids: Sequence[str],
-    columns: Sequence[str],
-    json: Collection[str],
-    since: int | None,
-) -> tuple[str, tuple[Any, ...]]:
-    names = ", ".join(f"{c}::text" if c in json else c for c in columns)
-    where = "request_id = ANY(CAST(%s AS text[]))"
-    params: tuple[Any, ...] = (model, _pg_array(ids))
-    if since is not None:
-        # `ts + 0`: look the ids up, never range over the (model, ts) index instead.
-        where, params = f"{where} AND ts + 0 >= %s", (*params, since)
-    return f"DELETE FROM {table} WHERE model = %s AND {where} RETURNING {names}", params
-
-
-def _sqlite_take(
-    table: str, model: str, ids: Sequence[str], columns: Sequence[str], since: int | None
-) -> tuple[str, tuple[Any, ...]]:
-    """SQLite: the ids, sorted (neighbouring lookups share pages), drive a CROSS JOIN (the ids
-    are the outer loop, each one index lookup) whose rowids are deleted. `ts + 0`, not `ts`: a
-    plain `ts` lets the planner range over the (model, ts) index and filter the ids instead."""
-    names = ", ".join(columns)
-    found = (
-        f"SELECT t.rowid FROM json_each(?) AS j CROSS JOIN {table} AS t "
-        "ON t.model = ? AND t.request_id = j.value"
-    )
-    params: tuple[Any, ...] = (_ids_json(sorted(ids)), model)
-    if since is not None:
-        found, params = f"{found} AND t.ts + 0 >= ?", (*params, since)
-    return f"DELETE FROM {table} WHERE rowid IN ({found}) RETURNING {names}", params
 
 
 def _ids_json(ids: Sequence[str]) -> str:
@@ -168,16 +105,6 @@ def upsert(
         )
         return
     _copy_upsert(session, table, columns, rows, conflict)
-
-
-def upsert_columns(
-    session: Session, table: str, keys: Sequence[str], columns: Mapping[str, list[Any]]
-) -> None:
-    """`upsert` of rows given column-wise; a column that is None in every row is not sent (a
-    batch of plain numbers binds neither the text nor the JSON column of each row)."""
-    sent = {c: v for c, v in columns.items() if c in keys or v.count(None) != len(v)}
-    rows = list(zip(*sent.values(), strict=True))
-    upsert(session, table, list(sent), keys, rows, [c for c in columns if c not in sent])
 
 
 def _copy_upsert(

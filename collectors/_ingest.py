@@ -26,6 +26,7 @@ from collectors._join import join_labels
 from collectors._pairing import store_halves, stored_half
 from collectors._plan import KeyState, Plan, Planner
 from collectors._profiling import ProfileBackend, default_backend
+from collectors._rooms import WaitingRooms
 from collectors._serving_store import merge_serving
 from collectors._specs import SpecResolver, build_profiles, kind_mismatches
 from collectors._store import (
@@ -111,6 +112,8 @@ class Ingestor:
         self._states: dict[str, KeyState] = {}
         # Per model, the cutoff its waiting rooms were last emptied to (collectors._join).
         self._expired: dict[str, float] = {}
+        # The index of the waiting rooms, kept in step with committed batches.
+        self._rooms = WaitingRooms()
         self.sleep = sleep
         self._with_retries(lambda: self._setup(source_type))
 
@@ -193,6 +196,7 @@ class Ingestor:
         window_s = self.settings.window.total_seconds()
         horizon = self.settings.label_horizon.total_seconds()
         expired = dict(self._expired)  # kept only if the batch commits
+        committed = False
         try:
             with transaction(self.engine) as session:
                 bump_counters(session, self.source, plan, len(plan.labels))
@@ -212,12 +216,14 @@ class Ingestor:
                         window_s,
                         self.settings.keep_joined_rows,
                         expired,
+                        self._rooms,
                     )
                 if plan.open_halves or plan.used_halves:
                     store_halves(session, self.source, plan, horizon)
                 if within is not None:
                     within(session)
                 write_positions(session, self.source, plan, batch.ends, batch.details)
+            committed = True
         except IntegrityError as exc:
             # A concurrent consumer inserted the same rows first: replan from what it stored.
             with Session(self.engine) as session:
@@ -231,6 +237,12 @@ class Ingestor:
             # Still conflicting after retries: not a race, and replanning would repeat it.
             first = str(exc.orig or exc).splitlines()[0]
             raise StorageError(f"source {self.source!r}: cannot store batch: {first}") from None
+        finally:
+            # The rooms' index follows the transaction: what it staged counts only if it committed.
+            if committed:
+                self._rooms.commit()
+            else:
+                self._rooms.rollback()
         self._expired = expired
         return len(plan.labels)
 

@@ -28,17 +28,18 @@ from operator import itemgetter
 from typing import Any
 
 import numpy as np
-from sqlalchemy import delete, select
+from numpy.typing import NDArray
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from collectors import _bulk as bulk
-from collectors import _waiting as waiting
 from collectors._base import LabelEvent
 from collectors._bulk import json_text, ts_encoder
+from collectors._rooms import LABEL, PREDICTION, WaitingRooms, encode_body, micros
 from collectors._table import EventTable
 from collectors._windows import slice_source
 from monitor.config import ModelConfig
-from monitor.storage import LabeledPrediction, PendingLabel, PendingPrediction
+from monitor.storage import LabeledPrediction
 from monitor.storage.base import utcnow
 from monitor.summaries import JoinedPairs, add_joined
 
@@ -56,6 +57,7 @@ def join_labels(
     window_s: float,
     keep_rows: bool = False,
     expired: dict[str, float] | None = None,
+    rooms: WaitingRooms | None = None,
 ) -> int:
     """Match the batch's predictions and labels, add matches to the summaries; returns matches.
 
@@ -63,17 +65,22 @@ def join_labels(
     replaces a stored pair of its request id first removes that pair's contribution, so
     summaries count each request once (without, a request id joined again counts again).
     `expired` maps a model to the cutoff its waiting rooms were last emptied to (updated
-    here; None deletes old entries in every batch).
+    here; None deletes old entries in every batch). `rooms` is the process's index of the
+    waiting rooms (collectors/_rooms.py): its caller commits or rolls it back with the
+    transaction; None reads the rooms afresh from the table.
     """
+    if rooms is None:
+        rooms = WaitingRooms()
     matched = 0
     for model in sorted(set(predictions.model) | {e.model for e in labels}):
         config = models[model]
         batch = _Batch.of(predictions, labels, model, config)
         cutoff = max(batch.newest - horizon_s, 0.0)
-        pairs = _match(session, model, batch, cutoff)
+        rooms.begin(session, model)
+        pairs = _match(session, rooms, model, batch, cutoff)
         last = -math.inf if expired is None else expired.get(model, -math.inf)
         if cutoff >= last + horizon_s * EXPIRY_STEP:
-            _expire(session, model, cutoff)
+            rooms.expire(session, model, int(micros(np.array([cutoff]))[0]))
             if expired is not None:
                 expired[model] = cutoff
         if keep_rows:
@@ -131,118 +138,162 @@ def _pick(values: Sequence[Any], rows: list[int]) -> list[Any]:
     return [values[i] for i in rows]
 
 
-def _match(session: Session, model: str, batch: _Batch, cutoff: float) -> JoinedPairs:
+def _match(
+    session: Session, rooms: WaitingRooms, model: str, batch: _Batch, cutoff: float
+) -> JoinedPairs:
     """Pairs this batch completes: within it, and against the waiting rooms.
 
     A prediction's label is the batch's own if it has one, else a stored one; a stored
-    prediction matches a label of the batch only when the batch has no prediction of its id."""
+    prediction matches a label of the batch only when the batch has no prediction of its id.
+    Stored entries of the batch's other ids are taken too: the batch's entries supersede them."""
     pred_ids, label_ids = list(batch.rows), list(batch.labels)
-    since = waiting.micros(np.array([cutoff]))[0]
-    stored_labels = _take_labels(session, model, pred_ids, since)
-    stored_preds, stored = _take_predictions(session, model, label_ids, list(batch.slices), since)
+    since = int(micros(np.array([cutoff]))[0])
+    pred_hashes, label_hashes = rooms.hasher(pred_ids), rooms.hasher(label_ids)
+    stored_labels = _take_labels(
+        session, rooms, model, pred_ids + label_ids, np.concatenate([pred_hashes, label_hashes]),
+        len(pred_ids), since,
+    )  # fmt: skip
+    stored = _take_predictions(
+        session, rooms, model, label_ids + pred_ids, np.concatenate([label_hashes, pred_hashes]),
+        len(label_ids), list(batch.slices), since,
+    )  # fmt: skip
     values = {rid: e.label for rid, e in batch.labels.items()}
     found = stored_labels | values if stored_labels else values
     matched = [rid for rid in pred_ids if rid in found] if found else []
-    late_preds = (
-        [rid for rid in label_ids if rid in stored_preds and rid not in batch.rows]
-        if stored_preds
-        else []
-    )
-    waits = [rid for rid in pred_ids if rid not in found] if matched else pred_ids
-    _wait(session, model, batch, waits, cutoff)
     rows = batch.rows
-    unmatched = [rid for rid in label_ids if rid not in rows and rid not in stored_preds]
-    _wait_labels(session, model, batch, unmatched, cutoff)
+    late = [i for i, rid in enumerate(stored.request_id) if rid not in rows]
+    waits = [i for i, rid in enumerate(pred_ids) if rid not in found] if matched else None
+    _wait(session, rooms, model, batch, waits, pred_hashes, cutoff)
+    taken = set(stored.request_id)
+    unmatched = [i for i, rid in enumerate(label_ids) if rid not in rows and rid not in taken]
+    _wait_labels(session, rooms, model, batch, unmatched, label_hashes, cutoff)
     parts = [batch.pairs(matched, [found[rid] for rid in matched])]
-    if late_preds:
-        at = [stored_preds[rid] for rid in late_preds]
-        parts.append(stored.subset(at, [values[rid] for rid in late_preds]))
+    if late:
+        parts.append(stored.subset(late, [values[stored.request_id[i]] for i in late]))
     return JoinedPairs.concat(parts, list(batch.slices))
 
 
-def _take_labels(session: Session, model: str, ids: Sequence[str], since: int) -> dict[str, Any]:
-    """Stored labels of `ids` not older than `since` (µs), removed from the waiting room:
-    {request id: label}."""
-    rows = bulk.take(session, "pending_labels", model, ids, _LABEL_COLUMNS[1:-1], {"label"}, since)
-    rids, num, txt, doc = _columns(rows, 4)
-    return dict(zip(rids, waiting.join_values(num, txt, doc), strict=True))
+def _take_labels(
+    session: Session,
+    rooms: WaitingRooms,
+    model: str,
+    ids: list[str],
+    hashes: NDArray[np.int64],
+    matching: int,
+    since: int,
+) -> dict[str, Any]:
+    """Take the stored labels of `ids` not older than `since` (µs): {request id: label} of the
+    first `matching` ids (the others are only superseded)."""
+    out: dict[str, Any] = {}
+    for body, query, at in rooms.take(session, model, LABEL, ids, hashes, since).groups:
+        for q, value in zip(query, body.values(at), strict=True):
+            if q < matching:
+                out[ids[q]] = value
+    return out
 
 
 def _take_predictions(
-    session: Session, model: str, ids: Sequence[str], slices: Sequence[str], since: int
-) -> tuple[dict[str, int], JoinedPairs]:
-    """Stored predictions of `ids` not older than `since` (µs), removed from the waiting room:
-    ({request id: row}, columns) with labels still to fill in."""
-    columns = _PRED_COLUMNS[1:]
-    rows = bulk.take(session, "pending_predictions", model, ids, columns, {"prediction"}, since)
-    rids, versions, stamps, num, txt, doc, values = _columns(rows, len(_PRED_COLUMNS) - 1)
-    pairs = JoinedPairs(
-        request_id=rids,
-        version=versions,
-        ts=waiting.seconds(stamps),
-        prediction=waiting.join_values(num, txt, doc),
-        label=[None] * len(rids),
-        slice_values=waiting.slice_columns(values, slices),
-    )
-    return {rid: i for i, rid in enumerate(rids)}, pairs
+    session: Session,
+    rooms: WaitingRooms,
+    model: str,
+    ids: list[str],
+    hashes: NDArray[np.int64],
+    matching: int,
+    slices: Sequence[str],
+    since: int,
+) -> JoinedPairs:
+    """Take the stored predictions of `ids` not older than `since` (µs): the columns of those
+    of the first `matching` ids (the others are only superseded), labels still to fill in."""
+    parts = []
+    for body, query, at in rooms.take(session, model, PREDICTION, ids, hashes, since).groups:
+        keep = [k for k, q in enumerate(query) if q < matching]
+        if len(keep) < len(at):
+            at = [at[k] for k in keep]
+        if not at:
+            continue
+        pick = np.asarray(at, np.intp)
+        parts.append(
+            JoinedPairs(
+                request_id=_pick(body.request_id, at),
+                version=_pick(body.version, at),
+                ts=body.ts[pick] / 1e6,
+                prediction=body.values(at),
+                label=[None] * len(at),
+                slice_values={
+                    c: _pick(body.slices[c], at) if c in body.slices else [None] * len(at)
+                    for c in slices
+                },
+            )
+        )
+    return JoinedPairs.concat(parts, list(slices)) if parts else _no_pairs(slices)
 
 
-def _columns(rows: Sequence[tuple[Any, ...]], width: int) -> list[list[Any]]:
-    """Rows -> columns (`width` empty columns for no rows)."""
-    return [list(c) for c in zip(*rows, strict=True)] if rows else [[] for _ in range(width)]
+def _no_pairs(slices: Sequence[str]) -> JoinedPairs:
+    return JoinedPairs([], [], np.empty(0), [], [], {c: [] for c in slices})
 
 
 _KEYS = ("model", "request_id")
-_PRED_COLUMNS = (
-    "model", "request_id", "version", "ts", "prediction_num", "prediction_text", "prediction",
-    "slice_values",
-)  # fmt: skip
-_LABEL_COLUMNS = ("model", "request_id", "label_num", "label_text", "label", "ts")
 _JOINED_COLUMNS = (
     "model", "request_id", "version", "ts", "prediction", "label", "slice_values", "joined_at",
 )  # fmt: skip
 
 
-def _wait(session: Session, model: str, batch: _Batch, ids: list[str], cutoff: float) -> None:
-    """Store the batch's predictions `ids` until their labels come (unless already expired)."""
+def _wait(
+    session: Session,
+    rooms: WaitingRooms,
+    model: str,
+    batch: _Batch,
+    waits: list[int] | None,
+    hashes: NDArray[np.int64],
+    cutoff: float,
+) -> None:
+    """Store the batch's predictions at `waits` (indexes into its ids; None: all) until their
+    labels come, unless already expired."""
     t = batch.table
-    at = np.fromiter((batch.rows[rid] for rid in ids), np.intp, len(ids))
-    at = at[t.ts[at] >= cutoff]
+    at = np.fromiter(batch.rows.values(), np.intp, len(batch.rows))
+    picked = np.arange(len(at)) if waits is None else np.asarray(waits, np.intp)
+    at = at[picked]
+    fresh = t.ts[at] >= cutoff
+    if not fresh.all():
+        at, picked = at[fresh], picked[fresh]
+    if not len(at):
+        return
     rows = at.tolist()
-    num, txt, doc = waiting.split_values([t.prediction[i] for i in rows])
-    columns = {
-        "model": [model] * len(rows),
-        "request_id": [t.request_id[i] for i in rows],
-        "version": [t.version[i] for i in rows],
-        "ts": waiting.micros(t.ts[at]),
-        "prediction_num": num,
-        "prediction_text": txt,
-        "prediction": doc,
-        "slice_values": waiting.slice_texts(batch.slices, rows),
-    }
-    bulk.upsert_columns(session, "pending_predictions", _KEYS, columns)
+    stamps = micros(t.ts[at])
+    body = encode_body(
+        _pick(t.request_id, rows),
+        _pick(t.version, rows),
+        stamps,
+        _pick(t.prediction, rows),
+        {c: _pick(values, rows) for c, values in batch.slices.items()},
+    )
+    rooms.wait(session, model, PREDICTION, hashes[picked], stamps, body)
 
 
 def _wait_labels(
-    session: Session, model: str, batch: _Batch, ids: list[str], cutoff: float
+    session: Session,
+    rooms: WaitingRooms,
+    model: str,
+    batch: _Batch,
+    unmatched: list[int],
+    hashes: NDArray[np.int64],
+    cutoff: float,
 ) -> None:
-    """Store the batch's labels `ids` until their predictions come (unless already expired)."""
-    events = list(map(batch.labels.__getitem__, ids))
+    """Store the batch's labels at `unmatched` (indexes into its label ids) until their
+    predictions come, unless already expired."""
+    events = list(batch.labels.values())
+    events = [events[i] for i in unmatched]
     stamps = np.array([e.ts for e in events], np.float64)
-    if len(events) and stamps.min() < cutoff:
-        keep = (stamps >= cutoff).tolist()
-        events = [e for e, k in zip(events, keep, strict=True) if k]
-        stamps = stamps[stamps >= cutoff]
-    num, txt, doc = waiting.split_values([e.label for e in events])
-    columns = {
-        "model": [model] * len(events),
-        "request_id": [e.request_id for e in events],
-        "label_num": num,
-        "label_text": txt,
-        "label": doc,
-        "ts": waiting.micros(stamps),
-    }
-    bulk.upsert_columns(session, "pending_labels", _KEYS, columns)
+    picked = np.asarray(unmatched, np.intp)
+    fresh = stamps >= cutoff
+    if not fresh.all():
+        events = [e for e, k in zip(events, fresh.tolist(), strict=True) if k]
+        stamps, picked = stamps[fresh], picked[fresh]
+    if not events:
+        return
+    stored = micros(stamps)
+    body = encode_body([e.request_id for e in events], None, stored, [e.label for e in events], {})
+    rooms.wait(session, model, LABEL, hashes[picked], stored, body)
 
 
 def _replace_rows(
@@ -268,13 +319,3 @@ def _replace_rows(
         for i in range(len(pairs))
     ]  # fmt: skip
     bulk.upsert(session, "labeled_predictions", _JOINED_COLUMNS, _KEYS, rows)
-
-
-def _expire(session: Session, model: str, before: float) -> None:
-    cutoff = waiting.micros(np.array([before]))[0]
-    for table in (PendingPrediction, PendingLabel):
-        session.execute(
-            delete(table)
-            .where(table.model == model, table.ts < cutoff)
-            .execution_options(synchronize_session=False)
-        )

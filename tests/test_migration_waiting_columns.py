@@ -1,5 +1,5 @@
-"""Migration 0023: waiting predictions and labels survive the upgrade and the downgrade, and a
-prediction that waited before the upgrade is joined with its label after it."""
+"""Migration 0023: waiting predictions and labels survive the upgrade and the downgrade (that
+they join after the later upgrades: tests/test_migration_waiting_batches.py)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,9 @@ import orjson
 from sqlalchemy import column, select, table, text
 from sqlalchemy.orm import Session
 
-from collectors import Ingestor, RawRecord
 from migrations import downgrade, upgrade
-from monitor.config import CollectConfig, ModelConfig
-from monitor.config._monitoring import OutcomeConfig
-from monitor.storage import LabeledPrediction, PendingLabel, PendingPrediction, make_engine
+from monitor.storage import make_engine
 from monitor.storage.base import JSONDoc
-from monitor.summaries import outcome_results
 
 T0 = datetime(2026, 1, 1, 10, tzinfo=UTC)
 ODD = 'eu\x1f"{}\\ é'
@@ -54,38 +50,36 @@ def _json(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
+AT = "0023_waiting_columns"
+PENDING_PREDICTIONS = table(
+    "pending_predictions",
+    *(column(c) for c in ("request_id", "ts", "prediction_num", "prediction_text")),
+    column("prediction", JSONDoc),
+    column("slice_values"),
+)
+PENDING_LABELS = table(
+    "pending_labels",
+    *(column(c) for c in ("request_id", "ts", "label_num", "label_text")),
+    column("label", JSONDoc),
+)
+
+
 def waiting(engine: Any) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    preds_t, labels_t = PENDING_PREDICTIONS, PENDING_LABELS
     with Session(engine) as session:
-        preds = session.execute(
-            select(
-                PendingPrediction.request_id,
-                PendingPrediction.ts,
-                PendingPrediction.prediction_num,
-                PendingPrediction.prediction_text,
-                PendingPrediction.prediction,
-                PendingPrediction.slice_values,
-            ).order_by(PendingPrediction.request_id)
-        ).all()
-        labels = session.execute(
-            select(
-                PendingLabel.request_id,
-                PendingLabel.ts,
-                PendingLabel.label_num,
-                PendingLabel.label_text,
-                PendingLabel.label,
-            ).order_by(PendingLabel.request_id)
-        ).all()
+        preds = session.execute(select(preds_t).order_by(preds_t.c.request_id)).all()
+        labels = session.execute(select(labels_t).order_by(labels_t.c.request_id)).all()
     typed = [(*r[:5], orjson.loads(r[5])) for r in preds]
     return typed, [tuple(r) for r in labels]
 
 
 def upgraded(database_url: str) -> Any:
-    """An engine on a database seeded at 0022 and upgraded to head."""
+    """An engine on a database seeded at 0022 and upgraded to 0023."""
     engine = make_engine(database_url)
     upgrade(engine, "0022_failure_windows")
     with engine.begin() as conn:
         seed(conn)
-    upgrade(engine)
+    upgrade(engine, AT)
     return engine
 
 
@@ -113,31 +107,6 @@ def test_waiting_rows_are_converted_both_ways(database_url: str) -> None:
     back = {rid: (p, s) for rid, p, s in rows}
     assert back == {rid: (p, s) for rid, p, s in PREDICTIONS}  # 1 == 1.0: the int reads back
     assert stamps == len(LABELS)
-    upgrade(engine)
+    upgrade(engine, AT)
     assert waiting(engine) == (preds, labels)
-    engine.dispose()
-
-
-def test_a_prediction_waiting_before_the_upgrade_joins_after_it(database_url: str) -> None:
-    engine = upgraded(database_url)
-    cfg = ModelConfig(name="fraud", slices=["region"], outcomes=OutcomeConfig(min_support=1))
-    ing = Ingestor(engine, "s", "kafka", [cfg], CollectConfig(keep_joined_rows=True))
-    at = T0.timestamp() + 5
-    marks = [
-        orjson.dumps({"request_id": rid, "model": "fraud", "label": 1, "timestamp": at})
-        for rid in ("p-float", "p-int", "p-text")
-    ]
-    ing.ingest([RawRecord("p", i, i + 1, m) for i, m in enumerate(marks)])
-    with Session(engine) as session:
-        joined = session.execute(
-            select(LabeledPrediction.request_id, LabeledPrediction.prediction).order_by(
-                LabeledPrediction.request_id
-            )
-        ).all()
-    assert [tuple(r) for r in joined] == [("p-float", 0.75), ("p-int", 1.0), ("p-text", "0.25")]
-    results = outcome_results(engine, cfg, "1", T0 - timedelta(hours=1), T0 + timedelta(hours=1))
-    overall = {r.metric: r for r in results if r.slice is None}
-    assert overall["accuracy"].n == 3 and overall["accuracy"].value == 2 / 3  # 0.25 < 0.5
-    by_slice = {str(r.slice): r.n for r in results if r.metric == "accuracy"}
-    assert by_slice[str({"region": ODD})] == 1
     engine.dispose()

@@ -12,7 +12,6 @@ from typing import Any
 from sqlalchemy import (
     BigInteger,
     Boolean,
-    Float,
     Index,
     Integer,
     LargeBinary,
@@ -154,44 +153,53 @@ class IngestCounter(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
-class PendingPrediction(Base):
-    """A prediction waiting for its label, kept until the label horizon passes.
+class WaitingBatch(Base):
+    """Entries of one batch waiting in one of a model's rooms of the label join.
 
-    Stored without JSON where it can be (`collectors/_waiting.py`): the prediction in
-    `prediction_num` (a number), `prediction_text` (a string) or the JSON `prediction` (anything
-    else), all NULL for none; `ts` in integer microseconds since the epoch; `slice_values` the
-    JSON text of {slice column: value}.
+    `room` is "prediction" (predictions waiting for their labels) or "label" (labels that came
+    first). One row holds a whole batch's entries (`collectors/_rooms.py` owns the format):
+    `keys` the int64 stable hashes of their request ids (entry order), `body` their columns
+    (request ids, versions, event times, values, slice values), `used` a bitmap of entries
+    taken or superseded, `open` how many are not. `ts_min`/`ts_max` are event times in integer
+    microseconds since the epoch; the row is deleted when `open` reaches 0 or `ts_max` falls
+    behind the label horizon.
     """
 
-    __tablename__ = "pending_predictions"
-    __table_args__ = (Index("ix_pending_predictions_model_ts", "model", "ts"),)
+    __tablename__ = "waiting_batches"
+    __table_args__ = (
+        Index("ix_waiting_batches_model_room_id", "model", "room", "id"),
+        Index("ix_waiting_batches_model_ts_max", "model", "ts_max"),
+        # Ids never reused (SQLite would reuse the highest deleted one): the join's in-memory
+        # index reads rows past the last id it has seen.
+        {"sqlite_autoincrement": True},
+    )
 
-    model: Mapped[str] = mapped_column(String(200), primary_key=True)
-    request_id: Mapped[str] = mapped_column(String(200), primary_key=True)
-    version: Mapped[str] = mapped_column(String(100))
-    ts: Mapped[int] = mapped_column(BigInteger)
-    prediction_num: Mapped[float | None] = mapped_column(Float)
-    prediction_text: Mapped[str | None] = mapped_column(Text)
-    prediction: Mapped[Any] = mapped_column(JSONDoc, nullable=True)
-    slice_values: Mapped[str] = mapped_column(Text)
+    id: Mapped[int] = mapped_column(
+        BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=True
+    )
+    model: Mapped[str] = mapped_column(String(200))
+    room: Mapped[str] = mapped_column(String(20))
+    n: Mapped[int] = mapped_column(Integer)
+    open: Mapped[int] = mapped_column(Integer)
+    ts_min: Mapped[int] = mapped_column(BigInteger)
+    ts_max: Mapped[int] = mapped_column(BigInteger)
+    keys: Mapped[bytes] = mapped_column(LargeBinary)
+    body: Mapped[bytes] = mapped_column(LargeBinary)
+    used: Mapped[bytes] = mapped_column(LargeBinary)
 
 
-class PendingLabel(Base):
-    """A label that arrived before its prediction, retried until the label horizon passes.
+class WaitingHead(Base):
+    """Per model, a counter bumped by every transaction that joins labels of the model.
 
-    Stored as `PendingPrediction` stores its prediction: `label_num`, `label_text` or the JSON
-    `label`; `ts` in integer microseconds since the epoch.
+    The bump's row lock serialises those transactions (PostgreSQL; SQLite's write lock does it
+    anyway), and a process that finds it one past the value it saw last knows that no other
+    writer touched the model's waiting rooms in between.
     """
 
-    __tablename__ = "pending_labels"
-    __table_args__ = (Index("ix_pending_labels_model_ts", "model", "ts"),)
+    __tablename__ = "waiting_heads"
 
     model: Mapped[str] = mapped_column(String(200), primary_key=True)
-    request_id: Mapped[str] = mapped_column(String(200), primary_key=True)
-    label_num: Mapped[float | None] = mapped_column(Float)
-    label_text: Mapped[str | None] = mapped_column(Text)
-    label: Mapped[Any] = mapped_column(JSONDoc, nullable=True)
-    ts: Mapped[int] = mapped_column(BigInteger)
+    seq: Mapped[int] = mapped_column(BigInteger)
 
 
 class LabeledPrediction(Base):

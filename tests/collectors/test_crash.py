@@ -16,11 +16,10 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from collectors._rooms import waiting_entries
 from monitor.storage import (
     IngestCounter,
     OutcomeSummaryRow,
-    PendingLabel,
-    PendingPrediction,
     make_engine,
 )
 from tests.collectors.conftest import T0, event, kafka_source, payloads, write_config
@@ -149,10 +148,7 @@ def joined_pairs(db: Path) -> tuple[int, int, int]:
         with Session(engine) as session:
             overall = OutcomeSummaryRow.slice_key == ""
             pairs = session.scalar(select(func.sum(OutcomeSummaryRow.n)).where(overall))
-            waiting = [
-                session.scalar(select(func.count()).select_from(t))
-                for t in (PendingPrediction, PendingLabel)
-            ]
+            waiting = [len(waiting_entries(session, "fraud", r)) for r in ("prediction", "label")]
         return int(pairs or 0), int(waiting[0] or 0), int(waiting[1] or 0)
     finally:
         engine.dispose()

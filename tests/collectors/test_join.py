@@ -11,14 +11,13 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from collectors import Ingestor, RawRecord
+from collectors._rooms import waiting_entries
 from monitor.config import CollectConfig, ModelConfig
 from monitor.config._monitoring import OutcomeConfig
 from monitor.storage import (
     LabeledPrediction,
     OutcomeSummaryRow,
     PendingHalf,
-    PendingLabel,
-    PendingPrediction,
 )
 from monitor.summaries import outcome_results
 from tests.collectors.conftest import T0, event
@@ -71,10 +70,10 @@ def test_labels_join_in_either_order_and_expire_after_horizon(engine: Engine) ->
         ("r1", "1", 0.1, 1, {"region": "us"}),
         ("r2", "1", 0.2, "fraud", {"region": "eu"}),
     ]
-    assert (count(engine, PendingPrediction), count(engine, PendingLabel)) == (0, 1)
+    assert (len(stored_ids(engine, "prediction")), len(stored_ids(engine, "label"))) == (0, 1)
     # Two hours later in event time the unmatched label is past the horizon and goes away.
     feed(ing, [orjson.dumps(event(4, ts=T0 + 7200))], 7)
-    assert (count(engine, PendingPrediction), count(engine, PendingLabel)) == (1, 0)
+    assert (len(stored_ids(engine, "prediction")), len(stored_ids(engine, "label"))) == (1, 0)
     feed(ing, [label(3, 1, T0 + 7201)], 8)
     assert count(engine, LabeledPrediction) == 3  # r3's prediction never came
 
@@ -122,10 +121,11 @@ def test_cloudevent_halves_pair_across_batches_and_restarts(engine: Engine) -> N
     )
     assert (second.events, second.dead_letters) == (2, 1)
     with Session(engine) as session:
-        rows = session.execute(select(PendingPrediction).order_by(PendingPrediction.request_id))
-        got = [(r.request_id, r.version, r.prediction_num, r.prediction) for r in rows.scalars()]
-    # a number waits in its typed column, a map as JSON
-    assert got == [("a", "7", 0.7, None), ("b", "7", None, {"output": [0.1, 0.9]})]
+        entries = waiting_entries(session, "fraud", "prediction")
+    assert [(e.request_id, e.version, e.value) for e in entries] == [
+        ("a", "7", 0.7),
+        ("b", "7", {"output": [0.1, 0.9]}),
+    ]
     assert count(engine, PendingHalf) == 0
 
 
@@ -134,7 +134,7 @@ def test_without_keep_joined_rows_pairs_reach_only_the_summaries(engine: Engine)
     feed(ing, [orjson.dumps(event(i)) for i in range(3)] + [label(0, 1, T0 + 5)], 0)
     feed(ing, [label(1, 0, T0 + 6), label(2, 1, T0 + 7), label(9, 1, T0 + 8)], 4)
     assert count(engine, LabeledPrediction) == 0
-    assert (count(engine, PendingPrediction), count(engine, PendingLabel)) == (0, 1)
+    assert (len(stored_ids(engine, "prediction")), len(stored_ids(engine, "label"))) == (0, 1)
     with Session(engine) as session:
         rows = session.execute(select(OutcomeSummaryRow.slice_key, OutcomeSummaryRow.n)).all()
     # r0 joined within its batch, r1 and r2 against the waiting room; r9 still waits.
@@ -147,9 +147,10 @@ def test_without_keep_joined_rows_pairs_reach_only_the_summaries(engine: Engine)
     assert (accuracy.n, accuracy.value) == (3, pytest.approx(1 / 3))
 
 
-def stored_ids(engine: Engine, table: type) -> list[str]:
+def stored_ids(engine: Engine, room: str) -> list[str]:
+    """Request ids waiting in the fraud model's `room` ("prediction" or "label")."""
     with Session(engine) as session:
-        return sorted(session.execute(select(table.request_id)).scalars())
+        return [e.request_id for e in waiting_entries(session, "fraud", room)]
 
 
 def test_entries_past_the_horizon_never_match_and_go_once_the_cutoff_moves(
@@ -161,18 +162,19 @@ def test_entries_past_the_horizon_never_match_and_go_once_the_cutoff_moves(
     # The cutoff moves to T0 + 10, only 20 s on: r0 (at T0) stays stored but is past the
     # horizon, so its label does not match it and waits instead.
     feed(ing, [label(0, 1, T0 + 3610)], 2)
-    assert stored_ids(engine, PendingPrediction) == ["r0", "r1"]
-    assert stored_ids(engine, PendingLabel) == ["r0"]
+    assert stored_ids(engine, "prediction") == ["r0", "r1"]
+    assert stored_ids(engine, "label") == ["r0"]
     assert count(engine, OutcomeSummaryRow) == 0
-    # 90 s further (more than 36 s): r0's prediction is deleted; its label is still in time.
+    # 90 s further (more than 36 s): old batches are deleted, but r0's prediction shares its
+    # batch with r1, still in time: it stays stored (and never matches); its label is in time.
     feed(ing, [orjson.dumps(event(2, ts=T0 + 3700))], 3)
-    assert stored_ids(engine, PendingPrediction) == ["r1", "r2"]
-    assert stored_ids(engine, PendingLabel) == ["r0"]
+    assert stored_ids(engine, "prediction") == ["r0", "r1", "r2"]
+    assert stored_ids(engine, "label") == ["r0"]
     # An old prediction (cutoff of its own batch far back) is stored; the next batch moves the
     # cutoff past it by only 20 s, yet a restarted collector deletes in its first batch.
     feed(ing, [orjson.dumps(event(3, ts=T0 + 110))], 4)
     again = Ingestor(engine, "s", "kafka", MODELS, CollectConfig(label_horizon=timedelta(hours=1)))
     feed(again, [label(9, 1, T0 + 3720)], 5)  # cutoff T0 + 120
-    assert stored_ids(engine, PendingPrediction) == ["r1", "r2"]
-    assert stored_ids(engine, PendingLabel) == ["r0", "r9"]
+    assert stored_ids(engine, "prediction") == ["r0", "r1", "r2"]
+    assert stored_ids(engine, "label") == ["r0", "r9"]
     assert count(engine, OutcomeSummaryRow) == 0

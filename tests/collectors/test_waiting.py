@@ -1,9 +1,9 @@
 """The label join's typed waiting rooms: a pair that waited counts as one that did not.
 
 Each case feeds the same predictions and labels twice, on SQLite and PostgreSQL: once in one
-batch (matched in memory) and once with the labels a batch later (the predictions wait in
-`pending_predictions`, stored without JSON where they can be), or the labels first (they wait
-in `pending_labels`); the outcome summaries and the kept joined rows must agree.
+batch (matched in memory) and once with the labels a batch later (the predictions wait in the
+prediction room, a batch per row, numbers as float64 arrays), or the labels first (they wait
+in the label room); the outcome summaries and the kept joined rows must agree.
 """
 
 from __future__ import annotations
@@ -20,8 +20,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from collectors import Ingestor, RawRecord
-from collectors import _bulk as bulk
-from collectors import _waiting as waiting
+from collectors._rooms import LABEL, WaitingRooms, decode_body, encode_body, waiting_entries
 from migrations import upgrade
 from monitor.config import CollectConfig, ModelConfig
 from monitor.config._monitoring import OutcomeConfig
@@ -29,8 +28,6 @@ from monitor.outcomes.summary import pair_columns
 from monitor.storage import (
     LabeledPrediction,
     OutcomeSummaryRow,
-    PendingLabel,
-    PendingPrediction,
     make_engine,
 )
 from monitor.summaries import outcome_results
@@ -142,20 +139,16 @@ def test_pairs_that_waited_count_as_pairs_that_did_not(
     assert first == together
 
 
-def test_waiting_rows_hold_typed_values(engine: Engine) -> None:
+def test_waiting_entries_keep_times_values_and_slice_values(engine: Engine) -> None:
     cfg = ModelConfig(name="m", slices=["region"])
     run(engine, cfg, [[prediction(0, 0.7, ODD), prediction(1, "cat"), prediction(2, 7)]])
     with Session(engine) as session:
-        rows = session.execute(select(PendingPrediction).order_by(PendingPrediction.request_id))
-        got = [
-            (r.ts, r.prediction_num, r.prediction_text, r.prediction, orjson.loads(r.slice_values))
-            for r in rows.scalars()
-        ]
-    us = int(T0 * 1_000_000)
+        entries = waiting_entries(session, "m", "prediction")
+    got = [(e.request_id, e.version, e.ts, e.value, e.slice_values) for e in entries]
     assert got == [
-        (us, 0.7, None, None, {"region": ODD}),
-        (us + 1_000_000, None, "cat", None, {"region": "eu"}),
-        (us + 2_000_000, 7.0, None, None, {"region": "eu"}),  # an int reads as its float
+        ("r0", "1", T0, 0.7, {"region": ODD}),
+        ("r1", "1", T0 + 1, "cat", {"region": "eu"}),
+        ("r2", "1", T0 + 2, 7.0, {"region": "eu"}),  # an int reads as its float
     ]
 
 
@@ -170,16 +163,11 @@ def test_a_repeated_request_id_replaces_every_column_of_the_waiting_entry(engine
     ing.ingest([RawRecord("p", 2, 3, prediction(0, 0.9)), RawRecord("p", 3, 4, label(2, "x"))])
     ing.ingest([RawRecord("p", 4, 5, label(2, 1))])
     with Session(engine) as session:
-        rows = session.execute(select(PendingPrediction).order_by(PendingPrediction.request_id))
-        got = [(r.request_id, r.prediction_num, r.prediction_text) for r in rows.scalars()]
-        stored = session.execute(
-            select(
-                PendingLabel.request_id, PendingLabel.label_num, PendingLabel.label_text
-            ).order_by(PendingLabel.request_id)
-        ).all()
-    assert got == [("r0", 0.9, None), ("r1", 0.4, None)]
-    # label r2 came as text, then as a number: the number replaced it entirely
-    assert [tuple(r) for r in stored] == [("r2", 1.0, None)]
+        got = [(e.request_id, e.value) for e in waiting_entries(session, "m", "prediction")]
+        stored = [(e.request_id, e.value) for e in waiting_entries(session, "m", "label")]
+    assert got == [("r0", 0.9), ("r1", 0.4)]
+    # label r2 came as text, then as a number: the number replaced it
+    assert stored == [("r2", 1.0)]
     ing.ingest([RawRecord("p", 5 + i, 6 + i, m) for i, m in enumerate(marks)])
     joined = outcome(engine, cfg)[2]
     assert [(r[0], r[1], r[2]) for r in joined] == [("r0", 0.9, "not joined"), ("r1", 0.4, 1)]
@@ -189,8 +177,8 @@ def test_an_empty_batch_and_all_pairs_in_batch_leave_the_rooms_empty(engine: Eng
     cfg = ModelConfig(name="m", slices=["region"], outcomes=OutcomeConfig(min_support=1))
     run(engine, cfg, [[], [prediction(0, 0.7), label(0, 1)], []])
     with Session(engine) as session:
-        waiting_rows = session.execute(select(PendingPrediction)).all()
-    assert waiting_rows == []
+        assert waiting_entries(session, "m", "prediction") == []
+        assert waiting_entries(session, "m", "label") == []
     assert outcome(engine, cfg)[0][0] == ("", 1)
 
 
@@ -206,15 +194,21 @@ def test_an_empty_batch_and_all_pairs_in_batch_leave_the_rooms_empty(engine: Eng
 )
 def test_values_round_trip_through_the_database(engine: Engine, values: list[Any]) -> None:
     """What metrics read of a stored value equals what they read of the value itself."""
+    ids = [f"r{i}" for i in range(len(values))]
+    rooms = WaitingRooms()
+    stamps = np.arange(len(values), dtype=np.int64)
     with Session(engine) as session:
-        num, txt, doc = waiting.split_values(values)
-        ids = [f"r{i}" for i in range(len(values))]
-        rows = [("m", *row) for row in zip(ids, [0] * len(ids), num, txt, doc, strict=True)]
-        columns = ("model", "request_id", "ts", "label_num", "label_text", "label")
-        bulk.upsert(session, "pending_labels", columns, ("model", "request_id"), rows)
-        taken = bulk.take(session, "pending_labels", "m", ids, columns[1:], {"label"})
+        rooms.begin(session, "m")
+        hashes = rooms.hasher(ids)
+        rooms.wait(session, "m", LABEL, hashes, stamps, encode_body(ids, None, stamps, values, {}))
+        rooms.commit()  # the index as if the batch had committed (the session then rolls back)
+        taken = rooms.take(session, "m", LABEL, ids, hashes, 0)
         session.rollback()
-    by_id = {rid: waiting.join_values([n], [t], [d])[0] for rid, _, n, t, d in taken}
+    by_id = {
+        ids[q]: v
+        for body, query, at in taken.groups
+        for q, v in zip(query, body.values(at), strict=True)
+    }
     assert len(by_id) == len(values)
     back = [by_id[rid] for rid in ids]
     for task in ("classification", "regression", "multiclass"):
@@ -227,19 +221,23 @@ def test_values_round_trip_through_the_database(engine: Engine, values: list[Any
             np.testing.assert_array_equal(s1, s0)
 
 
-def test_slice_texts_round_trip() -> None:
-    columns: dict[str, list[Any]] = {
-        "region": [ODD, None, "eu", 3, True, 1],
-        "tier": ["a", "b", "a", "a", "b", "b"],
+def test_bodies_round_trip_values_and_slice_values() -> None:
+    values = [math.nan, math.inf, 2**63 - 1, -(2**53) - 1, True, ODD, {"a": [1]}, None, 0.25, 3]
+    slices: dict[str, list[Any]] = {
+        "region": [ODD, None, "eu", 3, True, 1, "x", "y", "z", 2.5],
+        "tier": list("abababaaab"),
     }
-    texts = waiting.slice_texts(columns, [0, 1, 2, 3, 4, 5])
-    back = waiting.slice_columns(texts, ["region", "tier", "added_later"])
-    assert back["region"] == [ODD, None, "eu", 3, True, 1]
-    assert type(back["region"][4]) is bool and type(back["region"][5]) is int
-    assert back["tier"] == columns["tier"]
-    assert back["added_later"] == [None] * 6
-    assert waiting.slice_texts(columns, []) == [] and waiting.slice_columns([], ["x"]) == {"x": []}
-    assert waiting.slice_texts({}, [0, 1]) == ["{}", "{}"]
+    ids = [f"r{i}" for i in range(len(values))]
+    stamps = np.arange(len(values), dtype=np.int64) * 10**12
+    body = decode_body(encode_body(ids, ["v"] * len(ids), stamps, values, slices))
+    back = body.values(list(range(len(values))))
+    assert math.isnan(back[0]) and back[1:4] == [math.inf, 2**63 - 1, -(2**53) - 1]
+    assert back[4] is True and back[5:] == [ODD, {"a": [1]}, None, 0.25, 3.0]
+    assert body.slices == slices and type(body.slices["region"][4]) is bool
+    assert body.request_id == ids and body.version == ["v"] * len(ids)
+    np.testing.assert_array_equal(body.ts, stamps)
+    empty = decode_body(encode_body([], None, np.empty(0, np.int64), [], {}))
+    assert empty.request_id == [] and empty.values([]) == []
 
 
 def test_request_ids_with_odd_characters_join_across_batches(engine: Engine) -> None:
@@ -261,4 +259,4 @@ def test_request_ids_with_odd_characters_join_across_batches(engine: Engine) -> 
     accepted = sorted(r[0] for r in joined)
     assert accepted == sorted(i for i in ids if i)  # an empty request id is a dead letter
     with Session(engine) as session:
-        assert session.execute(select(PendingPrediction)).all() == []
+        assert waiting_entries(session, "m", "prediction") == []
