@@ -127,12 +127,14 @@ def run(
             "_take_predictions",
             "_take_labels",
             "take",
+            "_read_bodies",
+            "_mark",
             "_wait",
-            "upsert",
+            "wait",
             "add_joined",
             "merge_stored",
             "summarize_pairs",
-            "_expire",
+            "expire",
         ):
             stats.sort_stats("cumulative").print_callees(f"\\({name}\\)", 40)
         stats.sort_stats("tottime").print_stats(25)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from operator import itemgetter
 from typing import Any
 
@@ -153,23 +153,31 @@ def _match(
         session, rooms, model, pred_ids + label_ids, np.concatenate([pred_hashes, label_hashes]),
         len(pred_ids), since,
     )  # fmt: skip
-    stored = _take_predictions(
+    stored, at = _take_predictions(
         session, rooms, model, label_ids + pred_ids, np.concatenate([label_hashes, pred_hashes]),
         len(label_ids), list(batch.slices), since,
     )  # fmt: skip
-    values = {rid: e.label for rid, e in batch.labels.items()}
-    found = stored_labels | values if stored_labels else values
-    matched = [rid for rid in pred_ids if rid in found] if found else []
     rows = batch.rows
-    late = [i for i, rid in enumerate(stored.request_id) if rid not in rows]
+    events = list(batch.labels.values())
+    if pred_ids and events:
+        values = {rid: e.label for rid, e in batch.labels.items()}
+        found = stored_labels | values if stored_labels else values
+    else:
+        found = stored_labels
+    matched = [rid for rid in pred_ids if rid in found] if found else []
     waits = [i for i, rid in enumerate(pred_ids) if rid not in found] if matched else None
     _wait(session, rooms, model, batch, waits, pred_hashes, cutoff)
-    taken = set(stored.request_id)
-    unmatched = [i for i, rid in enumerate(label_ids) if rid not in rows and rid not in taken]
-    _wait_labels(session, rooms, model, batch, unmatched, label_hashes, cutoff)
+    open_labels = np.ones(len(label_ids), bool)
+    open_labels[at] = False
+    if rows:
+        open_labels &= np.fromiter((rid not in rows for rid in label_ids), bool, len(label_ids))
+        late = [k for k, q in enumerate(at) if label_ids[q] not in rows]
+    _wait_labels(session, rooms, model, batch, np.flatnonzero(open_labels), label_hashes, cutoff)
     parts = [batch.pairs(matched, [found[rid] for rid in matched])]
-    if late:
-        parts.append(stored.subset(late, [values[stored.request_id[i]] for i in late]))
+    if at and not rows:  # every stored prediction taken pairs with its label of the batch
+        parts.append(replace(stored, label=[events[q].label for q in at]))
+    elif at and late:
+        parts.append(stored.subset(late, [events[at[k]].label for k in late]))
     return JoinedPairs.concat(parts, list(batch.slices))
 
 
@@ -201,16 +209,18 @@ def _take_predictions(
     matching: int,
     slices: Sequence[str],
     since: int,
-) -> JoinedPairs:
+) -> tuple[JoinedPairs, list[int]]:
     """Take the stored predictions of `ids` not older than `since` (µs): the columns of those
-    of the first `matching` ids (the others are only superseded), labels still to fill in."""
-    parts = []
+    of the first `matching` ids (the others are only superseded), labels still to fill in, and
+    the index in `ids` of each."""
+    parts, matches = [], []
     for body, query, at in rooms.take(session, model, PREDICTION, ids, hashes, since).groups:
-        keep = [k for k, q in enumerate(query) if q < matching]
-        if len(keep) < len(at):
-            at = [at[k] for k in keep]
+        if query and query[-1] >= matching:  # query indexes ascend
+            keep = [k for k, q in enumerate(query) if q < matching]
+            at, query = [at[k] for k in keep], [query[k] for k in keep]
         if not at:
             continue
+        matches += query
         pick = np.asarray(at, np.intp)
         parts.append(
             JoinedPairs(
@@ -225,7 +235,7 @@ def _take_predictions(
                 },
             )
         )
-    return JoinedPairs.concat(parts, list(slices)) if parts else _no_pairs(slices)
+    return (JoinedPairs.concat(parts, list(slices)) if parts else _no_pairs(slices)), matches
 
 
 def _no_pairs(slices: Sequence[str]) -> JoinedPairs:
@@ -275,16 +285,18 @@ def _wait_labels(
     rooms: WaitingRooms,
     model: str,
     batch: _Batch,
-    unmatched: list[int],
+    unmatched: NDArray[np.intp],
     hashes: NDArray[np.int64],
     cutoff: float,
 ) -> None:
     """Store the batch's labels at `unmatched` (indexes into its label ids) until their
     predictions come, unless already expired."""
+    if not len(unmatched):
+        return
     events = list(batch.labels.values())
-    events = [events[i] for i in unmatched]
+    events = [events[i] for i in unmatched.tolist()]
     stamps = np.array([e.ts for e in events], np.float64)
-    picked = np.asarray(unmatched, np.intp)
+    picked = unmatched
     fresh = stamps >= cutoff
     if not fresh.all():
         events = [e for e, k in zip(events, fresh.tolist(), strict=True) if k]

@@ -30,6 +30,7 @@ import struct
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import eq
 from typing import Any
 
 import numpy as np
@@ -49,7 +50,7 @@ _MIX = (np.uint64(0xFF51AFD7ED558CCD), np.uint64(0xC4CEB9FE1A85EC53))
 # Decoded bodies kept per process (a batch's entries are taken over the next few batches).
 _BODY_CACHE = 64
 # Tail chunks of an index merged into its sorted arrays past this count.
-_TAIL_CHUNKS = 8
+_TAIL_CHUNKS = 4
 
 Hasher = Callable[[Sequence[str]], NDArray[np.int64]]
 
@@ -178,7 +179,9 @@ class _Keys:
         self, hashes: NDArray[np.int64]
     ) -> tuple[NDArray[np.intp], NDArray[np.int64], NDArray[np.int64]]:
         """Every indexed entry whose hash is one of `hashes`: (query index, batch id, position)."""
-        found = [_matches(chunk, hashes) for chunk in self.chunks]
+        order = np.argsort(hashes)
+        needles = hashes[order]
+        found = [_matches(chunk, needles, order) for chunk in self.chunks if len(chunk[0])]
         if not found:
             empty = np.empty(0, np.int64)
             return np.empty(0, np.intp), empty, empty
@@ -191,16 +194,18 @@ class _Keys:
 
 def _matches(
     chunk: tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]],
-    hashes: NDArray[np.int64],
+    needles: NDArray[np.int64],
+    order: NDArray[np.intp],
 ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
+    """Entries of `chunk` with a hash in `needles` (sorted; `order` maps them to the query)."""
     h, b, p = chunk
-    left = np.searchsorted(h, hashes, "left")
-    counts = np.searchsorted(h, hashes, "right") - left
+    left = np.searchsorted(h, needles, "left")
+    counts = np.searchsorted(h, needles, "right") - left
     total = int(counts.sum())
     if not total:
         empty = np.empty(0, np.int64)
         return empty, empty, empty
-    query = np.repeat(np.arange(len(hashes)), counts)
+    query = np.repeat(order, counts)
     at = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts) + np.repeat(left, counts)
     return query, b[at], p[at]
 
@@ -283,24 +288,25 @@ class WaitingRooms:
             for r in session.execute(_STATE, {"ids": touched})
         }
         bodies = self._read_bodies(session, [b for b in touched if b in stored])
-        found: dict[int, tuple[int, int]] = {}  # query index -> (batch id, position), newest
-        hits: dict[int, list[int]] = {}
-        for q, b, p in zip(query.tolist(), batch.tolist(), pos.tolist(), strict=True):
-            body = bodies.get(b)
-            if body is None or stored[b][2][p] or body.request_id[p] != ids[q]:
-                continue
-            if body.ts[p] < since:
-                continue
-            hits.setdefault(b, []).append(p)
-            if q not in found or found[q][0] < b:
-                found[q] = (b, p)
+        hits: dict[int, NDArray[np.int64]] = {}
+        chosen = []  # per batch: (query indexes, batch ids, positions) of its valid entries
+        for b in bodies:
+            sel = batch == b
+            qs, ps = query[sel], pos[sel]
+            body = bodies[b]
+            ok = ~stored[b][2][ps] & (body.ts[ps] >= since)
+            qs, ps = qs[ok], ps[ok]
+            same = list(
+                map(eq, map(body.request_id.__getitem__, ps.tolist()), map(ids.__getitem__, qs))
+            )  # a hash match is a match only with the same request id
+            if not all(same):
+                keep = np.asarray(same, bool)
+                qs, ps = qs[keep], ps[keep]
+            if len(ps):
+                hits[b] = ps
+                chosen.append((qs, np.full(len(qs), b, np.int64), ps))
         self._mark(session, model, room, stored, hits, [b for b in touched if b not in stored])
-        groups: dict[int, tuple[Body, list[int], list[int]]] = {}
-        for q, (b, p) in sorted(found.items()):
-            group = groups.setdefault(b, (bodies[b], [], []))
-            group[1].append(q)
-            group[2].append(p)
-        return Taken(list(groups.values()))
+        return Taken(_newest(chosen, bodies))
 
     def _read_bodies(self, session: Session, batches: list[int]) -> dict[int, Body]:
         missing = [b for b in batches if b not in self._bodies]
@@ -321,7 +327,7 @@ class WaitingRooms:
         model: str,
         room: str,
         stored: dict[int, tuple[int, int, NDArray[np.bool_]]],
-        hits: dict[int, list[int]],
+        hits: dict[int, NDArray[np.int64]],
         gone: list[int],
     ) -> None:
         """Set the used bits of `hits`; delete rows with none left open."""
@@ -330,7 +336,7 @@ class WaitingRooms:
             n, still, used = stored[b]
             used = used.copy()
             used[positions] = True
-            left = still - len(set(positions))
+            left = still - len(np.unique(positions))
             if left <= 0:
                 deleted.append(b)
             else:
@@ -391,6 +397,27 @@ class WaitingRooms:
             gone = [bid for bid, r in rows if r == room]
             if gone:
                 self._stage_drop(model, room, gone)
+
+
+def _newest(
+    chosen: list[tuple[NDArray[np.intp], NDArray[np.int64], NDArray[np.int64]]],
+    bodies: Mapping[int, Body],
+) -> list[tuple[Body, list[int], list[int]]]:
+    """Of the valid entries of each query index the newest (highest batch id), grouped by batch,
+    in query order within a group."""
+    if not chosen:
+        return []
+    q, b, p = (np.concatenate([c[k] for c in chosen]) for k in range(3))
+    order = np.lexsort((-b, q))
+    q, b, p = q[order], b[order], p[order]
+    first = np.ones(len(q), bool)
+    first[1:] = q[1:] != q[:-1]
+    q, b, p = q[first], b[first], p[first]
+    groups = []
+    for bid in np.unique(b).tolist():
+        sel = b == bid
+        groups.append((bodies[bid], q[sel].tolist(), p[sel].tolist()))
+    return groups
 
 
 def _bits(used: bytes, n: int) -> NDArray[np.bool_]:
