@@ -26,7 +26,7 @@ from monitor.attributions import AttributionReference
 from monitor.baselines import StoredBaseline
 from monitor.config import ModelConfig
 from monitor.detectors import DriftResult, ThresholdStrategy, evaluate, threshold_strategy
-from monitor.profiles import OVERALL, ProfileSet, profile_from_bytes
+from monitor.profiles import OVERALL, ProfileSet, profiles_from_bytes
 from monitor.profiles.serving import ServingSummary
 from monitor.results import store_drift_windows
 from monitor.storage import (
@@ -77,10 +77,11 @@ def profile_set(
     slice_by: Sequence[str],
 ) -> ProfileSet:
     """A window's stored profile rows and slice counts as a ProfileSet (CorruptProfileError)."""
-    profiles = {
-        (key, col): profile_from_bytes(payload, f"{where} slice {key or 'overall'}")
-        for key, col, payload in rows
-    }
+    rows = list(rows)
+    decoded = profiles_from_bytes(
+        [payload for _, _, payload in rows], lambda i: f"{where} slice {rows[i][0] or 'overall'}"
+    )
+    profiles = {(key, col): p for (key, col, _), p in zip(rows, decoded, strict=True)}
     specs = {col: p.spec for (key, col), p in profiles.items() if key == OVERALL}
     return ProfileSet(profiles, {key: int(n) for key, n in counts}, tuple(slice_by), specs)
 

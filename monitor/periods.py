@@ -26,7 +26,7 @@ from monitor.detectors import DriftResult
 from monitor.errors import InputError
 from monitor.outcomes import OutcomeResult
 from monitor.outcomes.summary import OutcomeSummary, summary_to_bytes
-from monitor.profiles import OVERALL, ProfileSet, merge_profiles, profile_from_bytes
+from monitor.profiles import OVERALL, ProfileSet, merge_profiles, profiles_from_bytes
 from monitor.profiles.kinds import Profile
 from monitor.results import upsert_statement
 from monitor.storage import (
@@ -132,8 +132,11 @@ def _merged_profiles(
         with session_factory(engine)() as s:
             prof_rows, counts = (s.execute(q).all() for q in queries)
     found: dict[tuple[str, str], list[Profile]] = {}
-    for key, col, payload in prof_rows:
-        prof = profile_from_bytes(payload, f"{where} slice {key or 'overall'}")
+    decoded = profiles_from_bytes(
+        [payload for _, _, payload in prof_rows],
+        lambda i: f"{where} slice {prof_rows[i][0] or 'overall'}",
+    )
+    for (key, col, _), prof in zip(prof_rows, decoded, strict=True):
         found.setdefault((key, col), []).append(prof)
     profiles = {k: merge_profiles(v) for k, v in found.items()}
     specs = {col: prof.spec for (key, col), prof in profiles.items() if key == ""}

@@ -7,7 +7,7 @@ exactly and detectors compare like with like.
 
 from __future__ import annotations
 
-from monitor.profiles._codec import profile_from_bytes, profile_spec
+from monitor.profiles._codec import profile_from_bytes, profile_spec, profiles_from_bytes
 from monitor.profiles.categorical import CategoricalProfile
 from monitor.profiles.dataset import ProfileSet, merge_profiles, profile_frame, profile_subsets
 from monitor.profiles.kinds import Profile
@@ -52,6 +52,7 @@ __all__ = [
     "profile_from_bytes",
     "profile_spec",
     "profile_subsets",
+    "profiles_from_bytes",
     "slice_key",
     "slice_key_from_text",
     "slice_label",

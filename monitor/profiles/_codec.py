@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
 import orjson
+from numpy.typing import NDArray
 
 from monitor.errors import CorruptProfileError
 from monitor.profiles._wire import LENGTH, MAGIC
@@ -35,39 +38,103 @@ def profile_from_bytes(payload: bytes, where: str = "") -> Profile:
     spec, header, at = _parts(payload, where)
     nb = spec.n_buckets
     counts = np.frombuffer(payload, dtype="<i8", count=nb, offset=at).astype(np.int64)
+    sums = None
+    if spec.kind == "numeric":
+        sums = np.frombuffer(payload, dtype="<f8", count=nb, offset=at + nb * 8).astype(np.float64)
+    flaws = (int(counts.min()) < 0, sums is not None and not np.isfinite(sums).all())
+    return _profile(spec, header, (counts, sums), int(counts.sum()), where, flaws)
+
+
+def profiles_from_bytes(payloads: Sequence[bytes], where: Callable[[int], str]) -> list[Profile]:
+    """`profile_from_bytes` of each payload (`where(i)` names the i-th), equal bit for bit, with
+    the arrays of all payloads on one spec read, checked and counted at once: one `frombuffer`,
+    one `min`, one `isfinite` and one row sum per spec instead of per profile (a burst decodes
+    ~50,000 profiles of a few dozen specs). Each profile's arrays are one row of its spec's
+    stacked arrays. When any payload is invalid, they are decoded one by one, so the error is
+    the same CorruptProfileError, naming the first invalid one.
+    """
+    try:
+        return _stacked(payloads)
+    except CorruptProfileError:
+        return [profile_from_bytes(payload, where(i)) for i, payload in enumerate(payloads)]
+
+
+def _stacked(payloads: Sequence[bytes]) -> list[Profile]:
+    parts = [_parts(payload, "") for payload in payloads]
+    groups: dict[int, list[int]] = {}
+    for i, (spec, _, _) in enumerate(parts):
+        groups.setdefault(id(spec), []).append(i)  # a spec is one object per JSON (`_SPECS`)
+    out: list[Profile] = [None] * len(parts)  # type: ignore[list-item]
+    for idx in groups.values():
+        spec = parts[idx[0]][0]
+        width = spec.n_buckets * 8
+        counts = _rows(payloads, parts, idx, 0, width).view("<i8").astype(np.int64)
+        sums: Any = [None] * len(idx)
+        if spec.kind == "numeric":
+            sums = _rows(payloads, parts, idx, width, width).view("<f8").astype(np.float64)
+        if int(counts.min()) < 0 or (spec.kind == "numeric" and not np.isfinite(sums).all()):
+            raise _corrupt("", spec.column, "negative counts or non-finite sums")
+        sizes = counts.sum(axis=1).tolist()
+        for j, i in enumerate(idx):
+            arrays = (counts[j], sums[j])
+            out[i] = _profile(spec, parts[i][1], arrays, sizes[j], "", (False, False))
+    return out
+
+
+def _rows(
+    payloads: Sequence[bytes],
+    parts: Sequence[tuple[ColumnSpec, Any, int]],
+    idx: Sequence[int],
+    skip: int,
+    width: int,
+) -> NDArray[np.uint8]:
+    """Bytes `[at + skip, at + skip + width)` of each payload in `idx`, one row each."""
+    joined = b"".join(payloads[i][parts[i][2] + skip : parts[i][2] + skip + width] for i in idx)
+    return np.frombuffer(joined, dtype=np.uint8).reshape(len(idx), width)
+
+
+def _profile(
+    spec: ColumnSpec,
+    header: dict[str, Any],
+    arrays: tuple[NDArray[np.int64], NDArray[np.float64] | None],
+    n: int,
+    where: str,
+    flaws: tuple[bool, bool],
+) -> Profile:
+    """The profile of the arrays (counts, and sums when numeric) and the header's scalars,
+    checked in this order (`flaws`: negative counts, non-finite sums), its `n` (a cached
+    property) set: every decoded profile is asked for it (a comparison's sizes)."""
+    counts, sums = arrays
     null_count = header.get("null_count")
-    if type(null_count) is not int or null_count < 0 or int(counts.min()) < 0:
+    if type(null_count) is not int or null_count < 0 or flaws[0]:
         raise _corrupt(where, spec.column, "negative or missing counts")
-    if spec.kind == "categorical":
-        return _counted(CategoricalProfile(spec, counts, null_count))
-    sums = np.frombuffer(payload, dtype="<f8", count=nb, offset=at + nb * 8).astype(np.float64)
+    if sums is None:
+        return _built(CategoricalProfile, (spec, counts, null_count), n)
     mean, m2 = header.get("mean"), header.get("m2")
     for name, value in (("mean", mean), ("m2", m2)):
         if not _is_finite(value):
             raise _corrupt(where, spec.column, f"{name} is {value!r}")
-    if not np.isfinite(sums).all():
+    if flaws[1]:
         raise _corrupt(where, spec.column, "non-finite bin sums")
-    return _counted(
-        NumericProfile(
-            spec=spec,
-            counts=counts,
-            sums=sums,
-            null_count=null_count,
-            minimum=_bound(header.get("minimum"), where, spec.column),
-            maximum=_bound(header.get("maximum"), where, spec.column),
-            mean=float(mean),  # type: ignore[arg-type]
-            m2=max(float(m2), 0.0),  # type: ignore[arg-type]
-        )
-    )
+    minimum = _bound(header.get("minimum"), where, spec.column)
+    maximum = _bound(header.get("maximum"), where, spec.column)
+    m2 = max(float(m2), 0.0)  # type: ignore[arg-type]
+    values = (spec, counts, sums, null_count, minimum, maximum, float(mean), m2)  # type: ignore[arg-type]
+    return _built(NumericProfile, values, n)
 
 
 P = TypeVar("P", NumericProfile, CategoricalProfile)
+_FIELDS = {
+    k: tuple(f.name for f in dataclasses.fields(k)) for k in (NumericProfile, CategoricalProfile)
+}
 
 
-def _counted(profile: P) -> P:
-    """The profile with its `n` (a cached property) set: every decoded profile is asked for it
-    (a comparison's sizes), and one `sum` of the counts here costs less than the descriptor."""
-    profile.__dict__["n"] = int(profile.counts.sum())
+def _built(kind: type[P], values: tuple[Any, ...], n: int) -> P:
+    """A profile of `kind` with its fields in order and its `n` (a cached property) set, without
+    the dataclass constructor: what its `__post_init__` checks (array shapes on the spec, finite
+    moments) the decoder has checked, and the constructor costs ~4x this (~50,000 per burst)."""
+    profile = object.__new__(kind)
+    profile.__dict__.update(zip(_FIELDS[kind], values, strict=True), n=n)
     return profile
 
 

@@ -2,6 +2,8 @@
 
 - `merge_profiles` / `ProfileSet.merged` (a day merged from its windows at once) equal folding
   `merge` over the same profiles, to the last bit;
+- `profiles_from_bytes` (a batch's payloads decoded stacked per spec) equals `profile_from_bytes`
+  of each, bit for bit, and fails the same way on a corrupt payload;
 - `evaluate`'s shortcut for `insufficient_data` comparisons gives the result `compare` gives;
 - the outcome bootstrap's two ways of drawing a summary's cells are one distribution, and the
   intervals stay calibrated.
@@ -17,7 +19,7 @@ import pytest
 
 from monitor.detectors import evaluate, get_detector
 from monitor.detectors.compare import compare
-from monitor.errors import ConflictError
+from monitor.errors import ConflictError, CorruptProfileError
 from monitor.outcomes import from_summary
 from monitor.outcomes.from_summary import evaluate_summaries
 from monitor.outcomes.summary import ClassificationSummary
@@ -28,6 +30,8 @@ from monitor.profiles import (
     key_of,
     merge_profiles,
     profile_frame,
+    profile_from_bytes,
+    profiles_from_bytes,
     slice_key,
     spec_from_reference,
 )
@@ -98,6 +102,62 @@ def test_profile_sets_merged_equals_folding_merge() -> None:
         _same(one.profiles[key], folded.profiles[key])
     with pytest.raises(ConflictError, match="sliced by"):
         ProfileSet.merged([sets[0], ProfileSet(dict(sets[0].profiles), dict(sets[0].rows))])
+
+
+def _payloads() -> list[bytes]:
+    """Windows of 0, 1, 2 and 50 rows (slices of 0 to ~20 rows), an all-null profile of each
+    kind, mixed-scale values and both kinds, interleaved as a window's rows are."""
+    sets = [_window(n, seed) for seed, n in enumerate([0, 1, 2, 50])]
+    extra = [
+        _numeric(0, nulls=3),
+        CAT.profile(np.array([None, None], dtype=object)),
+        _numeric(40, scale=1e12),
+        _numeric(1),
+        NUM.empty(),
+        CAT.empty(),
+    ]
+    profiles = [p for one in sets for p in one.profiles.values()] + extra
+    return [p.to_bytes() for p in profiles]
+
+
+def test_stacked_decoding_equals_one_by_one() -> None:
+    payloads = _payloads()
+    stacked = profiles_from_bytes(payloads, lambda i: f"window {i}")
+    assert len(stacked) == len(payloads)
+    for payload, got in zip(payloads, stacked, strict=True):
+        alone = profile_from_bytes(payload)
+        _same(got, alone)
+        assert got.spec is alone.spec and got.n == alone.n and got.counts.dtype == np.int64
+    assert profiles_from_bytes([], lambda i: "none") == []
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda b: b"XXXX" + b[4:],  # not a profile
+        lambda b: b[:-8],  # short
+        lambda b: b[:-8] + np.array([-1], dtype="<i8").tobytes(),  # a negative count
+    ],
+)
+def test_stacked_decoding_fails_like_one_by_one(damage: object) -> None:
+    """One corrupt payload among valid ones: the same CorruptProfileError as decoding it alone,
+    named by its `where`."""
+    payloads = [p for p in _payloads() if profile_from_bytes(p).kind == "categorical"]
+    bad = damage(payloads[3])  # type: ignore[operator]
+    payloads[3] = bad
+    with pytest.raises(CorruptProfileError) as alone:
+        profile_from_bytes(bad, "window 3")
+    with pytest.raises(CorruptProfileError) as stacked:
+        profiles_from_bytes(payloads, lambda i: f"window {i}")
+    assert str(stacked.value) == str(alone.value) and "window 3" in str(alone.value)
+
+
+def test_stacked_decoding_non_finite_sums() -> None:
+    payloads = [p for p in _payloads() if profile_from_bytes(p).kind == "numeric"]
+    bad = payloads[5][:-8] + np.array([np.inf], dtype="<f8").tobytes()
+    payloads[5] = bad
+    with pytest.raises(CorruptProfileError, match="window 5.*non-finite bin sums"):
+        profiles_from_bytes(payloads, lambda i: f"window {i}")
 
 
 @pytest.mark.parametrize("min_n", [1, 2, 30, 31, 60, 10**6])  # config: min_n >= 1

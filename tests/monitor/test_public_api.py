@@ -125,6 +125,7 @@ PINNED: dict[str, set[str]] = {
         "parse_slice_key",
         "profile_frame",
         "profile_from_bytes",
+        "profiles_from_bytes",
         "profile_spec",
         "profile_subsets",
         "slice_key",

@@ -3,10 +3,12 @@ row counts know them (daemon windows slicing by an event attribute, older baseli
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 import pandas as pd
 
-from monitor.detectors import evaluate
+from monitor.detectors import _slice_columns, evaluate
 from monitor.profiles import profile_frame, specs_for
 
 
@@ -66,3 +68,20 @@ def test_numeric_slice_column_known_only_by_its_slices() -> None:
         r for r in evaluate(ref_set, cur_set) if r.column == "tier" and r.method != "missing_rate"
     ]
     assert tier.kind == "numeric" and tier.status == "drift" and tier.n_current == 99
+
+
+def test_reference_slice_column_computed_once_per_reference() -> None:
+    """The reference's slice column (spec and profile from its slices) is kept per reference:
+    later windows get the same results as the first, a new reference its own, and the kept
+    entry goes with its reference."""
+    ref, cur = _sets(0.9, profiled=False)
+    first = evaluate(ref, cur)
+    again = evaluate(ref, _sets(0.9, profiled=False)[1])
+    assert first == again and any(r.column == "region" and r.status == "drift" for r in first)
+    other = profile_frame(_frame(3, 0.9), specs_for(["amount"], _frame(3, 0.9)), ["region"])
+    moved = [r for r in evaluate(other, cur) if r.column == "region"]
+    assert moved and all(r.status == "ok" for r in moved)  # same mix: its own region profile
+    kept = len(_slice_columns._REFERENCES)
+    del ref, other
+    gc.collect()
+    assert len(_slice_columns._REFERENCES) == kept - 2
