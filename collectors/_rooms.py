@@ -49,8 +49,6 @@ _FNV_OFFSET, _FNV_PRIME = np.uint64(0xCBF29CE484222325), np.uint64(0x100000001B3
 _MIX = (np.uint64(0xFF51AFD7ED558CCD), np.uint64(0xC4CEB9FE1A85EC53))
 # Decoded bodies kept per process (a batch's entries are taken over the next few batches).
 _BODY_CACHE = 64
-# Tail chunks of an index merged into its sorted arrays past this count.
-_TAIL_CHUNKS = 4
 
 Hasher = Callable[[Sequence[str]], NDArray[np.int64]]
 
@@ -148,32 +146,51 @@ def _split(values: Sequence[Any]) -> tuple[NDArray[np.float64], list[Any] | None
     return numbers, other
 
 
+Chunk = tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int32]]
+
+
 class _Keys:
-    """One room's index: sorted (hash, batch id, position) arrays plus sorted tail chunks."""
+    """One room's index: runs of (hash, batch id, position) sorted by hash, ~20 bytes an entry.
+
+    A batch's entries come in as a new run; the newest run is merged into the one before while
+    it is at least half its size, so a room of N entries has O(log N) runs and each entry is
+    merged O(log N) times. Batches whose row is gone are dropped lazily: their entries are
+    skipped at lookup and removed once they are half of the index.
+    """
 
     def __init__(self) -> None:
-        self.chunks: list[tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]] = []
+        self.runs: list[Chunk] = []
+        self.sizes: dict[int, int] = {}  # batch id -> its entries in the index
+        self.dead: set[int] = set()
+        self.dead_entries = 0
 
     def add(self, hashes: NDArray[np.int64], batch: int, positions: NDArray[np.int64]) -> None:
+        if not len(hashes):
+            return
         order = np.argsort(hashes, kind="stable")
         ids = np.full(len(order), batch, np.int64)
-        self.chunks.append((hashes[order], ids, positions[order]))
-        if len(self.chunks) > _TAIL_CHUNKS:
-            self._merge()
-
-    def _merge(self) -> None:
-        h, b, p = (np.concatenate([c[k] for c in self.chunks]) for k in range(3))
-        order = np.argsort(h, kind="stable")
-        self.chunks = [(h[order], b[order], p[order])]
+        self.runs.append((hashes[order], ids, positions[order].astype(np.int32)))
+        self.sizes[batch] = self.sizes.get(batch, 0) + len(order)
+        while len(self.runs) > 1 and 2 * len(self.runs[-1][0]) >= len(self.runs[-2][0]):
+            last = self.runs.pop()
+            self.runs[-1] = _merged([self.runs[-1], last])
 
     def drop(self, batches: Sequence[int]) -> None:
-        gone = np.asarray(batches, np.int64)
-        kept = []
-        for h, b, p in self.chunks:
-            keep = ~np.isin(b, gone)
-            if keep.any():
-                kept.append((h[keep], b[keep], p[keep]))
-        self.chunks = kept
+        for bid in batches:
+            if bid in self.sizes and bid not in self.dead:
+                self.dead.add(bid)
+                self.dead_entries += self.sizes[bid]
+        if self.dead and 2 * self.dead_entries >= len(self):
+            gone = np.fromiter(self.dead, np.int64, len(self.dead))
+            runs = []
+            for h, b, p in self.runs:
+                keep = ~np.isin(b, gone)
+                if keep.any():
+                    runs.append((h[keep], b[keep], p[keep]))
+            self.runs = runs
+            for bid in self.dead:
+                del self.sizes[bid]
+            self.dead, self.dead_entries = set(), 0
 
     def find(
         self, hashes: NDArray[np.int64]
@@ -181,30 +198,37 @@ class _Keys:
         """Every indexed entry whose hash is one of `hashes`: (query index, batch id, position)."""
         order = np.argsort(hashes)
         needles = hashes[order]
-        found = [_matches(chunk, needles, order) for chunk in self.chunks if len(chunk[0])]
+        found = [_matches(run, needles, order) for run in self.runs]
         if not found:
             empty = np.empty(0, np.int64)
             return np.empty(0, np.intp), empty, empty
         q, b, p = (np.concatenate([f[k] for f in found]) for k in range(3))
-        return q.astype(np.intp), b, p
+        if self.dead:
+            live = ~np.isin(b, np.fromiter(self.dead, np.int64, len(self.dead)))
+            q, b, p = q[live], b[live], p[live]
+        return q.astype(np.intp), b, p.astype(np.int64)
 
     def __len__(self) -> int:
-        return sum(len(c[0]) for c in self.chunks)
+        return sum(len(run[0]) for run in self.runs)
+
+
+def _merged(runs: list[Chunk]) -> Chunk:
+    h, b, p = (np.concatenate([run[k] for run in runs]) for k in range(3))
+    order = np.argsort(h, kind="stable")  # sorted runs: a merge
+    return h[order], b[order], p[order]
 
 
 def _matches(
-    chunk: tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]],
-    needles: NDArray[np.int64],
-    order: NDArray[np.intp],
-) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
-    """Entries of `chunk` with a hash in `needles` (sorted; `order` maps them to the query)."""
-    h, b, p = chunk
+    run: Chunk, needles: NDArray[np.int64], order: NDArray[np.intp]
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int32]]:
+    """Entries of `run` with a hash in `needles` (sorted; `order` maps them to the query)."""
+    h, b, p = run
     left = np.searchsorted(h, needles, "left")
     counts = np.searchsorted(h, needles, "right") - left
     total = int(counts.sum())
     if not total:
         empty = np.empty(0, np.int64)
-        return empty, empty, empty
+        return empty, empty, np.empty(0, np.int32)
     query = np.repeat(order, counts)
     at = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts) + np.repeat(left, counts)
     return query, b[at], p[at]

@@ -21,7 +21,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from collectors import Ingestor, RawRecord
-from collectors._rooms import WaitingRooms, stable_hashes, waiting_entries
+from collectors._rooms import WaitingRooms, _Keys, stable_hashes, waiting_entries
 from monitor.config import CollectConfig, ModelConfig
 from monitor.storage import LabeledPrediction, OutcomeSummaryRow, make_engine
 from tests.collectors.conftest import T0, event
@@ -234,3 +234,29 @@ def test_stable_hashes_do_not_depend_on_the_batch() -> None:
     np.testing.assert_array_equal(stable_hashes(ids), alone)
     assert len(set(stable_hashes([f"r{i}" for i in range(10_000)]).tolist())) == 10_000
     assert stable_hashes([]).shape == (0,)
+
+
+def test_the_index_finds_every_live_entry_through_merges_and_drops() -> None:
+    rng = np.random.default_rng(7)
+    keys, live = _Keys(), {}
+    for bid in range(1, 60):
+        n = int(rng.integers(0, 300))
+        hashes = rng.integers(0, 500, n).astype(np.int64)  # many repeats: collisions
+        keys.add(hashes, bid, np.arange(n, dtype=np.int64))
+        live[bid] = hashes
+        if bid % 7 == 0:
+            gone = [int(b) for b in rng.choice(list(live), 3, replace=False)]
+            keys.drop(gone)
+            for b in gone:
+                del live[b]
+    assert len(keys.runs) < 12  # runs merged as they come (O(log n) of them)
+    needles = np.arange(0, 520, 3, dtype=np.int64)
+    found = keys.find(needles)
+    got = sorted(zip(*(a.tolist() for a in found), strict=True))
+    want = sorted(
+        (i, bid, pos)
+        for bid, hashes in live.items()
+        for pos, h in enumerate(hashes.tolist())
+        for i in np.flatnonzero(needles == h).tolist()
+    )
+    assert got == want
