@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Iterator, Mapping, Sequence
+import operator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import orjson
-from sqlalchemy import Table, TextClause, text
+from sqlalchemy import Table, TextClause, bindparam, text
 from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
@@ -124,12 +125,16 @@ def _store_windows(
     windows: Sequence[tuple[tuple[datetime, datetime], Sequence[DriftResult | OutcomeResult]]],
     computed_at: datetime | None,
 ) -> int:
-    at = computed_at or utcnow()
     rows: list[dict[str, Any]] = []
     slice_keys: dict[Any, str] = {}  # a batch's results share a few dozen slices
     for window, results in windows:
-        rows += _rows((*ident, window), result_rows(results, table, slice_keys), at)
-    return _upsert(engine, table, key, rows)
+        start, end = _check_window(window)
+        for row in result_rows(results, table, slice_keys):
+            row["window_start"], row["window_end"] = start, end
+            rows.append(row)
+    # What every row of the batch shares is sent once, not once per row (~60,000 per burst).
+    shared = {"model": ident[0], "version": ident[1], "computed_at": computed_at or utcnow()}
+    return _upsert(engine, table, key, rows, shared)
 
 
 def store_outcome_results(
@@ -219,17 +224,23 @@ def result_rows(
     out = []
     for result in results:
         kind: Any = type(result)  # a class is hashable; mypy's view of the union's is not
-        row = {name: getattr(result, name) for name in _stored_fields(kind, table)}
+        names, values = _stored_fields(kind, table)
+        row = dict(zip(names, values(result), strict=True))
         row["slice_key"] = _memo_key(result.slice, memo)
         out.append(row)
     return out
 
 
 @functools.cache
-def _stored_fields(result_type: type, table: Table) -> tuple[str, ...]:
-    """The dataclass fields of `result_type` that `table` has a column for (not the slice)."""
-    names = (f.name for f in dataclasses.fields(result_type))
-    return tuple(n for n in names if n in table.c and n != "slice")
+def _stored_fields(
+    result_type: type, table: Table
+) -> tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]]:
+    """The dataclass fields of `result_type` that `table` has a column for (not the slice), and
+    a getter of their values as a tuple."""
+    fields = (f.name for f in dataclasses.fields(result_type))
+    names = tuple(n for n in fields if n in table.c and n != "slice")
+    getter = operator.attrgetter(*names)
+    return names, (getter if len(names) > 1 else lambda r: (getter(r),))
 
 
 def _memo_key(slice_: Mapping[str, Any] | None, memo: dict[Any, str]) -> str:
@@ -280,16 +291,26 @@ def _check_window(window: tuple[datetime, datetime]) -> tuple[datetime, datetime
 
 
 def _upsert(
-    target: Engine | Session, table: Table, key: list[str], rows: list[dict[str, Any]]
+    target: Engine | Session,
+    table: Table,
+    key: list[str],
+    rows: list[dict[str, Any]],
+    shared: Mapping[str, Any] | None = None,
 ) -> int:
+    """Upsert `rows`, each also holding the values of `shared` (columns every row shares)."""
     if not rows:
         return 0
+    shared = shared or {}
     with _session(target) as session:
         dialect = session.get_bind().dialect
         if dialect.name == "postgresql":
-            stmt = _recordset_upsert(table, tuple(key), tuple(rows[0]))
-            session.execute(stmt, {"rows": orjson.dumps(rows, option=_JSON).decode()})
+            stmt = _recordset_upsert(table, tuple(key), tuple(rows[0]), tuple(shared))
+            rows_json = orjson.dumps(rows, option=_JSON).decode()
+            session.execute(
+                stmt, {"rows": rows_json, **{f"shared_{c}": v for c, v in shared.items()}}
+            )
         else:
+            rows = [{**row, **shared} for row in rows] if shared else rows
             session.execute(upsert_statement(dialect.name, table, tuple(key)), rows)
     return len(rows)
 
@@ -317,15 +338,20 @@ _JSON = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
 
 
 @functools.cache
-def _recordset_upsert(table: Table, key: tuple[str, ...], columns: tuple[str, ...]) -> TextClause:
-    """PostgreSQL: all rows as one JSON array of objects, typed by a recordset (built once)."""
+def _recordset_upsert(
+    table: Table, key: tuple[str, ...], columns: tuple[str, ...], shared: tuple[str, ...] = ()
+) -> TextClause:
+    """PostgreSQL: all rows as one JSON array of objects, typed by a recordset, and the `shared`
+    columns as one parameter each (`shared_<column>`, of the column's type); built once."""
     pg = postgresql.dialect()  # type: ignore[no-untyped-call]
     q = pg.identifier_preparer.quote
-    names = ", ".join(q(c) for c in columns)
+    names = ", ".join(q(c) for c in (*columns, *shared))
     typed = ", ".join(f"{q(c)} {table.c[c].type.compile(dialect=pg)}" for c in columns)
-    updates = ", ".join(f"{q(c)} = excluded.{q(c)}" for c in columns if c not in key)
-    return text(
+    values = ", ".join([*(q(c) for c in columns), *(f":shared_{c}" for c in shared)])
+    updates = ", ".join(f"{q(c)} = excluded.{q(c)}" for c in (*columns, *shared) if c not in key)
+    stmt = text(
         f"INSERT INTO {q(table.name)} ({names}) "
-        f"SELECT {names} FROM json_to_recordset(CAST(:rows AS json)) AS x({typed}) "
+        f"SELECT {values} FROM json_to_recordset(CAST(:rows AS json)) AS x({typed}) "
         f"ON CONFLICT ({', '.join(q(c) for c in key)}) DO UPDATE SET {updates}"
     )
+    return stmt.bindparams(*(bindparam(f"shared_{c}", type_=table.c[c].type) for c in shared))

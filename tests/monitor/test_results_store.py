@@ -19,6 +19,7 @@ from monitor.results import (
     result_row,
     result_rows,
     store_drift_results,
+    store_drift_windows,
     store_outcome_results,
     store_slo_results,
 )
@@ -53,6 +54,29 @@ def test_drift_rows_upsert_idempotently(engine: Engine) -> None:
         ]
         assert rows[0].window_start == START and rows[0].window_end.tzinfo is not None
         assert rows[0].p_value == 1e-9 and rows[0].n_current == 800  # exact round trip
+
+
+def test_drift_windows_store_shared_columns_once_per_batch(engine: Engine) -> None:
+    """Several windows in one upsert: each row gets its window, and the model, version and
+    computed_at every row shares (sent once per batch on PostgreSQL); a second batch replaces."""
+    second = (WINDOW[1], WINDOW[1] + timedelta(hours=1))
+    at = datetime(2026, 12, 1, 12, tzinfo=UTC)
+    assert store_drift_windows(engine, "fraud", "3", [(WINDOW, DRIFT), (second, DRIFT[:1])],
+                               computed_at=at) == 3  # fmt: skip
+    later = at + timedelta(minutes=5)
+    store_drift_windows(engine, "fraud", "3", [(second, [replace(DRIFT[0], value=0.5)])],
+                        computed_at=later)  # fmt: skip
+    with transaction(engine) as s:
+        rows = s.scalars(
+            select(DriftResultRow).order_by(DriftResultRow.window_start, DriftResultRow.slice_key)
+        ).all()
+        got = [(r.model, r.version, r.window_start, r.window_end, r.slice_key, r.value,
+                r.computed_at) for r in rows]  # fmt: skip
+    assert got == [
+        ("fraud", "3", START, WINDOW[1], "", 0.3, at),
+        ("fraud", "3", START, WINDOW[1], '{"region":"eu"}', None, at),
+        ("fraud", "3", second[0], second[1], "", 0.5, later),
+    ]
 
 
 def test_outcome_rows_upsert(engine: Engine) -> None:
