@@ -1,22 +1,20 @@
 """The label join, inside the batch transaction, set-based and column-wise.
 
-Predictions wait in `pending_predictions`, labels that came first in `pending_labels`; a match in
-either direction adds the pair to its window's outcome summaries (the input of per-slice outcome
-metrics) and, with `collect.keep_joined_rows`, writes it to `labeled_predictions` (drill-down
-data). Entries older than the label horizon, judged in event time against the newest event of
-the model in the batch, never match; they are deleted from both waiting rooms once that cutoff
-has moved by `EXPIRY_STEP` of the horizon since the last deletion. A repeated request id
-replaces the earlier entry.
+Predictions wait for their labels, and labels that came first for their predictions, in the
+model's waiting rooms (collectors/_rooms.py: a batch of entries per row, found through an
+in-memory index); a match in either direction adds the pair to its window's outcome summaries
+(the input of per-slice outcome metrics) and, with `collect.keep_joined_rows`, writes it to
+`labeled_predictions` (drill-down data). Entries older than the label horizon, judged in event
+time against the newest event of the model in the batch, never match; stored batches whose
+every entry is that old are deleted once that cutoff has moved by `EXPIRY_STEP` of the horizon
+since the last deletion. A repeated request id replaces the earlier entry.
 
 Per model and batch the work is a fixed number of statements, whatever the batch size: pairs
-within the batch are matched in memory; ONE `DELETE ... RETURNING` per waiting room, restricted
-to the batch's ids passed as a single parameter, takes the stored counterparts of the batch's
-predictions and labels (a match, or an entry the batch supersedes); one more per room deletes
-old entries now and then; the batch's entries still waiting are written in bulk
-(collectors/_bulk.py: COPY on PostgreSQL, one executemany on SQLite), except those already past
-the horizon, as typed columns rather than JSON where the values allow it
-(collectors/_waiting.py). Matched pairs go on as columns (`JoinedPairs`) to
-`monitor.summaries`, which groups them with numpy.
+within the batch are matched in memory; the batch's ids are looked up in the index of each room
+and their stored counterparts taken (a match, or an entry the batch supersedes) with one read
+and one update per touched batch row; the batch's entries still waiting are stored as one row
+per room, except those already past the horizon. Matched pairs go on as columns
+(`JoinedPairs`) to `monitor.summaries`, which groups them with numpy.
 """
 
 from __future__ import annotations
