@@ -1,22 +1,20 @@
 """The label join, inside the batch transaction, set-based and column-wise.
 
-Predictions wait in `pending_predictions`, labels that came first in `pending_labels`; a match in
-either direction adds the pair to its window's outcome summaries (the input of per-slice outcome
-metrics) and, with `collect.keep_joined_rows`, writes it to `labeled_predictions` (drill-down
-data). Entries older than the label horizon, judged in event time against the newest event of
-the model in the batch, never match; they are deleted from both waiting rooms once that cutoff
-has moved by `EXPIRY_STEP` of the horizon since the last deletion. A repeated request id
-replaces the earlier entry.
+Predictions wait for their labels, and labels that came first for their predictions, in the
+model's waiting rooms (collectors/_rooms.py: a batch of entries per row, found through an
+in-memory index); a match in either direction adds the pair to its window's outcome summaries
+(the input of per-slice outcome metrics) and, with `collect.keep_joined_rows`, writes it to
+`labeled_predictions` (drill-down data). Entries older than the label horizon, judged in event
+time against the newest event of the model in the batch, never match; stored batches whose
+every entry is that old are deleted once that cutoff has moved by `EXPIRY_STEP` of the horizon
+since the last deletion. A repeated request id replaces the earlier entry.
 
 Per model and batch the work is a fixed number of statements, whatever the batch size: pairs
-within the batch are matched in memory; ONE `DELETE ... RETURNING` per waiting room, restricted
-to the batch's ids passed as a single parameter, takes the stored counterparts of the batch's
-predictions and labels (a match, or an entry the batch supersedes); one more per room deletes
-old entries now and then; the batch's entries still waiting are written in bulk
-(collectors/_bulk.py: COPY on PostgreSQL, one executemany on SQLite), except those already past
-the horizon, as typed columns rather than JSON where the values allow it
-(collectors/_waiting.py). Matched pairs go on as columns (`JoinedPairs`) to
-`monitor.summaries`, which groups them with numpy.
+within the batch are matched in memory; the batch's ids are looked up in the index of each room
+and their stored counterparts taken (a match, or an entry the batch supersedes) with one read
+and one update per touched batch row; the batch's entries still waiting are stored as one row
+per room, except those already past the horizon. Matched pairs go on as columns
+(`JoinedPairs`) to `monitor.summaries`, which groups them with numpy.
 """
 
 from __future__ import annotations
@@ -24,7 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
 import numpy as np
@@ -72,9 +70,11 @@ def join_labels(
     if rooms is None:
         rooms = WaitingRooms()
     matched = 0
-    for model in sorted(set(predictions.model) | {e.model for e in labels}):
+    label_models = set(map(attrgetter("model"), labels))
+    for model in sorted(set(predictions.model) | label_models):
         config = models[model]
-        batch = _Batch.of(predictions, labels, model, config)
+        own = labels if label_models == {model} else [e for e in labels if e.model == model]
+        batch = _Batch.of(predictions, own, model, config)
         cutoff = max(batch.newest - horizon_s, 0.0)
         rooms.begin(session, model)
         pairs = _match(session, rooms, model, batch, cutoff)
@@ -104,12 +104,13 @@ class _Batch:
     def of(
         cls, table: EventTable, labels: Sequence[LabelEvent], model: str, config: ModelConfig
     ) -> _Batch:
-        """The batch's entries of `model`; of a repeated request id, the later one."""
+        """The batch's entries of `model` (`labels` are all of it); of a repeated request id,
+        the later one."""
         if set(table.model) == {model}:
             rows = dict(zip(table.request_id, range(len(table)), strict=True))
         else:
             rows = {table.request_id[i]: i for i, m in enumerate(table.model) if m == model}
-        labs = {e.request_id: e for e in labels if e.model == model}
+        labs = dict(zip(map(attrgetter("request_id"), labels), labels, strict=True))
         stamps = [e.ts for e in labs.values()]
         if rows:
             stamps.append(float(table.ts[np.fromiter(rows.values(), np.intp, len(rows))].max()))
@@ -169,7 +170,7 @@ def _match(
     _wait(session, rooms, model, batch, waits, pred_hashes, cutoff)
     open_labels = np.ones(len(label_ids), bool)
     open_labels[at] = False
-    if rows:
+    if rows and label_ids:
         open_labels &= np.fromiter((rid not in rows for rid in label_ids), bool, len(label_ids))
         late = [k for k, q in enumerate(at) if label_ids[q] not in rows]
     _wait_labels(session, rooms, model, batch, np.flatnonzero(open_labels), label_hashes, cutoff)
@@ -268,15 +269,15 @@ def _wait(
         at, picked = at[fresh], picked[fresh]
     if not len(at):
         return
-    rows = at.tolist()
     stamps = micros(t.ts[at])
-    body = encode_body(
-        _pick(t.request_id, rows),
-        _pick(t.version, rows),
-        stamps,
-        _pick(t.prediction, rows),
-        {c: _pick(values, rows) for c, values in batch.slices.items()},
-    )
+    if len(at) == len(t):  # every row of the table, in order: the columns as they are
+        columns = [t.request_id, t.version, t.prediction, *batch.slices.values()]
+    else:
+        rows = at.tolist()
+        columns = [_pick(c, rows) for c in (t.request_id, t.version, t.prediction)]
+        columns += [_pick(values, rows) for values in batch.slices.values()]
+    slices = dict(zip(batch.slices, columns[3:], strict=True))
+    body = encode_body(columns[0], columns[1], stamps, columns[2], slices)
     rooms.wait(session, model, PREDICTION, hashes[picked], stamps, body)
 
 
