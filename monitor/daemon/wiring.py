@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import gc
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -115,23 +113,6 @@ def delivery_component(
     return (health or ComponentHealth(engine)).supervise("delivery", loop)
 
 
-@contextlib.contextmanager
-def heap_frozen() -> Iterator[None]:
-    """Full garbage collections inside skip the objects that existed before (`gc.freeze`).
-
-    An evaluate tick keeps ~100,000 new objects alive (decoded profiles, results) and so
-    triggers full collections, each rescanning the whole heap of the process; frozen, the
-    heap from before the tick is not rescanned (bench/soak.py: 0.4 of 5.7 s of a burst's client
-    CPU went to two such collections). Collection goes on for the tick's own objects, and
-    the frozen ones are collectable again afterwards (`gc.unfreeze`).
-    """
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
-
-
 class Monitoring:
     """The evaluation job: score changed windows, then evaluate alert rules on the results.
 
@@ -169,8 +150,7 @@ class Monitoring:
         self, _window: datetime | None = None, now: datetime | None = None
     ) -> list[WindowEvaluation]:
         now = now or utcnow()
-        with heap_frozen():
-            evaluated = self.windows.run(now)
+        evaluated = self.windows.run(now)
         self.isolation.begin(now)
         signals = [
             s for name, produce in self.producers() for s in self._signals(name, produce, now)
