@@ -4,7 +4,7 @@ A model has two rooms, "prediction" (predictions waiting for their labels) and "
 that came first). Each batch's entries of a room are ONE row of `waiting_batches`: `keys` the
 64-bit stable hashes of their request ids, `body` their columns, `used` a bitmap of the entries
 taken (matched or superseded), `open` how many are not. A process finds entries through
-`WaitingRooms`, per (model, room) sorted numpy arrays of (hash, batch id, position): ~16 bytes
+`WaitingRooms`, per (model, room) sorted numpy arrays of (hash, batch id, position): ~20 bytes
 per waiting entry, rebuilt from the table when a process starts and topped up from rows other
 writers added. The table is the truth: a take re-reads the touched rows' `used`, checks the
 request id behind every hash match (colliding hashes never join wrong pairs) and the event
