@@ -49,15 +49,52 @@ _FNV_OFFSET, _FNV_PRIME = np.uint64(0xCBF29CE484222325), np.uint64(0x100000001B3
 _MIX = (np.uint64(0xFF51AFD7ED558CCD), np.uint64(0xC4CEB9FE1A85EC53))
 # Decoded bodies kept per process (a batch's entries are taken over the next few batches).
 _BODY_CACHE = 64
+# Ids up to this long are hashed together whatever their lengths (their padding costs little).
+_SHORT = 64
+# Length classes of at most this many ids are hashed one id at a time.
+_FEW = 8
 
 Hasher = Callable[[Sequence[str]], NDArray[np.int64]]
 
 
 def stable_hashes(ids: Sequence[str]) -> NDArray[np.int64]:
     """64-bit hashes of request ids, the same in every process (FNV-1a over the code points,
-    vectorised over the ids, then a 64-bit finaliser)."""
+    vectorised over the ids, then a 64-bit finaliser).
+
+    Ids are hashed in groups of similar length (within 2x): a group is padded to its longest id,
+    so one very long id costs its own length, not its length times the batch's size."""
     if not ids:
         return np.empty(0, np.int64)
+    lengths = np.fromiter(map(len, ids), np.int64, len(ids))
+    if lengths.max() <= max(2 * lengths.min(), _SHORT):
+        return _fnv(ids)
+    classes = np.frexp(np.maximum(lengths, _SHORT).astype(np.float64))[1]
+    out = np.empty(len(ids), np.int64)
+    for c in np.unique(classes).tolist():
+        at = np.flatnonzero(classes == c)
+        group = [ids[i] for i in at.tolist()]
+        # A few long ids: per code point, Python's int arithmetic beats numpy's per-call cost.
+        out[at] = _fnv(group) if len(group) > _FEW else [_fnv_one(i) for i in group]
+    return out
+
+
+def _fnv_one(rid: str) -> int:
+    """`_fnv` of one id, in Python integers (the same value, as a signed int64)."""
+    h = int(_FNV_OFFSET)
+    prime, mask = int(_FNV_PRIME), 2**64 - 1
+    text = rid.rstrip("\0")  # numpy's str drops trailing NULs, as `_fnv` sees the id
+    for point in map(ord, text):
+        if point:
+            h = ((h ^ point) * prime) & mask
+    h ^= len(text)
+    for mix in map(int, _MIX):
+        h ^= h >> 33
+        h = (h * mix) & mask
+    h ^= h >> 33
+    return h - 2**64 if h >= 2**63 else h
+
+
+def _fnv(ids: Sequence[str]) -> NDArray[np.int64]:
     codes = np.array(ids, dtype=str)
     points = codes.view(np.uint32).reshape(len(ids), -1)
     h = np.full(len(ids), _FNV_OFFSET, np.uint64)

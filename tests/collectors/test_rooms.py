@@ -260,3 +260,21 @@ def test_the_index_finds_every_live_entry_through_merges_and_drops() -> None:
         for i in np.flatnonzero(needles == h).tolist()
     )
     assert got == want
+
+
+def test_a_very_long_request_id_hashes_alone_and_alike() -> None:
+    # Ids are hashed in groups of similar length: one long id must not pad the whole batch
+    # to its length, and its hash (and every other id's) must not depend on the grouping.
+    ids = [f"r{i}" for i in range(1_000)] + ["x" * 100_000, "y" * 70, "é" * 300, "z" * 129]
+    alone = np.concatenate([stable_hashes([i]) for i in ids])
+    np.testing.assert_array_equal(stable_hashes(ids), alone)
+    assert len(set(stable_hashes(ids).tolist())) == len(ids)
+
+
+def test_ids_hashed_one_at_a_time_hash_as_in_a_batch() -> None:
+    # The same hash whichever path computes it: a batch of 20 ids of one length class goes
+    # through numpy, a class of one id through Python integers.
+    ids = ["a" * 100 + str(i) for i in range(20)] + ["b\0c" + "d" * 90, "\u2603" * 80 + "\0"]
+    batch = stable_hashes([f"r{i}" for i in range(100)] + ids)[100:]
+    alone = np.concatenate([stable_hashes([f"r{i}" for i in range(100)] + [i])[100:] for i in ids])
+    np.testing.assert_array_equal(batch, alone)
