@@ -8,12 +8,10 @@ outages with bounded backoff.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import gc
 import logging
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -42,6 +40,7 @@ from collectors._store import (
     store_dead_letters,
     write_positions,
 )
+from monitor.collection import collector_paused
 from monitor.config import CollectConfig, ModelConfig
 from monitor.errors import ConfigError, StorageError
 from monitor.storage import transaction
@@ -51,23 +50,6 @@ log = logging.getLogger(__name__)
 Within = Callable[[Session], None]
 # Replans of a batch whose insert met a row another writer created at the same moment.
 CONFLICT_RETRIES = 3
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a batch is processed.
-
-    A batch allocates hundreds of thousands of acyclic containers (decoded events, columns);
-    each few hundred allocations would otherwise trigger a collection that rescans the whole
-    batch, which costs about as much as decoding it. Reference counting frees them anyway.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 class Ingestor:
@@ -154,7 +136,7 @@ class Ingestor:
         source that must consume its input with the batch (the HTTP intake log) does it there,
         and an exception it raises rolls the whole batch back.
         """
-        with gc_paused():
+        with collector_paused():
             return self._ingest(records, within)
 
     def _ingest(self, records: Sequence[RawRecord] | Batch, within: Within | None) -> BatchResult:

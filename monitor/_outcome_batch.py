@@ -19,7 +19,7 @@ from sqlalchemy.engine import Engine
 from monitor.config import ModelConfig
 from monitor.outcomes import OutcomeResult
 from monitor.results import store_outcome_windows
-from monitor.storage import Change, OutcomeSummaryRow, consume_changes, transaction
+from monitor.storage import Change, OutcomeSummaryRow, consume_changes, fetch_rows, transaction
 from monitor.summaries import merged_by_slice, results_of
 
 
@@ -35,7 +35,7 @@ def outcome_batch(
     )
     with transaction(engine) as s:
         rows: dict[datetime, list[tuple[str, bytes]]] = defaultdict(list)
-        for start, key, payload in s.execute(stmt):
+        for start, key, payload in fetch_rows(s, stmt):
             rows[start].append((key, payload))
         done = [results_of(cfg, merged_by_slice(rows[c.start])) for c in changes]
         spans = [((c.start, c.end), r) for c, r in zip(changes, done, strict=True) if r]

@@ -31,6 +31,7 @@ from monitor._outcome_batch import outcome_batch
 from monitor._period_results import WINDOW_ITEMS, evaluate_periods, mark_periods
 from monitor.attributions import AttributionReference
 from monitor.baselines import baseline_for
+from monitor.collection import collector_paused
 from monitor.config import ModelConfig
 from monitor.detectors import DriftResult
 from monitor.estimation import estimate_changed
@@ -189,11 +190,17 @@ class WindowEvaluator:
         self.isolation.begin(now)
         out: list[WindowEvaluation] = []
         for cfg in self.models:
-            attempt = functools.partial(self.isolation.attempt, model=cfg.name)
-            out += attempt(f"drift {cfg.name}", functools.partial(self._drift, cfg)) or []
-            out += attempt(f"outcomes {cfg.name}", functools.partial(self._outcomes, cfg)) or []
-            attempt(f"estimate {cfg.name}", functools.partial(estimate_changed, self.engine, cfg,
-                                                              self.isolation))  # fmt: skip
+            # A burst decodes and builds ~10^6 acyclic objects per model (monitor.collection).
+            with collector_paused():
+                out += self._model(cfg)
+        return out
+
+    def _model(self, cfg: ModelConfig) -> list[WindowEvaluation]:
+        attempt = functools.partial(self.isolation.attempt, model=cfg.name)
+        out = attempt(f"drift {cfg.name}", functools.partial(self._drift, cfg)) or []
+        out += attempt(f"outcomes {cfg.name}", functools.partial(self._outcomes, cfg)) or []
+        attempt(f"estimate {cfg.name}", functools.partial(estimate_changed, self.engine, cfg,
+                                                          self.isolation))  # fmt: skip
         return out
 
     def _drift(self, cfg: ModelConfig) -> list[WindowEvaluation]:

@@ -36,6 +36,7 @@ from monitor.storage import (
     OutcomeSummaryRow,
     WindowCount,
     WindowProfile,
+    fetch_rows,
     session_factory,
     utcnow,
 )
@@ -127,10 +128,10 @@ def _merged_profiles(
 ) -> ProfileSet:
     """(slice key, column, payload) rows merged per (slice, column), with (slice, events)."""
     if isinstance(engine, Session):
-        prof_rows, counts = (engine.execute(q).all() for q in queries)
+        prof_rows, counts = (fetch_rows(engine, q) for q in queries)
     else:
         with session_factory(engine)() as s:
-            prof_rows, counts = (s.execute(q).all() for q in queries)
+            prof_rows, counts = (fetch_rows(s, q) for q in queries)
     found: dict[tuple[str, str], list[Profile]] = {}
     decoded = profiles_from_bytes(
         [payload for _, _, payload in prof_rows],
@@ -287,7 +288,7 @@ def stored_outcomes(
         t = DayOutcomeSummary
         since, until = t.day_start >= period.start, t.day_start < period.end
     stmt = select(t.slice_key, t.payload).where(t.model == model[0], t.version == model[1])
-    rows = session.execute(stmt.where(since, until)).all()
+    rows = fetch_rows(session, stmt.where(since, until))
     merged = merged_by_slice(rows)
     if name == "day":
         _store_day_summaries(session, model, period.start, sorted({k for k, _ in rows}), merged)

@@ -43,6 +43,7 @@ from monitor.storage import (
     LabeledPrediction,
     OutcomeSummaryRow,
     consume_changes,
+    fetch_rows,
     mark_changed,
     pending_changes,
     session_factory,
@@ -279,10 +280,10 @@ def window_summaries(
         t.model == model, t.version == version, t.window_start >= start, t.window_start < end
     )
     if isinstance(engine, Session):
-        rows = engine.execute(stmt).all()
+        rows = fetch_rows(engine, stmt)
     else:
         with session_factory(engine)() as s:
-            rows = s.execute(stmt).all()
+            rows = fetch_rows(s, stmt)
     return merged_by_slice(rows)
 
 

@@ -70,23 +70,26 @@ def evaluate_summaries(
     out = []
     found = _values_all(summaries, min_support)
     for (slice_, summary), values in zip(summaries, found, strict=True):
+        supports = _supports(summary)
         for metric in chosen:
             base = (baseline or {}).get(metric.name)
             tol = tolerance if isinstance(tolerance, float | int) else tolerance.get(metric.name)
-            out.append(_one(metric, summary, values, slice_, base, tol, min_support))
+            n = supports.get(metric.support, summary.n)
+            out.append(_one(metric, n, values, slice_, (base, tol), min_support))
     return out
 
 
 def _one(
     metric: Metric,
-    summary: OutcomeSummary,
+    n: int,
     values: dict[str, tuple[float, float, float]],
     slice_: Slice,
-    base: float | None,
-    tol: float | None,
+    verdict: tuple[float | None, float | None],
     min_support: int,
 ) -> OutcomeResult:
-    n = _support(metric, summary)
+    """One metric's result from its support `n` and the summary's values; `verdict`: its
+    baseline value and tolerance."""
+    base, tol = verdict
     found = values.get(metric.name)
     if n < min_support or found is None:
         return OutcomeResult(
@@ -99,15 +102,13 @@ def _one(
     return OutcomeResult(metric.name, slice_, value, lo, hi, base, tol, n, status)
 
 
-def _support(metric: Metric, summary: OutcomeSummary) -> int:
+def _supports(summary: OutcomeSummary) -> dict[str, int]:
+    """A summary's support by `Metric.support` kind (any other kind: its n), found once per
+    summary rather than once per metric."""
     if isinstance(summary, RegressionSummary | MulticlassSummary):
-        return summary.n
-    tp, fp, _tn, fn = (int(x) for x in summary.confusion)
-    if metric.support == "predicted_positive":
-        return tp + fp
-    if metric.support == "actual_positive":
-        return tp + fn
-    return summary.n
+        return {}
+    tp, fp, _tn, fn = summary.confusion.tolist()
+    return {"predicted_positive": int(tp + fp), "actual_positive": int(tp + fn)}
 
 
 def _values_all(

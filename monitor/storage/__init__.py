@@ -36,7 +36,13 @@ from monitor.storage._core import (
 )
 from monitor.storage._daemon import JobFailure, JobRun
 from monitor.storage._days import DayCount, DayOutcomeSummary, DayProfile
-from monitor.storage._engine import make_engine, normalize_url, session_factory, transaction
+from monitor.storage._engine import (
+    fetch_rows,
+    make_engine,
+    normalize_url,
+    session_factory,
+    transaction,
+)
 from monitor.storage._estimates import EstimatedResultRow
 from monitor.storage._guards import GateRun, RollbackEvent
 from monitor.storage._intake import IntakeEntry
@@ -58,6 +64,7 @@ __all__ = [
     "OutcomeSummaryRow",
     "WindowChange",
     "consume_changes",
+    "fetch_rows",
     "mark_changed",
     "pending_changes",
     "NAMING_CONVENTION",

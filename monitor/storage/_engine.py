@@ -1,13 +1,15 @@
-"""Engine creation: URL normalisation, SQLite pragmas, session factory."""
+"""Engine creation: URL normalisation, SQLite pragmas, session factory, binary reads."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 import orjson
-from sqlalchemy import create_engine, event
+import psycopg
+from psycopg import pq
+from sqlalchemy import Executable, create_engine, event
 from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.orm import Session, sessionmaker
@@ -75,3 +77,31 @@ def transaction(engine: Engine) -> Iterator[Session]:
     """A session in one transaction: committed on success, rolled back on error."""
     with session_factory(engine)() as session, session.begin():
         yield session
+
+
+def fetch_rows(session: Session, stmt: Executable) -> Sequence[Any]:
+    """All rows of a Core select, read in the session's transaction without ORM loading.
+
+    On PostgreSQL the rows come in the binary protocol: a stored profile or summary (bytea, a
+    few KB) is sent as its bytes, not hex text the server encodes and the client decodes
+    (a burst's ~40,000 profile rows: ~0.55 s of CPU in text, ~0.3 s in binary). Only for
+    selects of plain columns (text, numbers, timestamps, bytea) whose values SQLAlchemy
+    processes the same in either format; SQLite reads them as usual."""
+    conn = session.connection()
+    raw = conn.connection.driver_connection
+    if not isinstance(raw, psycopg.Connection):
+        return conn.execute(stmt).all()
+    factory = raw.cursor_factory
+    raw.cursor_factory = _BinaryCursor
+    try:
+        return conn.execute(stmt).all()
+    finally:
+        raw.cursor_factory = factory
+
+
+class _BinaryCursor(psycopg.Cursor[Any]):
+    """A cursor whose results come in the binary format (`fetch_rows`)."""
+
+    def __init__(self, connection: psycopg.Connection[Any], **kwargs: Any) -> None:
+        super().__init__(connection, **kwargs)
+        self.format = pq.Format.BINARY
