@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -84,6 +85,23 @@ def test_small_samples_are_insufficient_not_nan() -> None:
     r = compare(get_detector("jensen_shannon"), cat(100, 100), cat(MIN_N - 1, 0), 0.1)
     assert r.status == "insufficient_data" and r.value is None and r.p_value is None
     assert (r.n_reference, r.n_current) == (200, MIN_N - 1)
+
+
+def test_results_built_without_the_constructor_equal_constructed_ones() -> None:
+    """compare/benjamini_hochberg build DriftResults field by field (cheaper than the frozen
+    constructor): every field set, equal to and hashed like a constructed result."""
+    small = compare(get_detector("jensen_shannon"), cat(100, 100), cat(MIN_N - 1, 0), 0.1)
+    made = DriftResult(
+        "c", None, "categorical", "jensen_shannon", None, 0.1, None, 200, MIN_N - 1,
+        "insufficient_data", "constant", small.evidence_alpha,
+    )  # fmt: skip
+    assert small == made and hash(small) == hash(made)
+    assert set(vars(small)) == {f.name for f in dataclasses.fields(DriftResult)}
+    adjusted = benjamini_hochberg([_result(0.01)], alpha=0.05)[0]
+    assert adjusted == dataclasses.replace(_result(0.01), status="drift")
+    assert set(vars(adjusted)) == {f.name for f in dataclasses.fields(DriftResult)}
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        small.status = "ok"  # type: ignore[misc]
 
 
 def test_thresholds_are_a_strategy() -> None:
