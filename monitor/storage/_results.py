@@ -136,7 +136,6 @@ class DriftPeriodResultRow(_DriftFields, _PeriodResult, Base):
             name="status_known",
         ),
         CheckConstraint("period IN ('day', 'week')", name="period_known"),
-        Index("ix_drift_period_results_computed_at", "computed_at"),
     )  # fmt: skip
 
 
@@ -153,5 +152,4 @@ class OutcomePeriodResultRow(_OutcomeFields, _PeriodResult, Base):
             "status IN ('ok', 'degraded', 'insufficient_data')", name="status_known"
         ),
         CheckConstraint("period IN ('day', 'week')", name="period_known"),
-        Index("ix_outcome_period_results_computed_at", "computed_at"),
     )  # fmt: skip

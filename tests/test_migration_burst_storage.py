@@ -1,5 +1,5 @@
-"""Migration 0025: every binary column compresses with lz4 on PostgreSQL (0020 set two);
-values written before and after survive both ways."""
+"""Migration 0025: every binary column compresses with lz4 on PostgreSQL (0020 set two),
+values written before and after surviving both ways; period results updated in place."""
 
 from __future__ import annotations
 
@@ -72,3 +72,46 @@ def test_sqlite_is_unchanged(sqlite_engine: Engine) -> None:
     with sqlite_engine.connect() as conn:
         stored = conn.execute(text("SELECT payload FROM day_profiles")).scalar_one()
     assert bytes(stored) == PAYLOAD
+
+
+def _period_tables(engine: Engine) -> dict[str, tuple[list[str] | None, list[str]]]:
+    """Each period result table's storage options and its indexes' names."""
+    with engine.connect() as conn:
+        rows = conn.execute(text(
+            "SELECT c.relname, c.reloptions, array(SELECT i.relname FROM pg_index x "
+            "JOIN pg_class i ON i.oid = x.indexrelid WHERE x.indrelid = c.oid ORDER BY 1) "
+            "FROM pg_class c WHERE c.relname IN ('drift_period_results', 'outcome_period_results')"
+        )).all()  # fmt: skip
+    return {name: (options, list(indexes)) for name, options, indexes in rows}
+
+
+def test_period_results_update_in_place(postgres: PostgresServer) -> None:
+    """fillfactor 50 and no index on the column every rewrite changes, so rewriting a day's
+    rows (the current day, every tick) can be a HOT update; the downgrade restores both."""
+    engine = make_engine(postgres.create_database())
+    upgrade(engine)
+    tables = _period_tables(engine)
+    assert tables["drift_period_results"] == (
+        ["fillfactor=50"],
+        ["pk_drift_period_results", "uq_drift_period_results_key"],
+    )
+    assert tables["outcome_period_results"][0] == ["fillfactor=50"]
+    row = (
+        "INSERT INTO drift_period_results (model, version, period, period_start, period_end, "
+        'slice_key, computed_at, "column", method, value, threshold, n_reference, n_current, '
+        "status) VALUES ('m', '1', 'day', :s, :e, '', :now, 'x', 'psi', :v, 0.1, 500, 480, 'ok') "
+        'ON CONFLICT (model, version, period, period_start, slice_key, "column", method) '
+        "DO UPDATE SET value = excluded.value, computed_at = excluded.computed_at"
+    )
+    with engine.begin() as conn:
+        for i in range(3):
+            conn.execute(text(row), {"s": START, "e": START + timedelta(days=1),
+                                     "now": START + timedelta(hours=i), "v": 0.01 * i})  # fmt: skip
+    with engine.connect() as conn:
+        stored = conn.execute(text("SELECT value FROM drift_period_results")).scalar_one()
+    assert stored == 0.02  # rewritten in place, one row
+    downgrade(engine, "0024_waiting_batches")
+    tables = _period_tables(engine)
+    assert tables["drift_period_results"][0] is None
+    assert "ix_drift_period_results_computed_at" in tables["drift_period_results"][1]
+    engine.dispose()
