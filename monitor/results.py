@@ -18,13 +18,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import operator
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import orjson
-from sqlalchemy import Table, TextClause, bindparam, text
+from sqlalchemy import Table, TextClause, TypeDecorator, bindparam, text
 from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
@@ -248,18 +248,34 @@ def result_rows(
 def result_columns(
     results: Sequence[DriftResult | OutcomeResult], table: Table
 ) -> dict[str, Sequence[Any]]:
-    """The columns of `result_rows(results, table)` (one sequence per stored field, and the
-    slice keys), without a dict per row; {} for no results. One result type per call (the
-    first result's fields are read from every result)."""
+    """The columns of `result_rows(results, table)` (one list per stored field, and the slice
+    keys), without a dict per row; {} for no results. One result type per call (the first
+    result's fields are read from every result)."""
     if not results:
         return {}
     kind: Any = type(results[0])
-    names, values = _stored_fields(kind, table)
-    rows = zip(*map(values, results), strict=True)
-    columns: dict[str, Sequence[Any]] = dict(zip(names, rows, strict=True))
-    memo: dict[Any, str] = {}
-    columns["slice_key"] = [_memo_key(r.slice, memo) for r in results]
+    names, _ = _stored_fields(kind, table)
+    # A list per field is half the cost of transposing one tuple per result (46,400: 27 ms).
+    columns: dict[str, Sequence[Any]] = {
+        name: list(map(operator.attrgetter(name), results)) for name in names
+    }
+    columns["slice_key"] = _slice_keys(map(operator.attrgetter("slice"), results))
     return columns
+
+
+def _slice_keys(slices: Iterable[Mapping[str, Any] | None]) -> list[str]:
+    """Each slice's key; a window's results share one slice object per slice (the detectors
+    parse each key once), so the key is looked up by identity first (46,400: 12 against 30 ms).
+    The identities are those of live objects: the caller's results hold them."""
+    by_id: dict[int, str] = {}
+    memo: dict[Any, str] = {}
+    keys = []
+    for slice_ in slices:
+        key = by_id.get(id(slice_))
+        if key is None:
+            key = by_id[id(slice_)] = _memo_key(slice_, memo)
+        keys.append(key)
+    return keys
 
 
 @functools.cache
@@ -404,8 +420,9 @@ def _unnest_upsert(
 def _encoder(type_: Any) -> Encoder:
     """How a column of `type_` is sent: numbers and texts (datetimes too) as one array literal
     built here, anything else (bytea) as a list psycopg adapts per element."""
+    base = type_.impl_instance if isinstance(type_, TypeDecorator) else type_
     try:
-        python_type = type_.python_type
+        python_type = base.python_type
     except NotImplementedError:
         return list
     if python_type in (int, float):

@@ -15,6 +15,8 @@ from sqlalchemy.engine import Engine
 from monitor.detectors import DriftResult
 from monitor.outcomes import OutcomeResult
 from monitor.results import (
+    result_columns,
+    result_rows,
     slice_key_of,
     store_drift_results,
     store_drift_windows,
@@ -182,3 +184,27 @@ def test_upsert_rows_writes_day_rows_with_bytes(engine: Engine) -> None:
         assert got == {r["slice_key"]: r["payload"] for r in rows}
         events = sorted((r.slice_key, r.events, r.updated_at) for r in s.scalars(select(DayCount)))
         assert events == [("", 7, WINDOW[1]), ("NULL", 0, START)]
+
+
+def test_columns_equal_the_rows_of_result_rows() -> None:
+    # Slices shared by object (as the detectors share them), equal but distinct, unhashable
+    # values, overall: the columns hold exactly what `result_rows` would have stored.
+    shared = {"region": "eu"}
+    odd: Any = {"tier": ["a"], "region": "eu"}
+    drift = [
+        _drift("a", 0.1, slice=shared), _drift("b", None, slice=shared),
+        _drift("a", 0.2, slice={"region": "eu"}), _drift("c", 0.3, slice=odd), _drift("d", 0.4),
+    ]  # fmt: skip
+    outcome = [OutcomeResult("f1", shared, 0.5, 0.4, 0.6, None, None, 40, "ok")]
+    cases: list[tuple[Any, Any]] = [
+        (DriftResultRow, drift), (DriftPeriodResultRow, drift), (OutcomeResultRow, outcome)
+    ]  # fmt: skip
+    for row_type, results in cases:
+        table: Any = row_type.__table__
+        rows = result_rows(results, table)
+        columns = result_columns(results, table)
+        assert [
+            dict(zip(columns, values, strict=True))
+            for values in zip(*columns.values(), strict=True)
+        ] == rows
+    assert result_columns([], DriftResultRow.__table__) == {}  # type: ignore[arg-type]
