@@ -7,10 +7,11 @@ literal built here: numbers by orjson (`[1.5,null]` with braces for brackets; Na
 written as null, i.e. stored NULL), texts and datetimes by quoting each distinct value once.
 That parses in ~0.27 s of server CPU where the same 46,400 rows as one JSON array of objects
 (`json_to_recordset`, the previous path) took ~0.47 s; psycopg's own list adaptation quotes per
-element and cost the client ~1.8 s, so it is used only for other column types (bytea) of small
-tables. What every row shares (model, version, computed_at) is one typed parameter each.
-SQLite keeps an `executemany` of dict rows. The store functions take an Engine (their own
-transaction) or a Session (the caller's, so a window's read and write share a connection).
+element and cost the client ~1.8 s. A table with a column of another type (bytea) keeps the
+`executemany`, cheaper for it. What every row shares (model, version, computed_at) is one
+typed parameter each. SQLite keeps an `executemany` of dict rows. The store functions take an
+Engine (their own transaction) or a Session (the caller's, so a window's read and write share
+a connection).
 """
 
 from __future__ import annotations
@@ -211,9 +212,10 @@ def upsert_rows(
     shared: Mapping[str, Any] | None = None,
 ) -> int:
     """Upsert `rows` (each with the keys of the first) into `table` on its unique `key`, every
-    other column replaced; `shared`: columns every row has, sent once. Columns of one array
-    each on PostgreSQL (a bytea column as one list parameter: fine for a few thousand rows, as
-    a day's `day_profiles`), an executemany on SQLite. Returns the rows written."""
+    other column replaced; `shared`: columns every row has (sent once on PostgreSQL). One array
+    per column on PostgreSQL (`day_counts`); a table with a column of another type (the bytea
+    `payload` of `day_profiles`, `day_outcome_summaries`) and SQLite get an executemany of
+    `upsert_statement`, cheaper there (bench/result_upsert.py). Returns the rows written."""
     return _upsert(session, table, list(key), _columns_of(rows), shared or {})
 
 
@@ -347,27 +349,27 @@ def _upsert(
     count = len(next(iter(columns.values()), ()))
     if count:
         with _session(target) as session:
-            if session.get_bind().dialect.name == "postgresql":
-                _pg_upsert(session, table, tuple(key), columns, shared)
+            dialect = session.get_bind().dialect.name
+            pg = dialect == "postgresql"
+            arrays = (
+                _unnest_upsert(table, tuple(key), tuple(columns), tuple(shared)) if pg else None
+            )
+            if arrays is not None:
+                session.execute(arrays[0], _array_params(arrays[1], columns, shared))
             else:
                 rows = [{**shared, **dict(zip(columns, values, strict=True))}
                         for values in zip(*columns.values(), strict=True)]  # fmt: skip
-                session.execute(upsert_statement("sqlite", table, tuple(key)), rows)
+                session.execute(upsert_statement(dialect, table, tuple(key)), rows)
     return count
 
 
-def _pg_upsert(
-    session: Session,
-    table: Table,
-    key: tuple[str, ...],
-    columns: Mapping[str, Sequence[Any]],
-    shared: Mapping[str, Any],
-) -> None:
-    stmt, encoders = _unnest_upsert(table, key, tuple(columns), tuple(shared))
+def _array_params(
+    encoders: Sequence[Encoder], columns: Mapping[str, Sequence[Any]], shared: Mapping[str, Any]
+) -> dict[str, Any]:
     params = {f"shared_{c}": v for c, v in shared.items()}
     for i, (encode, values) in enumerate(zip(encoders, columns.values(), strict=True)):
         params[f"col_{i}"] = encode(values)
-    session.execute(stmt, params)
+    return params
 
 
 @contextmanager
@@ -397,10 +399,14 @@ Encoder = Callable[[Sequence[Any]], Any]
 @functools.cache
 def _unnest_upsert(
     table: Table, key: tuple[str, ...], columns: tuple[str, ...], shared: tuple[str, ...]
-) -> tuple[TextClause, tuple[Encoder, ...]]:
+) -> tuple[TextClause, tuple[Encoder, ...]] | None:
     """PostgreSQL: one array parameter per column (`col_<i>`, encoded by the i-th encoder),
     unnested into rows, and the `shared` columns as one parameter each (`shared_<column>`, of
-    the column's type); built once per (table, key, columns, shared)."""
+    the column's type); built once per (table, key, columns, shared). None where a column has
+    no array literal (bytea): there the executemany is cheaper (bench/result_upsert.py)."""
+    encoders = tuple(_encoder(table.c[c].type) for c in columns)
+    if None in encoders:
+        return None
     q = _PG.identifier_preparer.quote
     names = ", ".join(q(c) for c in (*columns, *shared))
     arrays = ", ".join(
@@ -414,22 +420,23 @@ def _unnest_upsert(
         f"ON CONFLICT ({', '.join(q(c) for c in key)}) DO UPDATE SET {updates}"
     )
     stmt = stmt.bindparams(*(bindparam(f"shared_{c}", type_=table.c[c].type) for c in shared))
-    return stmt, tuple(_encoder(table.c[c].type) for c in columns)
+    return stmt, encoders  # type: ignore[return-value]  # no None among them
 
 
-def _encoder(type_: Any) -> Encoder:
-    """How a column of `type_` is sent: numbers and texts (datetimes too) as one array literal
-    built here, anything else (bytea) as a list psycopg adapts per element."""
+def _encoder(type_: Any) -> Encoder | None:
+    """The array literal of a column of `type_`: numbers and texts (datetimes too); None for
+    anything else. Bytea as psycopg's list of bytes, or as hex literals, cost PostgreSQL twice
+    the executemany's binary parameters (2,000 1 KB payloads: 0.15 against 0.08 s CPU)."""
     base = type_.impl_instance if isinstance(type_, TypeDecorator) else type_
     try:
         python_type = base.python_type
     except NotImplementedError:
-        return list
+        return None
     if python_type in (int, float):
         return _number_array
     if python_type in (str, datetime):
         return functools.partial(_text_array, type_.bind_processor(_PG))
-    return list
+    return None
 
 
 def _number_array(values: Sequence[Any]) -> str:
