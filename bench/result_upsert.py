@@ -77,7 +77,7 @@ def burst(rows: int, seed: int = 14) -> Windows:
 
 def _result(rng: random.Random, column: str, slice_: Any, method: str) -> DriftResult:
     value = None if rng.random() < 0.05 else rng.random() / 3
-    status = "insufficient_data" if value is None else ("drift" if value > 0.2 else "ok")
+    status: Any = "insufficient_data" if value is None else ("drift" if value > 0.2 else "ok")
     p = None if value is None else rng.random()
     n = rng.randrange(300, 500)
     return DriftResult(column, slice_, "numeric", method, value, 0.2, p, 50_000, n, status,
@@ -192,7 +192,7 @@ def main() -> None:
         at = datetime(2026, 12, 2, tzinfo=UTC)
         store_columnar(engine, windows, at)
         print(f"load average {os.getloadavg()}; {args.rows} rows in {len(windows)} windows")
-        paths = {"columnar": store_columnar, "json": store_json}
+        paths: dict[str, Any] = {"columnar": store_columnar, "json": store_json}
         same = True
         for i in range(args.repeat):
             sums = set()
