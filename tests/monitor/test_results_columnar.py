@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import math
 import random
+import struct
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
+import numpy as np
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
@@ -208,3 +210,22 @@ def test_columns_equal_the_rows_of_result_rows() -> None:
             for values in zip(*columns.values(), strict=True)
         ] == rows
     assert result_columns([], DriftResultRow.__table__) == {}  # type: ignore[arg-type]
+
+
+def test_random_floats_and_numpy_numbers_round_trip(engine: Engine) -> None:
+    # Any finite double (random bit patterns: subnormals, huge exponents) reads back bit for bit;
+    # numpy scalars, as detectors return them, are stored as their values (PostgreSQL: orjson
+    # writes them; SQLite binds Python numbers only, as before, so numpy ints stay out of it).
+    rng = random.Random(14)
+    doubles = [struct.unpack("<d", rng.randbytes(8))[0] for _ in range(2000)]
+    finite = [x for x in doubles if math.isfinite(x)][:500]
+    results = [_drift(f"c{i}", x, p_value=x / 3) for i, x in enumerate(finite)]
+    pg = engine.dialect.name == "postgresql"
+    numpy_n: Any = np.int64(7) if pg else 7
+    results.append(_drift("np", np.float64(0.1), p_value=np.float32(0.5), n_current=numpy_n))
+    store_drift_results(engine, "m", "1", WINDOW, results)
+    rows = {r.column: r for r in _drift_rows(engine)}
+    for res in results[:-1]:
+        got = [_bits(rows[res.column].value, engine), _bits(rows[res.column].p_value, engine)]
+        assert got == [_bits(res.value, engine), _bits(res.p_value, engine)]
+    assert (rows["np"].value, rows["np"].p_value, rows["np"].n_current) == (0.1, 0.5, 7)
