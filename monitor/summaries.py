@@ -33,6 +33,7 @@ from monitor.outcomes.summary import (
     OutcomeSummary,
     add_pairs,
     merge_summaries,
+    merged_from_bytes,
     new_summary,
     pair_columns,
     summary_from_bytes,
@@ -291,12 +292,12 @@ def merged_by_slice(
     rows: Iterable[tuple[str, bytes]],
 ) -> list[tuple[dict[str, str] | None, OutcomeSummary]]:
     """Stored (slice key, payload) summary rows merged per slice, overall first."""
-    by_slice: dict[str, list[OutcomeSummary]] = {}
+    by_slice: dict[str, list[bytes]] = {}
     for key, payload in rows:
-        by_slice.setdefault(key, []).append(summary_from_bytes(payload))
+        by_slice.setdefault(key, []).append(payload)
     out = []
     for key in sorted(by_slice):
-        merged = merge_summaries(by_slice[key])
+        merged = merged_from_bytes(by_slice[key])
         if merged is not None:
             out.append((parse_slice_key(key), merged))
     return out

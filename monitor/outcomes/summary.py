@@ -353,6 +353,17 @@ def _classification_bytes(summary: ClassificationSummary) -> bytes:
 
 def _classification_from_bytes(payload: bytes) -> ClassificationSummary:
     """Decode a binary classification summary; CorruptProfileError when it is not one."""
+    threshold, invalid, confusion, cells, count, score_sum, loss_sum = _cell_columns(payload)
+    out = ClassificationSummary(threshold, np.asarray(confusion, np.int64), invalid=invalid)
+    out.count.reshape(-1)[cells] = count
+    out.score_sum.reshape(-1)[cells] = score_sum
+    out.loss_sum.reshape(-1)[cells] = loss_sum
+    return out
+
+
+def _cell_columns(payload: bytes) -> tuple[Any, ...]:
+    """A binary classification summary's threshold, invalid count, confusion counts and its
+    non-empty cells' (cell, count, score sum, loss sum) arrays (CorruptProfileError)."""
     try:
         _, threshold, invalid, *confusion, size = _HEADER.unpack_from(payload)
         offset, columns = _HEADER.size, []
@@ -361,11 +372,38 @@ def _classification_from_bytes(payload: bytes) -> ClassificationSummary:
             offset += size * dtype.itemsize
     except (struct.error, ValueError):
         raise CorruptProfileError("outcome summary: truncated binary payload") from None
-    cells, count, score_sum, loss_sum = columns
-    if offset != len(payload) or (size and int(cells.max()) >= 2 * BINS):
+    if offset != len(payload) or (size and int(columns[0].max()) >= 2 * BINS):
         raise CorruptProfileError("outcome summary: malformed binary payload")
-    out = ClassificationSummary(threshold, np.asarray(confusion, np.int64), invalid=invalid)
-    out.count.reshape(-1)[cells] = count
-    out.score_sum.reshape(-1)[cells] = score_sum
-    out.loss_sum.reshape(-1)[cells] = loss_sum
-    return out
+    return (threshold, invalid, confusion, *columns)
+
+
+def merged_from_bytes(payloads: Sequence[bytes]) -> OutcomeSummary | None:
+    """`merge_summaries` of the stored summaries, equal to it bit for bit: binary
+    classification summaries summed cell by cell in one pass (each cell's values added in the
+    payloads' order, as the pairwise merge adds them) instead of each decoded into dense
+    arrays and merged pair by pair (a day merges ~24 per slice)."""
+    if len(payloads) < 2 or not all(p[:4] == _BINARY for p in payloads):
+        return merge_summaries([summary_from_bytes(p) for p in payloads])
+    parts = [_cell_columns(p) for p in payloads]
+    threshold = parts[0][0]
+    for other in parts[1:]:
+        if other[0] != threshold:
+            raise InputError(
+                f"cannot merge outcome summaries at thresholds {threshold} and {other[0]}"
+            )
+    size = 2 * BINS
+    cells = np.concatenate([p[3] for p in parts]).astype(np.intp)
+    summed = [  # weighted: float64 sums, added per cell in input order
+        np.bincount(cells, np.concatenate([p[i] for p in parts]).astype(np.float64), size).astype(
+            np.float64, copy=False
+        )
+        for i in (4, 5, 6)
+    ]
+    return ClassificationSummary(
+        threshold,
+        np.sum([p[2] for p in parts], axis=0, dtype=np.int64),
+        summed[0].astype(np.int64).reshape(2, BINS),
+        summed[1].reshape(2, BINS),
+        summed[2].reshape(2, BINS),
+        sum(p[1] for p in parts),
+    )

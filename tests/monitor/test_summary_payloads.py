@@ -16,11 +16,13 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.engine import Engine
 
 from monitor.config import ModelConfig, parse_config
-from monitor.errors import CorruptProfileError
+from monitor.errors import CorruptProfileError, InputError
 from monitor.outcomes.summary import (
     BINS,
     ClassificationSummary,
     RegressionSummary,
+    merge_summaries,
+    merged_from_bytes,
     summary_from_bytes,
     summary_to_bytes,
 )
@@ -85,6 +87,38 @@ def test_a_damaged_payload_is_a_corrupt_summary_not_a_crash(damage: object) -> N
     payload = summary_to_bytes(_summary(500))
     with pytest.raises(CorruptProfileError, match="outcome summary"):
         summary_from_bytes(damage(payload))  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("sizes", [[], [0], [7], [0, 0], [1, 3, 0, 50_000], [40] * 24])
+def test_merged_from_bytes_equals_the_pairwise_merge(sizes: list[int]) -> None:
+    """Payloads summed cell by cell equal each decoded and merged pair by pair, bit for bit
+    (none, one, empty ones, one with every bin filled, a day of 24 windows)."""
+    payloads = [summary_to_bytes(_summary(n, seed=i)) for i, n in enumerate(sizes)]
+    merged = merged_from_bytes(payloads)
+    expected = merge_summaries([summary_from_bytes(p) for p in payloads])
+    if not sizes:
+        assert merged is None and expected is None
+        return
+    assert isinstance(merged, ClassificationSummary) and isinstance(expected, ClassificationSummary)
+    assert _equal(merged, expected)
+    assert merged.count.dtype == np.int64 and merged.score_sum.dtype == np.float64
+
+
+def test_merged_from_bytes_with_json_payloads_and_bad_ones() -> None:
+    """A JSON payload among binary ones takes the pairwise path (same result); thresholds that
+    differ and a damaged payload fail as the pairwise merge and the decoder do."""
+    binary = [summary_to_bytes(_summary(30, seed=s)) for s in (1, 2)]
+    old = orjson.dumps(_summary(20, seed=3).to_doc(), option=_NUMPY)
+    merged = merged_from_bytes([*binary, old])
+    expected = merge_summaries([summary_from_bytes(p) for p in [*binary, old]])
+    assert isinstance(merged, ClassificationSummary) and isinstance(expected, ClassificationSummary)
+    assert _equal(merged, expected)
+    other = ClassificationSummary(0.7)
+    other.add(np.array([1.0, 0.0]), np.array([0.9, 0.2]))
+    with pytest.raises(InputError, match="thresholds 0.4 and 0.7"):
+        merged_from_bytes([*binary, summary_to_bytes(other)])
+    with pytest.raises(CorruptProfileError, match="outcome summary"):
+        merged_from_bytes([binary[0], binary[1][:-1]])
 
 
 def _model() -> ModelConfig:
