@@ -11,9 +11,11 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import numpy as np
+import pytest
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
+import monitor.results as results_module
 from monitor.detectors import DriftResult
 from monitor.outcomes import OutcomeResult
 from monitor.results import (
@@ -229,3 +231,19 @@ def test_random_floats_and_numpy_numbers_round_trip(engine: Engine) -> None:
         got = [_bits(rows[res.column].value, engine), _bits(rows[res.column].p_value, engine)]
         assert got == [_bits(res.value, engine), _bits(res.p_value, engine)]
     assert (rows["np"].value, rows["np"].p_value, rows["np"].n_current) == (0.1, 0.5, 7)
+
+
+def test_the_store_path_builds_no_row_dicts(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The burst's cost: stores go through columns, never through `result_rows`' dict per row.
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("result_rows called on the store path")
+
+    monkeypatch.setattr(results_module, "result_rows", refuse)
+    outcome = OutcomeResult("f1", {"r": "a"}, 0.5, 0.4, 0.6, None, None, 40, "ok")
+    assert store_drift_windows(engine, "m", "1", [(WINDOW, [_drift("a", 0.1)])]) == 1
+    assert store_outcome_windows(engine, "m", "1", [(WINDOW, [outcome])]) == 1
+    with transaction(engine) as s:
+        day = (START, START + timedelta(days=1))
+        assert store_period_results(s, "outcome", ("m", "1", "day"), day, [outcome]) == 1
