@@ -28,7 +28,7 @@ from monitor.outcomes import OutcomeResult
 from monitor.outcomes.summary import OutcomeSummary, summary_to_bytes
 from monitor.profiles import OVERALL, ProfileSet, merge_profiles, profiles_from_bytes
 from monitor.profiles.kinds import Profile
-from monitor.results import upsert_statement
+from monitor.results import upsert_rows
 from monitor.storage import (
     DayCount,
     DayOutcomeSummary,
@@ -187,9 +187,7 @@ def _insert(session: Session, table: Any, rows: list[dict[str, Any]], key: Seque
     """Insert one day's rows (deleted just before: an upsert only so that a replayed statement,
     as tests/daemon/test_tick_plans.py EXPLAINs them, does not collide)."""
     if rows:
-        dialect = session.get_bind().dialect.name
-        index = ("model", "version", "day_start", *key)
-        session.execute(upsert_statement(dialect, table.__table__, index), rows)
+        upsert_rows(session, table.__table__, ("model", "version", "day_start", *key), rows)
 
 
 def period_drift(
