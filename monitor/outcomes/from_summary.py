@@ -74,8 +74,8 @@ def evaluate_summaries(
         for metric in chosen:
             base = (baseline or {}).get(metric.name)
             tol = tolerance if isinstance(tolerance, float | int) else tolerance.get(metric.name)
-            n = supports.get(metric.support, summary.n)
-            out.append(_one(metric, n, values, slice_, (base, tol), min_support))
+            out.append(_one(metric, supports[metric.support], values, slice_, (base, tol),
+                            min_support))  # fmt: skip
     return out
 
 
@@ -103,12 +103,13 @@ def _one(
 
 
 def _supports(summary: OutcomeSummary) -> dict[str, int]:
-    """A summary's support by `Metric.support` kind (any other kind: its n), found once per
-    summary rather than once per metric."""
+    """A summary's support per `Metric.support` kind, found once per summary rather than once
+    per metric (regression and multiclass: every kind is its n)."""
+    n = summary.n
     if isinstance(summary, RegressionSummary | MulticlassSummary):
-        return {}
+        return dict.fromkeys(("rows", "predicted_positive", "actual_positive"), n)
     tp, fp, _tn, fn = summary.confusion.tolist()
-    return {"predicted_positive": int(tp + fp), "actual_positive": int(tp + fn)}
+    return {"rows": n, "predicted_positive": int(tp + fp), "actual_positive": int(tp + fn)}
 
 
 def _values_all(
