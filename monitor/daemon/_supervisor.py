@@ -72,8 +72,10 @@ class SupervisedComponent(Component):
                 return
             self.restarts += 1
             log.warning("component %s restarting (restart %d)", self.name, self.restarts)
-            # Told now, not at death: a death by outage could not be recorded while it lasts.
-            self._tell(self._on_death, error)
+            # Told now, not at death: a death by outage could not be recorded while it lasts;
+            # an outage longer than the backoff is retried until the record is written.
+            if not self._tell(self._on_death, error):
+                self._retry_death(error, self._deaths, 1)
             self._tell(self._on_restart)
             self._error = None
             self._watch_recovery(self._deaths)
@@ -87,13 +89,29 @@ class SupervisedComponent(Component):
         timer.daemon = True
         timer.start()
 
-    def _tell(self, hook: Callable[..., None] | None, *args: str) -> None:
+    def _retry_death(self, error: str, deaths: int, attempt: int) -> None:
+        """Record death number `deaths` later, unless a newer death or `stop()` came first."""
+
+        def again() -> None:
+            if self._deaths != deaths or self._stop.is_set():
+                return
+            if not self._tell(self._on_death, error):
+                self._retry_death(error, deaths, attempt + 1)
+
+        timer = threading.Timer(self._backoff.delay(attempt).total_seconds(), again)
+        timer.daemon = True
+        timer.start()
+
+    def _tell(self, hook: Callable[..., None] | None, *args: str) -> bool:
+        """Call a hook; False when it raised (logged, never fatal to the supervisor)."""
         if hook is None:
-            return
+            return True
         try:
             hook(self.name, *args)
         except Exception as exc:  # a hook (a database write) must not kill the supervisor
             log.warning("component %s: hook failed: %s", self.name, redact(exc))
+            return False
+        return True
 
     def _run_once(self) -> str | None:
         """Run the target once; None when it ended because it was asked to stop."""

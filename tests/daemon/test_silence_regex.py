@@ -83,7 +83,12 @@ def test_pathological_silence_regex_never_hangs_ticks_or_restarts(
         )
         assert good.status_code == 201, good.text
         _wait_muted(server, f"silence:{good.json()['id']}")
-        assert _finished_evaluations_since(database_url, created_at) >= 1
+        # The tick that muted the alert records its own end in a later transaction: wait for it.
+        wait_until(
+            lambda: _finished_evaluations_since(database_url, created_at) >= 1,
+            "an evaluate tick claimed after the silences to finish",
+            timeout=30,
+        )
         assert server.terminate() == 0
         restarted = ServerProcess(config)
         try:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from prometheus_client import CollectorRegistry
+from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
 from alerts import Evaluator
@@ -66,7 +67,8 @@ def _versions(receiver: SignedWebhookReceiver) -> set[str]:
     return {a["labels"]["version"] for p in receiver.received.verified for a in p["alerts"]}
 
 
-def _outage_then_delivery(engine: Engine, outage: Callable[[], None]) -> None:
+def _outage_then_delivery(engine: Engine, outage: Callable[[Callable[[], bool]], None]) -> None:
+    """`outage(restarted)` breaks the database; `restarted()` tells once the worker came back."""
     registry = CollectorRegistry()
     with SignedWebhookReceiver(SECRET) as receiver:
         config = _config(str(engine.url), receiver.url)
@@ -76,14 +78,16 @@ def _outage_then_delivery(engine: Engine, outage: Callable[[], None]) -> None:
         try:
             _raise_alert(engine, config, "1")
             _wait(lambda: "1" in _versions(receiver))
-            outage()
             restarts = lambda: registry.get_sample_value(  # noqa: E731
                 "modelwatch_component_restarts_total", {"component": "delivery"}
             )
+            outage(lambda: (restarts() or 0) >= 1)
             _wait(lambda: (restarts() or 0) >= 1)
             _raise_alert(engine, config, "2")
             _wait(lambda: "2" in _versions(receiver))
             _wait(lambda: worker.problem() is None)
+            # A death during the outage is recorded once the database answers again.
+            _wait(lambda: any(f.job == "components" for f in list_failures(engine)), timeout=30)
         finally:
             worker.stop(5)
     assert receiver.received.rejected == []
@@ -98,7 +102,7 @@ def test_delivery_survives_a_postgresql_restart(
     engine = make_engine(own_postgres.create_database())
     upgrade(engine)
 
-    def restart() -> None:
+    def restart(_restarted: Callable[[], bool]) -> None:
         own_postgres.pause()
         time.sleep(2)
         own_postgres.resume()
@@ -113,15 +117,20 @@ def test_delivery_survives_a_sqlite_exclusive_lock(
     monkeypatch.setenv("MW_SUP", SECRET)
     path = tmp_path / "mw.db"
     engine = make_engine(f"sqlite:///{path}")
+    # The worker's connections wait 1 s for a lock, not the default 30 s (set after the
+    # engine's own pragmas, so this one wins): the outage is the same, only shorter.
+    event.listen(engine, "connect", lambda conn, _record: conn.execute("PRAGMA busy_timeout=1000"))
     upgrade(engine)
 
-    def lock() -> None:
-        # Held past the 30 s busy timeout, so the worker's next claim fails.
+    def lock(restarted: Callable[[], bool]) -> None:
+        # Held past the busy timeout until the worker's claim failed and it was restarted.
         conn = sqlite3.connect(path, isolation_level=None)
         conn.execute("BEGIN EXCLUSIVE")
-        time.sleep(32)
-        conn.execute("ROLLBACK")
-        conn.close()
+        try:
+            _wait(restarted, timeout=60)
+        finally:
+            conn.execute("ROLLBACK")
+            conn.close()
 
     _outage_then_delivery(engine, lock)
     engine.dispose()
@@ -167,5 +176,31 @@ def test_a_dead_component_is_reported_without_secrets() -> None:
         assert problem.startswith("restarting after: ConnectionError")
         assert "hunter2" not in problem and "://" not in problem
         assert not component.running()
+    finally:
+        component.stop(2)
+
+
+def test_a_death_that_cannot_be_recorded_yet_is_recorded_when_the_hook_succeeds() -> None:
+    recorded: list[str] = []
+    calls: list[str] = []
+
+    def on_death(_name: str, error: str) -> None:
+        calls.append(error)
+        if len(calls) <= 2:  # the database is still away
+            raise ConnectionError("database is locked")
+        recorded.append(error)
+
+    def target(stop: threading.Event) -> None:
+        if not calls:
+            raise ConnectionError("lost the database")
+        stop.wait()
+
+    component = SupervisedComponent(
+        "worker", target, backoff=Backoff(initial_s=0.05, max_s=0.2), on_death=on_death
+    )
+    component.start()
+    try:
+        _wait(lambda: recorded == ["ConnectionError: lost the database"], timeout=10)
+        assert len(calls) == 3 and component.restarts == 1
     finally:
         component.stop(2)
