@@ -66,26 +66,20 @@ def collect_status(engine: Engine, configured: Sequence[SourceConfig] = ()) -> C
                     SourcePosition.source,
                     func.sum(SourcePosition.end_offset - SourcePosition.offset),
                 ).group_by(SourcePosition.source)
-            )
-            .tuples()
-            .all()
+            ).all()
         )
         requests = _intake_lag(session, lag)
-        models = (
-            session.execute(
-                select(
-                    WindowCount.model,
-                    WindowCount.version,
-                    func.sum(WindowCount.events),
-                    func.count(WindowCount.window_start),
-                )
-                .where(WindowCount.slice_key == "")
-                .group_by(WindowCount.model, WindowCount.version)
-                .order_by(WindowCount.model, WindowCount.version)
+        models = session.execute(
+            select(
+                WindowCount.model,
+                WindowCount.version,
+                func.sum(WindowCount.events),
+                func.count(WindowCount.window_start),
             )
-            .tuples()
-            .all()
-        )
+            .where(WindowCount.slice_key == "")
+            .group_by(WindowCount.model, WindowCount.version)
+            .order_by(WindowCount.model, WindowCount.version)
+        ).all()
     seen = set(counters) | {name for name, n in lag.items() if n}
     names = [s.name for s in configured] + sorted(seen - {s.name for s in configured})
     types = {s.name: s.type for s in configured}

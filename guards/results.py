@@ -6,21 +6,15 @@ slice) are written as `null` so the document stays strict JSON.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-if TYPE_CHECKING:
-    from guards.localize import Localization
+from guards._json import finite_or_none
+from guards.localize import Localization
 
 Status = Literal["pass", "fail", "inconclusive"]
 STATUSES: tuple[Status, ...] = ("pass", "fail", "inconclusive")
-
-
-def finite_or_none(value: float) -> float | None:
-    """A float for JSON: non-finite values become None (null)."""
-    return float(value) if math.isfinite(value) else None
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from monitor.attributions import AttributionReference
 from monitor.baselines import StoredBaseline
 from monitor.config import ModelConfig
 from monitor.detectors import DriftResult, ThresholdStrategy, evaluate, threshold_strategy
-from monitor.profiles import OVERALL, ProfileSet, profiles_from_bytes
+from monitor.profiles import OVERALL, ProfileSet, profiles_from_bytes, spec_of
 from monitor.profiles.serving import ServingSummary
 from monitor.results import store_drift_windows
 from monitor.storage import (
@@ -99,7 +99,7 @@ def profile_sets(
     out = []
     for _, rows, counts in windows:
         profiles = {(key, col): next(decoded) for key, col, _ in rows}
-        specs = {col: p.spec for (key, col), p in profiles.items() if key == OVERALL}
+        specs = {col: spec_of(p) for (key, col), p in profiles.items() if key == OVERALL}
         out.append(ProfileSet(profiles, {k: int(n) for k, n in counts}, tuple(slice_by), specs))
     return out
 

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from monitor.attributions import sums_from_settings
 from monitor.detectors.variability import Variability
 from monitor.errors import ConflictError, NotFoundError
-from monitor.profiles import OVERALL, ProfileSet, profile_from_bytes
+from monitor.profiles import OVERALL, ProfileSet, profile_from_bytes, spec_of
 from monitor.profiles.kinds import Profile
 from monitor.storage import Baseline, BaselineProfile, Model, ModelVersion, transaction
 
@@ -144,7 +144,7 @@ def load_stored_baseline(
             (p.slice_key, p.column): profile_from_bytes(p.payload, where) for p in row.profiles
         }
         rows = {str(k): int(v) for k, v in row.settings.get("rows", {OVERALL: row.n_rows}).items()}
-        overall = {col: p.spec for (key, col), p in profiles.items() if key == OVERALL}
+        overall = {col: spec_of(p) for (key, col), p in profiles.items() if key == OVERALL}
         order = row.settings.get("columns") or sorted(overall)
         specs = {col: overall[col] for col in order if col in overall}
         spread = row.settings.get("variability")

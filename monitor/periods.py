@@ -26,7 +26,13 @@ from monitor.detectors import DriftResult
 from monitor.errors import InputError
 from monitor.outcomes import OutcomeResult
 from monitor.outcomes.summary import OutcomeSummary, summary_to_bytes
-from monitor.profiles import OVERALL, ProfileSet, merge_profiles, profiles_from_bytes
+from monitor.profiles import (
+    OVERALL,
+    ProfileSet,
+    merge_profiles,
+    profiles_from_bytes,
+    spec_of,
+)
 from monitor.profiles.kinds import Profile
 from monitor.results import upsert_rows
 from monitor.storage import (
@@ -140,7 +146,7 @@ def _merged_profiles(
     for (key, col, _), prof in zip(prof_rows, decoded, strict=True):
         found.setdefault((key, col), []).append(prof)
     profiles = {k: merge_profiles(v) for k, v in found.items()}
-    specs = {col: prof.spec for (key, col), prof in profiles.items() if key == ""}
+    specs = {col: spec_of(prof) for (key, col), prof in profiles.items() if key == ""}
     return ProfileSet(profiles, {k: int(n) for k, n in counts}, tuple(slice_by), specs)
 
 

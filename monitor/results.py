@@ -31,6 +31,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
+from monitor._slo_result import SloResult
 from monitor.detectors import DriftResult
 from monitor.errors import InputError
 from monitor.profiles import key_of, parse_slice_key
@@ -48,7 +49,6 @@ from monitor.storage import (
 
 if TYPE_CHECKING:
     from monitor.outcomes import OutcomeResult
-    from monitor.slo import SloResult
 
 _DRIFT_KEY = ["model", "version", "window_start", "slice_key", "column", "method"]
 _OUTCOME_KEY = ["model", "version", "window_start", "slice_key", "metric"]

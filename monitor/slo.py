@@ -20,11 +20,11 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
 
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
+from monitor._slo_result import SloResult, SloStatus
 from monitor.config.serving import SloConfig
 from monitor.failures import Isolation, failing_windows, window_item
 from monitor.profiles import OVERALL
@@ -32,24 +32,8 @@ from monitor.profiles.serving import ServingSummary
 from monitor.results import store_slo_results
 from monitor.storage import WindowServing, session_factory, transaction, utcnow
 
-SloStatus = Literal["ok", "breach", "insufficient_data"]
 OBJECTIVES = ("latency_p95_ms", "latency_p99_ms", "error_rate", "min_rps", "cost_per_1k")
 SLO_ITEM = "slo"  # the kind of a window's SLO evaluation item (`window_item`)
-
-
-@dataclass(frozen=True)
-class SloResult:
-    """One objective of one (model, version, window, slice)."""
-
-    model: str
-    version: str
-    window_start: datetime
-    slice_key: str
-    objective: str
-    value: float | None
-    threshold: float | None
-    n: int
-    status: SloStatus
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""The layer contract is complete and kept; no package reaches into another's private modules."""
+"""The layer contract is complete and kept; no import cycles; no package reaches into another's
+private modules."""
 
 from __future__ import annotations
 
@@ -59,3 +60,20 @@ def test_no_package_imports_another_packages_private_module() -> None:
             if importer != owner and not importer.startswith(owner + "."):
                 reaching.append(f"{importer} -> {imported}")
     assert reaching == [], "import what the package's __init__ exports instead"
+
+
+def test_no_import_cycle_among_first_party_modules() -> None:
+    """Not even one behind `if TYPE_CHECKING:` or inside a function: a cycle means two modules
+    are one concept split in two, or a definition they share sits in the higher one."""
+    graph = grimp.build_graph(
+        *PACKAGES, include_external_packages=False, exclude_type_checking_imports=False,
+        cache_dir=None,
+    )  # fmt: skip
+    cycles: dict[frozenset[str], str] = {}
+    for importer in sorted(graph.modules):
+        for imported in sorted(graph.find_modules_directly_imported_by(importer)):
+            back = graph.find_shortest_chain(importer=imported, imported=importer)
+            if back is not None:
+                cycles.setdefault(frozenset(back), " -> ".join([importer, *back]))
+    found = "\n".join(sorted(cycles.values()))
+    assert not cycles, f"import cycles (move what both sides share lower):\n{found}"

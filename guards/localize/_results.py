@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from guards.results import finite_or_none
+from guards._json import finite_or_none
 
 
 @dataclass(frozen=True)

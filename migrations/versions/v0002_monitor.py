@@ -1,8 +1,10 @@
 """Statistical core results: drift_results and outcome_results.
 
 Revision ID: 0002_monitor
-Revises: 0001_foundation
+Revises: 0003_guards
 Create Date: 2026-11-30
+
+Its number is not its place: it runs after 0003_guards (migrations/__init__.py lists the order).
 """
 
 from __future__ import annotations

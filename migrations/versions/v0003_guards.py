@@ -1,8 +1,10 @@
 """Guards: gate run history and rollback events.
 
 Revision ID: 0003_guards
-Revises: 0001_foundation
+Revises: 0005_alerts
 Create Date: 2026-11-30
+
+Its number is not its place: it runs after 0005_alerts (migrations/__init__.py lists the order).
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
 """Collectors: window profiles and counts, source positions, dead letters, counters, label join.
 
 Revision ID: 0004_collectors
-Revises: 0001_foundation
+Revises: 0002_monitor
 Create Date: 2026-11-30
+
+Its number is not its place: it runs after 0002_monitor (migrations/__init__.py lists the order).
 """
 
 from __future__ import annotations

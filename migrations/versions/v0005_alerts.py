@@ -1,8 +1,10 @@
 """Alerts: alert state, notification groups, the notification outbox, silences.
 
 Revision ID: 0005_alerts
-Revises: 0001_foundation
+Revises: 0007_daemon
 Create Date: 2026-11-30
+
+Its number is not its place: it runs after 0007_daemon (migrations/__init__.py lists the order).
 """
 
 from __future__ import annotations

@@ -3,6 +3,9 @@
 Revision ID: 0007_daemon
 Revises: 0001_foundation
 Create Date: 2026-11-30
+
+Its number is not its place: it runs right after 0001_foundation (migrations/__init__.py lists
+the order).
 """
 
 from __future__ import annotations

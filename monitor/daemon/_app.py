@@ -3,26 +3,21 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from prometheus_client import CollectorRegistry
 from pydantic import BaseModel
-from sqlalchemy.engine import Engine
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from collectors import HttpIntake
 from dashboards.metrics import http_request_histogram
 from migrations import schema_state
 from monitor._version import __version__
-from monitor.config import Config
 from monitor.daemon._alerts_api import router as alerts_router
 from monitor.daemon._auth import TokenStore, requires
-from monitor.daemon._common import error_name, errors
+from monitor.daemon._common import DaemonState, error_name, errors
 from monitor.daemon._dead_letters_api import router as dead_letters_router
 from monitor.daemon._docs import install_docs
 from monitor.daemon._exposition import RequestMetricsMiddleware, install_metrics_route
@@ -43,25 +38,7 @@ from monitor.errors import (
 )
 from monitor.failures import failing_jobs, redact
 
-if TYPE_CHECKING:
-    from guards.events import RollbackListener
-
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class DaemonState:
-    """What the API needs from the running service."""
-
-    engine: Engine
-    config: Config
-    registry: CollectorRegistry
-    # name -> callable saying what is wrong with that component (None: healthy)
-    components: dict[str, Callable[[], str | None]] = field(default_factory=dict)
-    # Told about rollbacks made through the API (gate runs, POST .../rollback), e.g. to notify.
-    rollback_listener: RollbackListener | None = None
-    # HTTP ingest; None: one on this engine and config (ingestors made on first use).
-    intake: HttpIntake | None = None
 
 
 def _error(status: int, detail: str, headers: dict[str, str] | None = None) -> JSONResponse:

@@ -2,13 +2,35 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fastapi import Request
+from prometheus_client import CollectorRegistry
 from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy.engine import Engine
+
+from collectors import HttpIntake
+from monitor.config import Config
 
 if TYPE_CHECKING:
-    from monitor.daemon._app import DaemonState
+    from guards.events import RollbackListener
+
+
+@dataclass
+class DaemonState:
+    """What the API needs from the running service."""
+
+    engine: Engine
+    config: Config
+    registry: CollectorRegistry
+    # name -> callable saying what is wrong with that component (None: healthy)
+    components: dict[str, Callable[[], str | None]] = field(default_factory=dict)
+    # Told about rollbacks made through the API (gate runs, POST .../rollback), e.g. to notify.
+    rollback_listener: RollbackListener | None = None
+    # HTTP ingest; None: one on this engine and config (ingestors made on first use).
+    intake: HttpIntake | None = None
 
 
 class FieldError(BaseModel):

@@ -19,7 +19,8 @@ from sqlalchemy.engine import Engine
 from collectors import HttpIntake
 from migrations import prepare_for_writes
 from monitor.config import Config
-from monitor.daemon._app import DaemonState, create_app
+from monitor.daemon._app import create_app
+from monitor.daemon._common import DaemonState
 from monitor.daemon._retention import retention_job
 from monitor.daemon._scheduler import JobSpec, Scheduler
 from monitor.failures import Backoff

@@ -13,13 +13,13 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from monitor.profiles import Binning
 from monitor.profiles.categorical import CategoricalProfile
 from monitor.profiles.kinds import Profile
 from monitor.profiles.numeric import NumericProfile
-from monitor.profiles.spec import ColumnSpec
 
 
-def rebin(profile: Profile, spec: ColumnSpec) -> Profile | None:
+def rebin(profile: Profile, spec: Binning) -> Profile | None:
     """`profile` on `spec`; itself when the spec is the same, None across kinds."""
     if profile.spec.fingerprint == spec.fingerprint:
         return profile
@@ -31,7 +31,7 @@ def rebin(profile: Profile, spec: ColumnSpec) -> Profile | None:
     return _categorical(profile, spec)
 
 
-def _numeric(p: NumericProfile, spec: ColumnSpec) -> NumericProfile:
+def _numeric(p: NumericProfile, spec: Binning) -> NumericProfile:
     counts = np.zeros(spec.n_buckets)
     sums = np.zeros(spec.n_buckets)
     old = _intervals(p.spec.edges_array, p.minimum, p.maximum)
@@ -97,7 +97,7 @@ def _integers(share: NDArray[np.float64], total: int) -> NDArray[np.int64]:
     return base
 
 
-def _categorical(p: CategoricalProfile, spec: ColumnSpec) -> CategoricalProfile:
+def _categorical(p: CategoricalProfile, spec: Binning) -> CategoricalProfile:
     index = {c: i for i, c in enumerate(spec.categories)}
     counts = np.zeros(spec.n_buckets, dtype=np.int64)
     other, unseen = spec.n_buckets - 2, spec.n_buckets - 1

@@ -19,6 +19,7 @@ from monitor.profiles import (
     ProfileSet,
     parse_slice_key,
     spec_from_reference,
+    spec_of,
 )
 
 Added = tuple[ColumnSpec, Profile] | None
@@ -84,7 +85,7 @@ def _profile(spec: ColumnSpec, values: object) -> Profile:
 
 
 def _with(profiles: ProfileSet, profile: Profile) -> ProfileSet:
-    spec = profile.spec
+    spec = spec_of(profile)
     if spec.column in profiles.specs:
         return profiles
     merged = {**profiles.profiles, (OVERALL, spec.column): profile}

@@ -20,7 +20,7 @@ from monitor.detectors._respec import rebin
 from monitor.detectors._slice_columns import with_slice_columns
 from monitor.detectors.compare import benjamini_hochberg, compare, drift_result
 from monitor.errors import InputError
-from monitor.profiles import OVERALL, ProfileSet, parse_slice_key
+from monitor.profiles import OVERALL, ProfileSet, parse_slice_key, spec_of
 from monitor.profiles.kinds import Profile
 
 DEFAULT_METHODS: Mapping[str, tuple[str, ...]] = {
@@ -187,6 +187,6 @@ def _pair(
     reference: ProfileSet, current: ProfileSet, key: str, column: str, ref_all: Profile
 ) -> tuple[Profile, Profile]:
     # A slice absent on one side compares an empty profile: insufficient_data, not an error.
-    ref = reference.profiles.get((key, column)) or ref_all.spec.empty()
-    cur = current.profiles.get((key, column)) or ref_all.spec.empty()
+    ref = reference.profiles.get((key, column)) or spec_of(ref_all).empty()
+    cur = current.profiles.get((key, column)) or spec_of(ref_all).empty()
     return ref, cur

@@ -7,6 +7,7 @@ exactly and detectors compare like with like.
 
 from __future__ import annotations
 
+from monitor.profiles._binning import Binning
 from monitor.profiles._codec import profile_from_bytes, profile_spec, profiles_from_bytes
 from monitor.profiles.categorical import CategoricalProfile
 from monitor.profiles.dataset import ProfileSet, merge_profiles, profile_frame, profile_subsets
@@ -30,6 +31,7 @@ from monitor.profiles.spec import (
     compared_columns,
     spec_from_dict,
     spec_from_reference,
+    spec_of,
     specs_for,
 )
 
@@ -39,6 +41,7 @@ __all__ = [
     "NULL_VALUE",
     "OTHER_VALUE",
     "OVERALL",
+    "Binning",
     "CategoricalProfile",
     "ColumnSpec",
     "NumericProfile",
@@ -58,6 +61,7 @@ __all__ = [
     "slice_label",
     "spec_from_dict",
     "spec_from_reference",
+    "spec_of",
     "specs_for",
     "value_text",
 ]

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 import numpy as np
 import orjson
 from numpy.typing import NDArray
 
-if TYPE_CHECKING:
-    from monitor.profiles.spec import ColumnSpec
+from monitor.profiles._binning import Binning
 
 MAGIC = b"MWP1"
 LENGTH = struct.Struct("<I")
@@ -23,7 +21,7 @@ _BOUNDS = ("minimum", "maximum")
 
 
 def encode_parts(
-    spec: ColumnSpec,
+    spec: Binning,
     null_count: int,
     counts: NDArray[np.int64],
     moments: Mapping[str, float] | None = None,

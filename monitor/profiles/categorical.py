@@ -6,18 +6,16 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from monitor.errors import InputError
+from monitor.profiles._binning import Binning
 from monitor.profiles._wire import encode_parts
 from monitor.profiles.numeric import _check_same_spec
 from monitor.profiles.slicekeys import value_text
-
-if TYPE_CHECKING:
-    from monitor.profiles.spec import ColumnSpec
 
 
 def category_label(value: Any) -> str:
@@ -45,7 +43,7 @@ def value_counts(values: Any) -> dict[str, int]:
     return dict(out)
 
 
-def encode_categorical(spec: ColumnSpec, values: Any) -> NDArray[np.intp]:
+def encode_categorical(spec: Binning, values: Any) -> NDArray[np.intp]:
     """Bucket index per value: a category's position, then other, unseen; nulls last."""
     codes, labels = _factorize(values)
     k = len(spec.categories)
@@ -68,7 +66,7 @@ class CategoricalProfile:
     never had. None and NaN are nulls. Merging adds counts, so it is exact.
     """
 
-    spec: ColumnSpec
+    spec: Binning
     counts: NDArray[np.int64]
     null_count: int
 
@@ -120,12 +118,12 @@ class CategoricalProfile:
         return encode_parts(self.spec, self.null_count, self.counts)
 
 
-def profile_categorical(spec: ColumnSpec, values: Any) -> CategoricalProfile:
+def profile_categorical(spec: Binning, values: Any) -> CategoricalProfile:
     """Profile categorical values against the spec's categories."""
     return profile_buckets(spec, encode_categorical(spec, values))
 
 
-def profile_buckets(spec: ColumnSpec, buckets: NDArray[np.intp]) -> CategoricalProfile:
+def profile_buckets(spec: Binning, buckets: NDArray[np.intp]) -> CategoricalProfile:
     """Profile values already bucketed by `encode_categorical`."""
     nb = spec.n_buckets
     counts = np.bincount(buckets, minlength=nb + 1)

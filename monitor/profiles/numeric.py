@@ -6,16 +6,14 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from monitor.errors import ConflictError, InputError
+from monitor.profiles._binning import Binning
 from monitor.profiles._wire import encode_parts
-
-if TYPE_CHECKING:
-    from monitor.profiles.spec import ColumnSpec
 
 
 def as_float_array(column: str, values: Any) -> NDArray[np.float64]:
@@ -29,7 +27,7 @@ def as_float_array(column: str, values: Any) -> NDArray[np.float64]:
         raise InputError(f"column '{column}': numeric column holds non-numeric values") from None
 
 
-def encode_numeric(spec: ColumnSpec, x: NDArray[np.float64]) -> NDArray[np.intp]:
+def encode_numeric(spec: Binning, x: NDArray[np.float64]) -> NDArray[np.intp]:
     """Bucket index per value; non-finite values (NaN, None, ±inf) get the null index."""
     edges = spec.edges_array
     n_buckets = spec.n_buckets
@@ -80,7 +78,7 @@ class NumericProfile:
     Sums and moments see values clamped to ±MOMENT_LIMIT, so they are always finite.
     """
 
-    spec: ColumnSpec
+    spec: Binning
     counts: NDArray[np.int64]
     sums: NDArray[np.float64]
     null_count: int
@@ -175,15 +173,13 @@ class NumericProfile:
         )
 
 
-def profile_numeric(spec: ColumnSpec, values: Any) -> NumericProfile:
+def profile_numeric(spec: Binning, values: Any) -> NumericProfile:
     """Profile numeric values on the spec's edges."""
     x = as_float_array(spec.column, values)
     return profile_encoded(spec, x, encode_numeric(spec, x))
 
 
-def profile_encoded(
-    spec: ColumnSpec, x: NDArray[np.float64], idx: NDArray[np.intp]
-) -> NumericProfile:
+def profile_encoded(spec: Binning, x: NDArray[np.float64], idx: NDArray[np.intp]) -> NumericProfile:
     """Profile values already bucketed by `encode_numeric` (lets slices reuse the encoding)."""
     nb = spec.n_buckets
     all_counts = np.bincount(idx, minlength=nb + 1)

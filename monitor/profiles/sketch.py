@@ -28,6 +28,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from monitor.errors import InputError
+from monitor.profiles._binning import Kind
 from monitor.profiles.categorical import category_label
 from monitor.profiles.numeric import as_float_array
 from monitor.profiles.slicekeys import NULL_VALUE
@@ -37,7 +38,6 @@ from monitor.profiles.spec import (
     MAX_TAIL,
     QUANTILE_SAMPLE,
     ColumnSpec,
-    Kind,
     categorical_spec_from_counts,
     infer_kind,
     spec_from_reference,

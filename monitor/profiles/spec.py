@@ -6,12 +6,13 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import orjson
 
 from monitor.errors import InputError
+from monitor.profiles._binning import Kind
 from monitor.profiles._parallel import map_columns
 from monitor.profiles.categorical import profile_categorical, value_counts
 from monitor.profiles.kinds import Profile
@@ -20,7 +21,6 @@ from monitor.profiles.numeric import as_float_array, profile_numeric
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-Kind = Literal["numeric", "categorical"]
 KINDS: tuple[Kind, ...] = ("numeric", "categorical")
 DEFAULT_BINS = 64
 DEFAULT_TOP_K = 50
@@ -114,6 +114,13 @@ class ColumnSpec:
         if self.kind == "numeric":
             return profile_numeric(self, values)
         return profile_categorical(self, values)
+
+
+def spec_of(profile: Profile) -> ColumnSpec:
+    """A profile's spec as the `ColumnSpec` it is (the profile modules see it as a `Binning`)."""
+    spec = profile.spec
+    assert isinstance(spec, ColumnSpec), f"column '{spec.column}': spec is not a ColumnSpec"
+    return spec
 
 
 def spec_from_dict(data: dict[str, Any]) -> ColumnSpec:

@@ -9,7 +9,7 @@ import html
 from collections.abc import Mapping, Sequence
 
 from monitor.detectors import DEFAULT_ALPHA, MIN_N, DriftResult
-from monitor.profiles import OVERALL, ProfileSet, slice_key
+from monitor.profiles import OVERALL, ProfileSet, slice_key, spec_of
 from monitor.profiles.kinds import Profile
 from monitor.reports._charts import CUR, REF, charts
 from monitor.reports._explain import explain, fmt, headline, where
@@ -137,7 +137,7 @@ def _charts(reference: ProfileSet, current: ProfileSet, key: str, column: str, t
     cur_all = current.profiles.get((OVERALL, column))
     if ref_all is None or cur_all is None or cur_all.kind != ref_all.kind:
         return ""
-    spec = ref_all.spec
+    spec = spec_of(ref_all)
     # A slice absent on one side is an empty profile, as in evaluation.
     ref: Profile = reference.profiles.get((key, column)) or spec.empty()
     cur: Profile = current.profiles.get((key, column)) or spec.empty()

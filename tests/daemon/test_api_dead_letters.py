@@ -146,7 +146,8 @@ def test_wait_past_its_bound_is_the_usual_202(tmp_path: Path) -> None:
 
     from collectors import HttpIntake, Ingestor
     from monitor.config import parse_config
-    from monitor.daemon._app import DaemonState, create_app
+    from monitor.daemon._app import create_app
+    from monitor.daemon._common import DaemonState
 
     engine = make_engine(f"sqlite:///{tmp_path / 'stuck.db'}")
     upgrade(engine)

@@ -281,7 +281,8 @@ def test_database_outage_is_503_soon(tmp_path: Path) -> None:
     from collectors import HttpIntake, Ingestor
     from migrations import upgrade
     from monitor.config import parse_config
-    from monitor.daemon._app import DaemonState, create_app
+    from monitor.daemon._app import create_app
+    from monitor.daemon._common import DaemonState
     from monitor.storage import make_engine
 
     engine = make_engine(f"sqlite:///{tmp_path / 'outage.db'}")

@@ -12,7 +12,8 @@ from collectors import HttpIntake, collect_status
 from collectors._http_intake import BACKLOG_REFRESH_S
 from migrations import upgrade
 from monitor.config import parse_config
-from monitor.daemon._app import DaemonState, create_app
+from monitor.daemon._app import create_app
+from monitor.daemon._common import DaemonState
 from monitor.storage import make_engine
 from tests.daemon.test_api_ingest import event
 
