@@ -2,7 +2,10 @@
 
 APScheduler logs two INFO lines per job run ("Running job", "executed successfully"); at a
 tick every few seconds that buries everything else, so they (and Alembic's per-check "Context
-impl" line) are demoted to DEBUG.
+impl" line) are demoted to DEBUG. So is its WARNING that a run was skipped because the previous
+one is still running: with one instance per job that is the designed behaviour of a tick that
+outlasts its interval (a loaded machine, a long burst), not a fault, and it would repeat every
+interval; how long ticks take is in the job metrics.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ LEVELS = ("debug", "info", "warning", "error")
 FORMATS = ("text", "json")
 # Per-tick chatter: APScheduler's job runs, Alembic's "Context impl" on every schema check.
 NOISY = ("apscheduler", "alembic.runtime.migration")
+# APScheduler's per-tick WARNING when a run is skipped because the previous one still runs.
+SKIPPED_RUN = "maximum number of running instances reached"
 
 
 class JsonFormatter(logging.Formatter):
@@ -41,7 +46,10 @@ class DemoteNoise(logging.Filter):
         self.level = level
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno == logging.INFO and record.name.startswith(NOISY):
+        if record.name.startswith(NOISY) and (
+            record.levelno == logging.INFO
+            or (record.levelno == logging.WARNING and SKIPPED_RUN in str(record.msg))
+        ):
             record.levelno, record.levelname = logging.DEBUG, "DEBUG"
         return record.levelno >= self.level
 
@@ -55,7 +63,7 @@ def configure(level: str = "info", fmt: str = "text") -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(min(numeric, logging.INFO))  # noisy INFO records must reach the filter
-    for name in NOISY:
+    for name in NOISY:  # their demoted records must reach the filter too
         logging.getLogger(name).setLevel(
             logging.DEBUG if numeric <= logging.DEBUG else logging.INFO
         )

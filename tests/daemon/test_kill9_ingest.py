@@ -33,15 +33,24 @@ def _batches() -> Batches:
 
 
 def _post_all(
-    url: str, batches: Batches, acked: set[str], stop: threading.Event, pace: float = 0.0
+    url: str,
+    batches: Batches,
+    acked: set[str],
+    stop: threading.Event,
+    pace: float = 0.0,
+    limit: int | None = None,
 ) -> None:
     """Post each batch not yet acknowledged; a dead server ends the pass (retried later).
-    `pace`: a pause between posts, so a kill lands while requests are still coming."""
-    for key, body in batches:
+    `pace`: a pause between posts, so a kill lands while requests are still coming. `limit`:
+    post at most this many, then wait for `stop`, so a slow machine cannot finish the stream
+    before the kill."""
+    todo = [(key, body) for key, body in batches if key not in acked]
+    for posted, (key, body) in enumerate(todo):
         if stop.is_set():
             return
-        if key in acked:
-            continue
+        if limit is not None and posted >= limit:
+            stop.wait()
+            return
         headers = {**auth("MW_T_INGEST"), "Idempotency-Key": key}
         try:
             r = httpx.post(f"{url}/v1/events", json=body, timeout=10, headers=headers)
@@ -72,7 +81,10 @@ def _kill_mid_stream(url: str, cfg: Path, batches: Batches, acked: set[str]) -> 
     server.wait_ready()
     before = _progress(url)[0]
     stop = threading.Event()
-    client = threading.Thread(target=_post_all, args=(server.url, batches, acked, stop, 0.05))
+    limit = BATCHES // (KILLS + 1)
+    client = threading.Thread(
+        target=_post_all, args=(server.url, batches, acked, stop, 0.05, limit)
+    )
     client.start()
     deadline = time.monotonic() + 120
     while _progress(url)[0] == before and client.is_alive():
