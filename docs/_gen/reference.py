@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import types
 import typing
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal, get_args, get_origin
@@ -73,9 +73,10 @@ def type_name(annotation: Any) -> str:
     origin = get_origin(annotation)
     args = get_args(annotation)
     if origin is Literal:
-        return " or ".join(f'`{a}`' if not isinstance(a, bool) else str(a).lower() for a in args)
+        return " or ".join(f"`{a}`" if not isinstance(a, bool) else str(a).lower() for a in args)
     if _is_union(annotation):
-        return " or ".join(type_name(a) for a in args)
+        names = dict.fromkeys(type_name(a) for a in args)  # one "mapping" for several models
+        return " or ".join(names)
     if origin is list:
         return f"list of {type_name(args[0])}"
     if origin is dict:
@@ -144,6 +145,14 @@ def _child_path(path: str, name: str, annotation: Any) -> str:
     return base
 
 
+def _variant(path: str, model: type[BaseModel], variants: int) -> str:
+    """`sources[] (type: kafka)` where one key holds one of several models told apart by `type`."""
+    kind = model.model_fields.get("type")
+    if variants < 2 or kind is None or get_origin(kind.annotation) is not Literal:
+        return path
+    return f"{path} (type: {get_args(kind.annotation)[0]})"
+
+
 def config_sections(root: type[BaseModel]) -> list[ConfigSection]:
     """Every section of the config file, depth first from the top level."""
     out: list[ConfigSection] = []
@@ -169,8 +178,9 @@ def config_sections(root: type[BaseModel]) -> list[ConfigSection]:
                     (info.description or "").strip(),
                 )
             )
-            for child in _models_in(annotation):
-                children.append((child, _child_path(path, shown, annotation)))
+            found = _models_in(annotation)
+            child_path = _child_path(path, shown, annotation)
+            children += [(child, _variant(child_path, child, len(found))) for child in found]
         doc = (model.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
         out.append(ConfigSection(path, doc, tuple(keys)))
         for child, child_path in children:
@@ -265,8 +275,7 @@ def api_markdown(openapi: dict[str, Any]) -> str:
     """An overview table, then one section per operation grouped by tag."""
     ops = operations(openapi)
     lines = ["| method | path | scope | summary |", "| --- | --- | --- | --- |"]
-    for op in ops:
-        lines.append(f"| {op.method} | `{op.path}` | {op.scope} | {_cell(op.summary)} |")
+    lines += [f"| {op.method} | `{op.path}` | {op.scope} | {_cell(op.summary)} |" for op in ops]
     lines.append("")
     tag = None
     for op in sorted(ops, key=lambda o: o.tag):
@@ -337,6 +346,3 @@ def signals_markdown(docs: list[SignalDoc]) -> str:
         labels = ", ".join(f"`{label}`" for label in s.labels)
         lines.append(f"| `{s.kind}` | {labels} | {_cell(s.value)} | {_cell(s.fires)} |")
     return "\n".join(lines) + "\n"
-
-
-Generator = Callable[[], str]
