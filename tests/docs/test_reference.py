@@ -7,8 +7,8 @@ hole in the documentation; fix it where the thing is defined.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 import string
+from pathlib import Path
 
 import pytest
 
