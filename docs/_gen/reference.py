@@ -48,10 +48,17 @@ class ConfigSection:
     keys: tuple[ConfigKey, ...]
 
 
+# Models written in YAML as one string (parsed by a `mode="before"` validator): shown as that
+# string, not as a section of their own.
+WRITTEN_AS_STRING: dict[str, str] = {
+    "Matcher": 'matcher (`name="value"`, `!=`, `=~` or `!~` with an RE2 regex)',
+}
+
+
 def _models_in(annotation: Any) -> list[type[BaseModel]]:
     """Config models reachable from a field's type (through lists, dicts, unions, Optional)."""
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return [annotation]
+        return [] if annotation.__name__ in WRITTEN_AS_STRING else [annotation]
     out: list[type[BaseModel]] = []
     for arg in get_args(annotation):
         out += _models_in(arg)
@@ -69,7 +76,7 @@ def type_name(annotation: Any) -> str:
     if annotation is timedelta:
         return "duration"
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return "mapping"
+        return WRITTEN_AS_STRING.get(annotation.__name__, "mapping")
     origin = get_origin(annotation)
     args = get_args(annotation)
     if origin is Literal:
@@ -110,6 +117,8 @@ def _constraints(info: FieldInfo) -> str:
 def format_duration(value: timedelta) -> str:
     """`1h`, `10m`, `500ms`: the largest unit that divides the duration."""
     ms = round(value.total_seconds() * 1000)
+    if ms == 0:
+        return "0s"
     for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
         if ms and ms % size == 0:
             return f"{ms // size}{unit}"
