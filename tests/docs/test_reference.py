@@ -46,6 +46,17 @@ def test_every_http_operation_has_a_summary_a_description_and_a_scope() -> None:
             assert op.scope in {"read", "ingest", "admin"}, f"{where}: no x-scope"
 
 
+def test_every_query_parameter_has_a_description() -> None:
+    ops = reference.operations(sources.openapi_document())
+    missing = [
+        f"{o.method} {o.path} ?{name}"
+        for o in ops
+        for name, where, _, text in o.parameters
+        if where == "query" and not text
+    ]
+    assert missing == [], f"query parameters without a description: {missing}"
+
+
 def test_scopes_follow_the_routes_dependencies() -> None:
     scopes = {(o.method, o.path): o.scope for o in reference.operations(sources.openapi_document())}
     assert scopes["POST", "/v1/events"] == "ingest"
