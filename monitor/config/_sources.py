@@ -11,15 +11,28 @@ from monitor.config._base import StrictModel
 from monitor.config._durations import Duration
 from monitor.config._names import FormatName
 
+# Keys every source has, described once.
+SourceName = Annotated[
+    str,
+    Field(
+        min_length=1,
+        description="The source's name (positions, counters and dead letters are kept under it).",
+    ),
+]
+SourceFormat = Annotated[
+    FormatName, Field(description="Payload adapter: `modelwatch`, `sagemaker` or `cloudevents`.")
+]
+FormatOptions = Annotated[
+    dict[str, Any],
+    Field(description="Adapter options (`model`, `model_version`, `feature_names`)."),
+]
+
 
 class KafkaSourceConfig(StrictModel):
     """A Kafka topic consumed in a consumer group."""
 
     type: Literal["kafka"] = Field(description="`kafka`: a topic consumed in a consumer group.")
-    name: str = Field(
-        min_length=1,
-        description="The source's name (positions, counters and dead letters are kept under it).",
-    )
+    name: SourceName
     bootstrap_servers: str | list[str] = Field(description="Broker address or list of addresses.")
     topic: str = Field(min_length=1, description="The topic to consume.")
     group_id: str = Field(
@@ -33,14 +46,8 @@ class KafkaSourceConfig(StrictModel):
         description="Broker protocol version; `auto` probes the broker (0.9 brokers need `0.9`).",
     )
     # Payload adapter (collectors._adapters): modelwatch, sagemaker or cloudevents.
-    format: FormatName = Field(
-        default="modelwatch",
-        description="Payload adapter: `modelwatch`, `sagemaker` or `cloudevents`.",
-    )
-    format_options: dict[str, Any] = Field(
-        default_factory=dict,
-        description="Adapter options (`model`, `model_version`, `feature_names`).",
-    )
+    format: SourceFormat = "modelwatch"
+    format_options: FormatOptions = Field(default_factory=dict)
     # Where a partition with no stored position starts.
     start: Literal["earliest", "latest"] = Field(
         default="earliest", description="Where a partition without a stored position starts."
@@ -75,19 +82,10 @@ class JsonlSourceConfig(StrictModel):
     """JSONL serving logs (plain or gzip) matched by a glob, followed like `tail -F`."""
 
     type: Literal["jsonl"] = Field(description="`jsonl`: serving logs followed like `tail -F`.")
-    name: str = Field(
-        min_length=1,
-        description="The source's name (positions, counters and dead letters are kept under it).",
-    )
+    name: SourceName
     path: str = Field(min_length=1, description="Glob of JSONL files, plain or gzip.")
-    format: FormatName = Field(
-        default="modelwatch",
-        description="Payload adapter: `modelwatch`, `sagemaker` or `cloudevents`.",
-    )
-    format_options: dict[str, Any] = Field(
-        default_factory=dict,
-        description="Adapter options (`model`, `model_version`, `feature_names`).",
-    )
+    format: SourceFormat = "modelwatch"
+    format_options: FormatOptions = Field(default_factory=dict)
     poll_interval: Duration = Field(
         default=timedelta(seconds=0.5),
         description="How often idle files are checked for growth and rotation.",
