@@ -34,6 +34,88 @@ SignalKind = Literal[
 SIGNAL_KINDS: tuple[str, ...] = get_args(SignalKind)
 
 
+@dataclass(frozen=True)
+class KindDoc:
+    """What a signal kind carries: its labels, what its value measures and when it fires.
+
+    The docs' signal reference is generated from these, and a test fails when a kind lacks one.
+    """
+
+    labels: tuple[str, ...]
+    value: str
+    fires: str
+
+
+# Alert labels are a signal's labels plus the rule's `labels`, `alertname`, `severity`, `kind`.
+SIGNAL_KIND_DOCS: Mapping[str, KindDoc] = MappingProxyType(
+    {
+        "drift": KindDoc(
+            ("model", "version", "column", "slice", "method"),
+            "a drift statistic of one column, slice and method in the newest window; threshold:"
+            " its bound (a `missing` column fires with method `schema`, a `new` one does not)",
+            "status `drift` or `missing`",
+        ),
+        "drift_count": KindDoc(
+            ("model", "version"),
+            "columns drifted (or missing) overall in the newest window",
+            "at least one column drifted",
+        ),
+        "outcome": KindDoc(
+            ("model", "version", "metric", "slice"),
+            "an outcome metric of joined labels in the newest labelled window; threshold: its"
+            " configured baseline (metrics without a baseline send no signal)",
+            "status `degraded`",
+        ),
+        "guard": KindDoc(
+            ("model", "version", "verdict"),
+            "none; the newest gate run of the version answered `verdict`",
+            "verdict `fail` (a later pass resolves it)",
+        ),
+        "ingest_lag": KindDoc(
+            ("source",),
+            "messages (file bytes) between committed positions and the end, per source with a"
+            " partition or file behind; a source that caught up has no signal",
+            "lag > 0",
+        ),
+        "dead_letter_rate": KindDoc(
+            ("source",),
+            "dead letters / (events + dead letters) since the previous evaluation (the first:"
+            " since the source started)",
+            "rate > 0",
+        ),
+        "no_data": KindDoc(
+            ("model",),
+            "minutes since the model's last event was written; None if it never had one",
+            "after 2 windows (`collect.window`) without an event, or never",
+        ),
+        "evaluation_failed": KindDoc(
+            ("model", "version"),
+            "windows (or the baseline) of that version whose evaluation is failing",
+            "while any fails; resolves when they all succeed",
+        ),
+        "slo": KindDoc(
+            ("model", "version", "objective", "slice"),
+            "a serving objective's value in the newest window; threshold: its configured bound",
+            "a breach (fewer than `slo.min_events` requests: no latency or error-rate signal)",
+        ),
+        "estimated_outcome": KindDoc(
+            ("model", "version", "metric", "slice"),
+            "a metric estimated without labels (CBPE) in the newest window; threshold: its"
+            " reference-chunk lower bound (the slice's own, else the overall one)",
+            "estimate below the threshold (`degraded`)",
+        ),
+        "multivariate_drift": KindDoc(
+            ("model", "version", "slice"),
+            "mean PCA reconstruction error of the newest window; threshold: the reference-chunk"
+            " bound it is judged by (upper, or lower when below it)",
+            "outside the bounds (`drift`)",
+        ),
+    }
+)
+if set(SIGNAL_KIND_DOCS) != set(SIGNAL_KINDS):  # pragma: no cover - caught by the docs tests
+    raise RuntimeError(f"signal kinds without docs: {set(SIGNAL_KINDS) - set(SIGNAL_KIND_DOCS)}")
+
+
 def fingerprint(labels: Mapping[str, str]) -> str:
     """A stable 16-hex-digit hash of a label set (order-independent)."""
     canonical = json.dumps(sorted(labels.items()), separators=(",", ":"), ensure_ascii=False)

@@ -1,8 +1,8 @@
 """The registry of payload adapters, and the native modelwatch adapter.
 
-An adapter turns one payload into objects in the modelwatch event format (see the README's
-"Event format"). Register a new one with :func:`register_adapter`; sources pick one by name with
-their `format` key and may pass `format_options`.
+An adapter turns one payload into objects in the modelwatch event format (see "Event format"
+in docs/concepts/collectors.md). Register a new one with :func:`register_adapter`; sources pick
+one by name with their `format` key and may pass `format_options`.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """Imports at module top (STYLE 24), except the few documented heavy optional libraries.
 
 A function-local import hides a cycle or a dependency and makes the function's types `Any`.
-Only the libraries below may be imported inside a function, each for the reason given (README
-"Architecture": imports): loading them at module top would be paid by every CLI command and
-test process that never uses them, or would fail where the optional extra is not installed.
+Only the libraries below may be imported inside a function, each for the reason given
+(docs/architecture.md, "Imports at module top"): loading them at module top would be paid by
+every CLI command and test process that never uses them, or would fail where the optional extra
+is not installed.
 """
 
 from __future__ import annotations

@@ -17,10 +17,25 @@ _YEAR_S = 366 * 86400
 class TokenConfig(StrictModel):
     """A bearer token and what it may do; the secret comes from `token_env` (or `token`)."""
 
-    name: str = Field(min_length=1)
-    scopes: list[Scope] = Field(min_length=1)
-    token_env: str | None = None
-    token: str | None = Field(default=None, repr=False)
+    name: str = Field(
+        min_length=1,
+        description="The token's name (shown in 403 answers and logs, never the secret).",
+    )
+    scopes: list[Scope] = Field(
+        min_length=1,
+        description="What the token may do: `ingest`, `read`, `admin` (admin implies all).",
+    )
+    token_env: str | None = Field(
+        default=None,
+        description=(
+            "Environment variable holding the secret; it must be set when the config loads."
+        ),
+    )
+    token: str | None = Field(
+        default=None,
+        repr=False,
+        description="The secret itself (prefer `token_env`); exactly one of the two.",
+    )
 
     # An unset variable would silently drop the token (and lock its users out): a config error.
     _env_is_set = field_validator("token_env")(check_env_name)
@@ -43,39 +58,123 @@ class CloudEventsOptions(StrictModel):
     """How `POST /v1/events` reads inference-logger CloudEvents (the `cloudevents` adapter)."""
 
     # Default: the event's `inferenceservicename` / `modelversion` extensions.
-    model: str | None = None
-    model_version: str | None = None
+    model: str | None = Field(
+        default=None,
+        description=(
+            "Model of every CloudEvent; null: the event's `inferenceservicename` extension."
+        ),
+    )
+    model_version: str | None = Field(
+        default=None,
+        description=(
+            "Version of every CloudEvent; null: the `modelversion` extension, else `unknown`."
+        ),
+    )
     # Names of positional inputs (V1 `instances` lists); default f0, f1, ...
-    feature_names: list[str] = Field(default_factory=list)
+    feature_names: list[str] = Field(
+        default_factory=list,
+        description="Names of positional inputs (V1 `instances` lists); empty: `f0`, `f1`, ...",
+    )
 
 
 class ApiConfig(StrictModel):
     """`modelwatch serve`'s HTTP API."""
 
-    host: str = "127.0.0.1"
-    port: int = Field(default=8080, ge=0, le=65535)
-    tokens: list[TokenConfig] = Field(default_factory=list)
-    max_body_bytes: int = Field(default=10 * 1024 * 1024, ge=1024)
+    host: str = Field(default="127.0.0.1", description="Address the API listens on.")
+    port: int = Field(default=8080, ge=0, le=65535, description="Port the API listens on.")
+    tokens: list[TokenConfig] = Field(
+        default_factory=list,
+        description="Bearer tokens; with none configured every `/v1` endpoint answers 401.",
+    )
+    max_body_bytes: int = Field(
+        default=10 * 1024 * 1024, ge=1024, description="Larger request bodies are answered 413."
+    )
     # Health and metrics stay open for probes and scrapers unless this is set.
-    protect_health: bool = False
-    cloudevents: CloudEventsOptions = Field(default_factory=CloudEventsOptions)
+    protect_health: bool = Field(
+        default=False,
+        description="Require a read token for `/healthz`, `/readyz` and `/metrics` too.",
+    )
+    cloudevents: CloudEventsOptions = Field(
+        default_factory=CloudEventsOptions,
+        description="How `POST /v1/events` reads KServe/Seldon inference-logger CloudEvents.",
+    )
 
 
 class SchedulerConfig(StrictModel):
     """Intervals of the daemon's scheduled jobs (seconds), bounded so that no date arithmetic
     on them can overflow."""
 
-    evaluate_interval_s: float = Field(default=60.0, gt=0, le=_YEAR_S, allow_inf_nan=False)
-    alerts_interval_s: float = Field(default=15.0, gt=0, le=_YEAR_S, allow_inf_nan=False)
-    retention_interval_s: float = Field(default=3600.0, gt=0, le=_YEAR_S, allow_inf_nan=False)
-    retention_days: int = Field(default=90, ge=1, le=36_500)
+    evaluate_interval_s: float = Field(
+        default=60.0,
+        gt=0,
+        le=_YEAR_S,
+        allow_inf_nan=False,
+        description="Seconds between window evaluations (drift, outcomes, estimates, SLOs).",
+    )
+    alerts_interval_s: float = Field(
+        default=15.0,
+        gt=0,
+        le=_YEAR_S,
+        allow_inf_nan=False,
+        description="Seconds between alert evaluations and metric refreshes.",
+    )
+    retention_interval_s: float = Field(
+        default=3600.0,
+        gt=0,
+        le=_YEAR_S,
+        allow_inf_nan=False,
+        description="Seconds between runs of the retention job.",
+    )
+    retention_days: int = Field(
+        default=90,
+        ge=1,
+        le=36_500,
+        description=(
+            "Windows, results, dead letters and finished notifications older than this are deleted."
+        ),
+    )
     # Raw joined predictions are drill-down data only (outcome metrics come from summaries),
     # so they may be kept for a shorter time; at most `retention_days`.
-    labeled_retention_days: int | None = Field(default=14, ge=1, le=36_500)
+    labeled_retention_days: int | None = Field(
+        default=14,
+        ge=1,
+        le=36_500,
+        description=(
+            "Raw joined predictions (drill-down only) are kept this long; null: `retention_days`."
+        ),
+    )
     # A job claimed by a replica that died is taken over after this long.
-    lease_s: float = Field(default=300.0, gt=0, le=_YEAR_S, allow_inf_nan=False)
+    lease_s: float = Field(
+        default=300.0,
+        gt=0,
+        le=_YEAR_S,
+        allow_inf_nan=False,
+        description=(
+            "A job run claimed by a replica that died is taken over after this many seconds."
+        ),
+    )
     # A failing item of a job (a window, a model) is retried after retry_initial_s, doubling
     # per failure up to retry_max_s; after `failing_after` failures in a row /readyz reports it.
-    retry_initial_s: float = Field(default=30.0, gt=0, le=_YEAR_S, allow_inf_nan=False)
-    retry_max_s: float = Field(default=3600.0, gt=0, le=_YEAR_S, allow_inf_nan=False)
-    failing_after: int = Field(default=3, ge=1, le=1_000_000)
+    retry_initial_s: float = Field(
+        default=30.0,
+        gt=0,
+        le=_YEAR_S,
+        allow_inf_nan=False,
+        description=(
+            "A failing job item (a window, a model) is retried after this many "
+            "seconds, doubling per failure."
+        ),
+    )
+    retry_max_s: float = Field(
+        default=3600.0,
+        gt=0,
+        le=_YEAR_S,
+        allow_inf_nan=False,
+        description="The longest wait between retries of a failing item.",
+    )
+    failing_after: int = Field(
+        default=3,
+        ge=1,
+        le=1_000_000,
+        description="Failures in a row before `/readyz` reports the item (503).",
+    )

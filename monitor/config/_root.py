@@ -33,17 +33,49 @@ ENV_OVERRIDES: Mapping[str, str] = {
 class ModelConfig(StrictModel):
     """A monitored model and the columns its windows are sliced by."""
 
-    name: str = Field(min_length=1)
-    slices: list[str] = Field(default_factory=list)
+    name: str = Field(min_length=1, description="The model's name, as events and the CLI give it.")
+    slices: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Columns (features or metadata) whose values windows are also profiled and compared by."
+        ),
+    )
     # Bounded metric labels: slice values past this many per column go to "other".
-    max_slice_values: int = Field(default=50, ge=1, le=1000)
+    max_slice_values: int = Field(
+        default=50,
+        ge=1,
+        le=1000,
+        description=(
+            "Distinct values kept per slice column; later values are bucketed as `(other)`."
+        ),
+    )
     # Numeric columns profiled as categories by `baseline create --config` (codes, ids).
-    categorical: list[str] = Field(default_factory=list)
-    drift: DriftConfig = Field(default_factory=DriftConfig)
-    outcomes: OutcomeConfig = Field(default_factory=OutcomeConfig)
-    columns: ColumnsConfig = Field(default_factory=ColumnsConfig)
-    slo: SloConfig | None = None
-    canary: CanaryConfig = Field(default_factory=CanaryConfig)
+    categorical: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Numeric columns that `baseline create --config` profiles as categories (codes, ids)."
+        ),
+    )
+    drift: DriftConfig = Field(
+        default_factory=DriftConfig, description="How windows are compared with the baseline."
+    )
+    outcomes: OutcomeConfig = Field(
+        default_factory=OutcomeConfig,
+        description="Per-slice outcome metrics of joined predictions and labels.",
+    )
+    columns: ColumnsConfig = Field(
+        default_factory=ColumnsConfig,
+        description=(
+            "Column roles for `baseline create`, `drift` and `skew` (`--config F --model M`)."
+        ),
+    )
+    slo: SloConfig | None = Field(
+        default=None, description="Serving objectives judged on each window (optional)."
+    )
+    canary: CanaryConfig = Field(
+        default_factory=CanaryConfig,
+        description="Live canary analysis of a version against a stable one.",
+    )
 
     @field_validator("slices")
     @classmethod
@@ -58,14 +90,37 @@ class ModelConfig(StrictModel):
 class Config(StrictModel):
     """Everything `modelwatch` reads from its YAML file."""
 
-    database_url: str = DEFAULT_DATABASE_URL
-    models: list[ModelConfig] = Field(default_factory=list)
-    sources: list[SourceConfig] = Field(default_factory=list)
-    api: ApiConfig = Field(default_factory=ApiConfig)
-    scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
-    alerts: AlertsConfig = Field(default_factory=AlertsConfig)
-    guards: GuardsConfig = Field(default_factory=GuardsConfig)
-    collect: CollectConfig = Field(default_factory=CollectConfig)
+    database_url: str = Field(
+        default=DEFAULT_DATABASE_URL,
+        description=(
+            "SQLite or PostgreSQL URL (`postgresql://user@host/db`, psycopg 3); "
+            "`MODELWATCH_DATABASE_URL` overrides it."
+        ),
+    )
+    models: list[ModelConfig] = Field(default_factory=list, description="The monitored models.")
+    sources: list[SourceConfig] = Field(
+        default_factory=list,
+        description="Where events come from: Kafka topics and JSONL serving logs.",
+    )
+    api: ApiConfig = Field(
+        default_factory=ApiConfig, description="The HTTP API of `modelwatch serve`."
+    )
+    scheduler: SchedulerConfig = Field(
+        default_factory=SchedulerConfig,
+        description="Intervals and retries of the daemon's scheduled jobs.",
+    )
+    alerts: AlertsConfig = Field(
+        default_factory=AlertsConfig,
+        description="Alert rules, grouping, inhibition, receivers and delivery.",
+    )
+    guards: GuardsConfig = Field(
+        default_factory=GuardsConfig,
+        description="The release gate's runtime settings and thresholds.",
+    )
+    collect: CollectConfig = Field(
+        default_factory=CollectConfig,
+        description="Windows, lateness, batching and the label join of the collectors.",
+    )
 
     @field_validator("models")
     @classmethod

@@ -27,9 +27,11 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 class Matcher(StrictModel):
     """One label matcher; written in YAML as a string such as `kind=~"drift|drift_count"`."""
 
-    name: str
-    op: Literal["=", "!=", "=~", "!~"]
-    value: str
+    name: str = Field(description="Label name.")
+    op: Literal["=", "!=", "=~", "!~"] = Field(
+        description="`=`, `!=`, `=~` (RE2, fully anchored) or `!~`."
+    )
+    value: str = Field(description="Value or regex.")
 
     @model_validator(mode="before")
     @classmethod
@@ -80,10 +82,23 @@ def matches_all(matchers: list[Matcher], labels: dict[str, str]) -> bool:
 class GroupingConfig(StrictModel):
     """How alerts are batched into notifications; defaults are Alertmanager's."""
 
-    group_by: list[str] = Field(default_factory=lambda: ["alertname", "model"])
-    group_wait: Duration = timedelta(seconds=30)
-    group_interval: Duration = timedelta(minutes=5)
-    repeat_interval: Duration = timedelta(hours=4)
+    group_by: list[str] = Field(
+        default_factory=lambda: ["alertname", "model"],
+        description="Labels whose values make one notification group.",
+    )
+    group_wait: Duration = Field(
+        default=timedelta(seconds=30),
+        description="Batch what fires together this long before a group's first notification.",
+    )
+    group_interval: Duration = Field(
+        default=timedelta(minutes=5),
+        description=(
+            "New alerts in an already-notified group wait this long after the last notification."
+        ),
+    )
+    repeat_interval: Duration = Field(
+        default=timedelta(hours=4), description="Re-send a still-firing group this often."
+    )
 
     @field_validator("group_by")
     @classmethod
@@ -105,20 +120,57 @@ def _check_template(text: str) -> str:
 class RuleConfig(StrictModel):
     """An alerting rule over one kind of signal."""
 
-    name: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z_][A-Za-z0-9_:.-]*$")
-    kind: SignalKind
-    matchers: list[Matcher] = Field(default_factory=list)
+    name: str = Field(
+        min_length=1,
+        max_length=200,
+        pattern=r"^[A-Za-z_][A-Za-z0-9_:.-]*$",
+        description="Rule name (the `alertname` label).",
+    )
+    kind: SignalKind = Field(description="Signal kind the rule selects (see the signal reference).")
+    matchers: list[Matcher] = Field(
+        default_factory=list,
+        description="Label matchers over the alert labels, all of which must match.",
+    )
     # None: fire when the signal says so; a number: fire when the signal's value exceeds it.
-    above: float | None = None
-    for_: Duration = Field(default=timedelta(0), alias="for")
+    above: float | None = Field(
+        default=None,
+        description=(
+            "Fire when the signal's value exceeds this instead of on the signal's own verdict."
+        ),
+    )
+    for_: Duration = Field(
+        default=timedelta(0),
+        alias="for",
+        description="Pending this long before firing (0: at once).",
+    )
     # A firing alert stays firing this long after its condition clears (damps flapping).
-    keep_firing_for: Duration = timedelta(0)
-    severity: Literal["info", "warning", "critical"] = "warning"
-    labels: dict[str, str] = Field(default_factory=dict)
-    annotations: dict[str, str] = Field(default_factory=dict)
-    action: Literal["notify", "rollback"] = "notify"
-    receivers: list[str] = Field(default_factory=list)
-    grouping: GroupingConfig | None = None
+    keep_firing_for: Duration = Field(
+        default=timedelta(0),
+        description="Stays firing this long after the condition clears (damps flapping).",
+    )
+    severity: Literal["info", "warning", "critical"] = Field(
+        default="warning", description="The `severity` label."
+    )
+    labels: dict[str, str] = Field(
+        default_factory=dict, description="Extra labels added to the alert."
+    )
+    annotations: dict[str, str] = Field(
+        default_factory=dict,
+        description=(
+            "Templates over labels, `{value}`, `{threshold}`, `{observed_at}`; "
+            "override the kind's default summary and description key by key."
+        ),
+    )
+    action: Literal["notify", "rollback"] = Field(
+        default="notify",
+        description="`rollback`: also queue a rollback request once per firing episode.",
+    )
+    receivers: list[str] = Field(
+        default_factory=list, description="Names of the receivers notified."
+    )
+    grouping: GroupingConfig | None = Field(
+        default=None, description="Per-rule override of the whole `grouping` block."
+    )
 
     @field_validator("labels")
     @classmethod
@@ -140,24 +192,46 @@ class InhibitRuleConfig(StrictModel):
     """While an alert matching `source_matchers` fires, mute alerts matching `target_matchers`
     that carry the same values for the `equal` labels."""
 
-    source_matchers: list[Matcher] = Field(min_length=1)
-    target_matchers: list[Matcher] = Field(min_length=1)
-    equal: list[str] = Field(default_factory=list)
+    source_matchers: list[Matcher] = Field(
+        min_length=1, description="Alerts that, while firing, mute others."
+    )
+    target_matchers: list[Matcher] = Field(min_length=1, description="Alerts that are muted.")
+    equal: list[str] = Field(
+        default_factory=list, description="Labels whose values must be equal in source and target."
+    )
 
 
 class ReceiverConfig(StrictModel):
     """Where notifications go. `secret_env` names the environment variable holding the HMAC
     secret (the secret itself never appears in config, logs or reprs)."""
 
-    name: str = Field(min_length=1, max_length=200)
-    type: ReceiverType
-    url: str = Field(min_length=1)
-    secret_env: str | None = None
+    name: str = Field(
+        min_length=1, max_length=200, description="Receiver name, referred to by rules."
+    )
+    type: ReceiverType = Field(description="`webhook`, `slack`, `pagerduty` or `alertmanager`.")
+    url: str = Field(
+        min_length=1,
+        description=(
+            "Where requests go (`http://` or `https://`; `alertmanager`: "
+            "`/api/v2/alerts` is appended)."
+        ),
+    )
+    secret_env: str | None = Field(
+        default=None,
+        description="Environment variable holding the HMAC secret that signs requests.",
+    )
     # PagerDuty: environment variable holding the integration (routing) key.
-    routing_key_env: str | None = None
-    timeout_s: float = Field(default=10.0, gt=0, le=120)
+    routing_key_env: str | None = Field(
+        default=None, description="PagerDuty: environment variable holding the routing key."
+    )
+    timeout_s: float = Field(
+        default=10.0, gt=0, le=120, description="Timeout of one request (seconds)."
+    )
     # Alertmanager push: firing alerts are sent with endsAt this far ahead (re-pushed on repeat).
-    ends_at_horizon: Duration = timedelta(hours=8)
+    ends_at_horizon: Duration = Field(
+        default=timedelta(hours=8),
+        description="Alertmanager push: firing alerts are sent with `endsAt` this far ahead.",
+    )
 
     @field_validator("url")
     @classmethod
@@ -177,27 +251,57 @@ class ReceiverConfig(StrictModel):
 class DeliveryConfig(StrictModel):
     """Retry policy of the outbox delivery worker."""
 
-    max_attempts: int = Field(default=12, ge=1, le=1000)
-    max_age: Duration = timedelta(hours=24)
-    backoff_initial: Duration = timedelta(seconds=5)
-    backoff_max: Duration = timedelta(minutes=10)
+    max_attempts: int = Field(
+        default=12, ge=1, le=1000, description="Attempts before a notification is `dead`."
+    )
+    max_age: Duration = Field(
+        default=timedelta(hours=24), description="A notification older than this is `dead`."
+    )
+    backoff_initial: Duration = Field(
+        default=timedelta(seconds=5),
+        description="Wait before the first retry, doubled per attempt with jitter.",
+    )
+    backoff_max: Duration = Field(
+        default=timedelta(minutes=10), description="The longest wait between retries."
+    )
     # A claimed row whose worker died is claimable again after this long.
-    lease: Duration = timedelta(seconds=60)
-    batch_size: int = Field(default=50, ge=1, le=1000)
+    lease: Duration = Field(
+        default=timedelta(seconds=60),
+        description="A claimed row whose worker died is claimable again after this long.",
+    )
+    batch_size: int = Field(
+        default=50, ge=1, le=1000, description="Rows claimed per pass (at most one per group)."
+    )
     # Requests of one batch in flight at once (a batch holds at most one row per group).
-    concurrency: int = Field(default=8, ge=1, le=64)
-    poll_interval: Duration = timedelta(seconds=2)
+    concurrency: int = Field(
+        default=8, ge=1, le=64, description="Requests of one batch in flight at once."
+    )
+    poll_interval: Duration = Field(
+        default=timedelta(seconds=2), description="How often the worker looks for due rows."
+    )
 
 
 class AlertsConfig(StrictModel):
     """The `alerts:` section."""
 
-    external_url: str = "http://localhost:8080"
-    grouping: GroupingConfig = Field(default_factory=GroupingConfig)
-    rules: list[RuleConfig] = Field(default_factory=list)
-    inhibit_rules: list[InhibitRuleConfig] = Field(default_factory=list)
-    receivers: list[ReceiverConfig] = Field(default_factory=list)
-    delivery: DeliveryConfig = Field(default_factory=DeliveryConfig)
+    external_url: str = Field(
+        default="http://localhost:8080",
+        description="Base of `generatorURL` and `externalURL` in payloads.",
+    )
+    grouping: GroupingConfig = Field(
+        default_factory=GroupingConfig,
+        description="Default grouping of every rule (Alertmanager's defaults).",
+    )
+    rules: list[RuleConfig] = Field(default_factory=list, description="Alerting rules.")
+    inhibit_rules: list[InhibitRuleConfig] = Field(
+        default_factory=list, description="Rules that mute alerts while others fire."
+    )
+    receivers: list[ReceiverConfig] = Field(
+        default_factory=list, description="Where notifications go."
+    )
+    delivery: DeliveryConfig = Field(
+        default_factory=DeliveryConfig, description="Retry policy of the outbox delivery worker."
+    )
 
     @model_validator(mode="after")
     def _references(self) -> AlertsConfig:

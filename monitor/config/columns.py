@@ -14,8 +14,12 @@ class ColumnsConfig(StrictModel):
     (label and prediction drift). Command-line flags override these per key; `--exclude` adds.
     """
 
-    exclude: list[str] = Field(default_factory=list)
-    id: str | None = None
-    target: str | None = None
-    prediction: str | None = None
-    timestamp: str | None = None
+    exclude: list[str] = Field(
+        default_factory=list, description="Columns never compared (`--exclude` adds to these)."
+    )
+    id: str | None = Field(default=None, description="Row id column: never compared.")
+    target: str | None = Field(default=None, description="Label column: compared (target drift).")
+    prediction: str | None = Field(
+        default=None, description="Prediction column: compared (prediction drift)."
+    )
+    timestamp: str | None = Field(default=None, description="Timestamp column: never compared.")

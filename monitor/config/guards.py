@@ -14,45 +14,118 @@ from monitor.config._durations import Duration
 class GatePolicyConfig(StrictModel):
     """Overrides of one preset's thresholds; unset keys keep the preset's value."""
 
-    atol: float | None = Field(default=None, ge=0)
-    rtol: float | None = Field(default=None, ge=0)
-    max_mismatch_fraction: float | None = Field(default=None, ge=0, le=1)
-    max_abs: float | None = Field(default=None, ge=0)
-    max_flip_rate: float | None = Field(default=None, ge=0, le=1)
-    max_slice_flip_rate: float | None = Field(default=None, ge=0, le=1)
-    max_metric_drop: float | None = Field(default=None, ge=0)
-    max_slice_metric_drop: float | None = Field(default=None, ge=0)
-    min_topk_overlap: float | None = Field(default=None, ge=0, le=1)
-    top_k: int | None = Field(default=None, ge=1)
-    decision_threshold: float | None = Field(default=None, ge=0, le=1)
-    latency_budget_ms: float | None = Field(default=None, gt=0)
-    max_latency_ratio: float | None = Field(default=None, gt=0)
-    min_slice_rows: int | None = Field(default=None, ge=1)
-    confidence: float | None = Field(default=None, gt=0.5, lt=1)
-    localize_tolerance: float | None = Field(default=None, gt=0)
+    atol: float | None = Field(
+        default=None,
+        ge=0,
+        description=(
+            "Absolute tolerance of the elementwise comparison `|c - r| <= atol + rtol * |r|`."
+        ),
+    )
+    rtol: float | None = Field(
+        default=None, ge=0, description="Relative tolerance of the elementwise comparison."
+    )
+    max_mismatch_fraction: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="Largest share of elements outside the tolerance (`allclose`).",
+    )
+    max_abs: float | None = Field(
+        default=None,
+        ge=0,
+        description="Largest absolute difference of any output element (`max_abs`).",
+    )
+    max_flip_rate: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="Largest share of rows whose top-1 class or decision flips, overall.",
+    )
+    max_slice_flip_rate: float | None = Field(
+        default=None, ge=0, le=1, description="Largest flip rate in any slice."
+    )
+    max_metric_drop: float | None = Field(
+        default=None,
+        ge=0,
+        description="Largest task-metric drop overall (points; percent for error metrics).",
+    )
+    max_slice_metric_drop: float | None = Field(
+        default=None, ge=0, description="Largest task-metric drop in any slice."
+    )
+    min_topk_overlap: float | None = Field(
+        default=None, ge=0, le=1, description="Smallest mean overlap of the top-k classes."
+    )
+    top_k: int | None = Field(default=None, ge=1, description="k of the top-k overlap.")
+    decision_threshold: float | None = Field(
+        default=None, ge=0, le=1, description="Score at which a binary output's decision flips."
+    )
+    latency_budget_ms: float | None = Field(
+        default=None,
+        gt=0,
+        description="Candidate p95 latency at the largest timed batch size at most this.",
+    )
+    max_latency_ratio: float | None = Field(
+        default=None, gt=0, description="Candidate p95 / reference p95 at most this."
+    )
+    min_slice_rows: int | None = Field(
+        default=None,
+        ge=1,
+        description="A criterion on fewer rows is `inconclusive` unless its breach is certain.",
+    )
+    confidence: float | None = Field(
+        default=None,
+        gt=0.5,
+        lt=1,
+        description="Confidence with which a small slice's breach must be shown to fail.",
+    )
+    localize_tolerance: float | None = Field(
+        default=None,
+        gt=0,
+        description="Relative error past which layer localisation calls a tensor divergent.",
+    )
 
 
 class GoldenSetConfig(StrictModel):
     """A golden set for gate runs started over HTTP (`POST /v1/guard/.../run`); requests name
     it, and the daemon alone knows its path."""
 
-    path: str = Field(min_length=1)
-    preset: Literal["fp32", "fp16", "int8"] = "fp32"
-    label_column: str | None = None
-    id_column: str | None = None
-    slice_by: list[str] = Field(default_factory=list)
-    features: list[str] | None = None
-    output: str | None = None
+    path: str = Field(min_length=1, description="The golden set's file on the daemon's host.")
+    preset: Literal["fp32", "fp16", "int8"] = Field(
+        default="fp32", description="Gate preset: `fp32`, `fp16` or `int8`."
+    )
+    label_column: str | None = Field(default=None, description="Label column for task metrics.")
+    id_column: str | None = Field(default=None, description="Row id column (named in worst rows).")
+    slice_by: list[str] = Field(
+        default_factory=list, description="Columns whose values are gated as slices."
+    )
+    features: list[str] | None = Field(
+        default=None,
+        description="Feature columns in input order; null: every other column, in file order.",
+    )
+    output: str | None = Field(
+        default=None,
+        description=(
+            "The model output task criteria use; null: the first class-score "
+            "output, else the first."
+        ),
+    )
 
 
 class LocalizeConfig(StrictModel):
     """Layer localisation in `modelwatch gate` (`--localize` runs it on any verdict)."""
 
     # Run it by itself when the verdict is fail.
-    on_fail: bool = True
+    on_fail: bool = Field(
+        default=True, description="Run layer localisation by itself when the verdict is `fail`."
+    )
     # Stop replaying rows once this much time is spent (at least one batch always runs).
-    budget: Duration = Field(default=timedelta(seconds=30))
-    max_rows: int = Field(default=2048, ge=1)
+    budget: Duration = Field(
+        default=timedelta(seconds=30),
+        description="Stop replaying rows once this much time is spent (one batch always runs).",
+    )
+    max_rows: int = Field(
+        default=2048, ge=1, description="Golden rows replayed, the failing slice's first."
+    )
 
     @field_validator("budget")
     @classmethod
@@ -65,12 +138,33 @@ class LocalizeConfig(StrictModel):
 class GuardsConfig(StrictModel):
     """The gate's runtime settings and per-preset threshold overrides."""
 
-    presets: dict[Literal["fp32", "fp16", "int8"], GatePolicyConfig] = Field(default_factory=dict)
+    presets: dict[Literal["fp32", "fp16", "int8"], GatePolicyConfig] = Field(
+        default_factory=dict, description="Per-preset overrides of any policy field."
+    )
     # Explicit execution providers; empty = TensorRT, CUDA (when a GPU is usable), then CPU.
-    providers: list[str] = Field(default_factory=list)
-    batch_size: int = Field(default=4096, ge=1)
-    latency_batch_sizes: list[int] = Field(default_factory=lambda: [1, 64])
-    intra_op_threads: int = Field(default=0, ge=0)
+    providers: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Explicit ONNX Runtime execution providers; empty: TensorRT, CUDA "
+            "(when a GPU is usable), then CPU."
+        ),
+    )
+    batch_size: int = Field(
+        default=4096, ge=1, description="Rows per inference call when replaying the golden set."
+    )
+    latency_batch_sizes: list[int] = Field(
+        default_factory=lambda: [1, 64],
+        description="Batch sizes timed (p50/p95/p99, rows/s); `--batch-size` overrides.",
+    )
+    intra_op_threads: int = Field(
+        default=0,
+        ge=0,
+        description="ONNX Runtime intra-op threads for both models; 0: its default.",
+    )
     # Golden sets by name; a gate run request names one (default: the model's name).
-    golden_sets: dict[str, GoldenSetConfig] = Field(default_factory=dict)
-    localize: LocalizeConfig = Field(default_factory=LocalizeConfig)
+    golden_sets: dict[str, GoldenSetConfig] = Field(
+        default_factory=dict, description="Golden sets by name, for gate runs over HTTP."
+    )
+    localize: LocalizeConfig = Field(
+        default_factory=LocalizeConfig, description="Layer localisation in `modelwatch gate`."
+    )

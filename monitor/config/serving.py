@@ -13,38 +13,119 @@ from monitor.config._names import DriftMethod
 class CostConfig(StrictModel):
     """Cost per 1,000 predictions: `hourly_price × replicas / (requests per hour / 1000)`."""
 
-    hourly_price: float = Field(gt=0, allow_inf_nan=False)
-    replicas: int = Field(default=1, ge=1)
+    hourly_price: float = Field(
+        gt=0, allow_inf_nan=False, description="Price of one replica per hour (dollars)."
+    )
+    replicas: int = Field(default=1, ge=1, description="Replicas serving the model.")
     # The SLO: cost per 1,000 predictions at most this (None: reported without a verdict).
-    max: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    max: float | None = Field(
+        default=None,
+        gt=0,
+        allow_inf_nan=False,
+        description=(
+            "The objective: cost per 1,000 predictions at most this; null: "
+            "reported without a verdict."
+        ),
+    )
 
 
 class SloConfig(StrictModel):
     """Serving objectives of a model; percentiles, never averages, decide latency."""
 
-    latency_p95_ms: float | None = Field(default=None, gt=0, allow_inf_nan=False)
-    latency_p99_ms: float | None = Field(default=None, gt=0, allow_inf_nan=False)
-    error_rate: float | None = Field(default=None, ge=0, le=1, allow_inf_nan=False)
-    min_rps: float | None = Field(default=None, gt=0, allow_inf_nan=False)
-    cost_per_1k: CostConfig | None = None
+    latency_p95_ms: float | None = Field(
+        default=None,
+        gt=0,
+        allow_inf_nan=False,
+        description="95th percentile of `latency_ms` at most this (milliseconds).",
+    )
+    latency_p99_ms: float | None = Field(
+        default=None,
+        gt=0,
+        allow_inf_nan=False,
+        description="99th percentile of `latency_ms` at most this (milliseconds).",
+    )
+    error_rate: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        allow_inf_nan=False,
+        description="Errored requests / all requests at most this.",
+    )
+    min_rps: float | None = Field(
+        default=None,
+        gt=0,
+        allow_inf_nan=False,
+        description=(
+            "Requests per second over the part of the window that has passed, at least this."
+        ),
+    )
+    cost_per_1k: CostConfig | None = Field(
+        default=None, description="Dollars per 1,000 predictions at the window's request rate."
+    )
     # Fewer requests in a window (and slice) than this: `insufficient_data`.
-    min_events: int = Field(default=100, ge=1)
+    min_events: int = Field(
+        default=100,
+        ge=1,
+        description=(
+            "Fewer requests in a window (and slice): `insufficient_data` for "
+            "latency and error rate."
+        ),
+    )
 
 
 class CanaryConfig(StrictModel):
     """How a canary version's live traffic is judged against the stable version's."""
 
     # Distribution distance of predictions and features (on the stable version's specs).
-    method: DriftMethod = "psi"
-    threshold: float = Field(default=0.1, gt=0, allow_inf_nan=False)
+    method: DriftMethod = Field(
+        default="psi",
+        description=(
+            "Distribution distance of predictions and features, on the stable version's specs."
+        ),
+    )
+    threshold: float = Field(
+        default=0.1,
+        gt=0,
+        allow_inf_nan=False,
+        description="A distance above this (and p < `drift.alpha`) fails.",
+    )
     # Canary latency p95/p99 may be at most this many times the stable version's.
-    latency_ratio: float = Field(default=1.2, ge=1, allow_inf_nan=False)
+    latency_ratio: float = Field(
+        default=1.2,
+        ge=1,
+        allow_inf_nan=False,
+        description="Canary p95/p99 latency may be at most this many times the stable version's.",
+    )
     # Significance of the one-sided two-proportion test of the error rates.
-    alpha: float = Field(default=0.01, gt=0, lt=1)
+    alpha: float = Field(
+        default=0.01,
+        gt=0,
+        lt=1,
+        description="Significance of the one-sided two-proportion test of the error rates.",
+    )
     # Minimum evidence per criterion, each version: events (and latency samples), labels.
-    min_events: int = Field(default=100, ge=1)
-    min_labels: int = Field(default=100, ge=1)
+    min_events: int = Field(
+        default=100,
+        ge=1,
+        description=(
+            "Events per version and criterion needed for a verdict, else `insufficient_data`."
+        ),
+    )
+    min_labels: int = Field(
+        default=100, ge=1, description="Labels per version needed for the outcome criteria."
+    )
     # The largest outcome-metric drop (canary below stable) that still passes.
-    metric_tolerance: float = Field(default=0.02, ge=0, allow_inf_nan=False)
+    metric_tolerance: float = Field(
+        default=0.02,
+        ge=0,
+        allow_inf_nan=False,
+        description="The largest outcome-metric drop (canary below stable) that still passes.",
+    )
     # `rollback`: a failed canary that is the active version moves `active` back to the stable.
-    action: Literal["notify", "rollback"] = "notify"
+    action: Literal["notify", "rollback"] = Field(
+        default="notify",
+        description=(
+            "`rollback`: a failed canary that is the active version moves "
+            "`active` back to the stable one."
+        ),
+    )

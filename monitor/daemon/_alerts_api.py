@@ -108,8 +108,10 @@ AlertStateName = Literal["pending", "firing", "resolved"]
 )  # fmt: skip
 def list_alerts(
     request: Request,
-    state: AlertStateName | None = None,
-    rule: Annotated[str | None, Query(max_length=200)] = None,
+    state: Annotated[AlertStateName | None, Query(description="Only alerts in this state.")] = None,
+    rule: Annotated[
+        str | None, Query(max_length=200, description="Only this rule's alerts.")
+    ] = None,
     cursor: Cursor = None,
     limit: Limit = 500,
 ) -> AlertList:
@@ -170,7 +172,7 @@ def create_silence(body: SilenceRequest, request: Request) -> SilenceOut:
 )  # fmt: skip
 def get_silences(
     request: Request,
-    include_expired: bool = Query(False, alias="all"),
+    include_expired: bool = Query(False, alias="all", description="Also expired silences."),
     cursor: Cursor = None,
     limit: Limit = 500,
 ) -> SilenceList:

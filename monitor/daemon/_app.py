@@ -16,7 +16,7 @@ from dashboards.metrics import http_request_histogram
 from migrations import schema_state
 from monitor._version import __version__
 from monitor.daemon._alerts_api import router as alerts_router
-from monitor.daemon._auth import TokenStore, requires
+from monitor.daemon._auth import TokenStore, declare_scopes, requires
 from monitor.daemon._common import DaemonState, error_name, errors
 from monitor.daemon._dead_letters_api import router as dead_letters_router
 from monitor.daemon._docs import install_docs
@@ -199,7 +199,9 @@ def create_app(state: DaemonState) -> FastAPI:
         canary_router,
         slo_router,
     )
+    declare_scopes(app)
     for router in routers:
+        declare_scopes(router)
         app.include_router(router, prefix="/v1")
     app.add_middleware(BodyLimitMiddleware, max_bytes=state.config.api.max_body_bytes)
     histogram = http_request_histogram(state.registry)

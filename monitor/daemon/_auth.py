@@ -7,12 +7,16 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import HTTPException, Request, Security
+from fastapi import FastAPI, HTTPException, Request, Security
+from fastapi.routing import APIRoute, APIRouter
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from monitor.config import TokenConfig
 
 ADMIN = "admin"
+# The OpenAPI extension naming the scope an operation demands (read, ingest, admin).
+SCOPE_KEY = "x-scope"
+_SCOPE_ATTR = "modelwatch_scope"
 
 # Declares the bearer scheme in the OpenAPI spec (Swagger UI's "Authorize" button); the check
 # itself is `authenticate`, so the 401 body and challenge stay ours.
@@ -95,4 +99,19 @@ def requires(scope: str) -> Callable[..., Awaitable[Principal]]:
         store: TokenStore = request.app.state.tokens
         return authenticate(store, request, scope)
 
+    setattr(dependency, _SCOPE_ATTR, scope)  # read back by `declare_scopes`
     return dependency
+
+
+def declare_scopes(app: FastAPI | APIRouter) -> None:
+    """Name each route's scope in the OpenAPI document (`x-scope`), as `requires` demands it.
+
+    Routes that check their token themselves (the ingest fast path, Flagger's webhook) declare
+    `x-scope` in their own `openapi_extra`."""
+    for route in app.routes:
+        if not isinstance(route, APIRoute):
+            continue
+        for dependency in route.dependant.dependencies:
+            scope = getattr(dependency.call, _SCOPE_ATTR, None)
+            if isinstance(scope, str):
+                route.openapi_extra = {**(route.openapi_extra or {}), SCOPE_KEY: scope}

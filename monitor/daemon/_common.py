@@ -40,7 +40,7 @@ class FieldError(BaseModel):
     message: str
 
 
-# The one vocabulary of `error` names, by HTTP status (README "Errors").
+# The one vocabulary of `error` names, by HTTP status (docs/concepts/http-api.md).
 ERROR_NAMES: dict[int, str] = {
     400: "bad_request",
     401: "unauthorized",

@@ -136,8 +136,12 @@ def _result(engine: Engine, accepted: Accepted) -> IngestResult:
 )  # fmt: skip
 def list_request_dead_letters(
     request: Request,
-    idempotency_key: Annotated[str, Query(min_length=1, max_length=200)],
-    endpoint: Literal["events", "labels"] = "events",
+    idempotency_key: Annotated[
+        str, Query(min_length=1, max_length=200, description="The key the request was posted with.")
+    ],
+    endpoint: Annotated[
+        Literal["events", "labels"], Query(description="Which endpoint the request was posted to.")
+    ] = "events",
     cursor: Cursor = None,
     limit: Limit = 500,
 ) -> DeadLetterList:

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
 
 from monitor.config import parse_duration
-from monitor.daemon._auth import authenticate_token, bearer, requires
+from monitor.daemon._auth import SCOPE_KEY, authenticate_token, bearer, requires
 from monitor.daemon._common import daemon, errors
 from monitor.errors import InputError, NotFoundError
 from monitor.storage import GateRun, transaction, utcnow
@@ -179,7 +179,7 @@ class FlaggerWebhook(BaseModel):
     "/flagger/gate",
     response_model=GateVerdict,
     responses={**errors(404, 422), **_VERDICT_DOC},
-    openapi_extra={"security": [{"bearer": []}]},
+    openapi_extra={"security": [{"bearer": []}], SCOPE_KEY: "read"},
 )
 def flagger_gate(body: FlaggerWebhook, request: Request) -> JSONResponse:
     """Flagger webhook: 200 promotes (a fresh pass), 409 or 404 halts the canary."""

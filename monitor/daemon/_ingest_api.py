@@ -29,7 +29,7 @@ from collectors import (
     check_idempotency_key,
     check_request,
 )
-from monitor.daemon._auth import authenticate, requires
+from monitor.daemon._auth import SCOPE_KEY, authenticate, requires
 from monitor.daemon._common import ApiModel, ErrorBody, errors
 from monitor.daemon._dead_letters_api import (
     MAX_WAIT_S,
@@ -217,6 +217,7 @@ def _wait_of(request: Request) -> float | None:
         "requestBody": _events_body_doc(),
         "parameters": _events_parameters(),
         "security": [{"bearer": []}],
+        SCOPE_KEY: "ingest",
     },
 )
 async def post_events(request: Request) -> Response:

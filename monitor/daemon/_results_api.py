@@ -151,7 +151,9 @@ SliceText = Annotated[
 
 
 def _filters(
-    version: Annotated[str | None, Query(max_length=100)] = None,
+    version: Annotated[
+        str | None, Query(max_length=100, description="Only this model version.")
+    ] = None,
     window_start: Annotated[
         datetime | None, Query(description="Exactly this window (RFC 3339).")
     ] = None,
@@ -254,9 +256,13 @@ def model_drift(
     model: str,
     request: Request,
     filters: Annotated[Filters, Depends(_filters)],
-    column: Annotated[str | None, Query(max_length=200)] = None,
-    method: Annotated[str | None, Query(max_length=50)] = None,
-    status: DriftStatus | None = None,
+    column: Annotated[str | None, Query(max_length=200, description="Only this column.")] = None,
+    method: Annotated[
+        str | None, Query(max_length=50, description="Only this drift method (a registered one).")
+    ] = None,
+    status: Annotated[
+        DriftStatus | None, Query(description="Only results with this status.")
+    ] = None,
 ) -> DriftList:
     """Drift results of the newest window (or the windows asked for), per column and slice."""
     _check_name("method", method, "drift method", detector_names())
@@ -282,8 +288,12 @@ def model_metrics(
     model: str,
     request: Request,
     filters: Annotated[Filters, Depends(_filters)],
-    metric: Annotated[str | None, Query(max_length=50)] = None,
-    status: MetricStatus | None = None,
+    metric: Annotated[
+        str | None, Query(max_length=50, description="Only this metric (one the kind has).")
+    ] = None,
+    status: Annotated[
+        MetricStatus | None, Query(description="Only results with this status.")
+    ] = None,
     kind: Annotated[MetricKind, Query(description=KIND_HELP)] = "realized",
 ) -> MetricList:
     """Outcome metrics (realized, estimated or both) of the newest window (or the windows

@@ -46,7 +46,7 @@ def list_slo(
     model: str,
     request: Request,
     since: str | None = Query(None, max_length=64, description="`1d` (default) or RFC 3339."),
-    version: str | None = Query(None, max_length=100),
+    version: str | None = Query(None, max_length=100, description="Only this model version."),
 ) -> SloList:
     """The model's `slo` objectives per window and slice since `since`, newest first."""
     state = daemon(request)

@@ -60,7 +60,7 @@ def test_collect_until_caught_up_then_status(
     )
     assert src["lag"] == 0
     assert status["models"] == [{"name": "fraud", "version": "1", "events": 500, "windows": 1}]
-    # The table a person reads has the same counters, labels included (README's columns).
+    # The table a person reads has the same counters, labels included (docs/reference/cli.md).
     table = run_cli("status", "--config", str(cfg)).stdout.splitlines()
     assert table[0].split() == ["source", "type", "events", "labels", "dead", "late", "lag"]
     row = table[1].split()

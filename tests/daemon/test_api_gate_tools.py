@@ -1,5 +1,5 @@
 """The gate verdict as Argo Rollouts and Flagger read it: the requests they send, the status
-codes and the jsonPath fields the README's analysis template and canary webhook use."""
+codes and the jsonPath fields the analysis template and webhooks of docs/how-to/canary.md use."""
 
 from __future__ import annotations
 

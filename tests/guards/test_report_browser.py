@@ -1,7 +1,7 @@
 """The drift, gate and skew HTML reports in headless Chromium: screenshots, no console output.
 
 Debian's `chromium` must be installed (`./dev test` installs it); the test fails without it.
-`MODELWATCH_UPDATE_SCREENSHOTS=1` also copies the screenshots to docs/img/ for the README.
+`MODELWATCH_UPDATE_SCREENSHOTS=1` also copies the screenshots to docs/img/ for the docs and README.
 """
 
 from __future__ import annotations
