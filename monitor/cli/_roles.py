@@ -46,25 +46,6 @@ class ColumnRoles:
         return (*self.exclude, *(c for c in roles if c))
 
 
-def role_options(func: F) -> F:
-    """Add --exclude, --id-column, --target, --prediction and --timestamp to a command."""
-    options = [
-        click.option("--timestamp", "timestamp_column", metavar="COL", help="Timestamp column "
-                     "(not compared)."),
-        click.option("--prediction", "prediction_column", metavar="COL",
-                     help="Model prediction column (compared: prediction drift)."),
-        click.option("--target", "target_column", metavar="COL",
-                     help="Label column (compared: target drift)."),
-        click.option("--id-column", "id_column", metavar="COL", help="Row id column (not "
-                     "compared)."),
-        click.option("--exclude", multiple=True, metavar="C,...", help="Columns not to compare "
-                     "(repeatable)."),
-    ]  # fmt: skip
-    for option in options:
-        func = option(func)
-    return func
-
-
 def roles_from(opts: dict[str, Any], model: str | None = None) -> ColumnRoles:
     """The roles on the command line (see `role_options`) over those of `model` in the file
     given by --config (`models[].columns`): a flag wins, --exclude adds to the config's."""
