@@ -166,7 +166,14 @@ def test_dry_commands_load_only_what_they_need(config_file: Path, tmp_path: Path
     assert not modules & {*never, "scipy", "pandas", "pyarrow"}
     code, modules, err = _dry("drift", "missing.parquet", "missing.csv", cwd=tmp_path)
     assert (code, err) == (2, "modelwatch: error: missing.parquet: file not found\n")
-    assert not modules & {*never, "scipy", "alembic", "sqlalchemy"}
+    assert not modules & {*never, "scipy", "pandas", "pyarrow", "alembic", "sqlalchemy"}
+    rows = "x,c\n" + "".join(f"{i % 50},{'ab'[i % 2]}\n" for i in range(200))
+    for name in ("ref.csv", "cur.csv"):
+        (tmp_path / name).write_text(rows, encoding="utf-8")
+    code, modules, err = _dry("drift", "ref.csv", "cur.csv", "--json", "out.json", cwd=tmp_path)
+    assert code == 0, err
+    # Two files compared: no database, config models, progress bars (no terminal) or HTTP.
+    assert not modules & {*never, "alembic", "sqlalchemy", "pydantic", "yaml", "rich", "httpx"}
     code, modules, err = _dry("serve", "--config", str(config_file), cwd=tmp_path)
     assert code == 2 and "MW_TEST_CLI_UNSET_TOKEN" in err
     assert not modules & {*never, "onnx", "scipy", "pandas", "pyarrow"}
