@@ -27,6 +27,7 @@ LAZY_ROOT = ROOT / "monitor" / "cli"
 HEAVY_OPTIONAL = {
     "evidently": "~4 s to import; only `drift --evidently-html` uses it",
     "onnxruntime": "loads the CUDA/TensorRT providers; only gate runs and the demo use it",
+    "onnx": "~0.8 s (ml_dtypes); only localisation reads graphs, yet `serve` loads guards",
     "confluent_kafka": "optional extra (modelwatch[confluent]); only `client: confluent-kafka`",
     "pyspark": "optional extra (modelwatch[spark]); only `baseline create --engine spark`",
     "pandas": "~0.3 s; the daemon's window jobs and most commands never build a frame",
