@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.stats import spearmanr
 
 from monitor.detectors import DriftResult
 from monitor.profiles import OVERALL, parse_slice_key, slice_key
@@ -162,6 +161,8 @@ def _rank(reference: ReferenceSums, current: Mapping[str, tuple[int, float]], mi
     enough = len(common) >= 2 and min(n0, n1) >= min_n
     value = None
     if enough:
+        from scipy.stats import spearmanr
+
         ref = [reference[f][1] / reference[f][0] for f in common]
         cur = [current[f][1] / current[f][0] for f in common]
         rho = float(spearmanr(ref, cur).statistic)

@@ -31,10 +31,11 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
+from monitor._documents import computed_document, with_slice
 from monitor._slo_result import SloResult
 from monitor.detectors import DriftResult
 from monitor.errors import InputError
-from monitor.profiles import key_of, parse_slice_key
+from monitor.profiles import key_of
 from monitor.storage import (
     Base,
     DriftPeriodResultRow,
@@ -67,19 +68,13 @@ def result_document(
 ) -> dict[str, Any]:
     """The one document of a result: a computed one (DriftResult, OutcomeResult, SloResult)
     or its stored row, every field by name, with the slice as `slice` (None for the whole
-    window; a stored slice key is parsed). The API routes, the drift JSON report and the
-    store functions all go through it, so a new field appears everywhere by itself."""
-    doc: dict[str, Any]
+    window; a stored slice key is parsed). The API routes, the drift JSON report (through
+    `computed_document`, its computed half) and the store functions all go through it, so a
+    new field appears everywhere by itself."""
     if isinstance(result, Base):
         columns = sa_inspect(type(result)).column_attrs
-        doc = {c.key: getattr(result, c.key) for c in columns}
-    elif isinstance(result, DriftResult):
-        doc = result.to_dict()  # the drift report's key order, and the derived `decided_by`
-    else:
-        doc = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
-    if "slice_key" in doc:
-        doc["slice"] = parse_slice_key(doc.pop("slice_key"))
-    return doc
+        return with_slice({c.key: getattr(result, c.key) for c in columns})
+    return computed_document(result)
 
 
 def store_drift_results(

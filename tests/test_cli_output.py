@@ -1,5 +1,5 @@
 """The report flags (`--json/--html/--markdown PATH`) read the same on every command that has
-them: one decorator (monitor/cli/_output.py) defines them."""
+them: one decorator (monitor/cli/_options.py) defines them."""
 
 from __future__ import annotations
 

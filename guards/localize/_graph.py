@@ -17,8 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import onnx
-import onnx.numpy_helper as nh
 
 from monitor.errors import InputError
 
@@ -79,6 +77,8 @@ def plan(reference: Path, candidate: Path) -> Plan:
 
 
 def _load(path: Path) -> Any:
+    import onnx
+
     try:
         return onnx.load(str(path))
     except Exception as exc:  # protobuf and onnx raise untyped errors on unreadable files
@@ -146,6 +146,8 @@ def _dequantized(graph: Any) -> dict[str, str]:
 
 def _non_float(model: Any) -> set[str]:
     """Tensors shape inference types as non-float (labels, shapes) or non-tensor (ZipMap)."""
+    import onnx
+
     try:
         inferred = onnx.shape_inference.infer_shapes(model)
     except Exception:  # inference is best effort; unknown types are filtered after the run
@@ -163,6 +165,8 @@ def _non_float(model: Any) -> set[str]:
 
 def _calibrated(graph: Any) -> dict[str, tuple[float, float]]:
     """DequantizeLinear output -> the float range its per-tensor scale and zero point cover."""
+    import onnx.numpy_helper as nh
+
     inits = {i.name: nh.to_array(i) for i in graph.initializer}
     quantize = {n.output[0]: n for n in graph.node if n.op_type == "QuantizeLinear"}
     out: dict[str, tuple[float, float]] = {}
@@ -190,6 +194,8 @@ def _has_float16(model: Any) -> bool:
 
 def _expose(model: Any, names: list[str], path: Path) -> bytes:
     """The model, serialized, with `names` added as graph outputs (types left to the runtime)."""
+    import onnx
+
     have = {o.name for o in model.graph.output}
     model.graph.output.extend(onnx.ValueInfoProto(name=n) for n in names if n not in have)
     try:

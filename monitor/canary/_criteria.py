@@ -12,8 +12,6 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from scipy.stats import norm
-
 from monitor.canary._evidence import Evidence
 from monitor.config import ModelConfig
 from monitor.detectors import compare, get_detector, rebin
@@ -111,11 +109,13 @@ def error_rate(stable: Evidence, canary: Evidence, cfg: ModelConfig) -> CanaryCr
 
 def _two_proportion_p(x1: int, n1: int, x0: int, n0: int) -> float:
     """P-value that p1 > p0 (one-sided, pooled z); 1.0 when neither version errs."""
+    from scipy.special import ndtr  # = scipy.stats.norm.cdf, without scipy.stats' ~0.8 s import
+
     pooled = (x1 + x0) / (n1 + n0)
     se = math.sqrt(pooled * (1 - pooled) * (1 / n1 + 1 / n0))
     if se == 0:
         return 1.0
-    return float(norm.sf((x1 / n1 - x0 / n0) / se))
+    return float(ndtr(-(x1 / n1 - x0 / n0) / se))
 
 
 def outcomes(stable: Evidence, canary: Evidence, cfg: ModelConfig) -> list[CanaryCriterion]:

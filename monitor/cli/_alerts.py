@@ -7,25 +7,16 @@ import signal
 import threading
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import httpx
-from sqlalchemy import select
 
-from alerts.delivery import DeliveryWorker
-from alerts.silences import add_silence, expire_silence, list_silences
-from migrations import prepare_for_writes, require_head
-from monitor.cli._common import (
-    database_options,
-    engine_from_options,
-    load_checked_config,
-    resolve_database_url,
-)
+from monitor.cli._options import database_options
 from monitor.cli._table import echo_table
-from monitor.config import parse_duration
 from monitor.errors import InputError
-from monitor.storage import AlertNotification, AlertState, make_engine, transaction, utcnow
+
+if TYPE_CHECKING:
+    from monitor.storage import AlertNotification, AlertState
 
 
 def _echo_json(data: Any) -> None:
@@ -45,6 +36,12 @@ def list_cmd(
     database_url: str | None, config_path: Path | None, as_json: bool, outbox: bool
 ) -> None:
     """Current alert states (or the notification outbox), newest change first."""
+    from sqlalchemy import select
+
+    from migrations import require_head
+    from monitor.cli._common import engine_from_options
+    from monitor.storage import AlertNotification, AlertState, transaction
+
     engine = engine_from_options(database_url, config_path)
     require_head(engine)
     with transaction(engine) as session:
@@ -116,6 +113,12 @@ def _outbox_row(r: AlertNotification) -> dict[str, Any]:
 @click.option("--once", is_flag=True, help="Deliver what is due now, then exit.")
 def deliver_cmd(config_path: Path, database_url: str | None, once: bool) -> None:
     """Run the outbox delivery worker until interrupted (SIGTERM/SIGINT stop it cleanly)."""
+    import httpx
+
+    from alerts.delivery import DeliveryWorker
+    from migrations import require_head
+    from monitor.cli._common import load_checked_config, resolve_database_url
+    from monitor.storage import make_engine
 
     cfg = load_checked_config(config_path)
     engine = make_engine(resolve_database_url(database_url, config_path))
@@ -149,6 +152,12 @@ def add_cmd(
     config_path: Path | None,
 ) -> None:
     """Silence alerts matching all MATCHERS (name=value, name!=value, name=~regex, name!~regex)."""
+    from alerts.silences import add_silence
+    from migrations import prepare_for_writes
+    from monitor.cli._common import engine_from_options
+    from monitor.config import parse_duration
+    from monitor.storage import transaction, utcnow
+
     try:
         length: timedelta = parse_duration(duration)
     except ValueError as exc:
@@ -170,6 +179,11 @@ def silences_list_cmd(
     database_url: str | None, config_path: Path | None, include_expired: bool, as_json: bool
 ) -> None:
     """Silences that are active (or all with --all)."""
+    from alerts.silences import list_silences
+    from migrations import require_head
+    from monitor.cli._common import engine_from_options
+    from monitor.storage import transaction, utcnow
+
     engine = engine_from_options(database_url, config_path)
     require_head(engine)
     with transaction(engine) as session:
@@ -197,6 +211,11 @@ def silences_list_cmd(
 @database_options
 def expire_cmd(silence_id: int, database_url: str | None, config_path: Path | None) -> None:
     """End silence SILENCE_ID now."""
+    from alerts.silences import expire_silence
+    from migrations import require_head
+    from monitor.cli._common import engine_from_options
+    from monitor.storage import transaction, utcnow
+
     engine = engine_from_options(database_url, config_path)
     require_head(engine)
     with transaction(engine) as session:

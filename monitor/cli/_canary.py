@@ -9,20 +9,17 @@ import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from guards.registry import version_settings
-from migrations import require_head
-from monitor.canary import CanaryReport, analyze_canary, since_of
-from monitor.cli._common import database_options, engine_from_options, load_checked_config
 from monitor.cli._models import settings_text
-from monitor.cli._output import on_stdout, output_options
+from monitor.cli._options import database_options, output_options
 from monitor.cli._table import echo_table
-from monitor.config import Config, ModelConfig
-from monitor.daemon.canary_api import apply_action, model_config
-from monitor.reports import write_text
+
+if TYPE_CHECKING:
+    from monitor.canary import CanaryReport
+    from monitor.config import Config, ModelConfig
 
 EXIT = {"pass": 0, "fail": 1, "inconclusive": 3}
 
@@ -44,6 +41,13 @@ def canary(
     config_path: Path | None,
 ) -> None:
     """Compare CANARY's live windows of MODEL with --baseline's over the same range."""
+    from migrations import require_head
+    from monitor.canary import analyze_canary, since_of
+    from monitor.cli._common import engine_from_options, load_checked_config
+    from monitor.cli._output import on_stdout
+    from monitor.config import Config
+    from monitor.daemon.canary_api import apply_action
+    from monitor.reports import write_text
 
     config = load_checked_config(config_path) if config_path is not None else Config()
     cfg = _model(config, model)
@@ -65,6 +69,8 @@ def canary(
 
 def _model(config: Config, model: str) -> ModelConfig:
     """The configured model, or its defaults when there is no config."""
+    from monitor.config import ModelConfig
+    from monitor.daemon.canary_api import model_config
 
     if not config.models:
         return ModelConfig(name=model)
@@ -73,6 +79,7 @@ def _model(config: Config, model: str) -> ModelConfig:
 
 def _print_settings(engine: Any, report: CanaryReport) -> None:
     """How each version was optimized, where the registry knows."""
+    from guards.registry import version_settings
 
     for role, version in (("canary", report.canary), ("baseline", report.baseline)):
         settings = version_settings(engine, report.model, version)

@@ -9,22 +9,15 @@ import threading
 from datetime import datetime
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from prometheus_client import CollectorRegistry
-from sqlalchemy.engine import Engine
 
-from collectors.runner import RunState, run
-from collectors.status import collect_status
-from dashboards.exposition import serve_metrics
-from dashboards.metrics import ModelwatchMetrics
-from migrations import prepare_for_writes, require_head
-from monitor.cli._common import load_checked_config
-from monitor.config import Config
-from monitor.daemon.metrics import MetricsPublisher
-from monitor.failures import Failure, last_successes, list_failures
-from monitor.storage import make_engine
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+    from monitor.config import Config
+    from monitor.failures import Failure
 
 CONFIG_OPTION = click.option(
     "--config",
@@ -53,6 +46,11 @@ def collect(
     config_path: Path, until_caught_up: bool, verbose: bool, metrics_port: int | None
 ) -> None:
     """Run the configured sources (Kafka, JSONL logs) into window profiles."""
+    from collectors.runner import RunState, run
+    from migrations import prepare_for_writes
+    from monitor.cli._common import load_checked_config
+    from monitor.storage import make_engine
+
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -74,6 +72,11 @@ def collect(
 
 def _serve_metrics(engine: Engine, config: Config, port: int, stop: threading.Event) -> None:
     """Expose /metrics, refreshed from the database every second until `stop`."""
+    from prometheus_client import CollectorRegistry
+
+    from dashboards.exposition import serve_metrics
+    from dashboards.metrics import ModelwatchMetrics
+    from monitor.daemon.metrics import MetricsPublisher
 
     registry = CollectorRegistry()
     publisher = MetricsPublisher(engine, ModelwatchMetrics(registry, config.models))
@@ -95,6 +98,12 @@ def _serve_metrics(engine: Engine, config: Config, port: int, stop: threading.Ev
 def status(config_path: Path, as_json: bool) -> None:
     """Per-source counters (events, labels, dead letters, late, lag), per-model windows, and the
     daemon's jobs: last success, failing items, component restarts."""
+    from collectors.status import collect_status
+    from migrations import require_head
+    from monitor.cli._common import load_checked_config
+    from monitor.failures import last_successes, list_failures
+    from monitor.storage import make_engine
+
     config = load_checked_config(config_path)
     engine = make_engine(config.database_url)
     require_head(engine)

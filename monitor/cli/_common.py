@@ -1,38 +1,15 @@
-"""Options and helpers shared by CLI commands."""
+"""Helpers shared by CLI commands: the database and config they were told to use."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
 
-import click
 from sqlalchemy.engine import Engine
 
 from monitor.config import DEFAULT_DATABASE_URL, Config, load_config
 from monitor.daemon.names import registry_names
 from monitor.storage import make_engine
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def database_options(func: F) -> F:
-    """Add `--database-url` and `--config` to a command."""
-    func = click.option(
-        "--config",
-        "config_path",
-        type=click.Path(dir_okay=False, path_type=Path),
-        help="Config file to read database_url from.",
-    )(func)
-    return click.option(
-        "--database-url",
-        default=None,
-        metavar="URL",
-        help="SQLAlchemy URL (sqlite:///FILE or postgresql://...). "
-        "Default: $MODELWATCH_DATABASE_URL, then the config's database_url, "
-        f"then {DEFAULT_DATABASE_URL}.",
-    )(func)
 
 
 def resolve_database_url(database_url: str | None, config_path: Path | None) -> str:

@@ -13,16 +13,8 @@ from typing import Any
 
 import click
 
-from guards.candidates import compare_candidates, parse_slo
-from guards.gate import GateRequest
-from guards.golden import load_golden
-from guards.policy import preset
-from monitor.cli._common import load_checked_config
-from monitor.cli._output import on_stdout, output_options
-from monitor.cli._progress import progress
+from monitor.cli._options import output_options
 from monitor.cli._table import echo_table
-from monitor.config import Config
-from monitor.reports import write_text
 
 FILE = click.Path(dir_okay=False, path_type=Path)
 
@@ -55,6 +47,10 @@ FILE = click.Path(dir_okay=False, path_type=Path)
 @click.option("--config", "config_path", type=FILE, help="Config (guards: providers, threads).")
 def compare(**opts: Any) -> None:
     """Gate and measure each --candidate against --reference on --golden, side by side."""
+    from guards.candidates import compare_candidates, parse_slo
+    from monitor.cli._output import on_stdout
+    from monitor.cli._progress import progress
+    from monitor.reports import write_text
 
     slo = parse_slo(opts["slo"])
     pairs = _pairs(opts["candidates"], opts["presets"])
@@ -81,6 +77,11 @@ def _pairs(candidates: tuple[Path, ...], presets: tuple[str, ...]) -> list[tuple
 
 
 def _request(opts: dict[str, Any], first: Path) -> Any:
+    from guards.gate import GateRequest
+    from guards.golden import load_golden
+    from guards.policy import preset
+    from monitor.cli._common import load_checked_config
+    from monitor.config import Config
 
     path = opts["config_path"]
     cfg = (load_checked_config(path) if path is not None else Config()).guards

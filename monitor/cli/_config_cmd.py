@@ -7,7 +7,6 @@ from pathlib import Path
 
 import click
 
-from monitor.cli._common import load_checked_config
 from monitor.errors import ConfigError
 
 
@@ -20,6 +19,8 @@ def config() -> None:
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 def check(file: Path) -> None:
     """Validate FILE; exit 2 listing every problem, one per line, with a did-you-mean."""
+    from monitor.cli._common import load_checked_config
+
     try:
         cfg = load_checked_config(file)
     except ConfigError as exc:

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from grafana_client.api import GrafanaApi
 
-from dashboards.datasource import DatasourceSpec, PrometheusDatasource
-from dashboards.export import export
-from dashboards.provision import Provisioner
-from monitor.cli._common import database_options, resolve_database_url
+from monitor.cli._options import database_options
 from monitor.errors import ConfigError
+
+if TYPE_CHECKING:
+    from dashboards.datasource import DatasourceSpec
 
 DEFAULT_TIMEOUT_S = 10.0
 
@@ -25,6 +25,9 @@ def _sql_datasource(
 ) -> DatasourceSpec | None:
     """The PostgreSQL datasource of the SQL set; None (and a note) when the database is not
     PostgreSQL and no --datasource-url was given: then only the Prometheus set applies."""
+    from dashboards.datasource import DatasourceSpec
+    from monitor.cli._common import resolve_database_url
+
     url = datasource_url or resolve_database_url(database_url, config_path)
     if datasource_url is not None or url.startswith("postgresql"):
         return DatasourceSpec.from_url(url, uid=uid, name=name)
@@ -51,8 +54,18 @@ def datasource_options(func: click.decorators.FC) -> click.decorators.FC:
                 metavar="URL",
                 help="PostgreSQL URL as Grafana reaches it (default: the database URL).",
             ),
-            click.option("--datasource-uid", default="modelwatch-postgres", show_default=True),
-            click.option("--datasource-name", default="modelwatch", show_default=True),
+            click.option(
+                "--datasource-uid",
+                default="modelwatch-postgres",
+                show_default=True,
+                help="Uid of the PostgreSQL datasource the SQL dashboards query.",
+            ),
+            click.option(
+                "--datasource-name",
+                default="modelwatch",
+                show_default=True,
+                help="Name of the PostgreSQL datasource in Grafana.",
+            ),
             click.option("--folder", default="modelwatch", show_default=True, help="Folder name."),
         ]
     ):
@@ -89,6 +102,9 @@ def export_cmd(
 
     The Prometheus dashboards always; the SQL dashboards too when the database (or
     --datasource-url) is PostgreSQL. On SQLite only the Prometheus set is written."""
+    from dashboards.datasource import PrometheusDatasource
+    from dashboards.export import export
+
     spec = _sql_datasource(
         datasource_url, database_url, config_path, datasource_uid, datasource_name
     )
@@ -126,6 +142,11 @@ def provision_cmd(
 
     The Prometheus datasource and dashboards always; the PostgreSQL datasource and the SQL
     dashboards too when the database (or --datasource-url) is PostgreSQL."""
+    from grafana_client.api import GrafanaApi
+
+    from dashboards.datasource import PrometheusDatasource
+    from dashboards.provision import Provisioner
+
     if token and user:
         raise ConfigError("grafana: pass either --token or --user/--password, not both")
     if user and not password:

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import click
 
-from migrations import schema_state, upgrade
-from monitor.cli._common import database_options, engine_from_options
+from monitor.cli._options import database_options
 
 
 @click.group()
@@ -20,6 +19,9 @@ def db() -> None:
 @click.option("--revision", default="head", show_default=True, help="Target revision.")
 def upgrade_cmd(database_url: str | None, config_path: Path | None, revision: str) -> None:
     """Apply migrations (an empty database is created to head)."""
+    from migrations import schema_state, upgrade
+    from monitor.cli._common import engine_from_options
+
     engine = engine_from_options(database_url, config_path)
     before = schema_state(engine)
     after = upgrade(engine, revision)
@@ -36,6 +38,9 @@ def upgrade_cmd(database_url: str | None, config_path: Path | None, revision: st
 @database_options
 def current_cmd(database_url: str | None, config_path: Path | None) -> None:
     """Print the schema revision and whether it is at head."""
+    from migrations import schema_state
+    from monitor.cli._common import engine_from_options
+
     state = schema_state(engine_from_options(database_url, config_path))
     if state.at_head:
         click.echo(f"{state.current} (head)")

@@ -6,9 +6,6 @@ import logging
 from pathlib import Path
 
 import click
-from rich.console import Console
-
-from monitor.demo.run import run_demo
 
 
 @click.command()
@@ -22,6 +19,9 @@ from monitor.demo.run import run_demo
 @click.option("--serve", is_flag=True, help="Keep the daemon and API running afterwards.")
 def demo(workdir: Path, serve: bool) -> None:
     """Build models, stream drifting traffic, alert, gate and roll back; write summary.json."""
+    from rich.console import Console
+
+    from monitor.demo.run import run_demo
 
     logging.basicConfig(level=logging.ERROR)
     console = Console()

@@ -6,22 +6,17 @@ the outputs and exit codes of the command are the same whichever way it was call
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
-from migrations import require_head
 from monitor._stream import profile_source
-from monitor.baselines import list_baselines, load_stored_baseline
-from monitor.cli._common import database_options, engine_from_options
 from monitor.cli._roles import ColumnRoles, check_slice_columns, select_columns
 from monitor.datasets import open_source
 from monitor.errors import InputError, NotFoundError
 from monitor.profiles import ColumnSpec, ProfileSet, compared_columns
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 @dataclass(frozen=True)
@@ -35,22 +30,6 @@ class DriftInputs:
     variability: Any
     files: tuple[str, str] | None  # (reference, current) as given; None for a baseline
     title: str
-
-
-def baseline_options(func: F) -> F:
-    """Add --baseline, --model, --version and the database options to a command."""
-    func = database_options(func)
-    func = click.option(
-        "--version", "model_version", metavar="V", help="Baseline's model version (default: "
-        "the newest version with a baseline of that name).",
-    )(func)  # fmt: skip
-    func = click.option("--model", metavar="M", help="Model the --baseline belongs to.")(func)
-    return click.option(
-        "--baseline",
-        "baseline_name",
-        metavar="NAME",
-        help="Compare CURRENT with this stored baseline (needs --model) instead of a REFERENCE.",
-    )(func)
 
 
 @dataclass(frozen=True)
@@ -121,6 +100,11 @@ def _from_baseline(
     current: str, wanted: list[str] | None, slice_by: Sequence[str], roles: ColumnRoles,
     opts: dict[str, Any],
 ) -> DriftInputs:  # fmt: skip
+    # The database and its libraries load only when a stored baseline is asked for.
+    from migrations import require_head
+    from monitor.baselines import load_stored_baseline
+    from monitor.cli._common import engine_from_options
+
     engine = engine_from_options(opts.get("database_url"), opts.get("config_path"))
     require_head(engine)
     name, model = opts["baseline_name"], opts["model"]
@@ -145,6 +129,8 @@ def _from_baseline(
 
 
 def _newest_version(engine: Any, model: str, name: str) -> str:
+    from monitor.baselines import list_baselines
+
     for info in list_baselines(engine, model):  # newest first
         if info.name == name:
             return info.version

@@ -4,25 +4,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from sqlalchemy.engine import Engine
 
-from guards.registry import (
-    activate,
-    list_models,
-    optimization_settings,
-    parse_meta,
-    register_version,
-)
-from guards.registry import rollback as do_rollback
-from migrations import prepare_for_writes, require_head
-from monitor.cli._common import database_options, engine_from_options
+from monitor.cli._options import database_options
 from monitor.cli._table import echo_table
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
 
 def _engine(database_url: str | None, config_path: Path | None, write: bool = False) -> Engine:
+    from migrations import prepare_for_writes, require_head
+    from monitor.cli._common import engine_from_options
+
     engine = engine_from_options(database_url, config_path)
     (prepare_for_writes if write else require_head)(engine)
     return engine
@@ -63,6 +59,8 @@ def register_cmd(
 
     The old spelling `models register MODEL VERSION PATH` still works (with a deprecation note).
     """
+    from guards.registry import optimization_settings, parse_meta, register_version
+
     model, version, path = _register_args(args, model, model_version)
     settings = optimization_settings(
         precision=precision,
@@ -107,6 +105,8 @@ def activate_cmd(
     model: str, model_version: str, database_url: str | None, config_path: Path | None
 ) -> None:
     """Make --version the active version of --model (forward or back)."""
+    from guards.registry import activate
+
     outcome = activate(_engine(database_url, config_path, write=True), model, model_version)
     _echo_move(outcome, "active", f"{model}: {outcome.active} is active")
 
@@ -116,6 +116,8 @@ def activate_cmd(
 @database_options
 def list_cmd(as_json: bool, database_url: str | None, config_path: Path | None) -> None:
     """List models, their versions, and the active and last-known-good aliases."""
+    from guards.registry import list_models
+
     infos = list_models(_engine(database_url, config_path))
     if as_json:
         doc = [
@@ -174,6 +176,8 @@ def rollback(
 
     `rollback MODEL` (positional) still works, with a deprecation note.
     """
+    from guards.registry import rollback as do_rollback
+
     if legacy_model is not None:
         if model is not None:
             raise click.UsageError("give the model once: --model M")

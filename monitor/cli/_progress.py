@@ -14,17 +14,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TaskProgressColumn,
-    TextColumn,
-    TimeRemainingColumn,
-)
-
 from monitor import progress as reading
 
 Step = Callable[[str], None]
@@ -64,6 +53,17 @@ def progress(first: str) -> Iterator[Step]:
     if not enabled():
         yield lambda _text: None
         return
+    # rich loads only when there is a terminal to draw on (never in CI, pipes or tests).
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TaskProgressColumn,
+        TextColumn,
+        TimeRemainingColumn,
+    )
 
     columns = (
         SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),

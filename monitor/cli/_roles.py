@@ -1,4 +1,5 @@
-"""Column roles shared by `drift`, `baseline create` and `skew`: which columns are compared.
+"""Column roles shared by `drift`, `baseline create` and `skew`: which columns are compared
+(their flags: `_options.role_options`).
 
 An id, a timestamp or an excluded column is never compared; target and prediction columns are
 compared (label and prediction drift) and named as such. A column that is unique per row
@@ -7,20 +8,19 @@ compared (label and prediction drift) and named as such. A column that is unique
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from monitor.config import load_config
-from monitor.config.columns import ColumnsConfig
 from monitor.detectors import MIN_N
 from monitor.errors import InputError
 from monitor.profiles.dataset import DEFAULT_MAX_SLICE_VALUES
 
-F = TypeVar("F", bound=Callable[..., Any])
+if TYPE_CHECKING:
+    from monitor.config.columns import ColumnsConfig
 
 
 @dataclass(frozen=True)
@@ -46,44 +46,34 @@ class ColumnRoles:
         return (*self.exclude, *(c for c in roles if c))
 
 
-def role_options(func: F) -> F:
-    """Add --exclude, --id-column, --target, --prediction and --timestamp to a command."""
-    options = [
-        click.option("--timestamp", "timestamp_column", metavar="COL", help="Timestamp column "
-                     "(not compared)."),
-        click.option("--prediction", "prediction_column", metavar="COL",
-                     help="Model prediction column (compared: prediction drift)."),
-        click.option("--target", "target_column", metavar="COL",
-                     help="Label column (compared: target drift)."),
-        click.option("--id-column", "id_column", metavar="COL", help="Row id column (not "
-                     "compared)."),
-        click.option("--exclude", multiple=True, metavar="C,...", help="Columns not to compare "
-                     "(repeatable)."),
-    ]  # fmt: skip
-    for option in options:
-        func = option(func)
-    return func
-
-
 def roles_from(opts: dict[str, Any], model: str | None = None) -> ColumnRoles:
     """The roles on the command line (see `role_options`) over those of `model` in the file
     given by --config (`models[].columns`): a flag wins, --exclude adds to the config's."""
     cfg = _configured(opts.get("config_path"), model)
     exclude = tuple(c.strip() for v in opts.get("exclude", ()) for c in v.split(",") if c.strip())
+
+    def role(flag: str, key: str) -> str | None:
+        value: str | None = opts.get(flag) or (getattr(cfg, key) if cfg else None)
+        return value
+
     return ColumnRoles(
-        exclude=(*cfg.exclude, *exclude),
-        id_column=opts.get("id_column") or cfg.id,
-        target=opts.get("target_column") or cfg.target,
-        prediction=opts.get("prediction_column") or cfg.prediction,
-        timestamp=opts.get("timestamp_column") or cfg.timestamp,
+        exclude=(*(cfg.exclude if cfg else ()), *exclude),
+        id_column=role("id_column", "id"),
+        target=role("target_column", "target"),
+        prediction=role("prediction_column", "prediction"),
+        timestamp=role("timestamp_column", "timestamp"),
     )
 
 
-def _configured(config_path: Path | None, model: str | None) -> ColumnsConfig:
+def _configured(config_path: Path | None, model: str | None) -> ColumnsConfig | None:
+    """The model's `columns` in the config file; None without a file, a model or that model
+    (the config models load only then)."""
     if config_path is None or model is None:
-        return ColumnsConfig()
+        return None
+    from monitor.config import load_config
+
     found = [m.columns for m in load_config(config_path).models if m.name == model]
-    return found[0] if found else ColumnsConfig()
+    return found[0] if found else None
 
 
 def select_columns(

@@ -15,12 +15,8 @@ from pathlib import Path
 
 import click
 
-from monitor.cli._common import load_checked_config
 from monitor.cli._logging import FORMATS, LEVELS, announcement, configure
-from monitor.config import parse_config
-from monitor.daemon.wiring import build_service
 from monitor.errors import ConfigError
-from monitor.storage import make_engine
 
 
 @click.command()
@@ -51,9 +47,17 @@ def serve(
     config_path: Path | None, host: str | None, port: int | None, log_level: str, log_format: str
 ) -> None:
     """Run the daemon: collectors, scheduled jobs and the HTTP API."""
+    from monitor.cli._common import load_checked_config
+    from monitor.config import parse_config
+
     config = (
         load_checked_config(config_path) if config_path else parse_config({}, source="defaults")
     )
+    # The only command that answers HTTP is the only one that needs the API tokens' secrets.
+    config.api.check_token_env(os.environ, str(config_path or "defaults"))
+    from monitor.daemon.wiring import build_service  # the daemon's libraries, once it can start
+    from monitor.storage import make_engine
+
     configure(log_level, log_format)
     host = host or config.api.host
     port = config.api.port if port is None else port

@@ -7,13 +7,8 @@ from typing import Any
 
 import click
 
-from monitor.cli._output import on_stdout, output_options
-from monitor.cli._roles import role_options, roles_from
-from monitor.config import load_config
-from monitor.datafile import read_frame
+from monitor.cli._options import output_options, role_options
 from monitor.errors import InputError
-from monitor.reports import render_skew_html, write_json, write_text
-from monitor.skew import compute_skew
 
 
 @click.command("skew")
@@ -49,6 +44,12 @@ def skew(
     **roles: Any,
 ) -> None:
     """Join SERVING and OFFLINE rows by --key and report per-feature mismatches."""
+    from monitor.cli._output import on_stdout
+    from monitor.cli._roles import roles_from
+    from monitor.datafile import read_frame
+    from monitor.reports import render_skew_html, write_json, write_text
+    from monitor.skew import compute_skew
+
     wanted = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
     s_frame = read_frame(serving, [key])
     o_frame = read_frame(offline, [key])
@@ -82,6 +83,8 @@ def _require_model(config_path: Path | None, model: str) -> None:
     """--model names a model of --config: its roles are what the user asked for."""
     if config_path is None:
         raise click.UsageError("--model needs --config (the file with the model's columns)")
+    from monitor.config import load_config
+
     names = [m.name for m in load_config(config_path).models]
     if model not in names:
         raise InputError(

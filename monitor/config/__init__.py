@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from monitor._defaults import DEFAULT_DATABASE_URL
 from monitor.config._api import ApiConfig, SchedulerConfig, TokenConfig
 from monitor.config._base import StrictModel
 from monitor.config._durations import MAX_DURATION, Duration, parse_duration
 from monitor.config._names import RegistryNames
 from monitor.config._root import (
-    DEFAULT_DATABASE_URL,
     ENV_OVERRIDES,
     Config,
     ModelConfig,

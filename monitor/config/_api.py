@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
 from monitor.config._base import StrictModel
-from monitor.config._names import check_env_name
+from monitor.errors import ConfigError
 
 Scope = Literal["ingest", "read", "admin"]
 _YEAR_S = 366 * 86400
@@ -36,9 +37,6 @@ class TokenConfig(StrictModel):
         repr=False,
         description="The secret itself (prefer `token_env`); exactly one of the two.",
     )
-
-    # An unset variable would silently drop the token (and lock its users out): a config error.
-    _env_is_set = field_validator("token_env")(check_env_name)
 
     @model_validator(mode="after")
     def _one_source(self) -> TokenConfig:
@@ -98,6 +96,20 @@ class ApiConfig(StrictModel):
         default_factory=CloudEventsOptions,
         description="How `POST /v1/events` reads KServe/Seldon inference-logger CloudEvents.",
     )
+
+    def check_token_env(self, environ: Mapping[str, str], source: str = "<config>") -> None:
+        """ConfigError naming the first `token_env` that is unset or empty in `environ`.
+
+        Only the API reads the tokens, so only `serve` calls this, before it listens: an unset
+        variable would silently drop its token and lock its users out. Commands that never
+        answer HTTP run without the secrets.
+        """
+        for i, token in enumerate(self.tokens):
+            if token.token_env is not None and not environ.get(token.token_env):
+                raise ConfigError(
+                    f"{source}: invalid value for 'api.tokens[{i}].token_env': environment "
+                    f"variable {token.token_env} is not set (or is empty)"
+                )
 
 
 class SchedulerConfig(StrictModel):

@@ -19,7 +19,6 @@ from pydantic import AfterValidator, ValidationInfo
 
 Registry = Literal["drift_methods", "outcome_metrics", "formats", "receiver_types", "signal_kinds"]
 CONTEXT_KEY = "registry_names"
-ENV_KEY = "env"
 
 _WHAT: Mapping[Registry, str] = {
     "drift_methods": "drift method",
@@ -77,11 +76,3 @@ OutcomeMetric = Annotated[str, _checker("outcome_metrics")]
 FormatName = Annotated[str, _checker("formats")]
 ReceiverType = Annotated[str, _checker("receiver_types")]
 SignalKind = Annotated[str, _checker("signal_kinds")]
-
-
-def check_env_name(value: str | None, info: ValidationInfo) -> str | None:
-    """A named environment variable must be set (and non-empty) in the loading environment."""
-    env = (info.context or {}).get(ENV_KEY)
-    if value is not None and isinstance(env, Mapping) and not env.get(value):
-        raise ValueError(f"environment variable {value} is not set (or is empty)")
-    return value

@@ -10,10 +10,11 @@ from typing import Any
 import yaml
 from pydantic import Field, ValidationError, field_validator
 
+from monitor._defaults import DEFAULT_DATABASE_URL
 from monitor.config._api import ApiConfig, SchedulerConfig
 from monitor.config._base import StrictModel
 from monitor.config._monitoring import DriftConfig, OutcomeConfig
-from monitor.config._names import CONTEXT_KEY, ENV_KEY, RegistryNames
+from monitor.config._names import CONTEXT_KEY, RegistryNames
 from monitor.config._sources import CollectConfig, SourceConfig
 from monitor.config._suggest import problems
 from monitor.config.alerts import AlertsConfig
@@ -21,8 +22,6 @@ from monitor.config.columns import ColumnsConfig
 from monitor.config.guards import GuardsConfig
 from monitor.config.serving import CanaryConfig, SloConfig
 from monitor.errors import ConfigError
-
-DEFAULT_DATABASE_URL = "sqlite:///modelwatch.db"
 
 # Environment variables that override config keys (secrets and deployment-specific values).
 ENV_OVERRIDES: Mapping[str, str] = {
@@ -169,7 +168,7 @@ def parse_config(
         if value:
             merged[key] = value
     try:
-        return Config.model_validate(merged, context={CONTEXT_KEY: names, ENV_KEY: environ})
+        return Config.model_validate(merged, context={CONTEXT_KEY: names})
     except ValidationError as exc:
         every = [f"{source}: {line}" for line in problems(Config, exc)]
         raise ConfigError(format_validation_error(source, exc), every) from None

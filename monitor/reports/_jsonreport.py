@@ -8,10 +8,10 @@ from typing import Any
 
 import orjson
 
+from monitor._documents import computed_document
 from monitor.detectors import DriftResult
 from monitor.detectors.evaluate import dataset_drift
 from monitor.reports._output import write_text
-from monitor.results import result_document
 
 
 def drift_report(
@@ -22,7 +22,7 @@ def drift_report(
         "dataset_drift": dataset_drift(results),
         "n_reference": int(n_reference),
         "n_current": int(n_current),
-        "results": [result_document(r) for r in results],
+        "results": [computed_document(r) for r in results],
     }
 
 
