@@ -45,6 +45,8 @@ FIXTURE_MARKS: dict[str, tuple[str, ...]] = {
     "alertmanager": ("services",),
     "server": ("slow",),
     "idle_server": ("slow",),
+    "module_server": ("slow",),
+    "module_idle_server": ("slow",),
 }
 CLASS_MARKS: dict[type, tuple[str, ...]] = {
     PostgresServer: PG,

@@ -56,6 +56,7 @@ class ServerProcess:
     ) -> None:
         """`log`: write the server's output there (a long run would fill a pipe nobody reads)."""
         self.port = free_port()
+        self.directory = config.parent  # its database and config (`db_engine(directory)`)
         self.log = log
         out = log.open("w") if log is not None else subprocess.PIPE
         self.url = f"http://127.0.0.1:{self.port}"
@@ -110,9 +111,28 @@ def server(tmp_path: Path) -> Iterator[ServerProcess]:
 @pytest.fixture
 def idle_server(tmp_path: Path) -> Iterator[ServerProcess]:
     """A server whose evaluation job has run once (at start) and will not run again soon."""
+    yield from _idle(tmp_path)
+
+
+# A `serve` start costs seconds of CPU (the interpreter, imports, migrations): a module whose
+# tests only read what the server holds, or write what no other test of the module reads,
+# shares one. Each xdist worker that runs tests of the module starts its own.
+@pytest.fixture(scope="module")
+def module_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """`server`, shared by the tests of one module (its files: `module_server.directory`)."""
+    yield from _serve(tmp_path_factory.mktemp("serve"), CONFIG)
+
+
+@pytest.fixture(scope="module")
+def module_idle_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """`idle_server`, shared by the tests of one module."""
+    yield from _idle(tmp_path_factory.mktemp("serve"))
+
+
+def _idle(directory: Path) -> Iterator[ServerProcess]:
     config = CONFIG.replace("evaluate_interval_s: 1", "evaluate_interval_s: 3600")
-    for proc in _serve(tmp_path, config):
-        engine = db_engine(tmp_path)
+    for proc in _serve(directory, config):
+        engine = db_engine(directory)
         wait_until(partial(_evaluated, engine), "the first evaluation", timeout=30)
         engine.dispose()
         yield proc

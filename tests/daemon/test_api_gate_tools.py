@@ -15,10 +15,10 @@ from tests.daemon.conftest import TOKENS, ServerProcess, auth, db_engine
 HASHES = {"reference_sha256": "a" * 64, "candidate_sha256": "b" * 64, "golden_sha256": "c" * 64}
 
 
-def _gate_run(tmp_path: Path, version: str, verdict: str, age: timedelta) -> int:
+def _gate_run(directory: Path, version: str, verdict: str, age: timedelta) -> int:
     criteria = [{"name": "flip_rate", "value": 0.01, "threshold": 0.02, "passed": True}]
     doc = {"verdict": verdict, "preset": "fp16", "criteria": criteria}
-    with transaction(db_engine(tmp_path)) as session:
+    with transaction(db_engine(directory)) as session:
         run = GateRun(
             model="fraud",
             version=version,
@@ -36,14 +36,17 @@ def _gate_run(tmp_path: Path, version: str, verdict: str, age: timedelta) -> int
         return run.id
 
 
-@pytest.fixture
-def gated(server: ServerProcess, tmp_path: Path) -> ServerProcess:
-    """fraud 2 passed a minute ago, 3 failed, 4 passed two days ago, 5 was never gated."""
-    _gate_run(tmp_path, "2", "fail", timedelta(hours=1))  # superseded by the newer pass
-    _gate_run(tmp_path, "2", "pass", timedelta(minutes=1))
-    _gate_run(tmp_path, "3", "fail", timedelta(minutes=1))
-    _gate_run(tmp_path, "4", "pass", timedelta(days=2))
-    return server
+@pytest.fixture(scope="module")
+def gated(module_server: ServerProcess) -> ServerProcess:
+    """fraud 2 passed a minute ago, 3 failed, 4 passed two days ago, 5 was never gated.
+
+    Shared by the module: every test only reads verdicts (Flagger's POST reads too)."""
+    directory = module_server.directory
+    _gate_run(directory, "2", "fail", timedelta(hours=1))  # superseded by the newer pass
+    _gate_run(directory, "2", "pass", timedelta(minutes=1))
+    _gate_run(directory, "3", "fail", timedelta(minutes=1))
+    _gate_run(directory, "4", "pass", timedelta(days=2))
+    return module_server
 
 
 def _argo(server: ServerProcess, version: str, **params: str) -> httpx.Response:
@@ -53,9 +56,7 @@ def _argo(server: ServerProcess, version: str, **params: str) -> httpx.Response:
     return httpx.get(url, params={"strict": "false", **params}, headers=headers)
 
 
-def test_verdict_body_names_model_version_run_time_and_artifacts(
-    gated: ServerProcess, tmp_path: Path
-) -> None:
+def test_verdict_body_names_model_version_run_time_and_artifacts(gated: ServerProcess) -> None:
     resp = httpx.get(f"{gated.url}/v1/gate/fraud/2", headers=auth("MW_T_READ"))
     assert resp.status_code == 200
     body = resp.json()

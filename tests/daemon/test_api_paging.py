@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -45,11 +44,13 @@ def _drift(column: str, region: str | None) -> DriftResult:
     return DriftResult(column, where, "numeric", "psi", 0.1, 0.2, None, 1000, 500, "ok")
 
 
-@pytest.fixture
-def seeded(idle_server: ServerProcess, tmp_path: Path) -> ServerProcess:
-    """Rows seeded after the server's one evaluation, so no tick reorders them mid-walk."""
-    engine = db_engine(tmp_path)
-    artifact = tmp_path / "model.onnx"
+@pytest.fixture(scope="module")
+def seeded(module_idle_server: ServerProcess) -> ServerProcess:
+    """Rows seeded after the server's one evaluation, so no tick reorders them mid-walk.
+
+    Shared by the module: the tests read, and the silences one test adds match nothing here."""
+    engine = db_engine(module_idle_server.directory)
+    artifact = module_idle_server.directory / "model.onnx"
     artifact.write_bytes(b"not read by these tests")
     rows = [_drift(f"c{i}", r) for i in range(4) for r in (None, "eu")]
     for w in range(3):
@@ -60,7 +61,8 @@ def seeded(idle_server: ServerProcess, tmp_path: Path) -> ServerProcess:
     with transaction(engine) as session:
         for i in range(5):
             session.add(_alert(f"fp{i}", W1 + (i // 2) * HOUR))
-    return idle_server
+    engine.dispose()
+    return module_idle_server
 
 
 def _alert(fingerprint: str, at: datetime) -> AlertState:

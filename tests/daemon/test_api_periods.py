@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import httpx
 import orjson
@@ -26,9 +25,10 @@ def _events() -> list[dict[str, object]]:
     return [event(i, ts=T0 + (i // 100) * 3600 + i % 100) for i in range(N)]
 
 
-@pytest.fixture
-def history(server: ServerProcess, tmp_path: Path) -> ServerProcess:
-    engine = db_engine(tmp_path)
+@pytest.fixture(scope="module")
+def history(module_server: ServerProcess) -> ServerProcess:
+    """A day of fraud traffic with labels, shared by the module's reading tests."""
+    engine = db_engine(module_server.directory)
     frame = pd.DataFrame(
         [{**e["features"], "prediction": e["prediction"], **e["metadata"]} for e in _events()]
     )
@@ -49,7 +49,7 @@ def history(server: ServerProcess, tmp_path: Path) -> ServerProcess:
     items = [*_events(), *labels]
     ing.ingest([RawRecord("t", i, i + 1, orjson.dumps(x)) for i, x in enumerate(items)])
     engine.dispose()
-    return server
+    return module_server
 
 
 def get(server: ServerProcess, path: str, **params: str) -> httpx.Response:

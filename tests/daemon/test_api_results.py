@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import httpx
 import pytest
@@ -24,9 +23,10 @@ def drift(column: str, region: str | None, value: float, status: Status) -> Drif
     return DriftResult(column, where, "numeric", "psi", value, 0.2, None, 1000, 500, status)
 
 
-@pytest.fixture
-def stored(server: ServerProcess, tmp_path: Path) -> ServerProcess:
-    engine = db_engine(tmp_path)
+@pytest.fixture(scope="module")
+def stored(module_server: ServerProcess) -> ServerProcess:
+    """Results of fraud version 1 in two windows, shared by the module's reading tests."""
+    engine = db_engine(module_server.directory)
     old = [drift("amount", None, 0.05, "ok")]
     new = [
         drift("amount", None, 0.31, "drift"),
@@ -40,7 +40,8 @@ def stored(server: ServerProcess, tmp_path: Path) -> ServerProcess:
         "accuracy", {"region": "us"}, 0.81, 0.78, 0.84, 0.9, 0.05, 700, "degraded"
     )
     store_outcome_results(engine, "fraud", "1", (W2, W2 + HOUR), [outcome])
-    return server
+    engine.dispose()
+    return module_server
 
 
 def get(server: ServerProcess, path: str, **params: str) -> httpx.Response:

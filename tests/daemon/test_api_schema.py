@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib
 import re
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -23,6 +22,12 @@ from guards.registry import register_version
 from tests.daemon.conftest import ReleaseModels, ServerProcess, auth, db_engine
 
 EXAMPLES = 25
+
+
+@pytest.fixture(scope="module")
+def server(module_server: ServerProcess) -> ServerProcess:
+    """One server for the module: the fuzzing test's writes change nothing the others read."""
+    return module_server
 
 
 def _schemathesis() -> Any:
@@ -64,9 +69,11 @@ def _no_server_errors(server: ServerProcess, operation: object, spec: dict[str, 
 
 
 def test_no_generated_request_gets_a_server_error(
-    server: ServerProcess, tmp_path: Path, release_models: ReleaseModels
+    server: ServerProcess, release_models: ReleaseModels
 ) -> None:
-    register_version(db_engine(tmp_path), "fraud", "1", release_models.reference, activate=True)
+    engine = db_engine(server.directory)
+    register_version(engine, "fraud", "1", release_models.reference, activate=True)
+    engine.dispose()
     spec = httpx.get(f"{server.url}/openapi.json").json()
     schema = _schemathesis().openapi.from_dict(spec)
     operations = [result.ok() for result in schema.get_all_operations()]

@@ -43,11 +43,13 @@ SLO = """\
 """
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[ServerProcess]:
-    """The daemon with serving SLOs for `fraud` (the SLO panels' series)."""
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """The daemon with serving SLOs for `fraud` (the SLO panels' series); the module's tests
+    only read what it publishes, so they share it."""
     yield from _serve(
-        tmp_path, CONFIG.replace("    slices: [region]\n", "    slices: [region]\n" + SLO)
+        tmp_path_factory.mktemp("serve"),
+        CONFIG.replace("    slices: [region]\n", "    slices: [region]\n" + SLO),
     )
 
 
@@ -162,9 +164,9 @@ def _published(server: ServerProcess, *needles: str, timeout: float = 60) -> str
     raise AssertionError(f"{needles!r} never published")
 
 
-@pytest.fixture
-def seeded(server: ServerProcess, tmp_path: Path) -> ServerProcess:
-    _seed(tmp_path)
+@pytest.fixture(scope="module")
+def seeded(server: ServerProcess) -> ServerProcess:
+    _seed(server.directory)
     httpx.get(f"{server.url}/v1/models", headers=auth("MW_T_READ"))  # one request to count
     body = [event(i, latency_ms=20.0 + i) for i in range(5)]
     body += [{**event(9), "timestamp": "not a time"}]

@@ -1,4 +1,6 @@
-"""The daemon as a real process: health, auth, limits, refusal to start, graceful shutdown."""
+"""The daemon as a real process: health, auth, limits, refusal to start, graceful shutdown.
+
+The tests that only ask share one server (`module_server`); the others start their own."""
 
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ from tests.daemon.conftest import ServerProcess, auth, write_config
 from tests.services.postgres import PostgresServer
 
 
-def test_health_and_metrics_are_open(server: ServerProcess) -> None:
+def test_health_and_metrics_are_open(module_server: ServerProcess) -> None:
+    server = module_server
     health = httpx.get(f"{server.url}/healthz")
     assert health.status_code == 200 and health.json()["status"] == "ok"
     ready = httpx.get(f"{server.url}/readyz")
@@ -25,7 +28,8 @@ def test_health_and_metrics_are_open(server: ServerProcess) -> None:
     assert metrics.headers["content-type"].startswith("text/plain")
 
 
-def test_v1_requires_a_token_with_the_right_scope(server: ServerProcess) -> None:
+def test_v1_requires_a_token_with_the_right_scope(module_server: ServerProcess) -> None:
+    server = module_server
     none = httpx.get(f"{server.url}/v1/models")
     assert none.status_code == 401
     assert none.json() == {"error": "unauthorized", "detail": "missing bearer token"}
@@ -39,8 +43,9 @@ def test_v1_requires_a_token_with_the_right_scope(server: ServerProcess) -> None
     assert httpx.get(f"{server.url}/v1/models", headers=auth("MW_T_ADMIN")).status_code == 200
 
 
-def test_models_endpoint_lists_registry(server: ServerProcess, tmp_path: Path) -> None:
-    engine = make_engine(f"sqlite:///{tmp_path / 'mw.db'}")
+def test_models_endpoint_lists_registry(module_server: ServerProcess) -> None:
+    server = module_server
+    engine = make_engine(f"sqlite:///{server.directory / 'mw.db'}")
     with transaction(engine) as s:
         s.add(Model(name="fraud", versions=[ModelVersion(version="1"), ModelVersion(version="2")]))
     body = httpx.get(f"{server.url}/v1/models", headers=auth("MW_T_READ")).json()
@@ -58,13 +63,15 @@ def test_models_endpoint_lists_registry(server: ServerProcess, tmp_path: Path) -
     }
 
 
-def test_oversized_body_is_413(server: ServerProcess) -> None:
+def test_oversized_body_is_413(module_server: ServerProcess) -> None:
+    server = module_server
     resp = httpx.post(f"{server.url}/v1/models", content=b"x" * 70_000, headers=auth("MW_T_ADMIN"))
     assert resp.status_code == 413
     assert resp.json()["error"] == "payload_too_large"
 
 
-def test_unknown_route_is_json_404_without_trace(server: ServerProcess) -> None:
+def test_unknown_route_is_json_404_without_trace(module_server: ServerProcess) -> None:
+    server = module_server
     resp = httpx.get(f"{server.url}/v1/nothing-here", headers=auth("MW_T_READ"))
     assert resp.status_code == 404
     assert resp.json()["error"] == "not_found"
