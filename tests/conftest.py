@@ -80,6 +80,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         for mark in sorted(lane_marks(item)):
             item.add_marker(mark)
+    # The long ones first (a `serve` process, a service, an oracle): on parallel workers a long
+    # test picked up last would run alone at the end. Stable, so modules stay together.
+    items.sort(key=_cost_rank)
+
+
+def _cost_rank(item: pytest.Item) -> int:
+    if item.get_closest_marker("slow"):
+        return 0
+    if item.get_closest_marker("services") or item.get_closest_marker("nannyml"):
+        return 1
+    return 2
 
 
 def _cluster() -> Iterator[PostgresServer]:
