@@ -29,7 +29,8 @@ class TokenConfig(StrictModel):
     token_env: str | None = Field(
         default=None,
         description=(
-            "Environment variable holding the secret; it must be set when the config loads."
+            "Environment variable holding the secret; `serve` refuses to start (exit 2) while "
+            "it is unset or empty, other commands do not read it."
         ),
     )
     token: str | None = Field(
