@@ -166,6 +166,11 @@ def test_canary_verdicts_over_http_and_cli(canary_server: ServerProcess, tmp_pat
     assert cli_good.returncode == 0 and json.loads(cli_good.stdout)["verdict"] == "pass"
     cli_small = run_cli("canary", "fraud", "4", "--baseline", "1", *cfg, *db, env=TOKENS)
     assert cli_small.returncode == 3 and "INCONCLUSIVE" in cli_small.stdout
+    # `--apply` carries out canary.action like the admin POST, with the same refusal.
+    cli_apply = run_cli("canary", "fraud", "2", "--baseline", "1", "--apply", *cfg, *db,
+                        env=TOKENS)  # fmt: skip
+    assert cli_apply.returncode == 2 and "never gated" in cli_apply.stderr
+    assert list_models(engine)[0].active == "2"
 
 
 def test_bad_canary_requests_are_one_line_errors(
