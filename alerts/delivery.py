@@ -35,6 +35,7 @@ from alerts.base import Notification, OutboundRequest, Receiver
 from alerts.receivers import build_receiver
 from alerts.receivers.registry import read_env
 from monitor.config.alerts import AlertsConfig
+from monitor.failures import scrub
 from monitor.storage import utcnow
 
 log = logging.getLogger(__name__)
@@ -210,11 +211,11 @@ class DeliveryWorker:
             return Attempt(item, tried=False)
         try:
             self._deliver(item)
-        except _Failure as exc:
-            return Attempt(item, str(exc), exc.permanent)
+        except _Failure as exc:  # stored and logged: no URL credentials or query tokens
+            return Attempt(item, scrub(str(exc)), exc.permanent)
         except Exception as exc:  # a payload that cannot be rendered must not sink its batch
             log.exception("notification %d to %s cannot be sent", item.id, item.receiver)
-            return Attempt(item, f"{type(exc).__name__}: {exc}"[:500], permanent=True)
+            return Attempt(item, scrub(f"{type(exc).__name__}: {exc}")[:500], permanent=True)
         return Attempt(item)
 
     def _ack(self, attempt: Attempt, now: datetime) -> Ack:

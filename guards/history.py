@@ -18,6 +18,7 @@ from guards import registry
 from guards.events import Rollback, RollbackListener
 from guards.golden import sha256_file
 from guards.results import GuardVerdict
+from monitor.errors import ModelwatchError
 from monitor.storage import GateRun, Model, transaction
 
 
@@ -38,10 +39,15 @@ def record_gate(
     artifacts: tuple[Path, Path, Path],
     listener: RollbackListener | None = None,
 ) -> GateRecord:
-    """Store the run (reference, candidate, golden hashed by content) and apply the rules."""
+    """Store the run (reference, candidate, golden hashed by content) and apply the rules.
+
+    ArtifactMismatchError (nothing stored) when `version` is registered with other content
+    than the candidate's: a verdict is only ever recorded for the content it judged.
+    """
     ref_hash, cand_hash, golden_hash = (sha256_file(p) for p in artifacts)
     doc = verdict.to_dict()
     with transaction(engine) as session:
+        _check_candidate(session, model, version, artifacts[1], cand_hash)
         run = GateRun(
             model=model,
             version=version,
@@ -58,6 +64,13 @@ def record_gate(
         session.add(run)
         session.flush()
         return _act(session, run, verdict, listener)
+
+
+def _check_candidate(session: Session, model: str, version: str, path: Path, got: str) -> None:
+    row = session.scalar(select(Model).where(Model.name == model))
+    mv = registry.get_version(session, row, version) if row is not None else None
+    if mv is not None and mv.artifact_sha256 is not None and mv.artifact_sha256 != got:
+        raise registry.artifact_mismatch(model, version, path, got, mv.artifact_sha256)
 
 
 def _act(
@@ -78,6 +91,10 @@ def _act(
     lkg = registry.alias(session, model, "last_known_good")
     if lkg is None or lkg.id == mv.id:
         return GateRecord(run.id, "cannot roll back: no other last-known-good version")
+    try:
+        lkg = registry.rollback_target(session, model, None)
+    except ModelwatchError as exc:  # the run is recorded; the registry stays as it is
+        return GateRecord(run.id, f"cannot roll back: {exc}")
     reason = f"gate run {run.id} failed: " + "; ".join(c.describe() for c in verdict.failing[:3])
     outcome = registry.move_active(session, model, lkg, reason, run.id, listener)
     return GateRecord(

@@ -7,6 +7,14 @@ Rules:
   - A failed gate for the active version, registered with `auto_rollback`, moves `active` back to
     `last_known_good` and records a rollback event. Repeating it changes nothing: the failed
     version is no longer active.
+  - Every rollback (a failed gate, an alert's `rollback` action, a failed canary, an operator's
+    `rollback`) picks its target through :func:`rollback_target`: a registered version whose
+    artifact file still holds the content it was registered with (sha256) and whose newest
+    gate run passed on that same content. A version only seen in traffic, or one whose file
+    changed, is never a target.
+  - A registered version's file is checked against its hash (:func:`verify_artifact`) before
+    it is gated and before it becomes a rollback target; a mismatch is an
+    `ArtifactMismatchError` naming the file and both hashes.
 """
 
 from __future__ import annotations
@@ -23,8 +31,16 @@ from sqlalchemy.orm import Session
 
 from guards.events import Rollback, RollbackListener
 from guards.golden import sha256_file
-from monitor.errors import ConflictError, InputError, NotFoundError
-from monitor.storage import Model, ModelAlias, ModelVersion, RollbackEvent, transaction, utcnow
+from monitor.errors import ArtifactMismatchError, ConflictError, InputError, NotFoundError
+from monitor.storage import (
+    GateRun,
+    Model,
+    ModelAlias,
+    ModelVersion,
+    RollbackEvent,
+    transaction,
+    utcnow,
+)
 
 
 @dataclass(frozen=True)
@@ -158,7 +174,7 @@ def rollback(
     """Move `active` to `to_version` (default: last-known-good); no change if already there."""
     with transaction(engine) as session:
         row = find_model(session, model)
-        target = _target(session, row, to_version)
+        target = rollback_target(session, row, to_version)
         return move_active(session, row, target, reason, None, listener)
 
 
@@ -186,7 +202,8 @@ def rollback_canary(
     *,
     listener: RollbackListener | None = None,
 ) -> RollbackOutcome | None:
-    """After a failed canary analysis: if `canary` is active, move `active` to `stable`.
+    """After a failed canary analysis: if `canary` is active, move `active` to `stable`
+    (which must be a rollback target, see :func:`rollback_target`).
 
     None when the canary is not the active version (nothing to roll back); idempotent.
     """
@@ -195,7 +212,7 @@ def rollback_canary(
         current = alias(session, row, "active")
         if current is None or current.version != canary:
             return None
-        target = find_version(session, row, stable)
+        target = rollback_target(session, row, stable)
         reason = f"canary {canary} failed against {stable}"
         return move_active(session, row, target, reason, None, listener)
 
@@ -272,7 +289,14 @@ def move_active(
     return RollbackOutcome(model.name, target.version, notice)
 
 
-def _target(session: Session, model: Model, to_version: str | None) -> ModelVersion:
+def rollback_target(session: Session, model: Model, to_version: str | None) -> ModelVersion:
+    """The version a rollback may move `active` to: `to_version`, or last-known-good.
+
+    The one place every rollback path asks. The target must be registered (NotFoundError),
+    not newer than the active version, hold a passing verdict of its newest gate run on its
+    registered content (ConflictError), and its file must still hash to what was registered
+    (ArtifactMismatchError).
+    """
     if to_version is not None:
         target = find_version(session, model, to_version)
         current = alias(session, model, "active")
@@ -283,13 +307,83 @@ def _target(session: Session, model: Model, to_version: str | None) -> ModelVers
                 f"{current.version!r}; to move forward use `modelwatch models activate "
                 f"--model {model.name} --version {to_version}`"
             )
-        return target
-    lkg = alias(session, model, "last_known_good")
-    if lkg is None:
+    else:
+        lkg = alias(session, model, "last_known_good")
+        if lkg is None:
+            raise ConflictError(
+                f"model {model.name!r} has no last-known-good version; pass --to VERSION"
+            )
+        target = lkg
+    _require_passing_gate(session, model, target)
+    verify_artifact(model.name, target)
+    return target
+
+
+def _require_passing_gate(session: Session, model: Model, mv: ModelVersion) -> None:
+    newest = session.execute(
+        select(GateRun.verdict, GateRun.candidate_sha256)
+        .where(GateRun.model == model.name, GateRun.version == mv.version)
+        .order_by(GateRun.created_at.desc(), GateRun.id.desc())
+        .limit(1)
+    ).first()
+    name = f"version {mv.version!r} of model {model.name!r}"
+    if newest is None:
         raise ConflictError(
-            f"model {model.name!r} has no last-known-good version; pass --to VERSION"
+            f"{name} is not a rollback target: it was never gated (a target needs a passing "
+            f"gate run: modelwatch gate --model {model.name} --version {mv.version} ...)"
         )
-    return lkg
+    if newest.verdict != "pass":
+        raise ConflictError(
+            f"{name} is not a rollback target: its newest gate run is {newest.verdict}"
+        )
+    if mv.artifact_sha256 is None or newest.candidate_sha256 != mv.artifact_sha256:
+        raise ConflictError(
+            f"{name} is not a rollback target: its passing gate run was of other content "
+            f"(sha256 {newest.candidate_sha256}) than its registered artifact"
+        )
+
+
+def verify_artifact(model: str, mv: ModelVersion) -> Path:
+    """The version's artifact file, checked against its registered sha256 (streamed)."""
+    if mv.artifact_uri is None or mv.artifact_sha256 is None:
+        raise ConflictError(f"model {model!r} version {mv.version!r} has no registered artifact")
+    path = Path(mv.artifact_uri)
+    check_artifact(model, mv.version, path, mv.artifact_sha256)
+    return path
+
+
+def check_artifact(model: str, version: str, path: Path, expected: str) -> None:
+    """ArtifactMismatchError naming `path` and both hashes unless it hashes to `expected`."""
+    try:
+        actual = sha256_file(path)
+    except OSError as exc:
+        raise ArtifactMismatchError(
+            f"{path}: cannot read the artifact of model {model!r} version {version!r} "
+            f"({exc.strerror or exc}); registered sha256 {expected}"
+        ) from None
+    if actual != expected:
+        raise artifact_mismatch(model, version, path, actual, expected)
+
+
+def artifact_mismatch(
+    model: str, version: str, path: Path, actual: str, expected: str
+) -> ArtifactMismatchError:
+    """The one-line error of a file whose content is not the registered version's."""
+    return ArtifactMismatchError(
+        f"{path}: sha256 {actual} does not match the registered {expected} of model "
+        f"{model!r} version {version!r}; the file changed since it was registered"
+    )
+
+
+def verify_registered(engine: Engine, model: str, version: str, path: Path) -> None:
+    """Before gating `path` as `version` of `model`: if that version is registered with a
+    hash, `path` must hold that content (ArtifactMismatchError otherwise)."""
+    with transaction(engine) as session:
+        row = session.scalar(select(Model).where(Model.name == model))
+        mv = get_version(session, row, version) if row is not None else None
+        expected = mv.artifact_sha256 if mv is not None else None
+    if expected is not None:
+        check_artifact(model, version, path, expected)
 
 
 def get_version(session: Session, model: Model, version: str) -> ModelVersion | None:

@@ -11,6 +11,7 @@ catch them idiomatically::
     │   └── CorruptProfileError            a stored profile fails validation (non-finite, bad shape)
     ├── NotFoundError(LookupError)         unknown model, version, baseline, run
     ├── ConflictError(ValueError)          duplicate registration, state that forbids the action
+    │   └── ArtifactMismatchError          a model file's sha256 differs from the registered one
     ├── StorageError(RuntimeError)         database unreachable or not at the expected schema
     │   └── SchemaVersionError             schema behind head: run `modelwatch db upgrade`
     ├── RegistryError(KeyError)            unknown or duplicate name in a plugin registry
@@ -20,6 +21,7 @@ catch them idiomatically::
 from __future__ import annotations
 
 __all__ = [
+    "ArtifactMismatchError",
     "ConfigError",
     "ConflictError",
     "CorruptProfileError",
@@ -73,6 +75,11 @@ class NotFoundError(ModelwatchError, LookupError):
 
 class ConflictError(ModelwatchError, ValueError):
     """The action conflicts with existing state."""
+
+
+class ArtifactMismatchError(ConflictError):
+    """A registered version's file is missing or no longer holds the content it was registered
+    with; the message names the file and both hashes."""
 
 
 class StorageError(ModelwatchError, RuntimeError):

@@ -6,14 +6,13 @@ is retried) and skipped until its retry time; the job goes on with the other ite
 deletes the row. An item that is one window (`window_item`: `<kind> <model>/<version> <start>`)
 also stores the window's start (`window_start`), which the jobs that retry or wait for failing
 windows read: item names are for people, never parsed. Errors are stored redacted: one line,
-no URLs or credentials, bounded length, because they are served by `/readyz`,
-`modelwatch status` and alert labels.
+no URLs or credentials, bounded length (`monitor._redact`, the one home of the redaction
+rules), because they are served by `/readyz`, `modelwatch status` and alert labels.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -22,16 +21,14 @@ from typing import TypeVar
 from sqlalchemy import delete, func, select
 from sqlalchemy.engine import Engine
 
+from monitor._redact import redact as redact
+from monitor._redact import scrub as scrub
 from monitor.storage import JobFailure, JobRun, session_factory, transaction, utcnow
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-MAX_ERROR = 300
 MAX_ITEM = 500  # job_failures.item's length
-# scheme://anything (connection strings, URLs with tokens), and key=value secrets.
-_URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://\S+")
-_SECRET = re.compile(r"(?i)\b(password|passwd|pwd|token|secret|user)=\S+")
 
 
 @dataclass(frozen=True)
@@ -60,17 +57,6 @@ class Backoff:
     def delay(self, failures: int) -> timedelta:
         exponent = min(max(failures - 1, 0), 40)
         return timedelta(seconds=min(self.initial_s * 2.0**exponent, self.max_s))
-
-
-def redact(error: BaseException | str) -> str:
-    """A one-line error safe to show: type and first line, no URLs or credentials, bounded."""
-    if isinstance(error, BaseException):
-        text = f"{type(error).__name__}: {error}"
-    else:
-        text = error
-    line = next((part.strip() for part in text.splitlines() if part.strip()), "")
-    line = _SECRET.sub(r"\1=<redacted>", _URL.sub("<redacted>", line))
-    return line if len(line) <= MAX_ERROR else line[: MAX_ERROR - 1] + "…"
 
 
 def window_item(kind: str, model: str, version: str, start: datetime) -> str:

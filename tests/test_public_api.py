@@ -35,6 +35,7 @@ PINNED: dict[str, set[str]] = {
         "since_of",
     },
     "monitor.errors": {
+        "ArtifactMismatchError",
         "ConfigError",
         "ConflictError",
         "CorruptProfileError",

@@ -1,6 +1,8 @@
 """`modelwatch canary MODEL CANARY --baseline STABLE`: live canary analysis from stored windows.
 
-Exit status: 0 pass, 1 fail, 3 inconclusive (like `modelwatch gate`), 2 for bad input.
+A read, like `GET /v1/canary/...`: `--apply` carries out `canary.action` (like the admin
+`POST /v1/canary/.../apply`). Exit status: 0 pass, 1 fail, 3 inconclusive (like `modelwatch
+gate`), 2 for bad input or a rollback that cannot be made (the target is not known good).
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ EXIT = {"pass": 0, "fail": 1, "inconclusive": 3}
 @click.argument("canary_version", metavar="CANARY")
 @click.option("--baseline", required=True, metavar="STABLE", help="The stable version.")
 @click.option("--since", default="1h", show_default=True, help="Duration back or RFC 3339 time.")
+@click.option(
+    "--apply", "apply", is_flag=True, help="Carry out canary.action (rollback) on a failure."
+)
 @output_options("json")
 @database_options
 def canary(
@@ -36,6 +41,7 @@ def canary(
     canary_version: str,
     baseline: str,
     since: str,
+    apply: bool,
     json_path: Path | None,
     database_url: str | None,
     config_path: Path | None,
@@ -58,12 +64,14 @@ def canary(
     report = analyze_canary(
         engine, cfg, canary_version, baseline, since_of(since, now), now, window_s
     )
-    apply_action(engine, cfg, report, None)
+    done = apply_action(engine, cfg, report, None) if apply else None
     if json_path is not None:
         write_text(json_path, json.dumps(report.to_dict(), indent=2))
     if not on_stdout(json_path):
         _print(report)
         _print_settings(engine, report)
+    if done is not None:
+        click.echo(f"action: {done.action}", err=on_stdout(json_path))
     sys.exit(EXIT[report.verdict])
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import logging
+import os
 import signal
 import threading
 from datetime import datetime
@@ -49,13 +49,11 @@ def collect(
     from collectors.runner import RunState, run
     from migrations import prepare_for_writes
     from monitor.cli._common import load_checked_config
+    from monitor.cli._logging import config_secrets, configure
     from monitor.storage import make_engine
 
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
     config = load_checked_config(config_path)
+    configure("info" if verbose else "warning", secrets=config_secrets(config, os.environ))
     engine = make_engine(config.database_url)
     prepare_for_writes(engine)
     state = RunState()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import click
@@ -21,9 +20,10 @@ def demo(workdir: Path, serve: bool) -> None:
     """Build models, stream drifting traffic, alert, gate and roll back; write summary.json."""
     from rich.console import Console
 
+    from monitor.cli._logging import configure
     from monitor.demo.run import run_demo
 
-    logging.basicConfig(level=logging.ERROR)
+    configure("error")
     console = Console()
     summary = run_demo(workdir, console, serve=serve)
     console.print(

@@ -18,7 +18,7 @@ from guards import (
     record_gate,
     run_gate,
 )
-from guards.registry import version_settings
+from guards.registry import verify_registered, version_settings
 from guards.reports import (
     headline,
     localization_lines,
@@ -59,6 +59,8 @@ def run_gate_command(opts: dict[str, Any]) -> None:
         version=opts["model_version"],
         **_localize(opts, cfg.guards),
     )
+    if opts["model"]:
+        _verify_candidate(opts)
     with progress(f"replaying {request.golden.rows} golden rows through both models"):
         verdict = run_gate(request)
     if opts["model"]:
@@ -131,6 +133,16 @@ def _summary(verdict: GuardVerdict, err: bool) -> None:
             click.echo(f"  {criterion.status.upper()}: {criterion.describe()}", err=err)
     for line in localization_lines(doc):
         click.echo(f"  {line}", err=err)
+
+
+def _verify_candidate(opts: dict[str, Any]) -> None:
+    """A registered --version is gated only with the file it was registered with (exit 2)."""
+    engine = make_engine(resolve_database_url(opts["database_url"], opts["config_path"]))
+    try:
+        prepare_for_writes(engine)
+        verify_registered(engine, opts["model"], opts["model_version"], opts["candidate"])
+    finally:
+        engine.dispose()
 
 
 def _with_settings(opts: dict[str, Any], verdict: Any) -> Any:

@@ -6,13 +6,27 @@ impl" line) are demoted to DEBUG. So is its WARNING that a run was skipped becau
 one is still running: with one instance per job that is the designed behaviour of a tick that
 outlasts its interval (a loaded machine, a long burst), not a fault, and it would repeat every
 interval; how long ticks take is in the job metrics.
+
+Every handler configured here carries :class:`RedactSecrets`, so no line at any level (ours,
+or a library's such as httpx's "HTTP Request: POST <url>" and httpcore's DEBUG traces) shows
+URL userinfo, query tokens, bearer credentials or key=value secrets; the rules themselves are
+`monitor._redact`'s (their one home). Values the config names as secrets (API tokens, signing
+secrets, the database password) are also replaced wherever they appear.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import urllib.parse
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from monitor._redact import REDACTED, scrub
+
+if TYPE_CHECKING:
+    from monitor.config import Config
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 LEVELS = ("debug", "info", "warning", "error")
@@ -33,9 +47,44 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
-        if record.exc_info:
-            doc["exception"] = self.formatException(record.exc_info)
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        if record.exc_text:
+            doc["exception"] = record.exc_text
         return json.dumps(doc, ensure_ascii=False)
+
+
+class RedactSecrets(logging.Filter):
+    """Rewrites each record's message, traceback and stack without secrets (never drops one).
+
+    `secrets`: literal values to replace as well (the config's tokens and signing secrets),
+    for secrets that no pattern can recognise.
+    """
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        super().__init__()
+        # Longest first, so a secret containing another is replaced whole; short values
+        # (a 1-character "secret") would shred ordinary text and are left to the patterns.
+        self.secrets = sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True)
+
+    def clean(self, text: str) -> str:
+        for secret in self.secrets:
+            text = text.replace(secret, REDACTED)
+        return scrub(text)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string: logging itself reports it on emit
+            return True
+        record.msg, record.args = self.clean(message), None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = self.clean(record.exc_text)
+        if record.stack_info:
+            record.stack_info = self.clean(record.stack_info)
+        return True
 
 
 class DemoteNoise(logging.Filter):
@@ -54,12 +103,14 @@ class DemoteNoise(logging.Filter):
         return record.levelno >= self.level
 
 
-def configure(level: str = "info", fmt: str = "text") -> None:
-    """Root logging to stderr at `level` (one of LEVELS), plain text or JSON lines."""
+def configure(level: str = "info", fmt: str = "text", secrets: Iterable[str] = ()) -> None:
+    """Root logging to stderr at `level` (one of LEVELS), plain text or JSON lines, with
+    secrets redacted (`secrets`: literal values to hide besides what the patterns find)."""
     numeric = getattr(logging, level.upper())
     handler = logging.StreamHandler()
     handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter(LOG_FORMAT))
     handler.addFilter(DemoteNoise(numeric))
+    handler.addFilter(RedactSecrets(secrets))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(min(numeric, logging.INFO))  # noisy INFO records must reach the filter
@@ -67,6 +118,19 @@ def configure(level: str = "info", fmt: str = "text") -> None:
         logging.getLogger(name).setLevel(
             logging.DEBUG if numeric <= logging.DEBUG else logging.INFO
         )
+
+
+def config_secrets(config: Config, environ: Mapping[str, str]) -> list[str]:
+    """The secret values a config names: API tokens, receivers' signing secrets and routing
+    keys, and the passwords in the database and receiver URLs (their query values are the
+    patterns' to find: a literal `require` would be hidden everywhere)."""
+    out = [t.token or environ.get(t.token_env or "", "") for t in config.api.tokens]
+    for receiver in config.alerts.receivers:
+        names = (receiver.secret_env, receiver.routing_key_env)
+        out += [environ.get(name, "") for name in names if name]
+    for url in (config.database_url, *(r.url for r in config.alerts.receivers)):
+        out.append(urllib.parse.urlsplit(url).password or "")
+    return [s for s in out if s]
 
 
 def announcement(text: str, fmt: str) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from monitor.cli._logging import FORMATS, LEVELS, announcement, configure
+from monitor.cli._logging import FORMATS, LEVELS, announcement, config_secrets, configure
 from monitor.errors import ConfigError
 
 
@@ -58,7 +58,7 @@ def serve(
     from monitor.daemon.wiring import build_service  # the daemon's libraries, once it can start
     from monitor.storage import make_engine
 
-    configure(log_level, log_format)
+    configure(log_level, log_format, config_secrets(config, os.environ))
     host = host or config.api.host
     port = config.api.port if port is None else port
     sock = bind(host, port)

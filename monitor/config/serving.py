@@ -121,11 +121,12 @@ class CanaryConfig(StrictModel):
         allow_inf_nan=False,
         description="The largest outcome-metric drop (canary below stable) that still passes.",
     )
-    # `rollback`: a failed canary that is the active version moves `active` back to the stable.
+    # `rollback`: the admin POST .../apply moves a failed active canary back (never the GET).
     action: Literal["notify", "rollback"] = Field(
         default="notify",
         description=(
-            "`rollback`: a failed canary that is the active version moves "
-            "`active` back to the stable one."
+            "`rollback`: `POST /v1/canary/{model}/{canary}/apply` (admin) or `modelwatch "
+            "canary --apply` moves a failed canary that is the active version back to the "
+            "stable one, if that is a verified known-good version; the GET never acts."
         ),
     )

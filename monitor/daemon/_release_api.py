@@ -188,31 +188,36 @@ def run_guard(
 
 
 def _artifacts(engine: Any, model: str, version: str, body: GuardRunRequest) -> tuple[Path, Path]:
+    """Both registered files, each checked against its registered sha256 before the run
+    (ArtifactMismatchError, 409, naming the file and both hashes)."""
     with transaction(engine) as session:
         row = registry.find_model(session, model)
         candidate = registry.find_version(session, row, version)
         reference = _reference(session, row, candidate, body)
-        cand_uri = candidate.artifact_uri
-    if cand_uri is None:
-        raise ConflictError(f"model {model!r} version {version!r} has no registered artifact")
-    return reference, Path(cand_uri)
+        if candidate.artifact_uri is None or candidate.artifact_sha256 is None:
+            raise ConflictError(f"model {model!r} version {version!r} has no registered artifact")
+        files = [(v.version, Path(v.artifact_uri or ""), v.artifact_sha256 or "")
+                 for v in (reference, candidate)]  # fmt: skip
+    for registered, path, sha256 in files:  # hashed outside the transaction: no lock held
+        registry.check_artifact(model, registered, path, sha256)
+    return files[0][1], files[1][1]
 
 
 def _reference(
     session: Session, row: Model, candidate: ModelVersion, body: GuardRunRequest
-) -> Path:
+) -> ModelVersion:
     chosen: ModelVersion | None
     if body.reference_version is not None:
         chosen = registry.find_version(session, row, body.reference_version)
     else:
         options = (registry.alias(session, row, a) for a in ("last_known_good", "active"))
         chosen = next((v for v in options if v is not None and v.id != candidate.id), None)
-    if chosen is None or chosen.artifact_uri is None:
+    if chosen is None or chosen.artifact_uri is None or chosen.artifact_sha256 is None:
         raise ConflictError(
             f"model {row.name!r} has no last-known-good or active version other than "
             f"{candidate.version!r} with an artifact; pass `reference_version`"
         )
-    return Path(chosen.artifact_uri)
+    return chosen
 
 
 def _golden_config(

@@ -152,6 +152,7 @@ class Service:
             host=host,
             port=port,
             log_level="warning",
+            log_config=None,  # uvicorn's records go through our (redacting) handlers
             access_log=False,
             timeout_graceful_shutdown=3,
             lifespan="off",
@@ -180,6 +181,7 @@ class Service:
             host=host,
             port=port,
             log_level="warning",
+            log_config=None,  # uvicorn's records go through our (redacting) handlers
             access_log=False,
             lifespan="off",
         )

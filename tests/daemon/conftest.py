@@ -52,9 +52,14 @@ class ServerProcess:
     """`python -m monitor serve` as a user would start it."""
 
     def __init__(
-        self, config: Path, env: dict[str, str] | None = None, log: Path | None = None
+        self,
+        config: Path,
+        env: dict[str, str] | None = None,
+        log: Path | None = None,
+        args: tuple[str, ...] = (),
     ) -> None:
-        """`log`: write the server's output there (a long run would fill a pipe nobody reads)."""
+        """`log`: write the server's output there (a long run would fill a pipe nobody reads);
+        `args`: more `serve` options (e.g. `--log-level debug`)."""
         self.port = free_port()
         self.directory = config.parent  # its database and config (`db_engine(directory)`)
         self.log = log
@@ -72,6 +77,7 @@ class ServerProcess:
                 str(config),
                 "--port",
                 str(self.port),
+                *args,
             ],
             env=full_env,
             stdout=out,

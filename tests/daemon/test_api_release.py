@@ -180,6 +180,9 @@ def test_rollback_moves_active_and_is_idempotent(
 
     body = {"to": "1", "reason": "canary errors"}
     assert httpx.post(url, json=body, headers=auth("MW_T_READ")).status_code == 403
+    never_gated = httpx.post(url, json=body, headers=auth("MW_T_ADMIN"))
+    assert never_gated.status_code == 409 and "never gated" in never_gated.json()["detail"]
+    assert _run(server, "1", {**FP16_RUN, "reference_version": "1"}).status_code == 200
     first = httpx.post(url, json=body, headers=auth("MW_T_ADMIN"))
     assert first.status_code == 200, first.text
     assert first.json()["active"] == "1" and first.json()["changed"] is True

@@ -1,5 +1,5 @@
 """Live canary analysis through a running `serve`: stable and canary traffic over HTTP, the
-verdict from `GET /v1/canary/...` and from `modelwatch canary`, and rollback on failure."""
+verdict from `GET /v1/canary/...` and from `modelwatch canary`; the read never rolls back."""
 
 from __future__ import annotations
 
@@ -115,7 +115,15 @@ def test_canary_verdicts_over_http_and_cli(canary_server: ServerProcess, tmp_pat
         "n_canary",
         "n_baseline",
     }
-    assert list_models(engine)[0].active == "1"  # canary.action: rollback moved it back
+    # A read changes nothing, whatever canary.action says; the admin POST carries it out, and
+    # only to a known-good stable (version 1 was never gated).
+    assert list_models(engine)[0].active == "2"
+    apply = f"{canary_server.url}/v1/canary/fraud/2/apply"
+    read = httpx.post(apply, json={"baseline": "1"}, headers=auth("MW_T_READ"), timeout=60)
+    assert read.status_code == 403
+    refused = httpx.post(apply, json={"baseline": "1"}, headers=auth("MW_T_ADMIN"), timeout=60)
+    assert refused.status_code == 409 and "not a rollback target" in refused.json()["detail"]
+    assert list_models(engine)[0].active == "2"
 
     good = verdict(canary_server, "3")
     assert good.status_code == 200, good.text
@@ -158,6 +166,11 @@ def test_canary_verdicts_over_http_and_cli(canary_server: ServerProcess, tmp_pat
     assert cli_good.returncode == 0 and json.loads(cli_good.stdout)["verdict"] == "pass"
     cli_small = run_cli("canary", "fraud", "4", "--baseline", "1", *cfg, *db, env=TOKENS)
     assert cli_small.returncode == 3 and "INCONCLUSIVE" in cli_small.stdout
+    # `--apply` carries out canary.action like the admin POST, with the same refusal.
+    cli_apply = run_cli("canary", "fraud", "2", "--baseline", "1", "--apply", *cfg, *db,
+                        env=TOKENS)  # fmt: skip
+    assert cli_apply.returncode == 2 and "never gated" in cli_apply.stderr
+    assert list_models(engine)[0].active == "2"
 
 
 def test_bad_canary_requests_are_one_line_errors(

@@ -131,7 +131,8 @@ def seed_registry_and_gates(engine: Engine, tmp: Path) -> None:
         precision="int8", quantization="static qdq, 512 calibration rows",
         batching="max 64, 5 ms", runtime="ort 1.31 CUDA", meta={"image": "serve:1.4"},
     )  # fmt: skip
-    register_version(engine, MODEL, VERSION, artifacts[0], activate=True, settings=settings)
+    # The version is the candidate: a gate run is recorded only for its registered content.
+    register_version(engine, MODEL, VERSION, artifacts[1], activate=True, settings=settings)
     ref, cand, golden = artifacts
     record_gate(engine, MODEL, VERSION, _verdict("pass", 0.002, 2.5), (ref, cand, golden))
     record_gate(engine, MODEL, VERSION, _verdict("fail", 0.04, 3.5), (ref, cand, golden))

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import shutil
 from pathlib import Path
 
 import pandas as pd
+from sqlalchemy import func, select
 
+from monitor.storage import GateRun, make_engine, transaction
 from tests.conftest import run_cli
 from tests.guards.conftest import Suite
 
@@ -82,7 +86,8 @@ def test_missing_column_exits_2_naming_it(suite: Suite) -> None:
 def test_registry_commands_and_auto_rollback(suite: Suite, tmp_path: Path) -> None:
     db = ["--database-url", f"sqlite:///{tmp_path / 'mw.db'}"]
     assert run_cli("db", "upgrade", *db).returncode == 0
-    ref, bad = str(suite.models["reference"]), str(suite.models["int8_bad"])
+    # Version 1 is the re-export the first gate judges (a gate checks the registered hash).
+    ref, bad = str(suite.models["reexport"]), str(suite.models["int8_bad"])
     old_style = run_cli("models", "register", "fraud", "1", ref, "--activate", *db)
     assert old_style.returncode == 0 and "deprecated: `models register MODEL" in old_style.stderr
     ok = run_cli(*gate_args(suite, "reexport", "fp32"), "--no-latency",
@@ -127,3 +132,28 @@ def test_config_overrides_the_preset_and_rejects_typos(suite: Suite, tmp_path: P
     cfg.write_text("guards:\n  presets:\n    int8: {max_flip: 0.5}\n")
     bad = run_cli(*gate_args(suite, "int8_bad", "int8"), "--config", str(cfg))
     assert bad.returncode == 2 and "guards.presets.int8.max_flip" in bad.stderr
+
+
+def test_gate_of_a_registered_version_checks_its_file_first(suite: Suite, tmp_path: Path) -> None:
+    """A file swapped after registration is never gated as that version: exit 2, one line
+    naming the file and both hashes, nothing recorded."""
+    db = ["--database-url", f"sqlite:///{tmp_path / 'mw.db'}"]
+    assert run_cli("db", "upgrade", *db).returncode == 0
+    artifact = tmp_path / "candidate.onnx"
+    shutil.copy(suite.models["reexport"], artifact)
+    registered = hashlib.sha256(artifact.read_bytes()).hexdigest()
+    reg = run_cli("models", "register", "--model", "fraud", "--version", "2", str(artifact), *db)
+    assert reg.returncode == 0, reg.stderr
+    shutil.copy(suite.models["int8_bad"], artifact)  # swapped on disk
+    args = gate_args(suite, "reexport", "fp32")
+    args[args.index("--candidate") + 1] = str(artifact)
+    out = run_cli(*args, "--no-latency", "--model", "fraud", "--version", "2", *db)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert out.stderr.count("\n") == 1 and str(artifact) in out.stderr
+    swapped = hashlib.sha256(artifact.read_bytes()).hexdigest()
+    assert registered in out.stderr and swapped in out.stderr
+    assert "Gate verdict" not in out.stdout  # nothing was replayed
+    engine = make_engine(db[1])
+    with transaction(engine) as session:
+        assert session.scalar(select(func.count()).select_from(GateRun)) == 0
+    engine.dispose()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+from hashlib import sha256
 from pathlib import Path
 
 import pytest
@@ -23,7 +25,8 @@ from guards import (
     rollback,
     run_gate,
 )
-from monitor.errors import ConflictError, InputError, NotFoundError
+from guards.registry import rollback_canary
+from monitor.errors import ArtifactMismatchError, ConflictError, InputError, NotFoundError
 from monitor.storage import GateRun, RollbackEvent, transaction
 from tests.guards.conftest import Suite
 
@@ -67,7 +70,8 @@ def count(engine: Engine, table: type) -> int:
 def test_failed_gate_rolls_back_once_and_tells_the_listener(
     engine: Engine, suite: Suite, verdicts: dict[str, GuardVerdict]
 ) -> None:
-    register_version(engine, "fraud", "1", suite.models["reference"], activate=True)
+    # Version 1 is the re-export: a verdict is recorded only for the registered content.
+    register_version(engine, "fraud", "1", suite.models["reexport"], activate=True)
     first = record_gate(engine, "fraud", "1", verdicts["pass"], artifacts(suite, "reexport"))
     assert "last-known-good" in first.action
     register_version(
@@ -119,12 +123,15 @@ def test_passing_candidate_is_not_known_good_until_active(
 
 
 def test_manual_rollback_is_idempotent_and_explains_missing_targets(
-    engine: Engine, suite: Suite
+    engine: Engine, suite: Suite, verdicts: dict[str, GuardVerdict]
 ) -> None:
-    register_version(engine, "m", "1", suite.models["reference"], activate=True)
+    register_version(engine, "m", "1", suite.models["reexport"], activate=True)
     with pytest.raises(ConflictError, match="no last-known-good"):
         rollback(engine, "m")
-    register_version(engine, "m", "2", suite.models["reexport"], activate=True)
+    register_version(engine, "m", "2", suite.models["int8_bad"], activate=True)
+    with pytest.raises(ConflictError, match="version '1' of model 'm' is not a rollback target"):
+        rollback(engine, "m", "1")  # never gated
+    record_gate(engine, "m", "1", verdicts["pass"], artifacts(suite, "reexport"))
     seen: list[Rollback] = []
 
     def listener(session: Session, event: Rollback) -> None:
@@ -146,3 +153,35 @@ def test_register_rejects_duplicates_and_missing_files(engine: Engine, suite: Su
         register_version(engine, "m", "1", suite.models["reference"])
     with pytest.raises(InputError, match="not found"):
         register_version(engine, "m", "2", suite.directory / "missing.onnx")
+
+
+def test_rollback_targets_are_verified_known_good_only(
+    engine: Engine, suite: Suite, verdicts: dict[str, GuardVerdict], tmp_path: Path
+) -> None:
+    """Every rollback path (gate, manual, canary, alert action) asks `rollback_target`: a
+    version that failed its newest gate, whose file changed, or that was gated as other
+    content is never one."""
+    v1 = tmp_path / "v1.onnx"
+    shutil.copy(suite.models["reexport"], v1)
+    register_version(engine, "m", "1", v1, activate=True)
+    record_gate(engine, "m", "1", verdicts["pass"], (suite.models["reference"], v1, suite.golden))
+    register_version(engine, "m", "2", suite.models["int8_bad"], auto_rollback=True, activate=True)
+    original = v1.read_bytes()
+    v1.write_bytes(original + b"swapped")
+    with pytest.raises(ArtifactMismatchError) as swapped:
+        rollback(engine, "m")
+    registered = sha256(original).hexdigest()
+    assert str(v1) in str(swapped.value) and registered in str(swapped.value)
+    assert sha256(original + b"swapped").hexdigest() in str(swapped.value)
+    with pytest.raises(ArtifactMismatchError):
+        rollback_canary(engine, "m", "2", "1")
+    failed = record_gate(engine, "m", "2", verdicts["fail"], artifacts(suite, "int8_bad"))
+    assert failed.rollback is None and "cannot roll back" in failed.action
+    assert str(v1) in failed.action and aliases(engine, "m") == ("2", "1")
+    v1.write_bytes(original)
+    with pytest.raises(ArtifactMismatchError, match="the gate run is not recorded|changed"):
+        record_gate(engine, "m", "1", verdicts["fail"], artifacts(suite, "int8_bad"))
+    record_gate(engine, "m", "1", verdicts["fail"], (suite.models["reference"], v1, suite.golden))
+    with pytest.raises(ConflictError, match="newest gate run is fail"):
+        rollback(engine, "m", "1")
+    assert aliases(engine, "m")[0] == "2" and count(engine, RollbackEvent) == 0
