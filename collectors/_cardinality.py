@@ -80,7 +80,8 @@ class Cardinality:
         names = _present(table, rows)
         if known.issuperset(names):
             return {}
-        new = [c for c in names if c not in known]
+        # Prediction outputs first: every event has them, the features are what varies.
+        new = sorted((c for c in names if c not in known), key=_feature)
         room = max(0, self.max_columns - len(known))
         known.update(new[:room])
         out: dict[int, Rejection] = {}
@@ -121,6 +122,10 @@ def _groups(table: EventTable, starts: np.ndarray) -> dict[Group, list[int] | No
         assert rows is not None
         rows.append(i)
     return out
+
+
+def _feature(column: str) -> bool:
+    return not column.startswith("prediction")
 
 
 def _present(table: EventTable, rows: list[int] | None) -> list[str]:
