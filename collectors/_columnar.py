@@ -25,6 +25,7 @@ from collectors._edge import (
     VERSION_CHARS,
     EdgeLimits,
     bad_text,
+    longest,
     slice_fits,
 )
 from collectors._serving import serving_columns
@@ -64,7 +65,7 @@ def fast_table(
         return None
     if max(map(len, features)) > limits.max_features:
         return None
-    if bad_text(rid, REQUEST_ID_CHARS) or bad_text(version, VERSION_CHARS):
+    if bad_text(rid, REQUEST_ID_CHARS) or bad_text(set(version), VERSION_CHARS):
         return None
     attrs = _attrs([o.get("metadata") for o in objs], slices)
     columns, present = transpose(features)
@@ -94,14 +95,20 @@ def _fits(
     """Every column name, string value and slice value fits storage (`collectors._edge`)."""
     if bad_text(columns, COLUMN_CHARS):
         return False
-    texts = [(v, types[c]) for c, v in columns.items() if str in types[c]]
-    texts += [(v, set(map(type, v))) for v in (*attrs.values(), serving.get("error", []))]
-    for values, kinds in texts:
-        strings = values if kinds == {str} else [v for v in values if type(v) is str]
-        if bad_text(strings, limits.max_value_chars):
+    texts = [(c, v) for c, v in columns.items() if str in types[c]]
+    texts += [(f"metadata.{c}", v) for c, v in attrs.items()]
+    texts.append(("error", serving.get("error", [])))
+    for name, values in texts:
+        # Distinct values only: categorical columns repeat a few (their hashes are cached).
+        strings = [v for v in set(values) if type(v) is str]
+        most = longest(strings)
+        if most > limits.max_value_chars:
             return False
-    features = {c: v for c, v in columns.items() if not c.startswith("prediction")}
-    return all(slice_fits(c, attrs[c]) and slice_fits(c, features.get(c, ())) for c in attrs)
+        column = name.removeprefix("metadata.")
+        if column in attrs and not column.startswith("prediction"):
+            if not slice_fits(column, most):
+                return False
+    return True
 
 
 def _names(values: Sequence[Any]) -> bool:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +44,7 @@ __all__ = [
     "VERSION_CHARS",
     "EdgeLimits",
     "bad_text",
+    "longest",
     "check_event",
     "check_features",
     "check_label",
@@ -86,16 +87,25 @@ class EdgeLimits:
 DEFAULT_LIMITS = EdgeLimits()
 
 
-def bad_text(values: Iterable[str], limit: int) -> bool:
-    """Whether any of `values` (strings) is longer than `limit` or holds a control character:
-    the fast path's check of a whole column (one C-level join and search)."""
-    values = list(values)
+def longest(values: Sequence[str]) -> float:
+    """The length of the longest of `values` (strings), infinite if one holds a control
+    character: the fast path's check of a whole column (C-level passes over one join)."""
     if not values:
-        return False
-    return max(map(len, values)) > limit or _CONTROL.search("".join(values)) is not None
+        return 0
+    joined = "".join(values)
+    if not joined.isprintable() and _CONTROL.search(joined) is not None:
+        return math.inf  # isprintable() is the cheap test; it also refuses e.g. U+00A0
+    return max(map(len, values))
+
+
+def bad_text(values: Iterable[str], limit: int) -> bool:
+    """Whether any of `values` is longer than `limit` or holds a control character."""
+    return longest(list(values)) > limit
 
 
 def _problem(value: str, limit: int) -> str | None:
+    if len(value) <= limit and value.isprintable():  # the common case, one C-level pass
+        return None
     if len(value) > limit:
         return f"{len(value)} characters, more than {limit}"
     bad = _CONTROL.search(value)
@@ -169,11 +179,10 @@ def check_event(event: PredictionEvent, limits: EdgeLimits) -> None:
         check_value("error", event.serving.get("error"), limits)
 
 
-def slice_fits(column: str, values: Iterable[object]) -> bool:
-    """Whether every string of a slice column surely fits (the fast path's check; JSON may
-    double a character, hence twice the length)."""
-    strings = [v for v in values if type(v) is str]
-    return not strings or 2 * max(map(len, strings)) + len(column) + 8 <= SLICE_KEY_CHARS
+def slice_fits(column: str, longest: float) -> bool:
+    """Whether every value of a slice column, the longest of `longest` characters, surely
+    fits the `slice_key` column (the fast path's check; JSON may double a character)."""
+    return 2 * longest + len(column) + 8 <= SLICE_KEY_CHARS
 
 
 def printable(text: str) -> str:
@@ -201,7 +210,8 @@ def check_label(label: object, task: str, classes: Collection[str], limits: Edge
     Binary classification: true/false, 0/1 (or "0"/"1"). Multiclass: a class (a non-empty
     string or an integer) among `outcomes.classes` when configured. Regression: a finite number.
     """
-    check_value("label", label, limits)
+    if type(label) is str:
+        check_value("label", label, limits)
     if task == "classification":
         ok = type(label) is bool or (_number(label) and label in _BINARY) or label in ("0", "1")
         expected = "true, false, 0 or 1"

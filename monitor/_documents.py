@@ -12,8 +12,8 @@ from monitor.detectors import DriftResult
 from monitor.profiles import parse_slice_key
 
 if TYPE_CHECKING:
-    from monitor.outcomes import OutcomeResult
     from monitor._slo_result import SloResult
+    from monitor.outcomes import OutcomeResult
 
 
 def computed_document(result: DriftResult | OutcomeResult | SloResult) -> dict[str, Any]:

@@ -37,7 +37,6 @@ from tests.collectors.conftest import T0
 ODD = 'eu"{}\\,:= é'
 
 
-
 def prediction(i: int, value: Any, region: Any = "eu") -> bytes:
     doc = {
         "request_id": f"r{i}",

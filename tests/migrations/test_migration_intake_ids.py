@@ -39,7 +39,7 @@ def test_ids_of_deleted_requests_are_never_given_again(tmp_path: Path) -> None:
     with engine.begin() as conn:  # a dead letter of a consumed request, deleted since
         conn.execute(
             text(
-                "INSERT INTO dead_letters (source, key, \"offset\", reason, detail, payload, "
+                'INSERT INTO dead_letters (source, key, "offset", reason, detail, payload, '
                 "payload_size, truncated, created_at, intake_id) VALUES ('http', 'drain:x', 0, "
                 "'wrong_type', 'x', x'00', 1, 0, '2026-01-01 00:00:00', :i)"
             ),
