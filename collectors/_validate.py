@@ -3,8 +3,8 @@
 Reason codes (stored on dead letters): `missing_field`, `wrong_type`, `invalid_timestamp`,
 `unknown_model`, `too_deep` (JSON nested deeper than MAX_DEPTH), and the edge's
 `control_character`, `too_long`, `too_many_features` (`collectors._edge`); the planner adds
-`future_timestamp`, `invalid_label`, `too_many_versions` and `too_many_columns`. Details name the offending field, e.g. "features.amount: expected number,
-string, boolean or null, got list".
+`future_timestamp`, `invalid_label`, `too_many_versions` and `too_many_columns`. Details name
+the offending field, e.g. "features.amount: expected number, string, boolean or null, got list".
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from collectors._base import DecodeError, LabelEvent, PredictionEvent
 from collectors._cardinality import Cardinality
@@ -20,6 +21,7 @@ from collectors._edge import (
 )
 from collectors._table import EventTable
 from collectors._validate import validate
+from monitor.config import ModelConfig
 from monitor.storage import LabeledPrediction, WindowProfile
 
 LIMITS = EdgeLimits(max_features=5, max_value_chars=10, slices=("region",))
@@ -50,6 +52,16 @@ def test_the_caps_are_the_storage_columns() -> None:
     assert COLUMN_CHARS == profiles.c.column.type.length == 200
     assert SLICE_KEY_CHARS == profiles.c.slice_key.type.length
     assert REQUEST_ID_CHARS == joined.c.request_id.type.length
+    # A model's name in config fits the `model` columns.
+    assert ModelConfig.model_fields["name"].metadata[-1].max_length == profiles.c.model.type.length
+
+
+@pytest.mark.parametrize("name", ["m" * 201, "fr\x00aud", "fr\x1baud"])
+def test_a_model_name_storage_cannot_take_is_refused_in_config(name: str) -> None:
+    with pytest.raises(ValidationError):
+        ModelConfig(name=name)
+    with pytest.raises(ValidationError):
+        ModelConfig(name="m", slices=[name])
 
 
 OK = {
