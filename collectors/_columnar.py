@@ -95,6 +95,11 @@ def _fits(
     """Every column name, string value and slice value fits storage (`collectors._edge`)."""
     if bad_text(columns, COLUMN_CHARS):
         return False
+    maps = [a for a in serving.get("attributions", ()) if a]
+    if maps and (
+        max(map(len, maps)) > limits.max_features or bad_text(set().union(*maps), COLUMN_CHARS)
+    ):
+        return False
     texts = [(c, v) for c, v in columns.items() if str in types[c]]
     texts += [(f"metadata.{c}", v) for c, v in attrs.items()]
     texts.append(("error", serving.get("error", [])))

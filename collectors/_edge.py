@@ -177,6 +177,9 @@ def check_event(event: PredictionEvent, limits: EdgeLimits) -> None:
         check_slice(f"features.{column}", column, event.features.get(column))
     if event.serving:
         check_value("error", event.serving.get("error"), limits)
+        attributions = event.serving.get("attributions")
+        if attributions:  # stored per feature name (`window_serving.attributions`)
+            check_features("attributions", attributions, limits)
 
 
 def slice_fits(column: str, longest: float) -> bool:

@@ -108,6 +108,7 @@ TROUBLE = {
     "long slice value": _set("metadata", {"region": "r" * 490}),
     "control slice value": _set("metadata", {"region": "eu\x00"}),
     "NUL label": lambda e: {"request_id": "r3", "model": "fraud", "label": "\x00", "timestamp": T0},
+    "NUL attribution name": _set("attributions", {"a\x00": 0.5}),
     "too many features": lambda e: {**e, "features": {f"f{i}": i for i in range(1001)}},
     "features at the cap": lambda e: {**e, "features": {f"f{i}": i for i in range(1000)}},
 }

@@ -101,6 +101,16 @@ BAD = {
     ),
     "long slice value": (prediction(metadata={"region": "r" * 9}), None, None),
     "error field": (prediction(error="a\x00"), "control_character", "error"),
+    "NUL attribution name": (
+        prediction(attributions={"a\x00": 0.5}),
+        "control_character",
+        "attributions",
+    ),
+    "attributions cap+1": (
+        prediction(attributions={f"f{i}": 0.5 for i in range(6)}),
+        "too_many_features",
+        "attributions",
+    ),
     "NUL in a label": (
         {"request_id": "r1", "model": "fraud", "label": "\x00", "timestamp": 1767225600},
         "control_character",
