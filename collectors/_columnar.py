@@ -18,6 +18,16 @@ import numpy as np
 from numpy.typing import NDArray
 
 from collectors._base import DecodeError
+from collectors._edge import (
+    COLUMN_CHARS,
+    DEFAULT_LIMITS,
+    REQUEST_ID_CHARS,
+    VERSION_CHARS,
+    EdgeLimits,
+    bad_text,
+    longest,
+    slice_fits,
+)
 from collectors._serving import serving_columns
 from collectors._table import EventTable, transpose
 from collectors._validate import MAX_TIMESTAMP, parse_timestamp
@@ -32,9 +42,14 @@ _NUMBERS = frozenset({int, float})
 
 
 def fast_table(
-    objs: Sequence[Any], origins: Sequence[int], models: Collection[str], slices: Sequence[str]
+    objs: Sequence[Any],
+    origins: Sequence[int],
+    models: Collection[str],
+    slices: Sequence[str],
+    limits: EdgeLimits = DEFAULT_LIMITS,
 ) -> EventTable | None:
-    """The table of `objs` if every one is a well-typed prediction event, else None."""
+    """The table of `objs` if every one is a well-typed prediction event whose strings
+    storage takes (`collectors._edge`), else None."""
     if not objs or set(map(type, objs)) != {dict}:
         return None
     try:
@@ -48,6 +63,10 @@ def fast_table(
         return None
     if set(map(type, features)) != {dict} or not set(map(type, prediction)) <= _PREDICTIONS:
         return None
+    if max(map(len, features)) > limits.max_features:
+        return None
+    if bad_text(rid, REQUEST_ID_CHARS) or bad_text(set(version), VERSION_CHARS):
+        return None
     attrs = _attrs([o.get("metadata") for o in objs], slices)
     columns, present = transpose(features)
     types = {c: set(map(type, v)) for c, v in columns.items()}
@@ -58,10 +77,43 @@ def fast_table(
         return None
     columns["prediction"] = list(prediction)
     types["prediction"] = set(map(type, prediction))
+    if not _fits(columns, types, attrs, serving, limits):
+        return None
     return EventTable(
         list(origins), list(rid), list(model), list(version), times, list(prediction),
         columns, attrs, types, present, serving,
     )  # fmt: skip
+
+
+def _fits(
+    columns: dict[str, list[Any]],
+    types: dict[str, set[type]],
+    attrs: dict[str, list[Any]],
+    serving: dict[str, list[Any]],
+    limits: EdgeLimits,
+) -> bool:
+    """Every column name, string value and slice value fits storage (`collectors._edge`)."""
+    if bad_text(columns, COLUMN_CHARS):
+        return False
+    maps = [a for a in serving.get("attributions", ()) if a]
+    if maps and (
+        max(map(len, maps)) > limits.max_features or bad_text(set().union(*maps), COLUMN_CHARS)
+    ):
+        return False
+    texts = [(c, v) for c, v in columns.items() if str in types[c]]
+    texts += [(f"metadata.{c}", v) for c, v in attrs.items()]
+    texts.append(("error", serving.get("error", [])))
+    for name, values in texts:
+        # Distinct values only: categorical columns repeat a few (their hashes are cached).
+        strings = [v for v in set(values) if type(v) is str]
+        most = longest(strings)
+        if most > limits.max_value_chars:
+            return False
+        column = name.removeprefix("metadata.")
+        if column in attrs and not column.startswith("prediction"):
+            if not slice_fits(column, most):
+                return False
+    return True
 
 
 def _names(values: Sequence[Any]) -> bool:

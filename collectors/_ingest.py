@@ -90,6 +90,7 @@ class Ingestor:
             self.settings.max_payload_bytes,
             functools.partial(stored_half, engine, source),
             max_future_s=self.settings.max_future_skew.total_seconds(),
+            settings=self.settings,
         )
         self._states: dict[str, KeyState] = {}
         # Per model, the cutoff its waiting rooms were last emptied to (collectors._join).

@@ -27,7 +27,9 @@ from collectors._base import (
     RawRecord,
     Rejection,
 )
+from collectors._cardinality import Cardinality
 from collectors._columnar import fast_table
+from collectors._edge import EdgeLimits, check_label
 from collectors._table import EventTable
 from collectors._validate import check_depth, maybe_too_deep, utc, validate
 from collectors._windows import (
@@ -38,7 +40,7 @@ from collectors._windows import (
     late_rows,
     split_windows,
 )
-from monitor.config import ModelConfig
+from monitor.config import CollectConfig, ModelConfig
 
 __all__ = ["GroupKey", "KeyState", "Plan", "Planner", "WindowKey"]
 
@@ -122,6 +124,7 @@ class Planner:
         chunk: int = CHUNK,
         max_future_s: float = 300.0,
         clock: Callable[[], float] = time.time,
+        settings: CollectConfig | None = None,
     ) -> None:
         self.adapter = adapter
         self.native = isinstance(adapter, NativeAdapter)
@@ -129,6 +132,16 @@ class Planner:
         self.models = models
         self.model_names = frozenset(models)
         self.slice_columns = list(dict.fromkeys(c for m in models.values() for c in m.slices))
+        settings = settings or CollectConfig()
+        self.limits = EdgeLimits(
+            settings.max_features_per_event, settings.max_value_chars, tuple(self.slice_columns)
+        )
+        self.cardinality = Cardinality(
+            window_s,
+            lateness_s,
+            settings.max_versions_per_window,
+            settings.max_columns_per_window,
+        )
         self.window_s = window_s
         self.lateness_s = lateness_s
         self.max_payload = max_payload_bytes
@@ -253,10 +266,13 @@ class Planner:
         elif not objs:
             raise DecodeError("empty", "payload: no events")
         else:
-            events = [validate(obj, self.model_names) for obj in objs]
+            events = [validate(obj, self.model_names, self.limits) for obj in objs]
         for event in events:
-            if isinstance(event, LabelEvent) and event.ts > self.latest:
-                raise self._future(event.ts)
+            if isinstance(event, LabelEvent):
+                if event.ts > self.latest:
+                    raise self._future(event.ts)
+                outcomes = self.models[event.model].outcomes
+                check_label(event.label, outcomes.task, outcomes.classes, self.limits)
         for event in events:
             if isinstance(event, LabelEvent):
                 plan.labels.append(event)
@@ -275,7 +291,7 @@ class Planner:
             objects, rows = [objects[i] for i in keep], [rows[i] for i in keep]
         fast = None
         if self.columnar:
-            fast = fast_table(objects, rows, self.model_names, self.slice_columns)
+            fast = fast_table(objects, rows, self.model_names, self.slice_columns, self.limits)
         if fast is None:
             for obj, row in zip(objects, rows, strict=True):
                 self._validate_one(obj, row, plan, decoded)
@@ -303,7 +319,9 @@ class Planner:
             return []
         request, response = (half, other) if half.kind == "request" else (other, half)
         combine = getattr(self.adapter, "combine")  # noqa: B009 - a PairingAdapter
-        events = [validate(obj, self.model_names) for obj in combine(request, response)]
+        events = [
+            validate(obj, self.model_names, self.limits) for obj in combine(request, response)
+        ]
         if stored:
             plan.used_halves.add(key)
         else:
@@ -325,6 +343,19 @@ class Planner:
             plan.dead.append((plan.records[row], Rejection(err.reason, err.detail)))
         return table.take([i for i, o in enumerate(table.origin) if o not in bad])
 
+    def _drop_over_caps(self, table: EventTable, plan: Plan) -> EventTable:
+        """Dead-letter records whose events would pass a window's cap on versions or columns
+        (`collectors._cardinality`); a record's events go together."""
+        over = self.cardinality.over(table)
+        if not over:
+            return table
+        bad: dict[int, Rejection] = {}
+        for i, rejection in over.items():
+            bad.setdefault(table.origin[i], rejection)
+        for row, rejection in sorted(bad.items()):
+            plan.dead.append((plan.records[row], rejection))
+        return table.take([i for i, o in enumerate(table.origin) if o not in bad])
+
     def _future(self, ts: float) -> DecodeError:
         return DecodeError(
             "future_timestamp",
@@ -344,6 +375,7 @@ class Planner:
         if late.any():
             plan.late = int(late.sum())
             table = table.take(np.flatnonzero(~late))
+        table = self._drop_over_caps(table, plan)
         plan.table, plan.events = table, len(table)
         if len(table):
             plan.windows = split_windows(table, self.window_s, self.models, self.slices)

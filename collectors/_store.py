@@ -19,6 +19,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from collectors._base import RawRecord, Rejection
+from collectors._edge import printable
 from collectors._plan import GroupKey, KeyState, Plan, WindowKey
 from collectors._profiling import ProfileBackend
 from collectors._specs import BuiltProfile
@@ -301,7 +302,7 @@ def dead_letter_rows(
             "key": record.key,
             "offset": record.start,
             "reason": rejection.reason,
-            "detail": rejection.detail[:1000],
+            "detail": printable(rejection.detail[:1000]),
             "payload": record.payload[:cap],
             "payload_size": len(record.payload),
             "truncated": len(record.payload) > cap,

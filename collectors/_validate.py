@@ -1,9 +1,10 @@
 """Validation of decoded objects into prediction and label events.
 
 Reason codes (stored on dead letters): `missing_field`, `wrong_type`, `invalid_timestamp`,
-`unknown_model`, `too_deep` (JSON nested deeper than MAX_DEPTH); the planner adds
-`future_timestamp`. Details name the offending field, e.g. "features.amount: expected number,
-string, boolean or null, got list".
+`unknown_model`, `too_deep` (JSON nested deeper than MAX_DEPTH), and the edge's
+`control_character`, `too_long`, `too_many_features` (`collectors._edge`); the planner adds
+`future_timestamp`, `invalid_label`, `too_many_versions` and `too_many_columns`. Details name
+the offending field, e.g. "features.amount: expected number, string, boolean or null, got list".
 """
 
 from __future__ import annotations
@@ -13,6 +14,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 from collectors._base import DecodeError, Event, LabelEvent, PredictionEvent
+from collectors._edge import (
+    DEFAULT_LIMITS,
+    REQUEST_ID_CHARS,
+    EdgeLimits,
+    check_event,
+    check_features,
+    check_name,
+    check_value,
+)
 from collectors._serving import serving_fields
 
 _SCALARS = (int, float, str)  # bool is an int subclass: booleans are feature values too
@@ -135,10 +145,17 @@ def _is_number(value: object) -> bool:
 _NUMBER = (int, float)
 
 
-def validate(obj: object, models: Collection[str]) -> Event:
-    """One decoded object as a prediction or label event; DecodeError names what is wrong."""
+def validate(obj: object, models: Collection[str], limits: EdgeLimits = DEFAULT_LIMITS) -> Event:
+    """One decoded object as a prediction or label event; DecodeError names what is wrong
+    (`collectors._edge` checks the strings and counts storage would take)."""
     fast = _fast_prediction(obj, models)
-    return fast if fast is not None else _validate(obj, models)
+    event = fast if fast is not None else _validate(obj, models, limits)
+    if isinstance(event, PredictionEvent):
+        check_event(event, limits)
+    else:
+        check_name("request_id", event.request_id, REQUEST_ID_CHARS)
+        check_value("label", event.label, limits)
+    return event
 
 
 def _fast_prediction(obj: Any, models: Collection[str]) -> PredictionEvent | None:
@@ -181,7 +198,7 @@ def _fast_prediction(obj: Any, models: Collection[str]) -> PredictionEvent | Non
     )
 
 
-def _validate(obj: object, models: Collection[str]) -> Event:
+def _validate(obj: object, models: Collection[str], limits: EdgeLimits) -> Event:
     if not isinstance(obj, dict):
         raise DecodeError("wrong_type", f"event: expected a JSON object, got {_type_name(obj)}")
     model = _required_str(obj, "model")
@@ -204,6 +221,8 @@ def _validate(obj: object, models: Collection[str]) -> Event:
     version = _required_str({"model_version": version}, "model_version")
     if "features" not in obj:
         raise DecodeError("missing_field", "features: required (or label for a label event)")
+    if isinstance(obj["features"], dict):  # names first: a type error's detail shows one
+        check_features("features", obj["features"], limits)
     features = _scalar_map(obj, "features")
     if "prediction" not in obj:
         raise DecodeError("missing_field", "prediction: required")

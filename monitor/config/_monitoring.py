@@ -92,6 +92,13 @@ class OutcomeConfig(StrictModel):
     metrics: list[OutcomeMetric] = Field(
         default_factory=list, description="Outcome metrics to compute; empty: the task's defaults."
     )
+    classes: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Multiclass: the classes a label may name (others are dead letters, "
+            "`invalid_label`); empty: any class name or integer."
+        ),
+    )
     # Baseline value per metric (e.g. from validation); no value means the metric is reported
     # without a verdict.
     baseline: dict[OutcomeMetric, Annotated[float, Field(allow_inf_nan=False)]] = Field(

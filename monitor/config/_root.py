@@ -32,7 +32,12 @@ ENV_OVERRIDES: Mapping[str, str] = {
 class ModelConfig(StrictModel):
     """A monitored model and the columns its windows are sliced by."""
 
-    name: str = Field(min_length=1, description="The model's name, as events and the CLI give it.")
+    # At most the storage's `model` columns (200; tests/collectors/test_edge.py holds them equal).
+    name: str = Field(
+        min_length=1,
+        max_length=200,
+        description="The model's name, as events and the CLI give it (at most 200 characters).",
+    )
     slices: list[str] = Field(
         default_factory=list,
         description=(
@@ -76,6 +81,13 @@ class ModelConfig(StrictModel):
         description="Live canary analysis of a version against a stable one.",
     )
 
+    @field_validator("name")
+    @classmethod
+    def _printable_name(cls, value: str) -> str:
+        if not value.isprintable():
+            raise ValueError("must not contain control characters")
+        return value
+
     @field_validator("slices")
     @classmethod
     def _unique_slices(cls, value: list[str]) -> list[str]:
@@ -83,6 +95,8 @@ class ModelConfig(StrictModel):
             raise ValueError("slice columns must be unique")
         if any(not s for s in value):
             raise ValueError("slice column names must not be empty")
+        if any(len(s) > 200 or not s.isprintable() for s in value):
+            raise ValueError("slice column names are at most 200 printable characters")
         return value
 
 

@@ -161,6 +161,40 @@ class CollectConfig(StrictModel):
     dead_letter_bytes: int = Field(
         default=64 << 10, ge=0, description="Raw bytes kept per dead letter."
     )
+    # The edge (`collectors._edge`): caps that keep one event from blinding ingest.
+    max_features_per_event: int = Field(
+        default=1000,
+        ge=1,
+        le=100_000,
+        description="More features in one event make it a dead letter (`too_many_features`).",
+    )
+    max_value_chars: int = Field(
+        default=1000,
+        ge=1,
+        le=1_000_000,
+        description=(
+            "Longest string feature value, prediction, label or `error` (characters); "
+            "longer is a dead letter (`too_long`)."
+        ),
+    )
+    max_versions_per_window: int = Field(
+        default=20,
+        ge=1,
+        le=10_000,
+        description=(
+            "Distinct model versions one model's window takes; events of further versions "
+            "are dead letters (`too_many_versions`)."
+        ),
+    )
+    max_columns_per_window: int = Field(
+        default=2000,
+        ge=1,
+        le=100_000,
+        description=(
+            "Distinct feature and prediction columns one model version's window takes; an "
+            "event adding more is a dead letter (`too_many_columns`)."
+        ),
+    )
     # Database outages: retry with exponential backoff capped at db_retry_backoff_max, for at
     # most db_retry_timeout in total before the collector gives up.
     db_retry_backoff_max: Duration = Field(

@@ -29,9 +29,12 @@ class IntakeEntry(Base):
         ),
         # Retention deletes consumed rows past collect.http_dedup_window by this.
         Index("ix_intake_log_consumed_at", "consumed_at"),
+        # Ids never reused (SQLite would reuse the highest deleted one, and the drain deletes
+        # consumed keyless rows): a request's id names its dead letters and nobody else's.
+        {"sqlite_autoincrement": True},
     )
 
-    # INTEGER on SQLite (the rowid, increasing), BIGSERIAL-like identity on PostgreSQL.
+    # INTEGER AUTOINCREMENT on SQLite, BIGSERIAL-like identity on PostgreSQL: never reused.
     id: Mapped[int] = mapped_column(
         BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=True
     )

@@ -91,6 +91,26 @@ TROUBLE = {
     "attributions": _set("attributions", {"amount": -0.25, "country": 1}),
     "string attribution": _set("attributions", {"amount": "high"}),
     "array attributions": _set("attributions", [0.1]),
+    # The edge (collectors._edge): strings storage cannot take, counts past the caps.
+    "NUL feature name": lambda e: {**e, "features": {**e["features"], "a\x00b": 1.0}},
+    "long feature name": lambda e: {**e, "features": {**e["features"], "f" * 201: 1.0}},
+    "feature name at the cap": lambda e: {**e, "features": {**e["features"], "f" * 200: 1.0}},
+    "long version": _set("model_version", "v" * 101),
+    "version at the cap": _set("model_version", "v" * 100),
+    "control version": _set("model_version", "1\n"),
+    "long request_id": _set("request_id", "r" * 201),
+    "DEL request_id": _set("request_id", "r\x7f"),
+    "C1 categorical": _set("features.country", "de\x85"),
+    "long categorical": _set("features.country", "x" * 1001),
+    "categorical at the cap": _set("features.country", "x" * 1000),
+    "long string prediction": _set("prediction", "p" * 1001),
+    "tab error": _set("error", "bad\tgateway"),
+    "long slice value": _set("metadata", {"region": "r" * 490}),
+    "control slice value": _set("metadata", {"region": "eu\x00"}),
+    "NUL label": lambda e: {"request_id": "r3", "model": "fraud", "label": "\x00", "timestamp": T0},
+    "NUL attribution name": _set("attributions", {"a\x00": 0.5}),
+    "too many features": lambda e: {**e, "features": {f"f{i}": i for i in range(1001)}},
+    "features at the cap": lambda e: {**e, "features": {f"f{i}": i for i in range(1000)}},
 }
 
 

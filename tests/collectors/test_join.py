@@ -55,7 +55,7 @@ def test_labels_join_in_either_order_and_expire_after_horizon(engine: Engine) ->
             label(0, 0, T0 + 9),
             orjson.dumps(event(1)),
             orjson.dumps(event(2)),
-            label(2, "fraud", T0 + 9),
+            label(2, True, T0 + 9),
             label(3, 1, T0 + 9),
         ],
         2,
@@ -68,7 +68,7 @@ def test_labels_join_in_either_order_and_expire_after_horizon(engine: Engine) ->
     assert pairs == [
         ("r0", "1", 0.0, 0, {"region": "eu"}),
         ("r1", "1", 0.1, 1, {"region": "us"}),
-        ("r2", "1", 0.2, "fraud", {"region": "eu"}),
+        ("r2", "1", 0.2, True, {"region": "eu"}),
     ]
     assert (len(stored_ids(engine, "prediction")), len(stored_ids(engine, "label"))) == (0, 1)
     # Two hours later in event time the unmatched label is past the horizon and goes away.

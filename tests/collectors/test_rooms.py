@@ -23,10 +23,15 @@ from sqlalchemy.orm import Session
 from collectors import Ingestor, RawRecord
 from collectors._rooms import WaitingRooms, _Keys, stable_hashes, waiting_entries
 from monitor.config import CollectConfig, ModelConfig
+from monitor.config._monitoring import OutcomeConfig
 from monitor.storage import LabeledPrediction, OutcomeSummaryRow, make_engine
 from tests.collectors.conftest import T0, event
 
 MODELS = [ModelConfig(name="fraud", slices=["region"])]
+# Text labels (told apart by value) are labels of a multiclass model only.
+MULTICLASS = [
+    ModelConfig(name="fraud", slices=["region"], outcomes=OutcomeConfig(task="multiclass"))
+]
 Within = Callable[[Session], None]
 
 
@@ -172,7 +177,7 @@ def colliding(ids: Sequence[str]) -> NDArray[np.int64]:
 
 def test_colliding_hashes_never_join_wrong_pairs(engine: Engine) -> None:
     cfg = CollectConfig(keep_joined_rows=True)
-    ing = Ingestor(engine, "s", "kafka", MODELS, cfg)
+    ing = Ingestor(engine, "s", "kafka", MULTICLASS, cfg)
     ing._rooms = WaitingRooms(colliding)  # the process's index, hashing every id alike
     feed = Feeder(ing)
     feed([prediction(i, value=i / 10) for i in range(8)])
@@ -211,7 +216,8 @@ def test_expiry_deletes_whole_batches_and_part_of_a_batch_never_matches(engine: 
 
 
 def test_a_later_batch_supersedes_an_entry_of_an_earlier_one(engine: Engine) -> None:
-    feed = Feeder(Ingestor(engine, "s", "kafka", MODELS, CollectConfig(keep_joined_rows=True)))
+    cfg = CollectConfig(keep_joined_rows=True)
+    feed = Feeder(Ingestor(engine, "s", "kafka", MULTICLASS, cfg))
     feed([prediction(0, value=0.1), prediction(1, value=0.2)])
     feed([prediction(0, value=0.9)])  # replaces r0's entry in the first batch row
     assert batch_rows(engine) == [("prediction", 2, 1), ("prediction", 1, 1)]

@@ -1,0 +1,140 @@
+"""Caps on what one window can grow to: distinct versions per model, columns per version.
+
+Every distinct model version and every distinct column name of an event becomes rows (window
+counts and profiles, per slice, for every window). One client sending a new version string per
+request, or new feature names per event, would grow storage and every evaluation without
+bound. So per model and event-time window, at most `collect.max_versions_per_window` versions
+are taken, and per model version and window at most `collect.max_columns_per_window` columns
+(features and prediction outputs); an event past either cap is a dead letter
+(`too_many_versions`, `too_many_columns`) naming the value, and the rest of its batch goes on.
+
+The counts are kept by each collector process from the events it has planned (like slice values,
+`collectors._windows.SliceValues`): a restarted process or another replica counts afresh, so
+the stored total is bounded by the cap times the processes that saw the window.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from collectors._base import Rejection
+from collectors._edge import safe_text
+from collectors._table import EventTable
+from collectors._validate import utc
+
+__all__ = ["Cardinality"]
+
+Group = tuple[str, str, float]  # (model, version, window start)
+
+
+class Cardinality:
+    """Versions per (model, window) and columns per (model, version, window) seen so far."""
+
+    def __init__(
+        self, window_s: float, lateness_s: float, max_versions: int, max_columns: int
+    ) -> None:
+        self.window_s = window_s
+        self.keep_s = 2 * window_s + lateness_s  # windows older than this are closed
+        self.max_versions = max_versions
+        self.max_columns = max_columns
+        self.versions: dict[tuple[str, float], set[str]] = defaultdict(set)
+        self.columns: dict[Group, set[str]] = defaultdict(set)
+        self.newest = -np.inf
+
+    def over(self, table: EventTable) -> dict[int, Rejection]:
+        """Rows of `table` past a cap, with the reason; counts what passes."""
+        if not len(table):
+            return {}
+        starts = np.floor(table.ts / self.window_s) * self.window_s
+        self._forget_before(float(starts.max()))
+        out: dict[int, Rejection] = {}
+        for group, rows in _groups(table, starts).items():
+            rejection = self._version(group)
+            if rejection is not None:
+                out.update(dict.fromkeys(range(len(table)) if rows is None else rows, rejection))
+                continue
+            out.update(self._columns(table, group, rows))
+        return out
+
+    def _version(self, group: Group) -> Rejection | None:
+        model, version, start = group
+        seen = self.versions[(model, start)]
+        if version in seen:
+            return None
+        if len(seen) < self.max_versions:
+            seen.add(version)
+            return None
+        return Rejection(
+            "too_many_versions",
+            f"model_version: {safe_text(version)} would be version {len(seen) + 1} of model "
+            f"{model!r} in the window from {utc(start).isoformat()}; at most "
+            f"{self.max_versions} (collect.max_versions_per_window)",
+        )
+
+    def _columns(
+        self, table: EventTable, group: Group, rows: list[int] | None
+    ) -> dict[int, Rejection]:
+        known = self.columns[group]
+        names = _present(table, rows)
+        if known.issuperset(names):
+            return {}
+        # Prediction outputs first: every event has them, the features are what varies.
+        new = sorted((c for c in names if c not in known), key=_feature)
+        room = max(0, self.max_columns - len(known))
+        known.update(new[:room])
+        out: dict[int, Rejection] = {}
+        for column in new[room:]:
+            where = "prediction" if column.startswith("prediction") else "features"
+            rejection = Rejection(
+                "too_many_columns",
+                f"{where}: name {safe_text(column)} would be column {len(known) + 1} of model "
+                f"{group[0]!r} version {safe_text(group[1])} in the window from "
+                f"{utc(group[2]).isoformat()}; at most {self.max_columns} "
+                "(collect.max_columns_per_window)",
+            )
+            mask = table.present.get(column)
+            for i in range(len(table)) if rows is None else rows:
+                if (mask is None or mask[i]) and i not in out:
+                    out[i] = rejection
+        return out
+
+    def _forget_before(self, start: float) -> None:
+        """Drop the counts of windows long closed (bounded memory)."""
+        if start <= self.newest:
+            return
+        self.newest = start
+        cutoff = start - self.keep_s
+        for versions in [k for k in self.versions if k[1] < cutoff]:
+            del self.versions[versions]
+        for columns in [k for k in self.columns if k[2] < cutoff]:
+            del self.columns[columns]
+
+
+def _groups(table: EventTable, starts: np.ndarray) -> dict[Group, list[int] | None]:
+    """Rows per (model, version, window start); None: all rows (one group, the common case)."""
+    if len(set(table.model)) == 1 and len(set(table.version)) == 1 and starts.min() == starts.max():
+        return {(table.model[0], table.version[0], float(starts[0])): None}
+    out: dict[Group, list[int] | None] = {}
+    for i, key in enumerate(zip(table.model, table.version, starts.tolist(), strict=True)):
+        rows = out.setdefault(key, [])
+        assert rows is not None
+        rows.append(i)
+    return out
+
+
+def _feature(column: str) -> bool:
+    return not column.startswith("prediction")
+
+
+def _present(table: EventTable, rows: list[int] | None) -> list[str]:
+    """The columns some event of `rows` has, in first-seen order."""
+    out = []
+    for column in table.columns:
+        mask = table.present.get(column)
+        if mask is None:
+            out.append(column)
+        elif any(mask) if rows is None else any(mask[i] for i in rows):
+            out.append(column)
+    return out
