@@ -4,6 +4,11 @@ In one process the drain's CPU work (decode, validate, profile) and the event lo
 `POST /v1/events` take turns on one interpreter lock, which halves the rate requests are
 acknowledged at. `modelwatch serve` runs the drain in a spawned worker instead; the worker exits
 when its parent dies (kill -9), and its unfinished batch rolls back (exactly once either way).
+
+The parent alone decides when the worker stops. The worker ignores SIGTERM and SIGINT, which a
+service manager or a terminal sends to the whole process group at once, and its stop flag is a
+plain shared byte it polls: a `multiprocessing.Event` would make the parent's `set()` wait for
+a waiter that a signal already killed, and `serve` would never exit.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -35,6 +41,8 @@ _ERROR_BYTES = 400
 DRAIN_NICE = 5
 # How long a stopping worker goes on aggregating what is pending (within serve's grace period).
 FLUSH_S = 2.0
+# How often the worker looks at its stop flag.
+POLL_S = 0.2
 
 
 def _exit_with_parent(parent: int) -> None:
@@ -52,6 +60,8 @@ def _main(
     error: Any,
     parent: int,
 ) -> None:
+    for sig in (signal.SIGTERM, signal.SIGINT):  # the parent stops us (module docstring)
+        signal.signal(sig, signal.SIG_IGN)
     threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
     default_backend().warm_up()  # start up at full priority; then yield to the API
     with contextlib.suppress(OSError):
@@ -67,8 +77,9 @@ def _main(
 
     drain = Drain(engine, ingestor_for, replica, config.collect.batch_size)
     drain.start()
-    while not stop.wait(0.5):
+    while not stop.value:
         error.value = (drain.last_error or "").encode()[:_ERROR_BYTES]
+        time.sleep(POLL_S)
     drain.stop(FLUSH_S)
 
 
@@ -77,7 +88,7 @@ class DrainProcess:
 
     def __init__(self, url: str, config: Config, replica: str, factory: IngestorFactory) -> None:
         ctx = multiprocessing.get_context("spawn")
-        self._stop = ctx.Event()
+        self._stop: Any = ctx.RawValue("b", 0)  # no lock, no condition: see the module docstring
         self._error: Any = ctx.Array("c", _ERROR_BYTES + 1)
         args = (factory, url, config, replica, self._stop, self._error, os.getpid())
         self._process = ctx.Process(target=_main, args=args, name="intake-drain", daemon=True)
@@ -89,11 +100,12 @@ class DrainProcess:
             self._process.start()
 
     def stop(self, timeout: float) -> None:
-        self._stop.set()
+        self._stop.value = 1
         if self.started:
             self._process.join(timeout)
-            if self._process.is_alive():
-                self._process.terminate()
+            if self._process.is_alive():  # it ignores SIGTERM; its open batch rolls back
+                self._process.kill()
+                self._process.join(timeout)
 
     def running(self) -> bool:
         return self.started and self._process.is_alive()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -83,6 +84,7 @@ class ServerProcess:
             stdout=out,
             stderr=subprocess.STDOUT if log is not None else subprocess.PIPE,
             text=True,
+            start_new_session=True,  # its own process group, as under a service manager
         )
 
     def wait_ready(self, timeout: float = 60) -> None:
@@ -93,14 +95,22 @@ class ServerProcess:
 
         wait_until(healthy, "/healthz", timeout, 0.2, retry_on=(httpx.TransportError,))
 
-    def terminate(self, timeout: float = 15) -> int:
+    def terminate(self, timeout: float = 15, group: bool = False) -> int:
+        """SIGTERM to serve (`group`: to its whole process group, as systemd's default
+        `KillMode=control-group` and container runtimes send it); its exit status, or the
+        SIGKILL's after `timeout` seconds."""
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+            if group:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            else:
+                self.proc.send_signal(signal.SIGTERM)
         try:
             return self.proc.wait(timeout)
         finally:
             if self.proc.poll() is None:
                 self.proc.kill()
+            with contextlib.suppress(ProcessLookupError):  # no child outlives a test
+                os.killpg(self.proc.pid, signal.SIGKILL)
 
 
 def write_config(tmp_path: Path, url: str, extra: str = "") -> Path:

@@ -129,3 +129,10 @@ def test_sigterm_exits_zero_quickly(server: ServerProcess) -> None:
     # The stop budget is 3 s for requests in flight and 8 s for intake, components and jobs;
     # 30 s is the grace a supervisor gives before SIGKILL (and the wait here before killing).
     assert server.terminate(timeout=30) == 0
+
+
+def test_sigterm_to_the_whole_process_group_exits_zero(server: ServerProcess) -> None:
+    # systemd (KillMode=control-group) and container runtimes signal every process at once: the
+    # drain worker too. serve used to hang forever in the drain's stop, waiting on a
+    # multiprocessing condition whose waiter the signal had killed.
+    assert server.terminate(timeout=30, group=True) == 0
