@@ -13,10 +13,14 @@ from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 
+from monitor.storage import JobRun, make_engine
 from tests.conftest import REPO, run_cli, run_cli_process
 from tests.daemon.conftest import CONFIG, TOKENS
 from tests.services.net import free_port
+from tests.waiting import wait_until
 
 # each test starts `python -m monitor serve`
 pytestmark = pytest.mark.slow
@@ -40,8 +44,18 @@ def _serve(config: Path, port: int, *extra: str) -> subprocess.Popen[str]:
     )  # fmt: skip
 
 
-def _run_for_ticks(proc: subprocess.Popen[str], port: int) -> str:
-    """Wait until healthy, let a few 1 s scheduler ticks pass, stop; the stderr text."""
+def _finished_ticks(tmp_path: Path) -> int:
+    engine = make_engine(f"sqlite:///{tmp_path / 'mw.db'}")
+    try:
+        with Session(engine) as s:
+            done = select(func.count()).where(JobRun.job == "evaluate", JobRun.status == "done")
+            return int(s.scalar(done.select_from(JobRun)) or 0)
+    finally:
+        engine.dispose()
+
+
+def _run_for_ticks(proc: subprocess.Popen[str], port: int, tmp_path: Path) -> str:
+    """Wait until healthy and three 1 s evaluate ticks have finished, stop; the stderr text."""
     for _ in range(300):
         assert proc.poll() is None, proc.communicate()[1]
         try:
@@ -49,7 +63,7 @@ def _run_for_ticks(proc: subprocess.Popen[str], port: int) -> str:
                 break
         except httpx.TransportError:
             time.sleep(0.2)
-    time.sleep(3)
+    wait_until(lambda: _finished_ticks(tmp_path) >= 3, "three finished evaluate ticks", 60)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
@@ -73,7 +87,7 @@ def test_port_in_use_is_one_line_and_exit_2(tmp_path: Path) -> None:
 
 def test_json_logs_and_quiet_scheduler(tmp_path: Path) -> None:
     port = free_port()
-    err = _run_for_ticks(_serve(_config(tmp_path), port, "--log-format", "json"), port)
+    err = _run_for_ticks(_serve(_config(tmp_path), port, "--log-format", "json"), port, tmp_path)
     records = [json.loads(line) for line in err.strip().splitlines()]
     assert any(
         r["message"].startswith(f"modelwatch serving on http://127.0.0.1:{port}") for r in records
@@ -84,7 +98,7 @@ def test_json_logs_and_quiet_scheduler(tmp_path: Path) -> None:
 
 def test_debug_level_shows_scheduler_ticks(tmp_path: Path) -> None:
     port = free_port()
-    err = _run_for_ticks(_serve(_config(tmp_path), port, "--log-level", "debug"), port)
+    err = _run_for_ticks(_serve(_config(tmp_path), port, "--log-level", "debug"), port, tmp_path)
     assert "DEBUG apscheduler" in err and "INFO apscheduler" not in err
 
 
