@@ -194,7 +194,7 @@ class SchedulerConfig(StrictModel):
     # Service managers wait this long after SIGTERM before SIGKILL (systemd 90 s, Kubernetes
     # 30 s by default); the default leaves room under both.
     shutdown_grace_s: float = Field(
-        default=15.0,
+        default=10.0,
         ge=5,
         le=600,
         allow_inf_nan=False,

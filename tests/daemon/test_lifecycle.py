@@ -1,6 +1,7 @@
-"""The intake drain's worker process is supervised: kill -9 of it alone (not of `serve`) is
-restarted with backoff and counted, `/readyz` names it while it is down, and what it had not
-aggregated is aggregated by the next worker exactly once (SQLite and PostgreSQL)."""
+"""Process lifecycle of `serve`: the intake drain's worker process is supervised (kill -9 of it
+alone is restarted with backoff and counted, `/readyz` names it while it is down, and what it had
+not aggregated is aggregated by the next worker exactly once, on SQLite and PostgreSQL); stopping
+returns within its grace period even when a component does not stop."""
 
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from monitor.config import parse_config
+from monitor.daemon._service import Service
+from monitor.daemon._supervisor import Component
 from monitor.storage import IngestCounter, IntakeEntry, WindowCount, make_engine
 from tests.daemon.conftest import ServerProcess, auth, write_config
 from tests.daemon.test_api_ingest import event
@@ -147,3 +151,34 @@ def test_a_drain_killed_mid_batch_loses_and_doubles_nothing(
         assert _restarts(server) >= 2
     finally:
         assert server.terminate(timeout=30, group=True) == 0
+
+
+class _Stuck(Component):
+    """A component whose stop never returns (a flush blocked on a dead peer)."""
+
+    name = "stuck"
+
+    def __init__(self) -> None:
+        self.asked = threading.Event()
+        self.release = threading.Event()
+
+    def start(self) -> None:
+        pass
+
+    def stop(self, timeout: float) -> None:
+        self.asked.set()
+        self.release.wait()
+
+    def running(self) -> bool:
+        return True
+
+
+def test_stopping_returns_within_its_budget_when_a_component_hangs(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'mw.db'}"
+    stuck = _Stuck()
+    service = Service(parse_config({"database_url": url}), make_engine(url), components=[stuck])
+    stopping = threading.Thread(target=service.stop, args=(0.5,), daemon=True)
+    stopping.start()
+    stopping.join(30)  # far above the budget: only a stop that waits for the component fails
+    stuck.release.set()
+    assert stuck.asked.is_set() and not stopping.is_alive()
