@@ -16,6 +16,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from migrations import upgrade
 from monitor.config import parse_config
 from monitor.daemon._service import Service
 from monitor.daemon._supervisor import Component
@@ -79,6 +80,9 @@ def _kill_drain(server: ServerProcess) -> int:
 
 
 def _start(tmp_path: Path, url: str, extra: str = "") -> ServerProcess:
+    engine = make_engine(url)
+    upgrade(engine)
+    engine.dispose()
     server = ServerProcess(write_config(tmp_path, url, extra))
     server.wait_ready()
     return server
