@@ -10,6 +10,10 @@ transaction. So HTTP has the collectors' exactly-once effect:
   answered as a duplicate; the same key with another body (SHA-256 differs) is a conflict.
 - without one, every request is its own row and counts.
 
+In `modelwatch serve` the drain runs in a worker process under the daemon's supervisor (see
+`collectors._intake_worker`): a worker that dies is restarted with backoff and `/readyz` names
+it (`intake-drain`) until it is back.
+
 Backpressure: past `collect.http_max_backlog` pending requests a new one is refused
 (:class:`IntakeFull`, HTTP 503 with Retry-After) instead of growing the log without limit.
 """
@@ -24,7 +28,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import cast
+from typing import Protocol, cast
 
 from sqlalchemy import Table, func, insert, select
 from sqlalchemy.engine import Engine
@@ -42,6 +46,8 @@ from monitor.errors import ConfigError, ConflictError, InputError, StorageError
 from monitor.storage import IntakeEntry, utcnow
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
+# The supervised component name of the drain's worker process (restart metrics, /readyz).
+DRAIN_COMPONENT = "intake-drain"
 _INSERT = insert(cast(Table, IntakeEntry.__table__))
 _KEY = re.compile(r"^[\x21-\x7e]{1,200}$")
 # How long a backlog count is trusted before a request counts again (one query per interval).
@@ -209,6 +215,20 @@ def make_ingestor(engine: Engine, config: Config, adapter: str) -> Ingestor:
     )
 
 
+class Supervised(Protocol):
+    """A supervised run of a target (the daemon's `SupervisedComponent`)."""
+
+    def start(self) -> None: ...
+
+    def stop(self, timeout: float) -> None: ...
+
+    def problem(self) -> str | None: ...
+
+
+# Runs `target(stop)` under supervision: restarted with backoff whenever it raises.
+Supervise = Callable[[str, Callable[[threading.Event], None]], Supervised]
+
+
 class HttpIntake:
     """The daemon's HTTP source: the intake log requests append to, and its drain."""
 
@@ -218,10 +238,11 @@ class HttpIntake:
         config: Config,
         replica: str | None = None,
         factory: Callable[[str], Ingestor] | None = None,
-        drain_process: bool = False,
+        supervise: Supervise | None = None,
     ) -> None:
-        """`drain_process`: drain in a spawned worker (serve), else on a thread of this
-        process, started by the first request or `start()`."""
+        """`supervise`: drain in spawned worker processes run by it (serve: restarted with
+        backoff when one dies), else on a thread of this process, started by the first
+        request or `start()`."""
         self.engine = engine
         self._factory = factory or (lambda adapter: make_ingestor(engine, config, adapter))
         self._ingestors: dict[str, Ingestor] = {}
@@ -229,18 +250,21 @@ class HttpIntake:
         self._has_models = bool(config.models)
         self.log = IntakeLog(engine, self.max_backlog)
         replica = replica or uuid.uuid4().hex[:16]
-        self.drain: Drain | DrainProcess
-        if drain_process:
+        self.drain = Drain(engine, self._ingestor, replica, config.collect.batch_size)
+        self.worker: DrainProcess | None = None
+        self._supervised: Supervised | None = None
+        self._started = False
+        self._starting = threading.Lock()  # requests start it too, concurrently
+        if supervise is not None:
             url = engine.url.render_as_string(hide_password=False)
-            self.drain = DrainProcess(url, config, replica, make_ingestor)
-        else:
-            self.drain = Drain(engine, self._ingestor, replica, config.collect.batch_size)
+            self.worker = DrainProcess(url, config, replica, make_ingestor)
+            self._supervised = supervise(DRAIN_COMPONENT, self.worker.run)
 
     def submit(self, request: RequestBody, key: str | None, namespace: str = "idem") -> Accepted:
         """Append one checked request to the log (the drain aggregates it within moments)."""
         if not self._has_models:
             raise ConfigError("HTTP ingest: no models configured; add them under `models`")
-        self.drain.start()
+        self.start()
         accepted = self.log.append(request.kind, request.body, request.events, key, namespace)
         self.drain.wake()
         return accepted
@@ -251,20 +275,42 @@ class HttpIntake:
 
     def problem(self) -> str | None:
         """None while healthy, else what /readyz shows: the drain down or failing, log full."""
-        if self.drain.started and not self.drain.running():
-            return "drain not running"
-        if self.drain.last_error:
-            return f"drain failing: {self.drain.last_error}"
+        drain = self._drain_problem()
+        if drain is not None:
+            return drain
         backlog = self.backlog()
         if backlog.full:
             return f"backlog of {backlog.requests} requests at http_max_backlog"
         return None
 
+    def _drain_problem(self) -> str | None:
+        if self.worker is not None and self._supervised is not None:
+            down = self._supervised.problem() if self._started else None
+            if down is not None:
+                return f"{DRAIN_COMPONENT}: {down}"
+            error = self.worker.last_error
+        else:
+            if self.drain.started and not self.drain.running():
+                return "drain not running"
+            error = self.drain.last_error
+        return f"drain failing: {error}" if error else None
+
     def start(self) -> None:
-        self.drain.start()
+        if self._supervised is None:
+            self.drain.start()
+        else:
+            with self._starting:
+                if not self._started:
+                    self._started = True
+                    self._supervised.start()
 
     def stop(self, timeout: float) -> None:
-        self.drain.stop(timeout)
+        """Flush and stop the drain within `timeout` seconds (the rest stays in the log)."""
+        if self.worker is not None and self._supervised is not None:
+            self.worker.grace_s = 0.8 * timeout
+            self._supervised.stop(timeout)
+        else:
+            self.drain.stop(timeout)
 
     def _ingestor(self, adapter: str) -> Ingestor:
         if adapter not in self._ingestors:

@@ -5,6 +5,12 @@ In one process the drain's CPU work (decode, validate, profile) and the event lo
 acknowledged at. `modelwatch serve` runs the drain in a spawned worker instead; the worker exits
 when its parent dies (kill -9), and its unfinished batch rolls back (exactly once either way).
 
+`DrainProcess.run` is a supervisor's target: it starts one worker and watches it. A worker that
+exits unasked (SIGKILL, the OOM killer, a crash) makes `run` raise `DrainDied`; the daemon's
+supervisor counts the restart and calls `run` again after a backoff. The dead worker's open
+transaction rolled back with it, so the new worker reads the same pending rows of the intake log
+(the durable queue) and aggregates them once.
+
 The parent alone decides when the worker stops. The worker ignores SIGTERM and SIGINT, which a
 service manager or a terminal sends to the whole process group at once, and its stop flag is a
 plain shared byte it polls: a `multiprocessing.Event` would make the parent's `set()` wait for
@@ -41,8 +47,13 @@ _ERROR_BYTES = 400
 DRAIN_NICE = 5
 # How long a stopping worker goes on aggregating what is pending (within serve's grace period).
 FLUSH_S = 2.0
-# How often the worker looks at its stop flag.
+# How often the worker looks at its stop flag, and the parent at the worker.
 POLL_S = 0.2
+WATCH_S = 0.2
+
+
+class DrainDied(RuntimeError):
+    """The drain's worker process exited without being asked to (killed, crashed)."""
 
 
 def _exit_with_parent(parent: int) -> None:
@@ -78,42 +89,52 @@ def _main(
     drain = Drain(engine, ingestor_for, replica, config.collect.batch_size)
     drain.start()
     while not stop.value:
+        if not drain.running():  # its thread died: exit, and the parent starts another worker
+            os._exit(1)
         error.value = (drain.last_error or "").encode()[:_ERROR_BYTES]
         time.sleep(POLL_S)
     drain.stop(FLUSH_S)
 
 
 class DrainProcess:
-    """Runs the drain in a spawned process; same start/stop/running/last_error as `Drain`."""
+    """The drain in spawned worker processes, one per `run` (a supervisor's target)."""
 
     def __init__(self, url: str, config: Config, replica: str, factory: IngestorFactory) -> None:
-        ctx = multiprocessing.get_context("spawn")
-        self._stop: Any = ctx.RawValue("b", 0)  # no lock, no condition: see the module docstring
-        self._error: Any = ctx.Array("c", _ERROR_BYTES + 1)
-        args = (factory, url, config, replica, self._stop, self._error, os.getpid())
-        self._process = ctx.Process(target=_main, args=args, name="intake-drain", daemon=True)
-        self.started = False
+        self._ctx = multiprocessing.get_context("spawn")
+        self._args = (factory, url, config, replica)
+        # Plain shared memory, no lock: a worker killed while writing must not leave a lock
+        # held that the API's /readyz would then wait on (a torn read is only a garbled text).
+        self._error: Any = self._ctx.RawArray("c", _ERROR_BYTES + 1)
+        self._process: Any = None
+        # How long a stopping worker may flush before it is killed (set by the daemon's grace).
+        self.grace_s = FLUSH_S + 1.0
 
-    def start(self) -> None:
-        if not self.started:
-            self.started = True
-            self._process.start()
-
-    def stop(self, timeout: float) -> None:
-        self._stop.value = 1
-        if self.started:
-            self._process.join(timeout)
-            if self._process.is_alive():  # it ignores SIGTERM; its open batch rolls back
-                self._process.kill()
-                self._process.join(timeout)
+    def run(self, stop: threading.Event) -> None:
+        """Run one worker until `stop` is set, then stop it (flush for up to `grace_s`, then
+        kill; its open batch rolls back). DrainDied when it exits unasked."""
+        flag: Any = self._ctx.RawValue("b", 0)  # no lock, no condition: module docstring
+        self._error.value = b""
+        args = (*self._args, flag, self._error, os.getpid())
+        process = self._ctx.Process(target=_main, args=args, name="intake-drain", daemon=True)
+        process.start()
+        self._process = process
+        try:
+            while not stop.wait(WATCH_S):
+                if not process.is_alive():
+                    raise DrainDied(
+                        f"intake drain process {process.pid} exited (code {process.exitcode})"
+                    )
+        finally:
+            flag.value = 1
+            process.join(self.grace_s)
+            if process.is_alive():  # it ignores SIGTERM; its open batch rolls back
+                process.kill()
+                process.join(self.grace_s)
 
     def running(self) -> bool:
-        return self.started and self._process.is_alive()
+        return self._process is not None and self._process.is_alive()
 
     @property
     def last_error(self) -> str | None:
         text = bytes(self._error.value).decode("utf-8", "replace")
         return text or None
-
-    def wake(self) -> None:
-        """The worker polls the log; nothing to signal across processes."""

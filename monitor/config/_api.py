@@ -191,3 +191,17 @@ class SchedulerConfig(StrictModel):
         le=1_000_000,
         description="Failures in a row before `/readyz` reports the item (503).",
     )
+    # Service managers wait this long after SIGTERM before SIGKILL (systemd 90 s, Kubernetes
+    # 30 s by default); the default leaves room under both.
+    shutdown_grace_s: float = Field(
+        default=10.0,
+        ge=5,
+        le=600,
+        allow_inf_nan=False,
+        description=(
+            "Seconds from SIGTERM/SIGINT until `serve` has exited: requests in flight finish "
+            "(up to 3 s), then the intake drain flushes, components and running jobs stop, "
+            "all within this budget; what is not done by then is abandoned (nothing "
+            "acknowledged is lost: it waits in the intake log for the next start)."
+        ),
+    )

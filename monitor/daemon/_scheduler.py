@@ -152,6 +152,13 @@ class Scheduler:
     def start(self) -> None:
         self._scheduler.start()
 
+    def problem(self) -> str | None:
+        """None while the scheduler's thread runs; else what /readyz shows."""
+        thread = getattr(self._scheduler, "_thread", None)  # APScheduler's own loop
+        if self._scheduler.running and (thread is None or thread.is_alive()):
+            return None
+        return "not running"
+
     def running(self) -> list[str]:
         """Names of the jobs in progress now."""
         with self._idle:

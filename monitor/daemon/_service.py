@@ -8,6 +8,7 @@ import os
 import signal
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -23,32 +24,16 @@ from monitor.daemon._app import create_app
 from monitor.daemon._common import DaemonState
 from monitor.daemon._retention import retention_job
 from monitor.daemon._scheduler import JobSpec, Scheduler
+from monitor.daemon._supervisor import Component, SupervisedComponent, Target
 from monitor.failures import Backoff
 
 log = logging.getLogger(__name__)
 
 # How long stopping waits for a running job (a tick blocked on the database is abandoned).
 JOB_STOP_WAIT_S = 3.0
-
-
-class Component:
-    """Something the daemon runs beside the API (a collector, a delivery worker)."""
-
-    name: str = "component"
-
-    def start(self) -> None:
-        raise NotImplementedError
-
-    def stop(self, timeout: float) -> None:
-        """Stop intake, flush and commit; must return within `timeout` seconds."""
-        raise NotImplementedError
-
-    def running(self) -> bool:
-        raise NotImplementedError
-
-    def problem(self) -> str | None:
-        """None while healthy, else a short reason shown by /readyz (never a secret)."""
-        return None if self.running() else "not running"
+# How long stopping may take when no signal set a deadline (embedding: `stop_background`);
+# after SIGTERM/SIGINT it is what `scheduler.shutdown_grace_s` has left.
+DEFAULT_STOP_S = 8.0
 
 
 def replica_id() -> str:
@@ -69,6 +54,9 @@ class Service:
     # Told of each job failure / success (job name; success also its unix time): metrics.
     on_job_failure: Callable[[str], None] | None = None
     on_job_success: Callable[[str, float], None] | None = None
+    # Runs a target under supervision (restart with backoff, counted): the intake drain's
+    # worker process. Default: a `SupervisedComponent` without metrics.
+    supervise: Callable[[str, Target], Component] = SupervisedComponent
 
     def __post_init__(self) -> None:
         sched = self.config.scheduler
@@ -82,6 +70,8 @@ class Service:
         )
         self._stopped = threading.Event()
         self._intake: HttpIntake | None = None
+        # When the grace period of a SIGTERM/SIGINT ends (monotonic), once one arrived.
+        self._exit_by: float | None = None
 
     def all_jobs(self) -> list[JobSpec]:
         sched = self.config.scheduler
@@ -102,9 +92,11 @@ class Service:
 
     def state(self) -> DaemonState:
         comps: dict[str, Callable[[], str | None]] = {c.name: c.problem for c in self.components}
-        comps["scheduler"] = lambda: "stopped" if self._stopped.is_set() else None
+        comps["scheduler"] = lambda: (
+            "stopped" if self._stopped.is_set() else self.scheduler.problem()
+        )
         intake = self._intake = HttpIntake(
-            self.engine, self.config, replica=self.holder, drain_process=True
+            self.engine, self.config, replica=self.holder, supervise=self.supervise
         )
         intake.start()  # drain what a previous run accepted but had not yet aggregated
         return DaemonState(self.engine, self.config, self.registry, comps, intake=intake)
@@ -119,20 +111,30 @@ class Service:
             self.scheduler.add(job)
         self.scheduler.start()
 
-    def stop(self, timeout: float = 8.0) -> None:
-        """Stop intake first, flush, then let running jobs finish."""
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop intake, components and jobs at once, each flushing what it holds, and return
+        within `timeout` seconds (default: what a signal's grace period has left, else
+        DEFAULT_STOP_S); what is still running then is abandoned (daemon threads; the drain's
+        worker is killed), and nothing acknowledged is lost: it waits in the intake log."""
         if self._stopped.is_set():
             return
         self._stopped.set()
-        share = timeout / max(1, len(self.components) + 2)
+        if timeout is None:
+            left = None if self._exit_by is None else self._exit_by - time.monotonic()
+            timeout = DEFAULT_STOP_S if left is None else max(1.0, left)
+        deadline = time.monotonic() + timeout
+        parts: list[Component | HttpIntake] = [*self.components]
         if self._intake is not None:
-            self._intake.stop(share)
-        for component in self.components:
-            try:
-                component.stop(share)
-            except Exception:
-                log.exception("component %s failed to stop cleanly", component.name)
-        self.scheduler.shutdown(timeout=min(share, JOB_STOP_WAIT_S))
+            parts.insert(0, self._intake)
+        stoppers = [
+            threading.Thread(target=_stop_part, args=(part, 0.9 * timeout), daemon=True)
+            for part in parts
+        ]
+        for stopper in stoppers:
+            stopper.start()
+        self.scheduler.shutdown(timeout=min(timeout, JOB_STOP_WAIT_S))
+        for stopper in stoppers:
+            stopper.join(max(0.0, deadline - time.monotonic()))
 
     def serve(
         self,
@@ -161,6 +163,8 @@ class Service:
 
         def request_exit(signum: int, _frame: object) -> None:
             log.info("received %s; shutting down", signal.Signals(signum).name)
+            if self._exit_by is None:
+                self._exit_by = time.monotonic() + self.config.scheduler.shutdown_grace_s
             server.should_exit = True
 
         previous = {s: signal.signal(s, request_exit) for s in (signal.SIGTERM, signal.SIGINT)}
@@ -189,10 +193,17 @@ class Service:
         threading.Thread(target=server.run, name="api", daemon=True).start()
         return server
 
-    def stop_background(self, server: uvicorn.Server, timeout: float = 8.0) -> None:
+    def stop_background(self, server: uvicorn.Server, timeout: float = DEFAULT_STOP_S) -> None:
         """Stop a server from `serve_in_background`, then the components and scheduler."""
         server.should_exit = True
         self.stop(timeout)
+
+
+def _stop_part(part: Component | HttpIntake, timeout: float) -> None:
+    try:
+        part.stop(timeout)
+    except Exception:
+        log.exception("%s failed to stop cleanly", getattr(part, "name", "intake"))
 
 
 class _QuietServer(uvicorn.Server):

@@ -1,9 +1,10 @@
 """Supervised components: a component whose loop dies is restarted with backoff and counted.
 
 A database outage (PostgreSQL restart, SQLite exclusive lock) makes a delivery worker or a
-collector raise out of its loop; without supervision it would stay dead until the process
-restarts. Each attempt gets its own stop event (a source that fails sets it to stop its
-siblings), so only `stop()` ends supervision.
+collector raise out of its loop, and a signal or the OOM killer can end the intake drain's
+worker process; without supervision they would stay dead until the daemon restarts. Each
+attempt gets its own stop event (a source that fails sets it to stop its siblings), so only
+`stop()` ends supervision.
 """
 
 from __future__ import annotations
@@ -13,12 +14,31 @@ import threading
 import time
 from collections.abc import Callable
 
-from monitor.daemon._service import Component
 from monitor.failures import Backoff, redact
 
 log = logging.getLogger(__name__)
 
 Target = Callable[[threading.Event], None]
+
+
+class Component:
+    """Something the daemon runs beside the API (a collector, a delivery worker)."""
+
+    name: str = "component"
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def stop(self, timeout: float) -> None:
+        """Stop intake, flush and commit; must return within `timeout` seconds."""
+        raise NotImplementedError
+
+    def running(self) -> bool:
+        raise NotImplementedError
+
+    def problem(self) -> str | None:
+        """None while healthy, else a short reason shown by /readyz (never a secret)."""
+        return None if self.running() else "not running"
 
 
 class SupervisedComponent(Component):

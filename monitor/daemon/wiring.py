@@ -25,8 +25,8 @@ from monitor.daemon._health_signals import (
     no_data_signals,
 )
 from monitor.daemon._scheduler import JobSpec
-from monitor.daemon._service import Component, Service
-from monitor.daemon._supervisor import SupervisedComponent
+from monitor.daemon._service import Service
+from monitor.daemon._supervisor import Component, SupervisedComponent
 from monitor.daemon.metrics import MetricsPublisher
 from monitor.daemon.signals import (
     drift_signals,
@@ -223,4 +223,5 @@ def build_service(
         components=components,
         on_job_failure=metrics.record_job_failure,
         on_job_success=metrics.set_job_success,
+        supervise=health.supervise,
     )

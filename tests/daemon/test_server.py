@@ -126,8 +126,8 @@ def test_refuses_to_start_with_invalid_config(tmp_path: Path) -> None:
 
 
 def test_sigterm_exits_zero_quickly(server: ServerProcess) -> None:
-    # The stop budget is 3 s for requests in flight and 8 s for intake, components and jobs;
-    # 30 s is the grace a supervisor gives before SIGKILL (and the wait here before killing).
+    # The stop budget is scheduler.shutdown_grace_s (10 s) from the signal; 30 s is the grace a
+    # supervisor gives before SIGKILL (and the wait here before killing).
     assert server.terminate(timeout=30) == 0
 
 
