@@ -116,7 +116,7 @@ class GuardedH11Protocol(H11Protocol):
             self._head_timer = None
 
     def _head_timed_out(self) -> None:
-        self._head_timer = None
+        self._disarm()
         if not self.transport.is_closing():
             self.transport.close()
 

@@ -17,7 +17,7 @@ from sqlalchemy.engine import Engine
 from alerts import deadline_client
 from alerts._deadline import attempt_deadline
 from alerts._evaluator import Evaluator
-from alerts.delivery import DeliveryWorker
+from alerts.delivery import DeliveryReport, DeliveryWorker, Lane
 from monitor.storage import AlertNotification, transaction
 from tests.alerts.conftest import alerts_config, at, drift
 from tests.alerts.receiver import RecordingReceiver
@@ -154,3 +154,21 @@ def test_deadline_covers_a_whole_exchange_not_each_read(slow: TricklingReceiver)
         pytest.raises(httpx.ReadTimeout, match="deadline"),
     ):
         client.post(slow.url, content=b"{}")
+
+
+def test_a_lane_that_raises_stops_the_others_and_the_worker_raises(
+    sqlite_engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """So the supervisor restarts the whole worker, not a worker with a lane missing."""
+    with httpx.Client() as client:
+        worker = DeliveryWorker(sqlite_engine, alerts_config(), client)
+    assert [lane.name for lane in worker.lanes()] == ["receiver hook", "unrouted"]
+
+    def run_once(now: object = None, lane: Lane | None = None) -> DeliveryReport:
+        if lane is not None and lane.name == "unrouted":
+            raise RuntimeError("the database went away")
+        return DeliveryReport()
+
+    monkeypatch.setattr(worker, "run_once", run_once)
+    with pytest.raises(RuntimeError, match="went away"):
+        worker.run(threading.Event())
