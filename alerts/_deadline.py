@@ -13,13 +13,15 @@ import contextlib
 import ssl
 import threading
 import time
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from functools import partial
+from typing import Any, TypeVar
 
 import httpcore
 import httpx
 
 _local = threading.local()
+T = TypeVar("T")
 
 
 @contextlib.contextmanager
@@ -43,15 +45,25 @@ def _remaining(timeout: float | None, error: type[Exception]) -> float | None:
     return left if timeout is None else min(timeout, left)
 
 
+def _within(timeout: float | None, error: type[Exception], call: Callable[[float | None], T]) -> T:
+    """`call` with the timeout shortened to the deadline; a timeout the deadline caused says so."""
+    left = _remaining(timeout, error)
+    try:
+        return call(left)
+    except error:
+        _remaining(None, error)
+        raise
+
+
 class _DeadlineStream(httpcore.NetworkStream):
     def __init__(self, stream: httpcore.NetworkStream) -> None:
         self._stream = stream
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return self._stream.read(max_bytes, _remaining(timeout, httpcore.ReadTimeout))
+        return _within(timeout, httpcore.ReadTimeout, partial(self._stream.read, max_bytes))
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._stream.write(buffer, _remaining(timeout, httpcore.WriteTimeout))
+        _within(timeout, httpcore.WriteTimeout, partial(self._stream.write, buffer))
 
     def close(self) -> None:
         self._stream.close()
@@ -62,8 +74,8 @@ class _DeadlineStream(httpcore.NetworkStream):
         server_hostname: str | None = None,
         timeout: float | None = None,
     ) -> httpcore.NetworkStream:
-        left = _remaining(timeout, httpcore.ConnectTimeout)
-        return _DeadlineStream(self._stream.start_tls(ssl_context, server_hostname, left))
+        start = partial(self._stream.start_tls, ssl_context, server_hostname)
+        return _DeadlineStream(_within(timeout, httpcore.ConnectTimeout, start))
 
     def get_extra_info(self, info: str) -> Any:
         return self._stream.get_extra_info(info)
@@ -81,15 +93,18 @@ class _DeadlineBackend(httpcore.NetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.NetworkStream:
-        left = _remaining(timeout, httpcore.ConnectTimeout)
-        stream = self._backend.connect_tcp(host, port, left, local_address, socket_options)
-        return _DeadlineStream(stream)
+        def connect(left: float | None) -> httpcore.NetworkStream:
+            return self._backend.connect_tcp(host, port, left, local_address, socket_options)
+
+        return _DeadlineStream(_within(timeout, httpcore.ConnectTimeout, connect))
 
     def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
     ) -> httpcore.NetworkStream:
-        left = _remaining(timeout, httpcore.ConnectTimeout)
-        return _DeadlineStream(self._backend.connect_unix_socket(path, left, socket_options))
+        def connect(left: float | None) -> httpcore.NetworkStream:
+            return self._backend.connect_unix_socket(path, left, socket_options)
+
+        return _DeadlineStream(_within(timeout, httpcore.ConnectTimeout, connect))
 
     def sleep(self, seconds: float) -> None:
         self._backend.sleep(seconds)
