@@ -113,9 +113,9 @@ class ApiConfig(StrictModel):
             "its request head is closed (or the new one answered 503)."
         ),
     )
-    keep_alive_timeout_s: float = Field(
-        default=5.0,
-        gt=0,
+    keep_alive_timeout_s: int = Field(
+        default=5,
+        ge=1,
         le=300,
         description="An idle kept-alive connection is closed after this many seconds.",
     )
