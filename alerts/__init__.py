@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from alerts._deadline import deadline_client
 from alerts._evaluator import EvaluationResult, Evaluator, Transition
 from alerts._outbox import status_counts
 from alerts._signing import IDEMPOTENCY_HEADER, SIGNATURE_HEADER, sign, verify_signature
@@ -36,6 +37,7 @@ __all__ = [
     "Silence",
     "Transition",
     "add_silence",
+    "deadline_client",
     "expire_silence",
     "fingerprint",
     "list_silences",

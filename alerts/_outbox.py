@@ -75,7 +75,13 @@ def enqueue(
     return row
 
 
-def _claimable(row: Any, now: datetime, kinds: Collection[str]) -> ColumnElement[bool]:
+def _claimable(
+    row: Any,
+    now: datetime,
+    kinds: Collection[str],
+    receivers: Collection[str] | None,
+    other_than: Collection[str],
+) -> ColumnElement[bool]:
     earlier = aliased(AlertNotification)
     blocked = exists().where(
         earlier.group_key == row.group_key,
@@ -86,7 +92,12 @@ def _claimable(row: Any, now: datetime, kinds: Collection[str]) -> ColumnElement
         and_(row.status == "pending", row.next_attempt_at <= now),
         and_(row.status == "sending", row.lease_until <= now),
     )
-    return and_(due, row.kind.in_(list(kinds)), ~blocked)
+    conditions = [due, row.kind.in_(list(kinds)), ~blocked]
+    if receivers is not None:
+        conditions.append(row.receiver.in_(list(receivers)))
+    if other_than:
+        conditions.append(row.receiver.not_in(list(other_than)))
+    return and_(*conditions)
 
 
 _RETURNED = (
@@ -108,12 +119,15 @@ def claim(
     lease: timedelta,
     limit: int,
     kinds: Collection[str] = ("notify",),
+    receivers: Collection[str] | None = None,
+    other_than: Collection[str] = (),
 ) -> list[Claimed]:
-    """Take up to `limit` due rows (at most one per group), oldest first, in one statement."""
+    """Take up to `limit` due rows (at most one per group), oldest first, in one statement;
+    only rows for `receivers` when given, and none for a receiver in `other_than`."""
     candidate = aliased(AlertNotification, name="candidate")
     chosen = (
         select(candidate.id)
-        .where(_claimable(candidate, now, kinds))
+        .where(_claimable(candidate, now, kinds, receivers, other_than))
         .order_by(candidate.id)
         .limit(limit)
     )

@@ -6,6 +6,12 @@ is permanent. A row whose attempts reach
 `max_attempts`, whose age reaches `max_age`, or that failed permanently goes `dead` and stays
 visible (`modelwatch alerts list --outbox`, :func:`alerts._outbox.status_counts`).
 
+Each receiver has its own lane: a thread that claims only that receiver's rows (rollback actions
+and rows for receivers no longer configured have a lane each), so a slow or dead receiver holds
+up nothing but its own rows. Every attempt has a total deadline, the receiver's `timeout_s`,
+over connecting, sending and reading the whole answer (:mod:`alerts._deadline`; with the client
+of :func:`deadline_client`), not a timeout per socket read that a trickling peer never trips.
+
 A pass claims a batch in one transaction, sends it (`concurrency` requests at a time), and records
 every result in one more transaction. A worker killed between sending and recording leaves its
 rows `sending`; once their lease runs out they are sent again with the same idempotency key.
@@ -29,6 +35,7 @@ from typing import Any
 import httpx
 from sqlalchemy.engine import Engine
 
+from alerts._deadline import attempt_deadline
 from alerts._outbox import Ack, Claimed, acknowledge, backoff, claim
 from alerts._signing import IDEMPOTENCY_HEADER, SIGNATURE_HEADER, sign
 from alerts.base import Notification, OutboundRequest, Receiver
@@ -72,6 +79,17 @@ class DeliveryReport:
             self.dead + other.dead,
             self.released + other.released,
         )
+
+
+@dataclass(frozen=True)
+class Lane:
+    """Which outbox rows one delivery thread claims: `kinds`, only for `receivers` when given,
+    never for a receiver in `other_than`."""
+
+    name: str
+    kinds: tuple[str, ...]
+    receivers: tuple[str, ...] | None = None
+    other_than: tuple[str, ...] = ()
 
 
 class _Failure(Exception):
@@ -153,15 +171,27 @@ class DeliveryWorker:
         """Row kinds this worker handles (rollback rows only with a handler)."""
         return ("notify", "rollback") if self.rollback else ("notify",)
 
-    def run_once(self, now: datetime | None = None) -> DeliveryReport:
-        """Claim one batch of due rows, try each once, and record the results together."""
+    def lanes(self) -> list[Lane]:
+        """One lane per configured receiver, one for rollback actions (with a handler), and one
+        for rows whose receiver is no longer configured (they go dead)."""
+        names = tuple(sorted(self.receivers))
+        lanes = [Lane(f"receiver {n}", ("notify",), receivers=(n,)) for n in names]
+        if self.rollback:
+            lanes.append(Lane("rollback", ("rollback",)))
+        return [*lanes, Lane("unrouted", ("notify",), other_than=names)]
+
+    def run_once(self, now: datetime | None = None, lane: Lane | None = None) -> DeliveryReport:
+        """Claim one batch of due rows (of `lane` only, when given), try each once, and record
+        the results together."""
         now = now or self.clock()
         items = claim(
             self.engine,
             now,
             lease=self.policy.lease,
             limit=self.policy.batch_size,
-            kinds=self.kinds,
+            kinds=lane.kinds if lane else self.kinds,
+            receivers=lane.receivers if lane else None,
+            other_than=lane.other_than if lane else (),
         )
         acks = [self._ack(attempt, now) for attempt in self.send(items)]
         lost = {ack.item.id for ack in acknowledge(self.engine, acks)}
@@ -173,17 +203,50 @@ class DeliveryWorker:
         )
 
     def run(self, stop: threading.Event | None = None, once: bool = False) -> DeliveryReport:
-        """Loop until `stop` is set; with `once`, until nothing is due (then return totals)."""
+        """Run every lane on its own thread until `stop` is set; with `once`, until nothing is
+        due (then return totals). A lane that raises stops the others and the error is raised
+        here, so the supervisor restarts the worker as a whole."""
         stop = stop or threading.Event()
+        halt = threading.Event()
+        totals: list[DeliveryReport] = []
+        errors: list[BaseException] = []
+
+        def lane_loop(lane: Lane) -> None:
+            try:
+                totals.append(self._run_lane(lane, halt, once))
+            except BaseException as exc:  # re-raised below, after the other lanes stop
+                errors.append(exc)
+                halt.set()
+
+        threads = [
+            # Daemon threads: exiting never waits for an attempt (its row is re-sent after its
+            # lease, with the same idempotency key).
+            threading.Thread(
+                target=lane_loop, args=(lane,), name=f"delivery {lane.name}", daemon=True
+            )
+            for lane in self.lanes()
+        ]
+        for thread in threads:
+            thread.start()
+        while not halt.is_set() and any(t.is_alive() for t in threads):
+            if stop.wait(0.1):
+                halt.set()
+        for thread in threads:
+            thread.join()
+        if errors:
+            raise errors[0]
+        return sum(totals, DeliveryReport())
+
+    def _run_lane(self, lane: Lane, halt: threading.Event, once: bool) -> DeliveryReport:
         total = DeliveryReport()
-        while not stop.is_set():
-            report = self.run_once()
+        while not halt.is_set():
+            report = self.run_once(lane=lane)
             total = total + report
             if report.claimed > report.released:
                 continue
             if once:
                 break
-            stop.wait(self.policy.poll_interval.total_seconds())
+            halt.wait(self.policy.poll_interval.total_seconds())
         return total
 
     def send(self, items: Sequence[Claimed]) -> list[Attempt]:
@@ -240,9 +303,10 @@ class DeliveryWorker:
         if receiver is None:
             raise _Failure(f"receiver {item.receiver!r} is not configured", permanent=True)
         requests = receiver.render(Notification.from_json(item.payload))
-        for i, request in enumerate(requests):
-            key = item.idempotency_key if len(requests) == 1 else f"{item.idempotency_key}-{i}"
-            self._post(item.receiver, request, key)
+        with attempt_deadline(self.timeouts.get(item.receiver, 10.0)):
+            for i, request in enumerate(requests):
+                key = item.idempotency_key if len(requests) == 1 else f"{item.idempotency_key}-{i}"
+                self._post(item.receiver, request, key)
 
     def _rollback(self, item: Claimed) -> None:
         assert self.rollback is not None

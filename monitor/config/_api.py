@@ -88,6 +88,37 @@ class ApiConfig(StrictModel):
     max_body_bytes: int = Field(
         default=10 * 1024 * 1024, ge=1024, description="Larger request bodies are answered 413."
     )
+    # Slow and greedy peers (monitor/daemon/_http.py): enforced before authentication.
+    header_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        le=300,
+        description=(
+            "A connection that has not sent a complete request head this many seconds after "
+            "it opened (or after its previous response) is closed."
+        ),
+    )
+    max_header_bytes: int = Field(
+        default=32 * 1024,
+        ge=1024,
+        le=1024 * 1024,
+        description="A request line plus headers larger than this is answered 431.",
+    )
+    max_connections: int = Field(
+        default=1000,
+        ge=1,
+        description=(
+            "Open connections at most; lowered to leave a quarter of the open-files limit "
+            "(`ulimit -n`, at least 64) free. Over it, the oldest connection still waiting for "
+            "its request head is closed (or the new one answered 503)."
+        ),
+    )
+    keep_alive_timeout_s: int = Field(
+        default=5,
+        ge=1,
+        le=300,
+        description="An idle kept-alive connection is closed after this many seconds.",
+    )
     # Health and metrics stay open for probes and scrapers unless this is set.
     protect_health: bool = Field(
         default=False,

@@ -225,7 +225,13 @@ class ReceiverConfig(StrictModel):
         default=None, description="PagerDuty: environment variable holding the routing key."
     )
     timeout_s: float = Field(
-        default=10.0, gt=0, le=120, description="Timeout of one request (seconds)."
+        default=10.0,
+        gt=0,
+        le=120,
+        description=(
+            "Total deadline of one delivery attempt (seconds): connecting, sending and reading "
+            "the whole answer, however slowly the receiver trickles it."
+        ),
     )
     # Alertmanager push: firing alerts are sent with endsAt this far ahead (re-pushed on repeat).
     ends_at_horizon: Duration = Field(

@@ -22,6 +22,7 @@ from migrations import prepare_for_writes
 from monitor.config import Config
 from monitor.daemon._app import create_app
 from monitor.daemon._common import DaemonState
+from monitor.daemon._http import server_config
 from monitor.daemon._retention import retention_job
 from monitor.daemon._scheduler import JobSpec, Scheduler
 from monitor.daemon._supervisor import Component, SupervisedComponent, Target
@@ -149,15 +150,8 @@ class Service:
         starts); `on_ready` runs once everything has started, just before serving.
         """
         self.start()
-        config = uvicorn.Config(
-            create_app(self.state()),
-            host=host,
-            port=port,
-            log_level="warning",
-            log_config=None,  # uvicorn's records go through our (redacting) handlers
-            access_log=False,
-            timeout_graceful_shutdown=3,
-            lifespan="off",
+        config = server_config(
+            create_app(self.state()), self.config.api, host, port, timeout_graceful_shutdown=3
         )
         server = _QuietServer(config)
 
@@ -180,15 +174,7 @@ class Service:
     def serve_in_background(self, host: str, port: int) -> uvicorn.Server:
         """Start everything with the API on a thread (for embedding, e.g. the demo)."""
         self.start()
-        config = uvicorn.Config(
-            create_app(self.state()),
-            host=host,
-            port=port,
-            log_level="warning",
-            log_config=None,  # uvicorn's records go through our (redacting) handlers
-            access_log=False,
-            lifespan="off",
-        )
+        config = server_config(create_app(self.state()), self.config.api, host, port)
         server = _QuietServer(config)
         threading.Thread(target=server.run, name="api", daemon=True).start()
         return server

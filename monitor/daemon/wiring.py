@@ -9,11 +9,10 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-import httpx
 from prometheus_client import CollectorRegistry
 from sqlalchemy.engine import Engine
 
-from alerts import SIGNAL_KINDS, DeliveryWorker, Evaluator, Signal
+from alerts import SIGNAL_KINDS, DeliveryWorker, Evaluator, Signal, deadline_client
 from collectors.runner import RunState, run
 from dashboards.metrics import ModelwatchMetrics
 from guards.registry import rollback
@@ -101,10 +100,11 @@ def rollback_handler(engine: Engine) -> Callable[[dict[str, Any]], None]:
 def delivery_component(
     engine: Engine, config: Config, health: ComponentHealth | None = None
 ) -> SupervisedComponent:
-    """Sends the alert outbox, and performs rollback actions; restarted when it dies."""
+    """Sends the alert outbox (one lane per receiver, a total deadline per attempt), and
+    performs rollback actions; restarted when it dies."""
 
     def loop(stop: threading.Event) -> None:
-        with httpx.Client(timeout=10.0, verify=True) as client:
+        with deadline_client(timeout=10.0) as client:
             worker = DeliveryWorker(
                 engine, config.alerts, client, rollback=rollback_handler(engine)
             )

@@ -23,6 +23,7 @@ PINNED = {
     "Silence",
     "Transition",
     "add_silence",
+    "deadline_client",
     "expire_silence",
     "fingerprint",
     "list_silences",
