@@ -49,9 +49,15 @@ class ComponentHealth:
     """Hooks of supervised components: count restarts; record deaths in `job_failures`
     (job `components`, item the component) so /readyz and `modelwatch status` show them."""
 
-    def __init__(self, engine: Engine, metrics: ModelwatchMetrics | None = None) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        metrics: ModelwatchMetrics | None = None,
+        backoff: Backoff | None = None,
+    ) -> None:
         self.engine = engine
         self.metrics = metrics
+        self.backoff = backoff or Backoff(1.0, 60.0)
 
     def supervise(
         self, name: str, target: Callable[[threading.Event], None]
@@ -60,12 +66,13 @@ class ComponentHealth:
             name,
             target,
             on_restart=self.metrics.record_component_restart if self.metrics else None,
+            backoff=self.backoff,
             on_death=self.died,
             on_recovered=self.recovered,
         )
 
     def died(self, name: str, error: str) -> None:
-        record_failure(self.engine, COMPONENTS_JOB, name, error, Backoff(1.0, 60.0))
+        record_failure(self.engine, COMPONENTS_JOB, name, error, self.backoff)
 
     def recovered(self, name: str) -> None:
         clear_failure(self.engine, COMPONENTS_JOB, name)
@@ -211,7 +218,8 @@ def build_service(
     metrics = ModelwatchMetrics(registry, config.models)
     monitoring = Monitoring(engine, config, metrics)
     jobs = [JobSpec(EVALUATE_JOB, monitoring, config.scheduler.evaluate_interval_s)]
-    health = ComponentHealth(engine, metrics)
+    restart = Backoff(config.scheduler.restart_initial_s, config.scheduler.restart_max_s)
+    health = ComponentHealth(engine, metrics, restart)
     components: list[Component] = [*collectors_components(engine, config, health)]
     if config.alerts.receivers:
         components.append(delivery_component(engine, config, health))

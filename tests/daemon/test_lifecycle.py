@@ -79,11 +79,21 @@ def _kill_drain(server: ServerProcess) -> int:
     return pid
 
 
+RESTART_S = 5
+
+
 def _start(tmp_path: Path, url: str, extra: str = "") -> ServerProcess:
     engine = make_engine(url)
     upgrade(engine)
     engine.dispose()
-    server = ServerProcess(write_config(tmp_path, url, extra))
+    config = write_config(tmp_path, url, extra)
+    # A dead component waits RESTART_S before its restart: a window /readyz's watcher cannot miss
+    # on a slow machine (the default is 1 s).
+    text = config.read_text().replace(
+        "scheduler:\n", f"scheduler:\n  restart_initial_s: {RESTART_S}\n"
+    )
+    config.write_text(text)
+    server = ServerProcess(config)
     server.wait_ready()
     return server
 
