@@ -6,6 +6,8 @@ each batch with `profile_frame` on those specs and merges the partial profile se
 exact because profiles merge associatively. Slice values are chosen once from the sketch's
 counts (the ``max_values`` most frequent, ties by label) so every batch folds the same values
 into "(other)". Reference chunks for derived thresholds are contiguous row ranges, as in memory.
+A dataset of at most ``REPLAY_CELLS`` values is read once: pass 2 profiles the frames pass 1
+read (the same batches, so the same profiles bit for bit); a larger one is read again.
 """
 
 from __future__ import annotations
@@ -28,8 +30,8 @@ from monitor.profiles.sketch import SpecSketch, sketch_kinds
 from monitor.profiles.slicekeys import NULL_VALUE, OTHER_VALUE
 
 Folds = Mapping[str, frozenset[str]]
-# Values (rows x columns) of the sketch pass kept for the profiling pass (a REFERENCE of 200k
-# rows x 12 columns is read once); larger datasets are read twice in bounded-memory batches.
+# Values (rows x columns) of the sketch pass kept for the profiling pass: 4M values are ~32 MiB
+# of pointers and floats plus the distinct strings (a REFERENCE of 200k rows x 12 columns).
 REPLAY_CELLS = 1 << 22
 
 
