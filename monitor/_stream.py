@@ -6,17 +6,20 @@ each batch with `profile_frame` on those specs and merges the partial profile se
 exact because profiles merge associatively. Slice values are chosen once from the sketch's
 counts (the ``max_values`` most frequent, ties by label) so every batch folds the same values
 into "(other)". Reference chunks for derived thresholds are contiguous row ranges, as in memory.
+A dataset of at most ``REPLAY_CELLS`` values is read once: pass 2 profiles the frames pass 1
+read (the same batches, so the same profiles bit for bit); a larger one is read again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import reduce
 from typing import Any
 
 import numpy as np
 
+from monitor import progress
 from monitor.datasets import DEFAULT_BATCH_ROWS, DataSource
 from monitor.detectors import Variability
 from monitor.detectors.variability import reference_variability
@@ -27,6 +30,9 @@ from monitor.profiles.sketch import SpecSketch, sketch_kinds
 from monitor.profiles.slicekeys import NULL_VALUE, OTHER_VALUE
 
 Folds = Mapping[str, frozenset[str]]
+# Values (rows x columns) of the sketch pass kept for the profiling pass: 4M values are ~32 MiB
+# of pointers and floats plus the distinct strings (a REFERENCE of 200k rows x 12 columns).
+REPLAY_CELLS = 1 << 22
 
 
 @dataclass(frozen=True)
@@ -60,15 +66,18 @@ def profile_source(
         {} if specs is not None else sketch_kinds(source.empty_frame(columns), columns, categorical)
     )
     sketch = SpecSketch(kinds, tuple(slice_by))
+    # A small dataset's frames from the sketch pass are profiled again, not read again.
+    kept: list[Any] | None = [] if specs is None else None
     if specs is None or slice_by or chunks:
         # With specs given only the slice columns are read (for their slice values).
         for frame in source.batches(wanted if specs is None else list(slice_by), batch_rows):
             sketch.add(frame)
+            kept = _kept(kept, frame, len(wanted))
     if specs is None:
         specs = sketch.specs(bins, top_k)
     folds = slice_folds(sketch, slice_by)
     whole, parts = profile_batches(
-        source.batches(wanted, batch_rows),
+        source.batches(wanted, batch_rows) if kept is None else _replayed(source, kept),
         specs,
         slice_by,
         folds,
@@ -78,6 +87,23 @@ def profile_source(
     )
     variability = reference_variability(whole, parts) if chunks else None
     return StreamedProfile(whole, specs, variability)
+
+
+def _kept(kept: list[Any] | None, frame: Any, width: int) -> list[Any] | None:
+    """`kept` with `frame` appended, or None (read again) once they pass REPLAY_CELLS values."""
+    if kept is None or (sum(map(len, kept)) + len(frame)) * width > REPLAY_CELLS:
+        return None
+    kept.append(frame)
+    return kept
+
+
+def _replayed(source: DataSource, frames: list[Any]) -> Iterator[Any]:
+    """`frames` again, reported to the progress observer as a pass over `source` would be."""
+    if progress.watching():
+        progress.begin(source.path, source.row_estimate())
+    for frame in frames:
+        progress.advance(len(frame))
+        yield frame
 
 
 def slice_folds(

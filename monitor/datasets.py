@@ -12,6 +12,7 @@ import glob
 import hashlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -111,6 +112,11 @@ class DataSource:
         return digest.hexdigest()
 
     def _dataset(self) -> Any:
+        return self._opened
+
+    @cached_property
+    def _opened(self) -> Any:
+        # Opened once per source: each opening lists the files and reads their schemas.
         import pyarrow.dataset as ds
 
         fmt: Any = self.format
@@ -138,8 +144,10 @@ def open_source(path: str | Path) -> DataSource:
     if len(formats) > 1:
         raise InputError(f"{text}: mixes Parquet and CSV files; use one format")
     source = DataSource(text, tuple(files), formats.pop(), (), base)
-    columns = tuple(source._dataset().schema.names)
-    return DataSource(text, source.files, source.format, columns, base)
+    dataset = source._dataset()
+    opened = DataSource(text, source.files, source.format, tuple(dataset.schema.names), base)
+    opened.__dict__["_opened"] = dataset  # the same files: no second opening
+    return opened
 
 
 def _resolve(text: str) -> tuple[list[Path], Path | None]:

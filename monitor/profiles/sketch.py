@@ -29,6 +29,7 @@ from numpy.typing import NDArray
 
 from monitor.errors import InputError
 from monitor.profiles._binning import Kind
+from monitor.profiles._parallel import map_columns
 from monitor.profiles.categorical import category_label
 from monitor.profiles.numeric import as_float_array
 from monitor.profiles.slicekeys import NULL_VALUE
@@ -135,21 +136,23 @@ class SpecSketch:
         return self
 
     def specs(self, bins: int = DEFAULT_BINS, top_k: int = DEFAULT_TOP_K) -> dict[str, ColumnSpec]:
-        """Column specs built by the ordinary spec builder from this summary."""
-        out: dict[str, ColumnSpec] = {}
-        for col, kind in self.kinds.items():
-            if kind != "numeric":
+        """Column specs built by the ordinary spec builder from this summary (the columns'
+        quantiles on a few threads)."""
+
+        def one(col: str) -> ColumnSpec:
+            if self.kinds[col] != "numeric":
                 c = self.counts[col]
-                out[col] = categorical_spec_from_counts(col, c.counts, top_k, not c.pruned)
-                continue
+                return categorical_spec_from_counts(col, c.counts, top_k, not c.pruned)
             values = self.sample[col]
             if self.rows > self.keys.size and col in self.bounds:
                 # A few known values the sample may have missed: the extremes, and every value
                 # of a column with few of them (so a discrete column keeps its rare values).
                 extra = [*self.bounds[col], *sorted(self.distinct.get(col) or ())]
                 values = np.concatenate([values, np.array(extra)])
-            out[col] = spec_from_reference(col, values, kind="numeric", bins=bins, top_k=top_k)
-        return out
+            return spec_from_reference(col, values, kind="numeric", bins=bins, top_k=top_k)
+
+        columns = list(self.kinds)
+        return dict(zip(columns, map_columns(one, columns), strict=True))
 
     def slice_values(self, column: str, max_values: int) -> frozenset[str] | None:
         """Labels of `column` kept as slices (None: all of them); the rest fold into "(other)"."""
@@ -171,7 +174,12 @@ class SpecSketch:
             return
         import pandas as pd
 
-        found = pd.unique(x[np.isfinite(x)])
+        finite = x[np.isfinite(x)]
+        # A continuous column shows more than DISTINCT_CAP values in its first few thousand:
+        # then the whole batch need not be hashed to tell (the answer is the same).
+        found = pd.unique(finite[: 4 * DISTINCT_CAP])
+        if found.size <= DISTINCT_CAP:
+            found = pd.unique(finite)
         if found.size > DISTINCT_CAP:
             self.distinct[col] = None
             return

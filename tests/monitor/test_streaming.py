@@ -12,9 +12,10 @@ import pyarrow.parquet as pq
 import pytest
 from sqlalchemy import create_engine
 
+from monitor import _stream
 from monitor._stream import profile_source
 from monitor.baselines import load_baseline
-from monitor.datasets import open_source
+from monitor.datasets import DataSource, open_source
 from monitor.detectors import profile_variability
 from monitor.errors import InputError
 from monitor.profiles import ProfileSet, profile_frame, spec_from_reference, specs_for
@@ -90,6 +91,32 @@ def test_streamed_profile_equals_in_memory(tmp_path: Path, batch_rows: int) -> N
             assert spread.chunks == theirs.chunks, key
             assert spread.mean == pytest.approx(theirs.mean, rel=1e-6), key
             assert spread.std == pytest.approx(theirs.std, rel=1e-6, abs=1e-12), key
+
+
+def test_a_small_reference_is_read_once_and_profiles_as_if_read_twice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    frame = _frame(20_000)
+    path = tmp_path / "ref.parquet"
+    frame.to_parquet(path, row_group_size=3000)
+    cols = ["amount", "age", "merchant", "channel"]
+    reads: list[list[str]] = []
+    batches = DataSource.batches
+
+    def counted(self: DataSource, columns: Any, batch_rows: int = 65_536) -> Any:
+        reads.append(list(columns))
+        return batches(self, columns, batch_rows)
+
+    monkeypatch.setattr(DataSource, "batches", counted)
+    once = profile_source(open_source(path), cols, bins=16, top_k=20, batch_rows=997)
+    assert len(reads) == 1  # the sketch pass's frames were profiled again
+    monkeypatch.setattr(_stream, "REPLAY_CELLS", 10_000)  # past it: read again, in batches
+    twice = profile_source(open_source(path), cols, bins=16, top_k=20, batch_rows=997)
+    assert len(reads) == 3
+    assert dict(once.specs) == dict(twice.specs)
+    for key, mine in once.profiles.profiles.items():
+        theirs: Any = twice.profiles.profiles[key]
+        assert mine.to_bytes() == theirs.to_bytes(), key  # bit for bit: the same batches
 
 
 def test_slice_values_past_the_cap_fold_into_other_like_in_memory(tmp_path: Path) -> None:
