@@ -30,6 +30,17 @@ def _number_or_text(cell: str) -> float | str | None:
         return cell
 
 
+def _numbers(row: list[str]) -> list[float]:
+    """A CSV output row of several cells: the scores of a multi-output model, all numbers."""
+    try:
+        return [float(cell) for cell in row]
+    except ValueError:
+        raise DecodeError(
+            "wrong_type",
+            f"endpointOutput.data: a row of several cells must be numbers: {row!r}"[:300],
+        ) from None
+
+
 class SageMakerAdapter:
     """SageMaker data capture → modelwatch events."""
 
@@ -82,10 +93,7 @@ class SageMakerAdapter:
             return self._json_rows(loads(data.encode()), where)
         rows = [r for r in csv.reader(io.StringIO(data)) if r]
         if where == "endpointOutput":
-            return [
-                _number_or_text(r[0]) if len(r) == 1 else {"output": [float(c) for c in r]}
-                for r in rows
-            ]
+            return [_number_or_text(r[0]) if len(r) == 1 else {"output": _numbers(r)} for r in rows]
         return [self._features([_number_or_text(c) for c in r]) for r in rows]
 
     def _text(self, part: Mapping[str, Any], where: str) -> str:
