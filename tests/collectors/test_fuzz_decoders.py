@@ -17,7 +17,7 @@ import re
 from typing import Any
 
 import orjson
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from collectors._adapters import make_adapter
@@ -28,7 +28,7 @@ from monitor.config import ModelConfig
 from monitor.config._monitoring import OutcomeConfig
 from tests.collectors.conftest import T0, event
 from tests.collectors.test_columnar import summary
-from tests.properties import examples
+from tests.fuzzing import JSONISH, NUMBERS, SCALARS, TEXT, fuzz
 
 MODELS = {
     "fraud": ModelConfig(name="fraud", slices=["region"]),
@@ -46,41 +46,9 @@ FIELDS = ["request_id", "model", "model_version", "timestamp", "features", "pred
 FIELDS += ["metadata", "label", "latency_ms", "model_latency_ms", "error", "attributions"]
 
 
-def fuzz(n: int) -> settings:
-    """`n` examples (fewer in the fast lane), no deadline: a batch plans in milliseconds, but
-    a slow shared machine is not a finding."""
-    return settings(
-        max_examples=examples(n),
-        deadline=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    )
-
-
 def planner(format_name: str = "modelwatch", columnar: bool = True) -> Planner:
     adapter = make_adapter(format_name, FORMATS[format_name])
     return Planner(adapter, MODELS, 600, 120, 4096, columnar=columnar, clock=lambda: T0 + 600)
-
-
-# Text the edge must refuse or take: control characters, lone surrogates, long runs, names.
-TEXT = st.one_of(
-    st.text(max_size=12),
-    st.text(st.characters(codec=None), max_size=12),  # any code point, surrogates included
-    st.sampled_from(["", "\x00", "a\x1f", "\x7f", "\x85", "\ud800", "\udfff", "fraud", "1"]),
-    st.sampled_from(list(MODELS) + ["region", "amount", "output", "instances", "events"]),
-    st.integers(190, 1100).map(lambda n: "x" * n),
-)
-NUMBERS = st.one_of(
-    st.integers(),
-    st.integers(-(2**70), 2**70),
-    st.floats(allow_nan=True, allow_infinity=True),
-    st.sampled_from([T0, T0 * 1000, -1, 0, 1, 2, 0.5, 1e308, -1e308, 2**63, 32503680000]),
-)
-SCALARS = st.one_of(st.none(), st.booleans(), NUMBERS, TEXT)
-JSONISH = st.recursive(
-    SCALARS,
-    lambda inner: st.one_of(st.lists(inner, max_size=5), st.dictionaries(TEXT, inner, max_size=5)),
-    max_leaves=25,
-)
 
 
 @st.composite
@@ -194,7 +162,7 @@ def records(payloads: list[bytes]) -> list[RawRecord]:
 
 def assert_all_accounted(plan: Plan) -> None:
     """Every record is accepted (an event, a label, a waiting half) or a described dead letter."""
-    for record, rejection in plan.dead:
+    for _, rejection in plan.dead:
         assert re.fullmatch("[a-z0-9_]+", rejection.reason) and rejection.detail, rejection
     dead = {r.start for r, _ in plan.dead}
     assert len(dead) == len(plan.dead), "a record dead-lettered twice"
