@@ -9,12 +9,15 @@ on a shared machine is not a finding.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from typing import Any
 
+import orjson
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from tests.collectors.conftest import T0
+from tests.collectors.conftest import T0, event
 from tests.properties import examples
 
 # Names the decoders and the config look for, so random objects sometimes hit real keys.
@@ -48,6 +51,40 @@ def nested(leaves: st.SearchStrategy[Any], keys: st.SearchStrategy[Any] = TEXT) 
 
 
 JSONISH = nested(SCALARS)
+
+
+FIELDS = ["request_id", "model", "model_version", "timestamp", "features", "prediction"]
+FIELDS += ["metadata", "label", "latency_ms", "model_latency_ms", "error", "attributions"]
+
+
+@st.composite
+def mutated(draw: st.DrawFn, models: Sequence[str] = ("fraud",), ts: float = T0) -> Any:
+    """A good event of one of `models` at about `ts`, or a label, with some fields dropped or
+    replaced by arbitrary values; now and then with about `collect.max_features_per_event`
+    features."""
+    i = draw(st.integers(0, 500))
+    obj: dict[str, Any] = event(i, ts=ts + i, model=draw(st.sampled_from(models)))
+    if draw(st.booleans()):
+        obj = {"request_id": obj["request_id"], "model": obj["model"], "timestamp": ts}
+        obj["label"] = draw(SCALARS)
+    for name in draw(st.lists(st.sampled_from(FIELDS), max_size=4)):
+        if draw(st.integers(0, 3)) == 0:
+            obj.pop(name, None)
+        else:
+            obj[name] = draw(JSONISH)
+    if draw(st.integers(0, 9)) == 0:
+        many = draw(st.integers(900, 1100))
+        obj["features"] = {f"f{i}": float(i) for i in range(many)}
+    return obj
+
+
+def encode(obj: Any) -> bytes:
+    """JSON bytes of `obj`; lone surrogates and non-finite numbers as a lenient encoder
+    writes them (`\\ud800`, `NaN`), which is what a broken producer sends."""
+    try:
+        return orjson.dumps(obj)
+    except (orjson.JSONEncodeError, TypeError):
+        return json.dumps(obj).encode()
 
 
 def fuzz(n: int) -> settings:
