@@ -24,7 +24,7 @@ from monitor.config import Config, load_config, parse_config
 from monitor.daemon.names import registry_names
 from monitor.errors import ConfigError
 from tests.conftest import REPO
-from tests.fuzzing import JSONISH, SCALARS, TEXT, fuzz, nested
+from tests.fuzzing import SCALARS, TEXT, fuzz, nested
 
 NAMES = registry_names()
 GUIDE = (REPO / "docs/how-to/configure.md").read_text()
