@@ -10,7 +10,6 @@ A CSV input with several rows yields one event per row (request ids `<eventId>:<
 from __future__ import annotations
 
 import base64
-import binascii
 import csv
 import io
 from collections.abc import Mapping, Sequence
@@ -101,7 +100,7 @@ class SageMakerAdapter:
         if str(part.get("encoding", "")).upper() == "BASE64":
             try:
                 return base64.b64decode(data, validate=True).decode("utf-8")
-            except (binascii.Error, UnicodeDecodeError, TypeError):
+            except (ValueError, TypeError):  # binascii.Error, UnicodeDecodeError, non-ASCII
                 raise DecodeError("wrong_type", f"{where}.data: invalid BASE64") from None
         if not isinstance(data, str):
             raise DecodeError("wrong_type", f"{where}.data: expected string")

@@ -16,6 +16,7 @@ import re
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -128,14 +129,28 @@ def records(payloads: list[bytes]) -> list[RawRecord]:
     return [RawRecord("p0", i, i + 1, p) for i, p in enumerate(payloads)]
 
 
-def assert_all_accounted(plan: Plan) -> None:
-    """Every record is accepted (an event, a label, a waiting half) or a described dead letter."""
+def assert_all_accounted(plan: Plan, native: bool = True) -> None:
+    """Every record is accepted (an event, a label, a waiting half) or a described dead letter.
+
+    `native`: the records are in modelwatch's format, where a payload that is not an array is
+    one event, so the outcomes can be counted record by record."""
     for _, rejection in plan.dead:
         assert re.fullmatch("[a-z0-9_]+", rejection.reason) and rejection.detail, rejection
     dead = {r.start for r, _ in plan.dead}
     assert len(dead) == len(plan.dead), "a record dead-lettered twice"
     accepted = {plan.records[o].start for o in plan.table.origin}
     assert not accepted & dead, "a record both accepted and dead"
+    if native and not any(map(_array, plan.records)):  # one event per record: count them
+        outcomes = len(plan.dead) + plan.events + plan.late + len(plan.labels)
+        assert outcomes == len(plan.records), "a record unaccounted for"
+
+
+def _array(record: RawRecord) -> bool:
+    """Whether a record's payload is a JSON array (several events, accepted or refused whole)."""
+    try:
+        return type(orjson.loads(record.payload)) is list
+    except orjson.JSONDecodeError:
+        return False
 
 
 @fuzz(300)
@@ -143,13 +158,16 @@ def assert_all_accounted(plan: Plan) -> None:
 def test_no_payload_makes_planning_raise(format_name: str, data: st.DataObject) -> None:
     payloads = data.draw(st.one_of(BAD_RECORDS, SHAPED[format_name]))
     for columnar in (True, False):
-        assert_all_accounted(planner(format_name, columnar).plan(records(payloads), {}))
+        plan = planner(format_name, columnar).plan(records(payloads), {})
+        assert_all_accounted(plan, native=format_name == "modelwatch")
 
 
 @fuzz(200)
 @given(BAD_RECORDS, st.integers(1, 20), st.randoms(use_true_random=False))
 def test_good_events_among_bad_ones_are_all_accepted(bad: list[bytes], good: int, rng: Any) -> None:
-    goods = [orjson.dumps(event(10_000 + i, ts=T0 + i)) for i in range(good)]
+    # Stamped just before the latest time the planner takes (its clock plus 300 s): no fuzzed
+    # event can raise the watermark far enough past them to make them late.
+    goods = [orjson.dumps(event(10_000 + i, ts=T0 + 880 + i)) for i in range(good)]
     mixed = goods + bad
     rng.shuffle(mixed)
     for columnar in (True, False):
@@ -202,3 +220,32 @@ def test_a_sagemaker_csv_output_row_that_is_not_numbers_is_a_dead_letter() -> No
     assert [(r.start, j.reason) for r, j in plan.dead] == [(0, "wrong_type")]
     assert "endpointOutput.data" in plan.dead[0][1].detail
     assert plan.events == 1
+
+
+@pytest.mark.parametrize("data", ["\x80", "not base64!", "gA=="])  # non-ASCII, junk, not UTF-8
+def test_sagemaker_base64_data_that_does_not_decode_is_a_dead_letter(data: str) -> None:
+    """Found by the fuzzing: non-ASCII text as BASE64 data raised ValueError out of planning."""
+    part = {"data": "1", "encoding": "CSV", "observedContentType": "text/csv"}
+    capture = {
+        "endpointInput": part,
+        "endpointOutput": {**part, "data": data, "encoding": "BASE64"},
+    }
+    line = {"captureData": capture, "eventMetadata": {"eventId": "e", "inferenceTime": T0}}
+    plan = planner("sagemaker").plan(records([orjson.dumps(line)]), {})
+    assert [(j.reason, j.detail) for _, j in plan.dead] == [
+        ("wrong_type", "endpointOutput.data: invalid BASE64")
+    ]
+
+
+def test_a_cloudevent_pair_without_instances_is_a_dead_letter() -> None:
+    """Found by the fuzzing: a pair with no instances and no predictions vanished silently
+    (no event, no dead letter), where an empty modelwatch payload is an `empty` dead letter."""
+    time = "2026-01-01T00:05:00Z"
+    pair = [
+        {"id": "a", "type": f"org.kubeflow.serving.inference.{kind}", "time": time, "data": data}
+        for kind, data in (("request", {"instances": []}), ("response", {"predictions": []}))
+    ]
+    plan = planner("cloudevents").plan(records([orjson.dumps(half) for half in pair]), {})
+    assert [(j.reason, j.detail) for _, j in plan.dead] == [
+        ("empty", "cloudevent a: no instances or inputs")
+    ]
