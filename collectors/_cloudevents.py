@@ -67,6 +67,8 @@ class CloudEventsAdapter:
     def _combine(self, request: Half, response: Half) -> Sequence[Any]:
         rows = self._inputs(request.body["data"])
         outputs = self._outputs(response.body["data"])
+        if not rows and not outputs:  # no event, yet not nothing: said, like an empty payload
+            raise DecodeError("empty", f"cloudevent {request.pair_id}: no instances or inputs")
         if len(rows) != len(outputs):
             raise DecodeError(
                 "wrong_type",

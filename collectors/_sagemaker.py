@@ -10,7 +10,6 @@ A CSV input with several rows yields one event per row (request ids `<eventId>:<
 from __future__ import annotations
 
 import base64
-import binascii
 import csv
 import io
 from collections.abc import Mapping, Sequence
@@ -28,6 +27,17 @@ def _number_or_text(cell: str) -> float | str | None:
         return float(cell)
     except ValueError:
         return cell
+
+
+def _numbers(row: list[str]) -> list[float]:
+    """A CSV output row of several cells: the scores of a multi-output model, all numbers."""
+    try:
+        return [float(cell) for cell in row]
+    except ValueError:
+        raise DecodeError(
+            "wrong_type",
+            f"endpointOutput.data: a row of several cells must be numbers: {row!r}"[:300],
+        ) from None
 
 
 class SageMakerAdapter:
@@ -82,10 +92,7 @@ class SageMakerAdapter:
             return self._json_rows(loads(data.encode()), where)
         rows = [r for r in csv.reader(io.StringIO(data)) if r]
         if where == "endpointOutput":
-            return [
-                _number_or_text(r[0]) if len(r) == 1 else {"output": [float(c) for c in r]}
-                for r in rows
-            ]
+            return [_number_or_text(r[0]) if len(r) == 1 else {"output": _numbers(r)} for r in rows]
         return [self._features([_number_or_text(c) for c in r]) for r in rows]
 
     def _text(self, part: Mapping[str, Any], where: str) -> str:
@@ -93,7 +100,7 @@ class SageMakerAdapter:
         if str(part.get("encoding", "")).upper() == "BASE64":
             try:
                 return base64.b64decode(data, validate=True).decode("utf-8")
-            except (binascii.Error, UnicodeDecodeError, TypeError):
+            except (ValueError, TypeError):  # binascii.Error, UnicodeDecodeError, non-ASCII
                 raise DecodeError("wrong_type", f"{where}.data: invalid BASE64") from None
         if not isinstance(data, str):
             raise DecodeError("wrong_type", f"{where}.data: expected string")

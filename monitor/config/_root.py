@@ -201,6 +201,8 @@ def load_config(
         raise ConfigError(f"{p}: cannot read config file: {exc}") from None
     try:
         data = yaml.safe_load(text)
+    except RecursionError:  # PyYAML recurses once per nesting level
+        raise ConfigError(f"{p}: invalid YAML: nested too deeply") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

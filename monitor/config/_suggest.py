@@ -46,7 +46,15 @@ def problems(root: type[BaseModel], exc: ValidationError) -> list[str]:
         else:
             msg = str(err["msg"]).removeprefix("Value error, ")
             out.append(f"invalid value for '{key}': {msg}")
-    return out
+    return [_one_line(line) for line in out]
+
+
+def _one_line(text: str) -> str:
+    """`text` with control characters escaped: a key or value quoted in an error may hold a
+    newline, and an error is one line."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def suggest(root: type[BaseModel], loc: Sequence[int | str]) -> str | None:
