@@ -113,6 +113,19 @@ class ServerProcess:
                 os.killpg(self.proc.pid, signal.SIGKILL)
 
 
+def migrated_url(backend: str, directory: Path, request: pytest.FixtureRequest) -> str:
+    """An empty database migrated to head: a file in `directory` (`sqlite`) or a new database
+    on the session's cluster (`postgresql`)."""
+    if backend == "sqlite":
+        url = f"sqlite:///{directory / 'mw.db'}"
+    else:
+        url = request.getfixturevalue("postgres").create_database()
+    engine = make_engine(url)
+    upgrade(engine)
+    engine.dispose()
+    return url
+
+
 def write_config(tmp_path: Path, url: str, extra: str = "") -> Path:
     path = tmp_path / "mw.yaml"
     path.write_text(CONFIG.format(url=url) + extra)

@@ -12,7 +12,7 @@ import pytest
 
 from migrations import upgrade
 from monitor.storage import make_engine
-from tests.daemon.conftest import ServerProcess, auth, write_config
+from tests.daemon.conftest import ServerProcess, auth, migrated_url, write_config
 from tests.daemon.test_api_ingest import event
 
 pytestmark = pytest.mark.slow
@@ -24,13 +24,7 @@ def served(
 ) -> Iterator[str]:
     """One `serve` per backend for the module's tests (each uses its own keys)."""
     directory = tmp_path_factory.mktemp(request.param)
-    if request.param == "sqlite":
-        url = f"sqlite:///{directory / 'mw.db'}"
-    else:
-        url = request.getfixturevalue("postgres").create_database()
-    engine = make_engine(url)
-    upgrade(engine)
-    engine.dispose()
+    url = migrated_url(request.param, directory, request)
     proc = ServerProcess(write_config(directory, url))
     proc.wait_ready()
     try:

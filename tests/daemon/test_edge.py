@@ -20,9 +20,8 @@ import pytest
 from sqlalchemy import distinct, func, select
 from sqlalchemy.engine import Engine
 
-from migrations import upgrade
 from monitor.storage import WindowProfile, make_engine
-from tests.daemon.conftest import CONFIG, ServerProcess, auth
+from tests.daemon.conftest import CONFIG, ServerProcess, auth, migrated_url
 from tests.daemon.test_api_ingest import event
 
 pytestmark = pytest.mark.slow
@@ -58,12 +57,8 @@ def served(
 ) -> Iterator[Served]:
     """One `serve` per backend for the module's tests."""
     directory = tmp_path_factory.mktemp(request.param)
-    if request.param == "sqlite":
-        url = f"sqlite:///{directory / 'mw.db'}"
-    else:
-        url = request.getfixturevalue("postgres").create_database()
+    url = migrated_url(request.param, directory, request)
     engine = make_engine(url)
-    upgrade(engine)
     config = CONFIG.format(url=url).replace(
         "models:\n  - name: fraud\n    slices: [region]\n", MODELS
     )

@@ -13,9 +13,8 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from migrations import upgrade
 from monitor.storage import IngestCounter, IntakeEntry, WindowCount, make_engine
-from tests.daemon.conftest import ServerProcess, auth, write_config
+from tests.daemon.conftest import ServerProcess, auth, migrated_url, write_config
 from tests.daemon.test_api_ingest import event
 
 pytestmark = pytest.mark.slow
@@ -100,13 +99,7 @@ def _kill_mid_stream(url: str, cfg: Path, batches: Batches, acked: set[str]) -> 
 def test_kill9_mid_stream_then_retries_count_exactly_once(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    if backend == "sqlite":
-        url = f"sqlite:///{tmp_path / 'mw.db'}"
-    else:
-        url = request.getfixturevalue("postgres").create_database()
-    engine = make_engine(url)
-    upgrade(engine)
-    engine.dispose()
+    url = migrated_url(backend, tmp_path, request)
     cfg = write_config(tmp_path, url)
     batches = _batches()
     acked: set[str] = set()

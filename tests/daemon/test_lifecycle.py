@@ -16,12 +16,11 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from migrations import upgrade
 from monitor.config import parse_config
 from monitor.daemon._service import Service
 from monitor.daemon._supervisor import Component
 from monitor.storage import IngestCounter, IntakeEntry, WindowCount, make_engine
-from tests.daemon.conftest import ServerProcess, auth, write_config
+from tests.daemon.conftest import ServerProcess, auth, migrated_url, write_config
 from tests.daemon.test_api_ingest import event
 from tests.waiting import wait_until
 
@@ -83,9 +82,7 @@ RESTART_S = 5
 
 
 def _start(tmp_path: Path, url: str, extra: str = "") -> ServerProcess:
-    engine = make_engine(url)
-    upgrade(engine)
-    engine.dispose()
+    """`serve` on `url` (migrated: `migrated_url`)."""
     config = write_config(tmp_path, url, extra)
     # A dead component waits RESTART_S before its restart: a window /readyz's watcher cannot miss
     # on a slow machine (the default is 1 s).
@@ -98,8 +95,10 @@ def _start(tmp_path: Path, url: str, extra: str = "") -> ServerProcess:
     return server
 
 
-def test_a_killed_drain_process_is_restarted_counted_and_shown_by_readyz(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'mw.db'}"
+def test_a_killed_drain_process_is_restarted_counted_and_shown_by_readyz(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    url = migrated_url("sqlite", tmp_path, request)
     server = _start(tmp_path, url)
     seen: list[tuple[int, str]] = []
     done = threading.Event()
@@ -141,10 +140,7 @@ def test_a_killed_drain_process_is_restarted_counted_and_shown_by_readyz(tmp_pat
 def test_a_drain_killed_mid_batch_loses_and_doubles_nothing(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    if backend == "sqlite":
-        url = f"sqlite:///{tmp_path / 'mw.db'}"
-    else:
-        url = request.getfixturevalue("postgres").create_database()
+    url = migrated_url(backend, tmp_path, request)
     # Small batches: the backlog below takes the drain many transactions.
     server = _start(tmp_path, url, "  batch_size: 100\n")
     requests, per_request = 60, 50
