@@ -17,7 +17,7 @@ from typing import Any, Literal, Protocol, get_args
 
 from monitor.errors import InputError
 
-# The one list of kinds: config checks rule kinds against it at load (monitor/daemon/names.py).
+# The one list of kinds: config checks rule kinds against it at load (monitor/app/daemon/names.py).
 SignalKind = Literal[
     "drift",
     "drift_count",

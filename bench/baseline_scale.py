@@ -67,9 +67,9 @@ def _row_group(rng: np.random.Generator, n: int) -> Any:
 
 def child(mode: str, path: str) -> dict[str, Any]:
     """Profile `path` like `baseline create` (streamed or in memory); report time and RSS."""
-    from monitor._stream import profile_source
-    from monitor.datafile import read_frame
-    from monitor.datasets import open_source
+    from monitor.baselines.stream import profile_source
+    from monitor.data.datafile import read_frame
+    from monitor.data.datasets import open_source
     from monitor.detectors import profile_variability
     from monitor.profiles import profile_frame, specs_for
 

@@ -8,7 +8,8 @@ statistics computed with numpy from the raw events already in memory (exact p95/
 every latency, PSI of predictions and features on the stable's quantile edges, error counts),
 which is what an analysis that rescans raw rows cannot beat. Medians over repeats.
 
-Also the evaluate job's per-window SLO work (`monitor.slo.store_window_slo`: read a window's
+Also the evaluate job's per-window SLO work (`monitor.slo.evaluate.store_window_slo`: read a
+window's
 serving rows, evaluate five objectives, upsert the `slo_results` rows) against its floor, exact
 p95/p99 and error rate of that window's raw latencies in memory.
 """
@@ -31,7 +32,7 @@ from migrations import upgrade
 from monitor.canary import analyze_canary
 from monitor.config import CollectConfig, ModelConfig
 from monitor.config.serving import CostConfig, SloConfig
-from monitor.slo import store_window_slo
+from monitor.slo.evaluate import store_window_slo
 from monitor.storage import make_engine
 
 FEATURES = 5

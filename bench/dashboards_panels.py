@@ -2,7 +2,7 @@
 queries written directly against drift_results (the peer: no view, slice as stored JSON).
 
 30 days of hourly windows, 30 columns, overall + 2 slices (64,800 drift rows), stored through
-`monitor.results.store_drift_results`. A 7-day range at a 1h interval, as the dashboard opens.
+`monitor.results.store.store_drift_results`. A 7-day range at a 1h interval, as the dashboard opens.
 
     PYTHONPATH=. /work/venv/bin/python bench/dashboards_panels.py
 """
@@ -17,7 +17,7 @@ from sqlalchemy import text
 from dashboards._render import build_dashboards
 from migrations import upgrade
 from monitor.detectors import DriftResult
-from monitor.results import store_drift_results
+from monitor.results.store import store_drift_results
 from monitor.storage import make_engine
 from tests.dashboards.grafana_sql import GrafanaContext
 from tests.services.postgres import PostgresServer

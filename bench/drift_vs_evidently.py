@@ -60,7 +60,7 @@ else:
     import scipy.special, scipy.stats  # lazily imported by detectors; count it as import
     from monitor.detectors import evaluate
     from monitor.profiles import profile_frame, specs_for
-    from monitor.baselines import load_baseline, save_baseline
+    from monitor.baselines.store import load_baseline, save_baseline
     from migrations import upgrade
     from monitor.storage import make_engine
 imported = time.perf_counter() - t0

@@ -184,7 +184,7 @@ def _events(frame: pd.DataFrame) -> list[Any]:
 def _database(ref: pd.DataFrame, derive: bool, path: str) -> Any:
     """A fresh SQLite database with a baseline of `ref` (with estimation models if `derive`)."""
     from migrations import upgrade
-    from monitor.baselines import save_baseline
+    from monitor.baselines.store import save_baseline
     from monitor.estimation import (
         MULTIVARIATE_KEY,
         SETTINGS_KEY,

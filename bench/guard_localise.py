@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Literal
 
 from guards import GateRequest, GuardVerdict, load_golden, preset, run_gate
-from monitor.demo import _models as b
+from monitor.app.demo import _models as b
 
 DEPTH, HIDDEN = 20, 64
 

@@ -30,7 +30,7 @@ from guards._runtime import open_session, run_batched, select_providers, session
 from guards.gate import judge
 from guards.reports import render_html, render_json, render_markdown
 from guards.results import GuardVerdict
-from monitor.demo._models import fraud_classifier, save, to_int8_static
+from monitor.app.demo._models import fraud_classifier, save, to_int8_static
 
 N_FEATURES, HIDDEN, DEPTH, BATCH = 64, 256, 3, 4096
 

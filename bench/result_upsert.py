@@ -5,18 +5,19 @@ windows (20 columns x 10 `region` slices + overall x 2 methods: ~420 per window,
 seeded generator, a few None), stores them once, VACUUMs, then upserts the same windows again
 (every row an UPDATE, HOT on the fillfactor-50 table) `--repeat` times per path, alternating:
 
-- `columnar`: `monitor.results.store_drift_windows` (one array literal per column, unnested);
+- `columnar`: `monitor.results.store.store_drift_windows` (one array literal per column, unnested);
 - `json`: the previous path, kept here as the reference: `result_rows` dicts sent as one JSON
-  array of objects through `json_to_recordset` (monitor/results.py before issue 14's columnar
+  array of objects through `json_to_recordset` (monitor/results/store.py before issue 14's columnar
   upserts).
 
 Each run reports wall seconds, client CPU (`time.process_time()`), server CPU (the backends'
 utime+stime from /proc, as bench/soak.py's `server_cpu_s`) and their sum per result; VACUUM
 between runs (not timed). The stored rows are checked identical (md5) after each path.
 
-Then the same for `--day-rows` (default 2,000) `day_counts` rows: `monitor.results.upsert_rows`
-(one array per column) against the `executemany` of `upsert_statement` that monitor/periods.py
-runs today. (`day_profiles`, with its bytea payload, is an executemany in both: arrays of 1 KB
+Then the same for `--day-rows` (default 2,000) `day_counts` rows:
+`monitor.results.store.upsert_rows` (one array per column) against the `executemany` of
+`upsert_statement` that monitor/evaluation/periods.py runs today.
+(`day_profiles`, with its bytea payload, is an executemany in both: arrays of 1 KB
 payloads cost the server twice as much, measured while building `upsert_rows`.)
 
 Usage: PYTHONPATH=. python bench/result_upsert.py [--rows 46400] [--repeat 3] [--day-rows 2000]
@@ -46,7 +47,7 @@ from sqlalchemy.engine import Engine  # noqa: E402
 from bench.soak import server_cpu_s  # noqa: E402
 from migrations import upgrade  # noqa: E402
 from monitor.detectors import DriftResult  # noqa: E402
-from monitor.results import (  # noqa: E402
+from monitor.results.store import (  # noqa: E402
     result_rows,
     store_drift_windows,
     upsert_rows,

@@ -51,12 +51,12 @@ sys.path.insert(0, str(REPO))
 from sqlalchemy import func, select, text  # noqa: E402
 from sqlalchemy.engine import Engine  # noqa: E402
 
-import monitor.evaluation  # noqa: E402
+import monitor.evaluation.windows  # noqa: E402
 from collectors import Ingestor, RawRecord  # noqa: E402
 from migrations import upgrade  # noqa: E402
-from monitor.baselines import save_baseline  # noqa: E402
+from monitor.app.daemon.wiring import Monitoring  # noqa: E402
+from monitor.baselines.store import save_baseline  # noqa: E402
 from monitor.config import Config, parse_config  # noqa: E402
-from monitor.daemon.wiring import Monitoring  # noqa: E402
 from monitor.storage import (  # noqa: E402
     DriftResultRow,
     LabeledPrediction,
@@ -212,12 +212,12 @@ def mark_burst(engine: Engine, starts: list[datetime]) -> None:
 
 def window_by_window(monitoring: Monitoring) -> tuple[float, int]:
     """The burst tick with batches of one window: the per-window path (before batching)."""
-    batched = monitor.evaluation.batches
-    monitor.evaluation.batches = functools.partial(batched, size=1)
+    batched = monitor.evaluation.windows.batches
+    monitor.evaluation.windows.batches = functools.partial(batched, size=1)
     try:
         return tick(monitoring)
     finally:
-        monitor.evaluation.batches = batched
+        monitor.evaluation.windows.batches = batched
 
 
 def vacuum(engine: Engine) -> None:

@@ -14,7 +14,7 @@ from collectors._base import Adapter, DecodeError
 from collectors._cloudevents import CloudEventsAdapter
 from collectors._json import loads
 from collectors._sagemaker import SageMakerAdapter
-from monitor.registry import Registry
+from monitor.common.registry import Registry
 
 __all__ = [
     "ADAPTERS",

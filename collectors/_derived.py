@@ -1,10 +1,10 @@
 """Derived columns at ingest: the CBPE score and the PCA reconstruction error of each event.
 
-When the baseline a model version is compared with (`monitor.baselines.choose_baseline`) stores
-a calibration (`baseline create --score --label`) or a multivariate model (`--features`), each
-window of a batch gets `__cbpe_score` and/or `__pca_error` (`monitor.estimation` owns both),
-computed over the window's columns at once, then profiled overall and per slice like any
-other column.
+When the baseline a model version is compared with (`monitor.baselines.store.choose_baseline`)
+stores a calibration (`baseline create --score --label`) or a multivariate model
+(`--features`), each window of a batch gets `__cbpe_score` and/or `__pca_error`
+(`monitor.estimation` owns both), computed over the window's columns at once, then profiled
+overall and per slice like any other column.
 
 The score is the event's column named as the baseline's score column, else its `prediction`;
 a multiclass baseline (`--score CLASS=COL` per class) gives `__cbpe_score.<k>` per class and

@@ -40,7 +40,7 @@ from collectors._store import (
     store_dead_letters,
     write_positions,
 )
-from monitor.collection import collector_paused
+from monitor.common.collection import collector_paused
 from monitor.config import CollectConfig, ModelConfig
 from monitor.errors import ConfigError, StorageError
 from monitor.storage import transaction

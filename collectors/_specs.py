@@ -1,9 +1,9 @@
 """Which spec (bin edges, categories) a window profile is built on, and building batch profiles.
 
 Order, per (model, version, column), cached for the life of the collector:
-1. the baseline the evaluator will compare the version with (`monitor.baselines.choose_baseline`:
-   the version's own baseline of the model's configured name, else another version's), so
-   windows and their baseline share edges;
+1. the baseline the evaluator will compare the version with
+   (`monitor.baselines.store.choose_baseline`: the version's own baseline of the model's
+   configured name, else another version's), so windows and their baseline share edges;
 2. an existing window profile of the same model version and column (so restarts and replicas
    keep the spec they started with);
 3. learned from the first batch of the model version's first window (all its values of that
@@ -26,7 +26,7 @@ from collectors._derived import Deriver
 from collectors._plan import GroupKey, Plan, WindowKey
 from collectors._profiling import Profile, ProfileBackend
 from collectors._windows import WindowBatch
-from monitor.baselines import baseline_spec_payload
+from monitor.baselines.store import baseline_spec_payload
 from monitor.storage import WindowProfile
 
 SpecKey = tuple[str, str, str]  # (model, version, column)

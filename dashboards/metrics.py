@@ -227,7 +227,7 @@ class ModelwatchMetrics:
             ["model", "version", "slice", "metric", "output"],
             registry=registry,
         )
-        # `objective` is one of the fixed SLO keys (monitor.slo.OBJECTIVES).
+        # `objective` is one of the fixed SLO keys (monitor.slo.evaluate.OBJECTIVES).
         self.slo_value = Gauge(
             "modelwatch_slo_value",
             "Latest window's value of a serving objective (latency percentile in ms, error "

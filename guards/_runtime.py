@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from monitor import progress
+from monitor.common import progress
 from monitor.errors import InputError
 
 GPU_PROVIDERS = ("TensorrtExecutionProvider", "CUDAExecutionProvider")

@@ -18,7 +18,7 @@ from guards.gate import GateRequest, run_gate
 from guards.policy import preset as preset_policy
 from guards.results import GuardVerdict, LatencyStats
 from monitor.errors import InputError
-from monitor.slo import cost_per_1k
+from monitor.slo.evaluate import cost_per_1k
 
 SLO_KEYS = ("latency_p95_ms", "latency_p99_ms", "metric_drop", "min_rps", "cost_per_1k")
 

@@ -1,5 +1,5 @@
 from __future__ import annotations
 
-from monitor.cli.main import main
+from monitor.app.cli.main import main
 
 main()

@@ -6,7 +6,7 @@ is retried) and skipped until its retry time; the job goes on with the other ite
 deletes the row. An item that is one window (`window_item`: `<kind> <model>/<version> <start>`)
 also stores the window's start (`window_start`), which the jobs that retry or wait for failing
 windows read: item names are for people, never parsed. Errors are stored redacted: one line,
-no URLs or credentials, bounded length (`monitor._redact`, the one home of the redaction
+no URLs or credentials, bounded length (`monitor.common.redact`, the one home of the redaction
 rules), because they are served by `/readyz`, `modelwatch status` and alert labels.
 """
 
@@ -21,8 +21,8 @@ from typing import TypeVar
 from sqlalchemy import delete, func, select
 from sqlalchemy.engine import Engine
 
-from monitor._redact import redact as redact
-from monitor._redact import scrub as scrub
+from monitor.common.redact import redact as redact
+from monitor.common.redact import scrub as scrub
 from monitor.storage import JobFailure, JobRun, session_factory, transaction, utcnow
 
 log = logging.getLogger(__name__)

@@ -25,7 +25,7 @@ from click.testing import CliRunner
 from sqlalchemy.engine import Engine
 
 from migrations import upgrade
-from monitor.cli.main import main
+from monitor.app.cli.main import main
 from monitor.storage import make_engine
 from tests.properties import load_profile
 from tests.services.alertmanager import AlertmanagerServer
@@ -54,7 +54,8 @@ CLASS_MARKS: dict[type, tuple[str, ...]] = {
     PrometheusServer: ("services",),
     AlertmanagerServer: ("services",),
 }
-# A module that starts `modelwatch serve` itself: imported lazily (tests.daemon imports this file).
+# A module that starts `modelwatch serve` itself: imported lazily (tests.monitor.app.daemon
+# imports this file).
 SLOW_CLASSES = ("ServerProcess",)
 
 

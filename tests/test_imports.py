@@ -9,7 +9,8 @@ is not installed.
 The command line is the one place where anything may be imported inside a function: a command
 module declares its flags with click alone and imports what the command runs inside the
 command (or moves it to a `_<command>_run.py` module imported there), so `modelwatch COMMAND
---help` loads none of it and a command loads only what it uses (tests/test_cli_imports.py).
+--help` loads none of it and a command loads only what it uses
+(tests/monitor/app/cli/test_cli_imports.py).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("monitor", "collectors", "alerts", "guards", "dashboards", "migrations")
 # The composition root of one-shot commands: imports there are per command (module docstring).
-LAZY_ROOT = ROOT / "monitor" / "cli"
+LAZY_ROOT = ROOT / "monitor" / "app" / "cli"
 
 # top-level name -> why it may load inside the function that uses it
 HEAVY_OPTIONAL = {

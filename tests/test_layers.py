@@ -77,3 +77,28 @@ def test_no_import_cycle_among_first_party_modules() -> None:
                 cycles.setdefault(frozenset(back), " -> ".join([importer, *back]))
     found = "\n".join(sorted(cycles.values()))
     assert not cycles, f"import cycles (move what both sides share lower):\n{found}"
+
+
+# Test infrastructure (the real services the tests start), not tests of a source folder.
+NOT_MIRRORED = {"services"}
+
+
+def test_test_folders_mirror_the_source_folders() -> None:
+    """tests/<path>/ tests <path>/: a reader finds a module's tests by its path, and back."""
+    tests = REPO / "tests"
+    folders = [
+        d.relative_to(tests)
+        for d in tests.rglob("*")
+        if d.is_dir()
+        and (d / "__init__.py").exists()
+        and d.relative_to(tests).parts[0] not in NOT_MIRRORED
+    ]
+    assert folders, "no test folders found"
+    unmirrored = sorted(str(f) for f in folders if not (REPO / f).is_dir())
+    assert unmirrored == [], f"test folders with no source folder of the same path: {unmirrored}"
+    stray = sorted(p.name for p in tests.glob("test_*.py") if p.stem not in REPO_WIDE_TESTS)
+    assert stray == [], f"move these next to what they test (tests/<package>/...): {stray}"
+
+
+# Tests of the repository as a whole, at the top of tests/.
+REPO_WIDE_TESTS = {"test_imports", "test_layers", "test_public_api"}

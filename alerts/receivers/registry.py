@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from alerts.base import Receiver
+from monitor.common.registry import Registry
 from monitor.config.alerts import ReceiverConfig
 from monitor.errors import ConfigError
-from monitor.registry import Registry
 
 ReceiverFactory = Callable[[ReceiverConfig, Mapping[str, str]], Receiver]
 

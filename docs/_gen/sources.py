@@ -12,9 +12,9 @@ from sqlalchemy import create_engine
 from alerts.base import SIGNAL_KIND_DOCS, SIGNAL_KINDS
 from dashboards.metrics import ModelwatchMetrics, http_request_histogram
 from docs._gen.reference import SignalDoc
+from monitor.app.daemon._app import create_app
+from monitor.app.daemon._common import DaemonState
 from monitor.config import Config
-from monitor.daemon._app import create_app
-from monitor.daemon._common import DaemonState
 
 
 def config_model() -> type[BaseModel]:

@@ -5,8 +5,8 @@ Revises: 0015_intake_log
 Create Date: 2026-12-01
 
 `slo_results` holds one row per (model, version, window, slice, objective), written by the
-evaluate job for the windows that changed (`monitor.slo.store_window_slo`). Two views join the
-dashboards' contract (`dashboards.views.VIEW_COLUMNS`): `mw_slo` (SLO results, slice shown as
+evaluate job for the windows that changed (`monitor.slo.evaluate.store_window_slo`). Two views join
+the dashboards' contract (`dashboards.views.VIEW_COLUMNS`): `mw_slo` (SLO results, slice shown as
 `region=eu` or `all`) and `mw_model_settings` (each version's optimization settings with its
 newest gate verdict).
 """

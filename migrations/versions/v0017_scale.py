@@ -7,7 +7,7 @@ Create Date: 2026-12-01
 `drift_period_results` and `outcome_period_results` hold one row per (model, version, period
 "day"/"week", period start, slice, column and method / metric): a whole day's or week's merged
 window profiles (outcome summaries) compared once, written by the evaluate job for the periods
-whose windows changed (`monitor._period_results`). Views `mw_drift_periods` and
+whose windows changed (`monitor.evaluation.period_jobs`). Views `mw_drift_periods` and
 `mw_outcome_periods` join the dashboards' contract (`dashboards.views.VIEW_COLUMNS`): the rows
 of `mw_drift` / `mw_outcomes` for a period, plus `granularity` ('1d' or '7d', the dashboards'
 variable) and `period_end`; `time` is the period's start (so the current, incomplete day or week

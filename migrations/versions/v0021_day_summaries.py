@@ -6,8 +6,8 @@ Create Date: 2026-12-01
 
 `day_profiles`, `day_counts` and `day_outcome_summaries` hold, per (model, version, day, slice
 [, column]), the day's window profiles, event counts and outcome summaries merged. The evaluate
-job writes them with the day's results (`monitor.periods`) and merges a week's 7 stored days,
-so the current week can be evaluated every tick (it was at most hourly: a 168-window merge).
+job writes them with the day's results (`monitor.evaluation.periods`) and merges a week's 7 stored
+days, so the current week can be evaluated every tick (it was at most hourly: a 168-window merge).
 
 Existing deployments move over: every day that has windows is marked changed (`drift_day` and
 `outcome_day` markers in `window_changes`), so the daemon stores its merged summaries (and its

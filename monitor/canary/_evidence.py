@@ -18,7 +18,7 @@ from monitor.detectors import rebin
 from monitor.outcomes import OutcomeResult
 from monitor.profiles import OVERALL, Profile, profile_from_bytes
 from monitor.profiles.serving import ServingSummary
-from monitor.slo import serving_summary
+from monitor.slo.evaluate import serving_summary
 from monitor.storage import WindowProfile, session_factory
 from monitor.summaries import outcome_results
 

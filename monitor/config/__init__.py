@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from monitor._defaults import DEFAULT_DATABASE_URL
+from monitor.common.defaults import DEFAULT_DATABASE_URL
 from monitor.config._api import ApiConfig, SchedulerConfig, TokenConfig
 from monitor.config._base import StrictModel
 from monitor.config._durations import MAX_DURATION, Duration, parse_duration

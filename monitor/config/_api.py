@@ -88,7 +88,7 @@ class ApiConfig(StrictModel):
     max_body_bytes: int = Field(
         default=10 * 1024 * 1024, ge=1024, description="Larger request bodies are answered 413."
     )
-    # Slow and greedy peers (monitor/daemon/_http.py): enforced before authentication.
+    # Slow and greedy peers (monitor/app/daemon/_http.py): enforced before authentication.
     header_timeout_s: float = Field(
         default=10.0,
         gt=0,

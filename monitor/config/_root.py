@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 from pydantic import Field, ValidationError, field_validator
 
-from monitor._defaults import DEFAULT_DATABASE_URL
+from monitor.common.defaults import DEFAULT_DATABASE_URL
 from monitor.config._api import ApiConfig, SchedulerConfig
 from monitor.config._base import StrictModel
 from monitor.config._monitoring import DriftConfig, OutcomeConfig

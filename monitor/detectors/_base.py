@@ -23,9 +23,9 @@ from typing import Any, Literal, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
+from monitor.common.registry import Registry
 from monitor.errors import InputError
 from monitor.profiles.kinds import Profile
-from monitor.registry import Registry
 
 # `missing`: a reference column the current data does not carry (or carries as another kind);
 # `new`: a current column the reference does not have. Both come with method SCHEMA_METHOD.

@@ -15,7 +15,7 @@ reuse one set of draws. Below that, from `GRID_MIN` rows, the size is rounded to
 grid (`GRID_RATIO`, at most 2.5% off) and the draws rescaled the same way, so windows whose
 sizes differ by a few rows share draws; smaller windows are drawn at their own size. Either
 way the rescaled quantiles agree with draws at the exact size within the Monte Carlo error
-of `BOOTSTRAP_DRAWS` draws (tests/monitor/test_null_scaling.py).
+of `BOOTSTRAP_DRAWS` draws (tests/monitor/detectors/test_null_scaling.py).
 
 The p-value is the empirical tail share ``(1 + #{T* >= T}) / (B + 1)``; when the observed
 value lies beyond nearly all draws, the tail is extrapolated from gamma distributions

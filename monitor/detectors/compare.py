@@ -126,7 +126,7 @@ def _adjusted(result: DriftResult, p_value: float, status: Status) -> DriftResul
 def _built(fields: dict[str, Any]) -> DriftResult:
     """A DriftResult of every one of its fields, without the frozen dataclass's constructor:
     ~5x cheaper, and a burst builds ~300 per window (DriftResult has no __post_init__ to run;
-    tests/monitor/test_detectors.py checks that the two agree)."""
+    tests/monitor/detectors/test_detectors.py checks that the two agree)."""
     out = object.__new__(DriftResult)
     out.__dict__.update(fields)
     return out

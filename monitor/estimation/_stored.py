@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 from sqlalchemy.engine import Engine
 
-from monitor.baselines import choose_baseline, stored_settings
+from monitor.baselines.store import choose_baseline, stored_settings
 from monitor.detectors import MIN_N
 from monitor.errors import CorruptProfileError, InputError
 from monitor.estimation._calibration import DEFAULT_BINS, Calibration, fit_calibration

@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from monitor.baselines import choose_baseline, stored_settings
+from monitor.baselines.store import choose_baseline, stored_settings
 from monitor.errors import InputError
 from monitor.estimation._reconstruction import (
     DEFAULT_VARIANCE,

@@ -55,7 +55,7 @@ from monitor.outcomes import MulticlassSummary
 from monitor.outcomes import metrics as m
 from monitor.outcomes.from_summary import evaluate_summaries
 from monitor.profiles import OVERALL, key_of, parse_slice_key, profile_from_bytes
-from monitor.results import store_estimated_results
+from monitor.results.store import store_estimated_results
 from monitor.storage import (
     Change,
     WindowProfile,

@@ -9,8 +9,8 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from monitor.common.registry import Registry
 from monitor.outcomes import metrics as m
-from monitor.registry import Registry
 
 OutcomeStatus = Literal["ok", "degraded", "insufficient_data"]
 Task = Literal["classification", "regression", "multiclass"]

@@ -8,10 +8,10 @@ from typing import Any
 
 import orjson
 
-from monitor._documents import computed_document
 from monitor.detectors import DriftResult
 from monitor.detectors.evaluate import dataset_drift
 from monitor.reports._output import write_text
+from monitor.results.documents import computed_document
 
 
 def drift_report(

@@ -1,6 +1,6 @@
 """Merged summaries of whole days, so a week is a merge of 7 stored days, not 168 windows.
 
-Written by the evaluate job when it evaluates a day (`monitor.periods`): the day's window
+Written by the evaluate job when it evaluates a day (`monitor.evaluation.periods`): the day's window
 profiles, slice counts and outcome summaries merged, replaced whole in the transaction that
 stores the day's results.
 """

@@ -88,7 +88,7 @@ class OutcomeResultRow(_OutcomeFields, _WindowResult, Base):
 
 
 class SloResultRow(_WindowResult, Base):
-    """One serving objective (`monitor.slo.OBJECTIVES`) of one slice in one window."""
+    """One serving objective (`monitor.slo.evaluate.OBJECTIVES`) of one slice in one window."""
 
     __tablename__ = "slo_results"
     __table_args__ = (
@@ -114,7 +114,8 @@ class _PeriodResult:
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     model: Mapped[str] = mapped_column(String(200))
     version: Mapped[str] = mapped_column(String(100))
-    # "day" or "week" (`monitor.periods.PERIODS`): 1 or 7 days, aligned to the epoch as windows.
+    # "day" or "week" (`monitor.evaluation.periods.PERIODS`): 1 or 7 days, aligned to the epoch as
+    # windows.
     period: Mapped[str] = mapped_column(String(10))
     period_start: Mapped[datetime] = mapped_column(UTCDateTime)
     period_end: Mapped[datetime] = mapped_column(UTCDateTime)

@@ -38,6 +38,9 @@ class RecordingReceiver:
     def __init__(self, secret: str | None = None, port: int | None = None) -> None:
         self.secret = secret
         self.port = port or free_port()
+        # An automatic port may be taken by another process between free_port() and the bind;
+        # until someone has read the url, a fresh one is as good.
+        self._port_shown = port is not None
         self.requests: list[Recorded] = []
         self.fail_next = 0
         self.delay_s = 0.0
@@ -52,6 +55,7 @@ class RecordingReceiver:
 
     @property
     def url(self) -> str:
+        self._port_shown = True
         return f"http://127.0.0.1:{self.port}/hook"
 
     def _record(self, handler: BaseHTTPRequestHandler) -> int | None:
@@ -107,7 +111,13 @@ class RecordingReceiver:
             # connections (each then waits a second to retry); real receivers listen wider.
             request_queue_size = 128
 
-        self._server = Server(("127.0.0.1", self.port), Handler)
+        try:
+            self._server = Server(("127.0.0.1", self.port), Handler)
+        except OSError:
+            if self._port_shown:
+                raise
+            self._server = Server(("127.0.0.1", 0), Handler)
+            self.port = int(self._server.server_address[1])
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from monitor.app.daemon.names import registry_names
 from monitor.config import load_config, parse_config
 from monitor.config.alerts import Matcher
-from monitor.daemon.names import registry_names
 from monitor.errors import ConfigError
 
 EXAMPLE = """

@@ -51,6 +51,6 @@ def test_receivers_all_is_pinned() -> None:
 
 
 def test_config_checks_signal_kinds_against_the_alerts_registry() -> None:
-    from monitor.daemon.names import registry_names
+    from monitor.app.daemon.names import registry_names
 
     assert tuple(registry_names().signal_kinds) == alerts.SIGNAL_KINDS

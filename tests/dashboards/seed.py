@@ -1,10 +1,10 @@
 """Seeds a database through the project's own write paths, for the dashboards' SQL evidence.
 
 Registry with optimization settings (guards.registry), drift, outcome and estimated results
-(monitor.results), gate runs (guards.history.record_gate), alert states and notifications
+(monitor.results.store), gate runs (guards.history.record_gate), alert states and notifications
 (alerts.Evaluator), ingest (collectors' Ingestor fed by the JSONL file source, with malformed
-lines as dead letters, latencies and errors) and SLO rows (monitor.evaluation, as the evaluate
-job stores them).
+lines as dead letters, latencies and errors) and SLO rows (monitor.evaluation.windows, as the
+evaluate job stores them).
 Everything lands in the hours before `now`, so one dashboard time range covers it.
 """
 
@@ -28,10 +28,10 @@ from monitor.config import CollectConfig, ModelConfig
 from monitor.config.alerts import AlertsConfig
 from monitor.config.serving import CostConfig, SloConfig
 from monitor.detectors import DriftResult
-from monitor.evaluation import WindowEvaluator
+from monitor.evaluation.periods import PERIODS, period_of
+from monitor.evaluation.windows import WindowEvaluator
 from monitor.outcomes._base import OutcomeResult
-from monitor.periods import PERIODS, period_of
-from monitor.results import (
+from monitor.results.store import (
     store_drift_results,
     store_estimated_results,
     store_outcome_results,

@@ -1,7 +1,7 @@
 """The Prometheus dashboard set: valid models, one method per drift series, exported on SQLite.
 
 That each panel's PromQL returns data against a real Prometheus scraping `serve` is tested in
-tests/daemon/test_metrics_served.py."""
+tests/monitor/app/daemon/test_metrics_served.py."""
 
 from __future__ import annotations
 

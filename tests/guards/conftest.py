@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from monitor.demo import _models as builders
+from monitor.app.demo import _models as builders
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import pytest
 
 from guards import GateRequest, GuardVerdict, load_golden, preset, run_gate
 from guards.golden import GoldenSet
-from monitor.demo._models import FEATURES
+from monitor.app.demo._models import FEATURES
 from monitor.errors import InputError, SchemaMismatchError
 from tests.guards.conftest import Suite
 
@@ -131,7 +131,7 @@ def test_json_document_has_exactly_the_documented_shape(suite: Suite) -> None:
 
 
 def test_multi_input_model_is_fed_by_named_columns(suite: Suite, tmp_path: Path) -> None:
-    from monitor.demo._models import to_float16
+    from monitor.app.demo._models import to_float16
 
     golden = load_golden(
         suite.regressor_golden, id_column="id", label_column="target", slice_by=["segment"]

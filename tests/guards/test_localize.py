@@ -16,7 +16,7 @@ from guards import GateRequest, GuardVerdict, load_golden, preset, run_gate
 from guards._runtime import session_options
 from guards.localize import Localization, LocalizeJob, localize
 from guards.localize._run import sample_rows
-from monitor.demo._models import FEATURES, OPSET, save, to_float16
+from monitor.app.demo._models import FEATURES, OPSET, save, to_float16
 from tests.conftest import run_cli
 from tests.guards.conftest import Suite
 from tests.guards.test_cli import gate_args
@@ -311,7 +311,7 @@ def hidden_spike_model(bias0: float = 0.0) -> onnx.ModelProto:
 
 
 def spike_localization(tmp_path: Path, bias0: float) -> Localization:
-    from monitor.demo._models import to_int8_static
+    from monitor.app.demo._models import to_int8_static
 
     # Calibration: f0 stays near 0 while the other features span the input's range, so the input
     # is never clipped; the rare `spike` rows put f0 at 3, which only the hidden MatMul amplifies
@@ -353,7 +353,7 @@ def test_clipping_confined_to_one_tensor_also_suggests_excluding_its_nodes(
 
 
 def test_dynamic_int8_culprit_gets_quantize_dynamic_exclusion(suite: Suite) -> None:
-    from monitor.demo._models import to_int8_dynamic
+    from monitor.app.demo._models import to_int8_dynamic
 
     cand = to_int8_dynamic(suite.regressor, suite.directory / "reg_dyn.onnx")
     rng = np.random.default_rng(0)

@@ -23,7 +23,7 @@ from monitor.reports import render_skew_html
 from monitor.skew import compute_skew
 from tests.guards.conftest import Suite
 from tests.guards.test_gate import fraud_golden
-from tests.monitor.test_drift_report import demo_frames
+from tests.monitor.reports.test_drift_report import demo_frames
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "img"
 # headless Chromium is a system package that `./dev test --fast` does not install

@@ -15,7 +15,7 @@ from sqlalchemy import insert, select
 from migrations import upgrade
 from monitor.config import ModelConfig
 from monitor.config._monitoring import OutcomeConfig
-from monitor.evaluation import WindowEvaluator, changed_windows
+from monitor.evaluation.windows import WindowEvaluator, changed_windows
 from monitor.outcomes import evaluate_outcomes
 from monitor.storage import (
     DriftResultRow,

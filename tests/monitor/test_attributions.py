@@ -20,9 +20,9 @@ from monitor.attributions import (
     reference_attributions,
     sliced_attribution_drift,
 )
-from monitor.baselines import load_stored_baseline
+from monitor.baselines.store import load_stored_baseline
 from monitor.config import CollectConfig, ModelConfig
-from monitor.evaluation import WindowEvaluator
+from monitor.evaluation.windows import WindowEvaluator
 from monitor.profiles.serving import ServingSummary
 from monitor.storage import DriftResultRow
 from tests.collectors.conftest import T0

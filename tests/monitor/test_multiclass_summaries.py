@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from sklearn.metrics import accuracy_score, confusion_matrix, precision_recall_fscore_support
 from sqlalchemy.engine import Engine
 
+from monitor.app.daemon.names import registry_names
 from monitor.config import parse_config
-from monitor.daemon.names import registry_names
 from monitor.errors import ConfigError
 from monitor.estimation._realized import class_histograms, summary_macro_auc
 from monitor.outcomes import evaluate_outcomes, metrics

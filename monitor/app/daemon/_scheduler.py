@@ -1,0 +1,177 @@
+"""The one wrapper around APScheduler 3: in-memory job store, jobs defined in code at startup.
+
+Durable state lives in our tables: each tick computes the window it belongs to and runs the job
+only if this replica wins the (job, window) claim, so replicas run each job once per interval.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from apscheduler.executors.pool import ThreadPoolExecutor
+from apscheduler.jobstores.memory import MemoryJobStore
+from apscheduler.schedulers.background import BackgroundScheduler
+from sqlalchemy.engine import Engine
+
+from monitor.app.daemon._leases import Claim, claim, finish
+from monitor.failures import Backoff, clear_failure, record_failure, redact
+from monitor.storage import utcnow
+from monitor.summaries import window_of
+
+log = logging.getLogger(__name__)
+
+JobFunc = Callable[[datetime], object]
+# The job_failures item of a whole run (its items, e.g. windows, have their own names).
+RUN_ITEM = "run"
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """A job run every `interval_s`, once per interval across replicas."""
+
+    name: str
+    func: JobFunc
+    interval_s: float
+
+
+def window_start(now: datetime, interval_s: float) -> datetime:
+    """The start of the interval `now` falls in, aligned to the epoch (as windows are cut)."""
+    return window_of(now, interval_s)
+
+
+class Scheduler:
+    """Runs registered jobs on a background thread pool with cross-replica claims."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        holder: str,
+        lease_s: float,
+        backoff: Backoff | None = None,
+        on_failure: Callable[[str], None] | None = None,
+        on_success: Callable[[str, float], None] | None = None,
+    ) -> None:
+
+        self._engine = engine
+        self._holder = holder
+        self._lease_s = lease_s
+        self._backoff = backoff or Backoff()
+        self._on_failure = on_failure
+        self._on_success = on_success
+        self._jobs: dict[str, JobSpec] = {}
+        # Jobs in progress, so that shutdown can wait for them with a bound.
+        self._active: dict[str, int] = {}
+        self._idle = threading.Condition()
+        self._scheduler = BackgroundScheduler(
+            jobstores={"default": MemoryJobStore()},
+            executors={"default": ThreadPoolExecutor(4)},
+            job_defaults={"max_instances": 1, "coalesce": True, "misfire_grace_time": 30},
+            timezone=UTC,
+        )
+
+    def add(self, spec: JobSpec) -> None:
+        """Register a job before `start`; names are unique."""
+        if spec.name in self._jobs:
+            raise ValueError(f"job {spec.name!r} registered twice")
+        self._jobs[spec.name] = spec
+        self._scheduler.add_job(
+            self.tick,
+            "interval",
+            seconds=spec.interval_s,
+            args=[spec.name],
+            id=spec.name,
+            next_run_time=utcnow(),
+        )
+
+    def tick(self, name: str, now: datetime | None = None) -> bool:
+        """Run job `name` for the current window if this replica claims it; True if it ran.
+
+        Never raises: a database that is down while claiming counts as a failure of the job.
+        """
+        spec = self._jobs[name]
+        with self._idle:
+            self._active[name] = self._active.get(name, 0) + 1
+        try:
+            now = now or utcnow()
+            start = window_start(now, spec.interval_s)
+            try:
+                run = claim(self._engine, name, start.isoformat(), self._holder, self._lease_s, now)
+            except Exception as exc:  # e.g. the database restarting; the next tick tries again
+                self._failed(spec.name, exc)
+                return False
+            if run is None:
+                return False
+            self._run(spec, run, start)
+            return True
+        finally:
+            with self._idle:
+                self._active[name] -= 1
+                if not self._active[name]:
+                    del self._active[name]
+                self._idle.notify_all()
+
+    def _run(self, spec: JobSpec, run: Claim, start: datetime) -> None:
+        try:
+            spec.func(start)
+        except Exception as exc:  # a failing job must not kill the scheduler
+            log.exception("job %s for window %s failed", spec.name, run.window_key)
+            self._failed(spec.name, exc)
+            self._finish(run, redact(exc))
+            return
+        if self._finish(run, None):
+            self._succeeded(spec.name)
+
+    def _finish(self, run: Claim, error: str | None) -> bool:
+        try:
+            finish(self._engine, run, error=error)
+            return True
+        except Exception as exc:  # the run's lease expires and another tick retries it
+            log.warning("job %s: cannot record its end: %s", run.job, redact(exc))
+            return False
+
+    def _failed(self, job: str, exc: Exception) -> None:
+        if self._on_failure is not None:
+            self._on_failure(job)
+        try:
+            record_failure(self._engine, job, RUN_ITEM, exc, self._backoff)
+        except Exception as db_exc:
+            log.warning("job %s: cannot record its failure: %s", job, redact(db_exc))
+
+    def _succeeded(self, job: str) -> None:
+        if self._on_success is not None:
+            self._on_success(job, utcnow().timestamp())
+        try:
+            clear_failure(self._engine, job, RUN_ITEM)
+        except Exception as exc:
+            log.warning("job %s: cannot clear its failure: %s", job, redact(exc))
+
+    def start(self) -> None:
+        self._scheduler.start()
+
+    def problem(self) -> str | None:
+        """None while the scheduler's thread runs; else what /readyz shows."""
+        thread = getattr(self._scheduler, "_thread", None)  # APScheduler's own loop
+        if self._scheduler.running and (thread is None or thread.is_alive()):
+            return None
+        return "not running"
+
+    def running(self) -> list[str]:
+        """Names of the jobs in progress now."""
+        with self._idle:
+            return sorted(self._active)
+
+    def shutdown(self, timeout: float | None = None) -> list[str]:
+        """Start no more jobs and wait up to `timeout` seconds (None: without bound) for the
+        running ones; the names of those still running.
+
+        A tick can block (a locked database, a slow query); SIGTERM must not wait for it. An
+        abandoned tick's transaction never commits and its claim expires after the lease."""
+        if self._scheduler.running:
+            self._scheduler.shutdown(wait=False)
+        with self._idle:
+            self._idle.wait_for(lambda: not self._active, timeout)
+            return sorted(self._active)

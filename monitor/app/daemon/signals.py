@@ -1,0 +1,209 @@
+"""The monitor's stored results as alert signals: the latest window of each model version.
+
+Alert rules see the current state; an alert whose subject no longer drifts in the newest window
+resolves. Labels are bounded (model, version, column, slice, method), never the window.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.engine import Engine
+
+from alerts import Signal
+from monitor.config import ModelConfig
+from monitor.estimation import MULTIVARIATE_METRIC
+from monitor.profiles import slice_label
+from monitor.profiles.serving import ServingSummary
+from monitor.slo.evaluate import ServingWindow, evaluate_windows
+from monitor.storage import (
+    DriftResultRow,
+    EstimatedResultRow,
+    GateRun,
+    OutcomeResultRow,
+    WindowServing,
+    session_factory,
+)
+
+FIRING_DRIFT = ("drift", "missing")
+
+
+def latest_rows(engine: Engine, table: Any, model: str) -> list[Any]:
+    """Rows of the newest window of each version of `model`: index lookups, not a scan.
+
+    Versions are found by a skip scan (the next version after the previous one), and each
+    version's newest window by a max over the result key's index, so the cost does not grow
+    with the history kept.
+    """
+    out: list[Any] = []
+    with session_factory(engine)() as s:
+        for version in s.scalars(_versions(table, model)):
+            newest = (
+                select(func.max(table.window_start))
+                .where(table.model == model, table.version == version)
+                .scalar_subquery()
+            )
+            out += s.scalars(
+                select(table).where(
+                    table.model == model, table.version == version, table.window_start == newest
+                )
+            )
+    return out
+
+
+def _versions(table: Any, model: str) -> Any:
+    first = (
+        select(func.min(table.version).label("v"))
+        .where(table.model == model)
+        .cte("versions", recursive=True)
+    )
+    following = (
+        select(func.min(table.version))
+        .where(table.model == model, table.version > first.c.v)
+        .scalar_subquery()
+    )
+    versions = first.union_all(select(following).where(first.c.v.is_not(None)))
+    return select(versions.c.v).where(versions.c.v.is_not(None))
+
+
+def drift_signals(engine: Engine, models: Iterable[str], now: datetime) -> list[Signal]:
+    """A `drift` signal per column/slice/method and a `drift_count` per model version.
+
+    `missing` columns fire (method `schema`) and count as drifted; `new` ones do not fire.
+    """
+    out: list[Signal] = []
+    for model in models:
+        rows = latest_rows(engine, DriftResultRow, model)
+        drifted: dict[str, set[str]] = {}
+        for r in rows:
+            if r.status == "insufficient_data":
+                continue
+            labels = {
+                "model": model,
+                "version": r.version,
+                "column": r.column,
+                "slice": slice_label(r.slice_key),
+                "method": r.method,
+            }
+            # A baseline column the window lacks (`missing`) is itself worth an alert.
+            firing = r.status in FIRING_DRIFT
+            out.append(Signal("drift", labels, r.value, r.threshold, firing, now))
+            drifted.setdefault(r.version, set())
+            if firing and not r.slice_key:
+                drifted[r.version].add(r.column)
+        for version, columns in drifted.items():
+            out.append(
+                Signal(
+                    "drift_count",
+                    {"model": model, "version": version},
+                    float(len(columns)),
+                    None,
+                    bool(columns),
+                    now,
+                )
+            )
+    return out
+
+
+def outcome_signals(engine: Engine, models: Iterable[str], now: datetime) -> list[Signal]:
+    """An `outcome` signal per metric and slice of the latest labelled window."""
+    out: list[Signal] = []
+    for model in models:
+        for r in latest_rows(engine, OutcomeResultRow, model):
+            if r.status == "insufficient_data" or r.baseline_value is None:
+                continue
+            labels = {
+                "model": model,
+                "version": r.version,
+                "metric": r.metric,
+                "slice": slice_label(r.slice_key),
+            }
+            out.append(
+                Signal("outcome", labels, r.value, r.baseline_value, r.status == "degraded", now)
+            )
+    return out
+
+
+def estimate_signals(engine: Engine, models: Iterable[str], now: datetime) -> list[Signal]:
+    """Per slice of the newest estimated window: an `estimated_outcome` signal per metric with
+    a reference threshold, and a `multivariate_drift` signal where bounds exist."""
+    out: list[Signal] = []
+    for model in models:
+        for r in latest_rows(engine, EstimatedResultRow, model):
+            if r.status == "insufficient_data":
+                continue
+            labels = {"model": model, "version": r.version, "slice": slice_label(r.slice_key)}
+            if r.metric == MULTIVARIATE_METRIC:
+                if r.threshold_high is not None:
+                    out.append(Signal("multivariate_drift", labels, r.value, _crossed(r),
+                                      r.status == "drift", now))  # fmt: skip
+            elif r.threshold_low is not None:
+                out.append(Signal("estimated_outcome", {**labels, "metric": r.metric}, r.value,
+                                  r.threshold_low, r.status == "degraded", now))  # fmt: skip
+    return out
+
+
+def _crossed(row: Any) -> float | None:
+    """The bound a mean reconstruction error is judged by: the lower one when it is below it."""
+    low = row.threshold_low
+    below = row.value is not None and low is not None and row.value < low
+    return float(low) if below else row.threshold_high
+
+
+def slo_signals(engine: Engine, cfg: ModelConfig, now: datetime) -> list[Signal]:
+    """An `slo` signal per objective and slice of each version's newest serving window."""
+    if cfg.slo is None:
+        return []
+    windows = [
+        ServingWindow(r.model, r.version, r.window_start, r.window_end, r.slice_key,
+                      ServingSummary.from_row(r))
+        for r in latest_rows(engine, WindowServing, cfg.name)
+    ]  # fmt: skip
+    return [
+        Signal(
+            "slo",
+            {
+                "model": r.model,
+                "version": r.version,
+                "objective": r.objective,
+                "slice": slice_label(r.slice_key),
+            },
+            r.value,
+            r.threshold,
+            r.status == "breach",
+            now,
+        )  # fmt: skip
+        for r in evaluate_windows(windows, cfg.slo, now)
+        if r.status != "insufficient_data"
+    ]
+
+
+def guard_signal(model: str, version: str, verdict: str, now: datetime) -> Signal:
+    """A gate verdict: firing when the candidate failed."""
+    return Signal(
+        "guard",
+        {"model": model, "version": version, "verdict": verdict},
+        None,
+        None,
+        verdict == "fail",
+        now,
+    )
+
+
+def guard_signals(engine: Engine, models: Iterable[str], now: datetime) -> list[Signal]:
+    """The newest gate verdict of each model version (a later pass resolves a failure)."""
+    newest = (
+        select(GateRun.model, GateRun.version, func.max(GateRun.id).label("id"))
+        .group_by(GateRun.model, GateRun.version)
+        .subquery()
+    )
+    with session_factory(engine)() as s:
+        runs = s.execute(
+            select(GateRun.model, GateRun.version, GateRun.verdict)
+            .join(newest, GateRun.id == newest.c.id)
+            .where(GateRun.model.in_(list(models)))
+        ).all()
+    return [guard_signal(model, version, verdict, now) for model, version, verdict in runs]

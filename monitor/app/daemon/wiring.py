@@ -1,0 +1,235 @@
+"""The composition root of `modelwatch serve`: collectors, evaluation, alerts and delivery."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+from sqlalchemy.engine import Engine
+
+from alerts import SIGNAL_KINDS, DeliveryWorker, Evaluator, Signal, deadline_client
+from collectors.runner import RunState, run
+from dashboards.metrics import ModelwatchMetrics
+from guards.registry import rollback
+from monitor.app.daemon._health_signals import (
+    DeadLetterRate,
+    evaluation_failed_signals,
+    ingest_lag_signals,
+    no_data_signals,
+)
+from monitor.app.daemon._scheduler import JobSpec
+from monitor.app.daemon._service import Service
+from monitor.app.daemon._supervisor import Component, SupervisedComponent
+from monitor.app.daemon.metrics import MetricsPublisher
+from monitor.app.daemon.signals import (
+    drift_signals,
+    estimate_signals,
+    guard_signals,
+    outcome_signals,
+    slo_signals,
+)
+from monitor.config import Config
+from monitor.evaluation.windows import EVALUATE_JOB, WindowEvaluation, WindowEvaluator
+from monitor.failures import Backoff, Isolation, clear_failure, record_failure
+from monitor.storage import utcnow
+
+log = logging.getLogger(__name__)
+
+ALERTS_JOB = "alerts"
+COMPONENTS_JOB = "components"
+SignalsOf = Callable[[datetime], list[Signal]]
+
+
+class ComponentHealth:
+    """Hooks of supervised components: count restarts; record deaths in `job_failures`
+    (job `components`, item the component) so /readyz and `modelwatch status` show them."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        metrics: ModelwatchMetrics | None = None,
+        backoff: Backoff | None = None,
+    ) -> None:
+        self.engine = engine
+        self.metrics = metrics
+        self.backoff = backoff or Backoff(1.0, 60.0)
+
+    def supervise(
+        self, name: str, target: Callable[[threading.Event], None]
+    ) -> SupervisedComponent:
+        return SupervisedComponent(
+            name,
+            target,
+            on_restart=self.metrics.record_component_restart if self.metrics else None,
+            backoff=self.backoff,
+            on_death=self.died,
+            on_recovered=self.recovered,
+        )
+
+    def died(self, name: str, error: str) -> None:
+        record_failure(self.engine, COMPONENTS_JOB, name, error, self.backoff)
+
+    def recovered(self, name: str) -> None:
+        clear_failure(self.engine, COMPONENTS_JOB, name)
+
+
+def collectors_components(
+    engine: Engine, config: Config, health: ComponentHealth | None = None
+) -> list[SupervisedComponent]:
+    """One supervised component per configured source (`collectors:<source>`), so a source
+    that dies is restarted alone and never stops the others."""
+
+    def loop(source_config: Any, stop: threading.Event) -> None:
+        one = config.model_copy(update={"sources": [source_config]})
+        run(engine, one, state=RunState(stop=stop))
+
+    health = health or ComponentHealth(engine)
+    return [
+        health.supervise(f"collectors:{src.name}", functools.partial(loop, src))
+        for src in config.sources
+    ]
+
+
+def rollback_handler(engine: Engine) -> Callable[[dict[str, Any]], None]:
+    """Carries out a `rollback` alert action through the guards registry (idempotent)."""
+
+    def handle(payload: dict[str, Any]) -> None:
+        rollback(engine, payload["model"], reason=f"alert {payload.get('rule', '')} fired")
+
+    return handle
+
+
+def delivery_component(
+    engine: Engine, config: Config, health: ComponentHealth | None = None
+) -> SupervisedComponent:
+    """Sends the alert outbox (one lane per receiver, a total deadline per attempt), and
+    performs rollback actions; restarted when it dies."""
+
+    def loop(stop: threading.Event) -> None:
+        with deadline_client(timeout=10.0) as client:
+            worker = DeliveryWorker(
+                engine, config.alerts, client, rollback=rollback_handler(engine)
+            )
+            worker.run(stop)
+
+    return (health or ComponentHealth(engine)).supervise("delivery", loop)
+
+
+class Monitoring:
+    """The evaluation job: score changed windows, then evaluate alert rules on the results.
+
+    Every step is an isolated item: the windows (per model, version and window, see
+    `WindowEvaluator`), each signal producer per model, the rules, the metrics. A producer
+    that fails re-presents its last good signals, so its alerts keep their state instead of
+    resolving, and the rest of the tick goes on.
+    """
+
+    def __init__(
+        self, engine: Engine, config: Config, metrics: ModelwatchMetrics | None = None
+    ) -> None:
+        self.engine = engine
+        self.config = config
+        backoff = Backoff(config.scheduler.retry_initial_s, config.scheduler.retry_max_s)
+        failed = metrics.record_job_failure if metrics is not None else None
+        window_s = config.collect.window.total_seconds()
+        self.windows = WindowEvaluator(
+            engine, config.models, window_s, Isolation(engine, EVALUATE_JOB, backoff, failed)
+        )
+        self.isolation = Isolation(engine, ALERTS_JOB, backoff, failed)
+        self.alerts = Evaluator(engine, config.alerts)
+        self.metrics = metrics
+        slo = {m.name: m.slo for m in config.models if m.slo is not None}
+        keep = timedelta(days=config.scheduler.retention_days)
+        self.publisher = (
+            MetricsPublisher(engine, metrics, keep, slo, self.isolation)
+            if metrics is not None
+            else None
+        )
+        self.dead_letter_rate = DeadLetterRate()
+        self._last: dict[str, list[Signal]] = {}
+
+    def __call__(
+        self, _window: datetime | None = None, now: datetime | None = None
+    ) -> list[WindowEvaluation]:
+        now = now or utcnow()
+        evaluated = self.windows.run(now)
+        self.isolation.begin(now)
+        signals = [
+            s for name, produce in self.producers() for s in self._signals(name, produce, now)
+        ]
+        self.isolation.attempt(
+            "rules", functools.partial(self.alerts.evaluate, signals, now, kinds=SIGNAL_KINDS)
+        )
+        if self.publisher is not None and self.metrics is not None:
+            for done in evaluated:
+                self.metrics.observe_window_evaluation(done.window.model, done.seconds)
+            names = [m.name for m in self.config.models]
+            self.isolation.attempt("metrics", functools.partial(self.publisher.publish, names))
+        return evaluated
+
+    def producers(self) -> list[tuple[str, SignalsOf]]:
+        """(item name, producer) of every signal, per model where a producer is per model."""
+        e = self.engine
+        out: list[tuple[str, SignalsOf]] = []
+        for model in (m.name for m in self.config.models):
+            for kind, produce in (
+                ("drift", drift_signals),
+                ("outcome", outcome_signals),
+                ("estimate", estimate_signals),
+                ("guard", guard_signals),
+            ):
+                out.append((f"signals {kind} {model}", functools.partial(produce, e, [model])))
+        out += [
+            (f"signals slo {m.name}", functools.partial(slo_signals, e, m))
+            for m in self.config.models
+            if m.slo is not None
+        ]
+        names = [m.name for m in self.config.models]
+        window = self.config.collect.window
+        out += [
+            (
+                "signals evaluation_failed",
+                functools.partial(evaluation_failed_signals, e, EVALUATE_JOB, names),
+            ),
+            ("signals ingest_lag", functools.partial(ingest_lag_signals, e)),
+            ("signals dead_letter_rate", functools.partial(self.dead_letter_rate, e)),
+            ("signals no_data", functools.partial(no_data_signals, e, names, window)),
+        ]
+        return out
+
+    def _signals(self, name: str, produce: SignalsOf, now: datetime) -> list[Signal]:
+        got = self.isolation.attempt(name, functools.partial(produce, now))
+        if got is None:
+            return self._last.get(name, [])
+        self._last[name] = got
+        return got
+
+
+def build_service(
+    config: Config, engine: Engine, registry: CollectorRegistry | None = None
+) -> Service:
+    """The daemon with every configured capability wired in."""
+    registry = registry or CollectorRegistry()
+    metrics = ModelwatchMetrics(registry, config.models)
+    monitoring = Monitoring(engine, config, metrics)
+    jobs = [JobSpec(EVALUATE_JOB, monitoring, config.scheduler.evaluate_interval_s)]
+    restart = Backoff(config.scheduler.restart_initial_s, config.scheduler.restart_max_s)
+    health = ComponentHealth(engine, metrics, restart)
+    components: list[Component] = [*collectors_components(engine, config, health)]
+    if config.alerts.receivers:
+        components.append(delivery_component(engine, config, health))
+    return Service(
+        config=config,
+        engine=engine,
+        registry=registry,
+        jobs=jobs,
+        components=components,
+        on_job_failure=metrics.record_job_failure,
+        on_job_success=metrics.set_job_success,
+        supervise=health.supervise,
+    )

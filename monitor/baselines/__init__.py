@@ -1,0 +1,3 @@
+"""Baselines: a reference dataset profiled once (in memory, streamed past memory, or on Spark)
+and stored for every comparison.
+"""

@@ -1,0 +1,1 @@
+"""Reading user data files and datasets (Parquet, CSV, directories, globs) with one-line errors."""

@@ -1,0 +1,382 @@
+"""Window evaluation: compare each changed window with its baseline and score its outcomes.
+
+A window is (re)evaluated when its profiles or its joined labels changed after its last
+evaluation, so a tick does only new work and repeating a tick changes nothing (results are
+upserted per (model, version, window, slice, column, method)).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session
+
+from monitor.attributions import AttributionReference
+from monitor.baselines.store import baseline_for
+from monitor.common.collection import collector_paused
+from monitor.config import ModelConfig
+from monitor.detectors import DriftResult
+from monitor.estimation import estimate_changed
+from monitor.evaluation._drift_batch import (
+    Reference,
+    batches,
+    drift_of,
+    evaluate_batch,
+    profile_set,
+    thresholds_for,
+    where_of,
+)
+from monitor.evaluation._outcome_batch import outcome_batch
+from monitor.evaluation.period_jobs import WINDOW_ITEMS, evaluate_periods, mark_periods
+from monitor.evaluation.periods import DayMerges, Period, stored_drift, stored_outcomes
+from monitor.failures import Isolation, redact, window_item
+from monitor.outcomes import OutcomeResult
+from monitor.profiles import ProfileSet
+from monitor.results.store import store_drift_results, store_outcome_results
+from monitor.slo.evaluate import record_window_slo, retry_failed_slo, window_serving
+from monitor.storage import (
+    Change,
+    WindowCount,
+    WindowProfile,
+    consume_changes,
+    pending_changes,
+    session_factory,
+    transaction,
+)
+from monitor.summaries import outcome_results, rebuild_pending
+
+log = logging.getLogger(__name__)
+
+EVALUATE_JOB = "evaluate"
+
+
+@dataclass(frozen=True)
+class Window:
+    """One model version's window of traffic, `[start, end)` in UTC."""
+
+    model: str
+    version: str
+    start: datetime
+    end: datetime
+    # The change marker's sequence number when read (monitor/storage/_changes.py).
+    seq: int = field(default=0, compare=False)
+
+
+@dataclass
+class WindowEvaluation:
+    """What one evaluation of one window produced."""
+
+    window: Window
+    drift: list[DriftResult] = field(default_factory=list)
+    outcomes: list[OutcomeResult] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def changed_windows(engine: Engine, model: str) -> list[Window]:
+    """Windows whose profiles changed since their last drift evaluation, oldest first."""
+    return [_window(c) for c in pending_changes(engine, model, "drift")]
+
+
+def labeled_windows(engine: Engine, model: str, window_s: float) -> list[Window]:
+    """Windows with labels joined since their last outcome evaluation, oldest first."""
+    return [_window(c) for c in pending_changes(engine, model, "outcome")]
+
+
+def _window(change: Change) -> Window:
+    return Window(change.model, change.version, change.start, change.end, change.seq)
+
+
+def _change(window: Window) -> Change:
+    return Change(window.model, window.version, window.start, window.end, window.seq)
+
+
+def _item(kind: str, cfg: ModelConfig, window: Window) -> str:
+    """The evaluate job's item name of one window's drift or outcome evaluation."""
+    return window_item(WINDOW_ITEMS[kind], cfg.name, window.version, window.start)
+
+
+def consume(engine: Engine, kind: str, windows: Sequence[Window]) -> None:
+    """Mark windows evaluated unless they changed again since they were read."""
+    consume_changes(engine, kind, [_change(w) for w in windows])
+
+
+class Consumed:
+    """Evaluated windows, their markers cleared `batch` at a time (one transaction each).
+
+    A crash before `flush` only means those windows are evaluated again next tick.
+    """
+
+    def __init__(self, engine: Engine, kind: str, batch: int = 100) -> None:
+        self.engine, self.kind, self.batch = engine, kind, batch
+        self.windows: list[Window] = []
+
+    def add(self, window: Window) -> None:
+        self.windows.append(window)
+        if len(self.windows) >= self.batch:
+            self.flush()
+
+    def flush(self) -> None:
+        consume(self.engine, self.kind, self.windows)
+        self.windows = []
+
+
+def window_profiles(
+    engine: Engine | Session, window: Window, slice_by: Sequence[str]
+) -> ProfileSet:
+    """The window's stored profiles as a ProfileSet (overall and per slice).
+
+    Given a Session, reads in it (the drift job reads and stores a window on one connection).
+    """
+    if isinstance(engine, Session):
+        return _window_profiles(engine, window, slice_by)
+    with session_factory(engine)() as s:
+        return _window_profiles(s, window, slice_by)
+
+
+def _window_profiles(s: Session, window: Window, slice_by: Sequence[str]) -> ProfileSet:
+    prof_rows = s.execute(
+        select(WindowProfile.slice_key, WindowProfile.column, WindowProfile.payload).where(
+            WindowProfile.model == window.model,
+            WindowProfile.version == window.version,
+            WindowProfile.window_start == window.start,
+        )
+    ).all()
+    counts = s.execute(
+        select(WindowCount.slice_key, WindowCount.events).where(
+            WindowCount.model == window.model,
+            WindowCount.version == window.version,
+            WindowCount.window_start == window.start,
+        )
+    ).all()
+    where = where_of(window.model, window.version, window.start)
+    return profile_set(where, prof_rows, counts, slice_by)
+
+
+def reference_for(engine: Engine, model: str, version: str, name: str) -> ProfileSet | None:
+    """The profiles of the baseline `choose_baseline` picks; None when there is none."""
+    found = baseline_for(engine, model, version, name)
+    return None if found is None else found.profiles
+
+
+class WindowEvaluator:
+    """Evaluates changed windows of every configured model and stores the results.
+
+    Each model's listing, each version's baseline and each window is an item of the
+    `evaluate` job (see `monitor.failures`): one that fails is recorded and retried with
+    backoff while the other windows and models go on.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        models: Sequence[ModelConfig],
+        window_s: float,
+        isolation: Isolation | None = None,
+    ) -> None:
+        self.engine = engine
+        self.models = list(models)
+        self.window_s = window_s
+        self.isolation = isolation or Isolation(engine, EVALUATE_JOB)
+
+    def run(self, now: datetime | None = None) -> list[WindowEvaluation]:
+        """Evaluate what changed since the last run; returns what was evaluated."""
+        self.isolation.begin(now)
+        out: list[WindowEvaluation] = []
+        for cfg in self.models:
+            # A burst decodes and builds ~10^6 acyclic objects per model
+            # (monitor.common.collection).
+            with collector_paused():
+                out += self._model(cfg)
+        return out
+
+    def _model(self, cfg: ModelConfig) -> list[WindowEvaluation]:
+        attempt = functools.partial(self.isolation.attempt, model=cfg.name)
+        out = attempt(f"drift {cfg.name}", functools.partial(self._drift, cfg)) or []
+        out += attempt(f"outcomes {cfg.name}", functools.partial(self._outcomes, cfg)) or []
+        attempt(f"estimate {cfg.name}", functools.partial(estimate_changed, self.engine, cfg,
+                                                          self.isolation))  # fmt: skip
+        return out
+
+    def _drift(self, cfg: ModelConfig) -> list[WindowEvaluation]:
+        out = []
+        refs: dict[str, Reference | None] = {}
+        consumed = Consumed(self.engine, "drift")
+        merges = DayMerges()  # the windows' decoded profiles, merged per day for their days
+        windows = changed_windows(self.engine, cfg.name)
+        mark_periods(self.engine, "drift", windows)  # before: a crash leaves them pending
+        for batch in batches(windows):
+            version = batch[0].version
+            if cfg.slo is not None:  # serving SLOs need no baseline
+                for window in batch:
+                    record_window_slo(self.isolation, self.engine, cfg.name, cfg.slo, version,
+                                      window.start)  # fmt: skip
+            found = self._found(cfg, refs, version)
+            if found is None:
+                # Without a baseline there is nothing to compare; the window is evaluated when
+                # it next changes, not rescanned every tick.
+                for window in batch:
+                    consumed.add(window)
+                continue
+            out += self._batched(
+                [_item("drift", cfg, w) for w in batch],
+                batch,
+                functools.partial(self._drift_together, cfg, found, merges),
+                functools.partial(self._drift_window, cfg, found),
+                consumed,
+            )
+        consumed.flush()
+        if cfg.slo is not None:
+            retry_failed_slo(self.isolation, self.engine, cfg.name, cfg.slo)
+        drift = functools.partial(self._period_drift, cfg, refs, merges)
+        evaluate_periods(self.isolation, self.engine, cfg, "drift", drift)
+        return out
+
+    def _found(
+        self, cfg: ModelConfig, refs: dict[str, Reference | None], version: str
+    ) -> Reference | None:
+        """The version's baseline, looked up once per tick (a failure is the job's item)."""
+        if version not in refs:
+            refs[version] = self.isolation.attempt(
+                f"baseline {cfg.name}/{version}",
+                functools.partial(self._reference, cfg, version),
+                cfg.name,
+                version,
+            )
+        return refs[version]
+
+    def _period_drift(
+        self,
+        cfg: ModelConfig,
+        refs: dict[str, Reference | None],
+        merges: DayMerges,
+        session: Session,
+        version: str,
+        name: str,
+        period: Period,
+    ) -> list[DriftResult]:
+        found = self._found(cfg, refs, version)
+        if found is None:
+            return []
+        return stored_drift(session, cfg, version, name, period, found, merges)
+
+    def _batched(
+        self,
+        items: list[str],
+        batch: list[Window],
+        together: Callable[[list[Window]], list[WindowEvaluation]],
+        alone: Callable[[Window], WindowEvaluation],
+        consumed: Consumed,
+    ) -> list[WindowEvaluation]:
+        """One version's changed windows evaluated `together` (results stored and markers
+        consumed in one transaction); when that fails, each `alone`, so a bad window is its own
+        failure and the others are stored. Windows failing until a later retry stay pending."""
+        due = [(item, w) for item, w in zip(items, batch, strict=True) if self.isolation.due(item)]
+        if len(due) > 1:
+            try:
+                done = together([w for _, w in due])
+            except Exception as exc:  # redone window by window: each failure is its own item
+                log.info("batch of %d windows failed (%s); one by one", len(due), redact(exc))
+            else:
+                for item, _ in due:
+                    self.isolation.succeeded(item)
+                return done
+        out = []
+        for item, window in due:
+            work = functools.partial(alone, window)
+            done_one = self.isolation.attempt(
+                item, work, window.model, window.version, window.start
+            )
+            if done_one is not None:  # a failed window stays pending: retried after its backoff
+                out.append(done_one)
+                consumed.add(window)
+        return out
+
+    def _drift_together(
+        self, cfg: ModelConfig, found: Reference, merges: DayMerges, windows: list[Window]
+    ) -> list[WindowEvaluation]:
+        started = time.perf_counter()
+        done = evaluate_batch(self.engine, cfg, [_change(w) for w in windows], found, merges.add)
+        seconds = (time.perf_counter() - started) / len(windows)
+        return [
+            WindowEvaluation(w, drift=r, seconds=seconds)
+            for w, r in zip(windows, done, strict=True)
+        ]
+
+    def _drift_window(self, cfg: ModelConfig, found: Reference, window: Window) -> WindowEvaluation:
+        started = time.perf_counter()
+        reference, _thresholds, attributions = found
+        served = (
+            window_serving(self.engine, cfg.name, window.version, window.start)
+            if attributions.overall
+            else None
+        )
+        with transaction(self.engine) as s:  # one connection: one pool checkout (and ping)
+            current = window_profiles(s, window, reference.slice_by or cfg.slices)
+            results = drift_of(cfg, found, current, served)
+            store_drift_results(s, cfg.name, window.version, (window.start, window.end), results)
+        return WindowEvaluation(window, drift=results, seconds=time.perf_counter() - started)
+
+    def _reference(self, cfg: ModelConfig, version: str) -> Reference | None:
+        baseline = baseline_for(self.engine, cfg.name, version, cfg.drift.baseline)
+        if baseline is None:
+            log.warning(
+                "model %s version %s has no baseline; drift not evaluated", cfg.name, version
+            )
+            return None
+        if cfg.drift.thresholds.strategy == "reference" and baseline.variability is None:
+            log.warning(
+                "model %s baseline '%s' stores no reference variability (made before it was "
+                "stored, or with --chunks 0); constant thresholds used",
+                cfg.name,
+                cfg.drift.baseline,
+            )
+        attributions = AttributionReference(
+            dict(baseline.attributions), baseline.attributions_by_slice
+        )
+        return baseline.profiles, thresholds_for(cfg, baseline), attributions
+
+    def _outcomes(self, cfg: ModelConfig) -> list[WindowEvaluation]:
+        out = []
+        rebuild_pending(self.engine, cfg, self.window_s)
+        consumed = Consumed(self.engine, "outcome")
+        windows = labeled_windows(self.engine, cfg.name, self.window_s)
+        mark_periods(self.engine, "outcome", windows)
+        for batch in batches(windows):
+            done = self._batched(
+                [_item("outcome", cfg, w) for w in batch],
+                batch,
+                functools.partial(self._outcomes_together, cfg),
+                functools.partial(self._outcome_window, cfg),
+                consumed,
+            )
+            out += [e for e in done if e.outcomes]
+        consumed.flush()
+        outcomes = functools.partial(stored_outcomes, cfg)
+        evaluate_periods(self.isolation, self.engine, cfg, "outcome", outcomes)
+        return out
+
+    def _outcomes_together(self, cfg: ModelConfig, windows: list[Window]) -> list[WindowEvaluation]:
+        done = outcome_batch(self.engine, cfg, [_change(w) for w in windows])
+        return [WindowEvaluation(w, outcomes=r) for w, r in zip(windows, done, strict=True)]
+
+    def _outcome_window(self, cfg: ModelConfig, window: Window) -> WindowEvaluation:
+        with transaction(self.engine) as s:  # one connection: one pool checkout (and ping)
+            results = self.outcomes(window, cfg, s)
+            if not results:
+                return WindowEvaluation(window)
+            store_outcome_results(s, cfg.name, window.version, (window.start, window.end), results)
+        return WindowEvaluation(window, outcomes=results)
+
+    def outcomes(
+        self, window: Window, cfg: ModelConfig, session: Session | None = None
+    ) -> list[OutcomeResult]:
+        """Per-slice outcome metrics of the window, from its merged outcome summaries."""
+        bind = self.engine if session is None else session
+        return outcome_results(bind, cfg, window.version, window.start, window.end)

@@ -1,0 +1,1 @@
+"""Serving objectives (latency percentiles, error rate, cost) per window and slice."""

@@ -1,0 +1,189 @@
+"""Serving SLOs per window and slice, from the stored serving summaries.
+
+Objectives (`slo:` of a model): `latency_p95_ms`, `latency_p99_ms` (percentiles from the
+log-scale sketch, never averages), `error_rate` (errored / all requests), `min_rps` (requests
+per second over the part of the window that has passed) and `cost_per_1k` (hourly price ×
+replicas per 1,000 requests at the observed rate). A window (or slice) with fewer than
+`slo.min_events` requests is `insufficient_data` for latency and error rate; throughput and
+cost are judged on any traffic (low traffic is what they are about).
+
+The evaluate job stores the results of each window that changed as `slo_results` rows
+(:func:`record_window_slo`), which the SQL dashboards read; throughput and cost of a window
+still filling are as of its last change. A window whose SLO evaluation fails is an item of the
+job (`monitor.failures`), tried again after its backoff (:func:`retry_failed_slo`) though it
+does not change again.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.engine import Engine
+
+from monitor.config.serving import SloConfig
+from monitor.failures import Isolation, failing_windows, window_item
+from monitor.profiles import OVERALL
+from monitor.profiles.serving import ServingSummary
+from monitor.results.store import store_slo_results
+from monitor.slo.result import SloResult, SloStatus
+from monitor.storage import WindowServing, session_factory, transaction, utcnow
+
+OBJECTIVES = ("latency_p95_ms", "latency_p99_ms", "error_rate", "min_rps", "cost_per_1k")
+SLO_ITEM = "slo"  # the kind of a window's SLO evaluation item (`window_item`)
+
+
+@dataclass(frozen=True)
+class ServingWindow:
+    """A stored serving summary and where it belongs."""
+
+    model: str
+    version: str
+    window_start: datetime
+    window_end: datetime
+    slice_key: str
+    summary: ServingSummary
+
+
+def evaluate_slo(window: ServingWindow, cfg: SloConfig, now: datetime) -> list[SloResult]:
+    """Every configured objective of one window (and slice)."""
+    s = window.summary
+    elapsed = (min(now, window.window_end) - window.window_start).total_seconds()
+    rps = s.requests / elapsed if elapsed > 0 else None
+    values: list[tuple[str, float | None, float | None, int, bool, bool]] = []
+    enough = s.requests >= cfg.min_events
+    for name, q, bound in (("latency_p95_ms", 0.95, cfg.latency_p95_ms),
+                           ("latency_p99_ms", 0.99, cfg.latency_p99_ms)):  # fmt: skip
+        if bound is not None:
+            v = s.latency.quantile(q)
+            ok_n = s.latency.n >= cfg.min_events
+            values.append((name, v, bound, s.latency.n, ok_n, v is not None and v > bound))
+    if cfg.error_rate is not None:
+        rate = s.errors / s.requests if s.requests else None
+        values.append(("error_rate", rate, cfg.error_rate, s.requests, enough,
+                       rate is not None and rate > cfg.error_rate))  # fmt: skip
+    if cfg.min_rps is not None:
+        values.append(("min_rps", rps, cfg.min_rps, s.requests, rps is not None,
+                       rps is not None and rps < cfg.min_rps))  # fmt: skip
+    if cfg.cost_per_1k is not None:
+        cost = cost_per_1k(cfg.cost_per_1k.hourly_price, cfg.cost_per_1k.replicas, rps)
+        bound = cfg.cost_per_1k.max
+        values.append(("cost_per_1k", cost, bound, s.requests, cost is not None,
+                       cost is not None and bound is not None and cost > bound))  # fmt: skip
+    return [_result(window, *v) for v in values]
+
+
+def _result(w: ServingWindow, objective: str, value: float | None, threshold: float | None,
+            n: int, sufficient: bool, breached: bool) -> SloResult:  # fmt: skip
+    status: SloStatus = "insufficient_data" if not sufficient else "breach" if breached else "ok"
+    return SloResult(
+        w.model, w.version, w.window_start, w.slice_key, objective, value, threshold, n, status
+    )
+
+
+def cost_per_1k(hourly_price: float, replicas: int, rps: float | None) -> float | None:
+    """Dollars per 1,000 predictions at `rps` requests per second (None without traffic)."""
+    if not rps:
+        return None
+    return hourly_price * replicas / (rps * 3600) * 1000
+
+
+def evaluate_windows(
+    windows: Sequence[ServingWindow], cfg: SloConfig, now: datetime
+) -> list[SloResult]:
+    """SLO results of several windows and slices, in their order."""
+    return [r for w in windows for r in evaluate_slo(w, cfg, now)]
+
+
+def serving_summary(
+    engine: Engine, model: str, version: str, start: datetime, end: datetime
+) -> ServingSummary:
+    """The merged overall serving summary of `version`'s windows starting in [start, end)."""
+    t = WindowServing
+    stmt = select(t).where(
+        t.model == model, t.version == version, t.slice_key == OVERALL,
+        t.window_start >= start, t.window_start < end,
+    )  # fmt: skip
+    total = ServingSummary()
+    with session_factory(engine)() as s:
+        for row in s.scalars(stmt):
+            total = total.merge(ServingSummary.from_row(row))
+    return total
+
+
+def window_serving(
+    engine: Engine, model: str, version: str, start: datetime
+) -> dict[str, ServingSummary]:
+    """The serving summaries of one window by slice key ("" is the whole window)."""
+    t = WindowServing
+    stmt = select(t).where(t.model == model, t.version == version, t.window_start == start)
+    with session_factory(engine)() as s:
+        return {r.slice_key: ServingSummary.from_row(r) for r in s.scalars(stmt)}
+
+
+def slo_results(
+    engine: Engine,
+    model: str,
+    cfg: SloConfig,
+    start: datetime,
+    end: datetime,
+    now: datetime,
+    version: str | None = None,
+) -> list[SloResult]:
+    """Every objective of every window starting in [start, end) and each of its slices,
+    newest window first (one version's with `version`)."""
+    t = WindowServing
+    stmt = select(t).where(t.model == model, t.window_start >= start, t.window_start < end)
+    if version is not None:
+        stmt = stmt.where(t.version == version)
+    stmt = stmt.order_by(t.window_start.desc(), t.version, t.slice_key)
+    with session_factory(engine)() as s:
+        windows = [
+            ServingWindow(r.model, r.version, r.window_start, r.window_end, r.slice_key,
+                          ServingSummary.from_row(r))
+            for r in s.scalars(stmt)
+        ]  # fmt: skip
+    return evaluate_windows(windows, cfg, now)
+
+
+def store_window_slo(
+    engine: Engine, cfg: SloConfig, model: str, version: str, start: datetime, now: datetime
+) -> list[SloResult]:
+    """Evaluate every objective of one window's stored serving summaries (overall and each
+    slice) and upsert them as `slo_results` rows; [] when the window has no serving rows."""
+    t = WindowServing
+    stmt = select(t).where(t.model == model, t.version == version, t.window_start == start)
+    with transaction(engine) as s:
+        windows = [
+            ServingWindow(r.model, r.version, r.window_start, r.window_end, r.slice_key,
+                          ServingSummary.from_row(r))
+            for r in s.scalars(stmt.order_by(t.slice_key))
+        ]  # fmt: skip
+        results = evaluate_windows(windows, cfg, now)
+        if windows:
+            span = (windows[0].window_start, windows[0].window_end)
+            store_slo_results(s, model, version, span, results)
+    return results
+
+
+def slo_item(model: str, version: str, start: datetime) -> str:
+    """The evaluate job's item name of one window's SLO evaluation."""
+    return window_item(SLO_ITEM, model, version, start)
+
+
+def record_window_slo(
+    isolation: Isolation, engine: Engine, model: str, cfg: SloConfig, version: str,
+    start: datetime,
+) -> None:  # fmt: skip
+    """:func:`store_window_slo` as an item of the job: a failure is recorded, not raised."""
+    work = functools.partial(store_window_slo, engine, cfg, model, version, start, utcnow())
+    isolation.attempt(slo_item(model, version, start), work, model, version, start)
+
+
+def retry_failed_slo(isolation: Isolation, engine: Engine, model: str, cfg: SloConfig) -> None:
+    """Try again the model's windows whose SLO evaluation failed, once their backoff passed."""
+    for version, start in failing_windows(isolation.failing(), SLO_ITEM, model):
+        record_window_slo(isolation, engine, model, cfg, version, start)

@@ -1,0 +1,100 @@
+"""Scheduled jobs run once per (job, window) across replicas, and survive a dead replica."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import select
+from sqlalchemy.engine import Engine
+
+from monitor.app.daemon._leases import claim, finish
+from monitor.app.daemon._scheduler import JobSpec, Scheduler, window_start
+from monitor.storage import JobRun, session_factory
+
+T0 = datetime(2026, 11, 30, 12, 0, 5, tzinfo=UTC)
+
+
+def _replicas(engine: Engine, calls: list[tuple[str, datetime]]) -> list[Scheduler]:
+    out = []
+    for name in ("a", "b"):
+        sched = Scheduler(engine, holder=name, lease_s=60)
+        sched.add(JobSpec("evaluate", lambda w, n=name: calls.append((n, w)), interval_s=10))
+        out.append(sched)
+    return out
+
+
+def test_each_window_runs_once_across_two_replicas(engine: Engine) -> None:
+    calls: list[tuple[str, datetime]] = []
+    a, b = _replicas(engine, calls)
+    ticks = [T0 + timedelta(seconds=5 * i) for i in range(6)]  # ~2 ticks per 10 s window
+    for now in ticks:
+        a.tick("evaluate", now)
+        b.tick("evaluate", now)
+    windows = [w for _, w in calls]
+    assert windows == sorted({window_start(t, 10) for t in ticks})
+
+
+def test_surviving_replica_takes_over_when_the_other_stops(engine: Engine) -> None:
+    calls: list[tuple[str, datetime]] = []
+    a, b = _replicas(engine, calls)
+    assert a.tick("evaluate", T0)
+    # replica a is gone from here on; b keeps every later window
+    for i in range(1, 4):
+        assert b.tick("evaluate", T0 + timedelta(seconds=10 * i))
+    assert [n for n, _ in calls] == ["a", "b", "b", "b"]
+
+
+def test_dead_holder_is_taken_over_after_lease(engine: Engine) -> None:
+    run = claim(engine, "evaluate", "w1", "a", lease_s=60, now=T0)
+    assert run is not None
+    assert claim(engine, "evaluate", "w1", "b", lease_s=60, now=T0 + timedelta(seconds=30)) is None
+    later = claim(engine, "evaluate", "w1", "b", lease_s=60, now=T0 + timedelta(seconds=61))
+    assert later is not None and later.takeover
+    # the original holder can no longer steal it back before the new lease expires
+    assert claim(engine, "evaluate", "w1", "a", lease_s=60, now=T0 + timedelta(seconds=62)) is None
+
+
+def test_finished_run_is_not_repeated_but_failed_run_is_retried(engine: Engine) -> None:
+    done = claim(engine, "j", "w", "a", lease_s=60, now=T0)
+    assert done is not None
+    finish(engine, done)
+    assert claim(engine, "j", "w", "b", lease_s=60, now=T0 + timedelta(hours=1)) is None
+    failed = claim(engine, "j", "w2", "a", lease_s=60, now=T0)
+    assert failed is not None
+    finish(engine, failed, error="boom")
+    retry = claim(engine, "j", "w2", "b", lease_s=60, now=T0 + timedelta(seconds=1))
+    assert retry is not None
+    with session_factory(engine)() as s:
+        row = s.scalars(select(JobRun).where(JobRun.window_key == "w2")).one()
+    assert row.holder == "b" and row.status == "running" and row.error is None
+
+
+def test_failing_job_is_recorded_and_does_not_raise(engine: Engine) -> None:
+    sched = Scheduler(engine, holder="a", lease_s=60)
+
+    def broken(_: datetime) -> None:
+        raise RuntimeError("window store unavailable")
+
+    sched.add(JobSpec("broken", broken, interval_s=60))
+    assert sched.tick("broken", T0)
+    with session_factory(engine)() as s:
+        row = s.scalars(select(JobRun)).one()
+    assert row.status == "failed"
+    assert row.error == "RuntimeError: window store unavailable"
+
+
+def test_window_start_is_aligned() -> None:
+    assert window_start(T0, 60) == datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+    assert window_start(T0, 3600) == datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+
+def test_scheduler_tick_takes_over_only_after_the_lease_by_its_clock(engine: Engine) -> None:
+    """The injected clock decides the lease too, not only the window (no sleeping in tests)."""
+    calls: list[datetime] = []
+    b = Scheduler(engine, holder="b", lease_s=60)
+    b.add(JobSpec("evaluate", calls.append, interval_s=3600))
+    window = window_start(T0, 3600)
+    assert claim(engine, "evaluate", window.isoformat(), "a", lease_s=60, now=T0) is not None
+    assert not b.tick("evaluate", T0 + timedelta(seconds=30))  # a's lease still holds
+    assert b.tick("evaluate", T0 + timedelta(seconds=61))  # a died: b takes the window over
+    assert calls == [window]
