@@ -19,6 +19,7 @@ Rules:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -66,12 +67,24 @@ def optimization_settings(
     batching: str | None = None,
     runtime: str | None = None,
     meta: Mapping[str, str] | None = None,
+    hourly_price: float | None = None,
+    replicas: int | None = None,
 ) -> dict[str, Any]:
-    """How a version was optimized, as stored with it; InputError for an unknown precision."""
+    """How a version was optimized and what it costs to serve, as stored with it: `hourly_price`
+    (dollars per replica-hour) × `replicas` is the version's own cost, which its SLO cost is
+    charged from (`monitor.slo.evaluate.version_prices`). InputError for an unknown precision
+    or a price that is not a positive finite number."""
     if precision is not None and precision not in PRECISIONS:
         raise InputError(f"precision: {precision!r} is not one of {', '.join(PRECISIONS)}")
+    if hourly_price is not None and not (math.isfinite(hourly_price) and hourly_price > 0):
+        raise InputError(f"hourly_price: {hourly_price!r} is not a positive number")
+    if replicas is not None and (hourly_price is None or replicas < 1):
+        raise InputError(f"replicas: {replicas!r} needs an hourly_price and at least 1")
     given = zip(SETTING_KEYS, (precision, quantization, batching, runtime), strict=True)
     out: dict[str, Any] = {k: v for k, v in given if v is not None}
+    if hourly_price is not None:
+        out["hourly_price"] = float(hourly_price)
+        out["replicas"] = replicas or 1
     if meta:
         out["meta"] = dict(meta)
     return out

@@ -11,12 +11,33 @@ from monitor.config._names import DriftMethod
 
 
 class CostConfig(StrictModel):
-    """Cost per 1,000 predictions: `hourly_price × replicas / (requests per hour / 1000)`."""
+    """Cost per 1,000 predictions, charged to the version and slice that caused it.
+
+    A version registered with its own `hourly_price` (and `replicas`) costs that per hour; the
+    fleet here (`hourly_price × replicas`) is shared by the other versions in proportion to their
+    requests in the window. A slice is charged its version's cost in proportion to its requests
+    (`share: requests`) or to its summed latency (`share: compute_time`). Cost per 1,000 =
+    hourly cost × hours elapsed in the window / requests × 1,000.
+    """
 
     hourly_price: float = Field(
         gt=0, allow_inf_nan=False, description="Price of one replica per hour (dollars)."
     )
-    replicas: int = Field(default=1, ge=1, description="Replicas serving the model.")
+    replicas: int = Field(
+        default=1,
+        ge=1,
+        description=(
+            "Replicas serving the model's versions that have no price of their own in the "
+            "registry (`models register --hourly-price --replicas`)."
+        ),
+    )
+    share: Literal["requests", "compute_time"] = Field(
+        default="requests",
+        description=(
+            "How a version's cost is shared among its slices: by requests, or by summed "
+            "latency (`model_latency_ms` where events carry it, else `latency_ms`)."
+        ),
+    )
     # The SLO: cost per 1,000 predictions at most this (None: reported without a verdict).
     max: float | None = Field(
         default=None,

@@ -70,6 +70,10 @@ class LatencySketch:
                 return 2 * _GAMMA**key / (_GAMMA + 1)
         return 2 * _GAMMA ** max(self.bins) / (_GAMMA + 1)
 
+    def total(self) -> float:
+        """The sum of the values within RELATIVE_ERROR (each bucket at its reported value)."""
+        return sum(c * 2 * _GAMMA**k / (_GAMMA + 1) for k, c in self.bins.items())
+
     def to_json(self) -> dict[str, Any]:
         """A JSON document (bucket keys as strings) that :meth:`from_json` reads back."""
         bins = {str(k): v for k, v in self.bins.items()}

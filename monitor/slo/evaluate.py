@@ -2,10 +2,18 @@
 
 Objectives (`slo:` of a model): `latency_p95_ms`, `latency_p99_ms` (percentiles from the
 log-scale sketch, never averages), `error_rate` (errored / all requests), `min_rps` (requests
-per second over the part of the window that has passed) and `cost_per_1k` (hourly price ×
-replicas per 1,000 requests at the observed rate). A window (or slice) with fewer than
-`slo.min_events` requests is `insufficient_data` for latency and error rate; throughput and
-cost are judged on any traffic (low traffic is what they are about).
+per second over the part of the window that has passed) and `cost_per_1k` (see below). A
+window (or slice) with fewer than `slo.min_events` requests is `insufficient_data` for latency
+and error rate; throughput and cost are judged on any traffic (low traffic is what they are about).
+
+Cost is charged to whoever caused it (`CostBasis`). A version's hourly cost is its own
+`hourly_price × replicas` when the registry holds them in its settings (`models register
+--hourly-price --replicas`); the versions without their own price share the configured fleet
+(`slo.cost_per_1k.hourly_price × replicas`) in proportion to their requests in the window. A
+slice is charged its version's hourly cost × its share of the version's requests (or of its
+summed latency with `share: compute_time`). Cost per 1,000 = hourly cost × hours elapsed in the
+window / requests × 1,000, so with request shares every slice of a version costs what the
+version costs per request, and a canary on one replica is not charged the whole fleet.
 
 The evaluate job stores the results of each window that changed as `slo_results` rows
 (:func:`record_window_slo`), which the SQL dashboards read; throughput and cost of a window
@@ -17,20 +25,28 @@ does not change again.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
-from sqlalchemy import select
+from sqlalchemy import Select, select
 from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session
 
-from monitor.config.serving import SloConfig
+from monitor.config.serving import CostConfig, SloConfig
 from monitor.failures import Isolation, failing_windows, window_item
 from monitor.profiles import OVERALL
 from monitor.profiles.serving import ServingSummary
 from monitor.results.store import store_slo_results
 from monitor.slo.result import SloResult, SloStatus
-from monitor.storage import WindowServing, session_factory, transaction, utcnow
+from monitor.storage import (
+    Model,
+    ModelVersion,
+    WindowServing,
+    session_factory,
+    transaction,
+    utcnow,
+)
 
 OBJECTIVES = ("latency_p95_ms", "latency_p99_ms", "error_rate", "min_rps", "cost_per_1k")
 SLO_ITEM = "slo"  # the kind of a window's SLO evaluation item (`window_item`)
@@ -48,8 +64,77 @@ class ServingWindow:
     summary: ServingSummary
 
 
-def evaluate_slo(window: ServingWindow, cfg: SloConfig, now: datetime) -> list[SloResult]:
-    """Every configured objective of one window (and slice)."""
+@dataclass(frozen=True)
+class CostBasis:
+    """What a window's cost is charged from.
+
+    `own`: dollars per hour of the versions registered with their own price; `overall`: each
+    (version, window start)'s whole-window summary, which slices are shares of; `fleet`: the
+    requests of the versions without their own price, per window start, which share the fleet.
+    """
+
+    own: Mapping[str, float] = field(default_factory=dict)
+    overall: Mapping[tuple[str, datetime], ServingSummary] = field(default_factory=dict)
+
+    def fleet_requests(self, start: datetime) -> int:
+        return sum(
+            s.requests for (v, t), s in self.overall.items() if t == start and v not in self.own
+        )
+
+    def hourly(self, cfg: CostConfig, window: ServingWindow) -> float | None:
+        """Dollars per hour charged to `window`'s slice of its version (None without traffic)."""
+        version = self.overall.get((window.version, window.window_start), window.summary)
+        if window.version in self.own:
+            cost = self.own[window.version]
+        else:
+            fleet = self.fleet_requests(window.window_start) or version.requests
+            if not fleet:
+                return None
+            cost = cfg.hourly_price * cfg.replicas * version.requests / fleet
+        share = _share(cfg, window.summary, version)
+        return None if share is None else cost * share
+
+
+def _share(cfg: CostConfig, part: ServingSummary, whole: ServingSummary) -> float | None:
+    """`part`'s share of `whole`'s cost: of its requests, or of its summed latency."""
+    if cfg.share == "compute_time":
+        sketch = "model_latency" if whole.model_latency.n else "latency"
+        total = getattr(whole, sketch).total()
+        if total > 0:
+            return float(getattr(part, sketch).total() / total)
+    return part.requests / whole.requests if whole.requests else None
+
+
+def version_prices(engine: Engine, model: str) -> dict[str, float]:
+    """Dollars per hour of `model`'s versions registered with a price in their settings."""
+    stmt = (
+        select(ModelVersion.version, ModelVersion.settings)
+        .join(Model, ModelVersion.model_id == Model.id)
+        .where(Model.name == model)
+    )
+    with session_factory(engine)() as s:
+        rows = s.execute(stmt).all()
+    out: dict[str, float] = {}
+    for version, settings in rows:
+        price = (settings or {}).get("hourly_price")
+        if isinstance(price, int | float) and price > 0:
+            out[version] = float(price) * int((settings or {}).get("replicas", 1))
+    return out
+
+
+def cost_basis(
+    windows: Sequence[ServingWindow], own: Mapping[str, float] | None = None
+) -> CostBasis:
+    """The basis of `windows` (which should hold every version's whole-window summary)."""
+    overall = {(w.version, w.window_start): w.summary for w in windows if w.slice_key == OVERALL}
+    return CostBasis(dict(own or {}), overall)
+
+
+def evaluate_slo(
+    window: ServingWindow, cfg: SloConfig, now: datetime, basis: CostBasis | None = None
+) -> list[SloResult]:
+    """Every configured objective of one window (and slice); cost charged from `basis`
+    (default: the window alone, as if its slice were the version's only traffic)."""
     s = window.summary
     elapsed = (min(now, window.window_end) - window.window_start).total_seconds()
     rps = s.requests / elapsed if elapsed > 0 else None
@@ -69,7 +154,8 @@ def evaluate_slo(window: ServingWindow, cfg: SloConfig, now: datetime) -> list[S
         values.append(("min_rps", rps, cfg.min_rps, s.requests, rps is not None,
                        rps is not None and rps < cfg.min_rps))  # fmt: skip
     if cfg.cost_per_1k is not None:
-        cost = cost_per_1k(cfg.cost_per_1k.hourly_price, cfg.cost_per_1k.replicas, rps)
+        hourly = (basis or cost_basis([window])).hourly(cfg.cost_per_1k, window)
+        cost = None if hourly is None else cost_per_1k(hourly, 1, rps)
         bound = cfg.cost_per_1k.max
         values.append(("cost_per_1k", cost, bound, s.requests, cost is not None,
                        cost is not None and bound is not None and cost > bound))  # fmt: skip
@@ -92,10 +178,17 @@ def cost_per_1k(hourly_price: float, replicas: int, rps: float | None) -> float 
 
 
 def evaluate_windows(
-    windows: Sequence[ServingWindow], cfg: SloConfig, now: datetime
+    windows: Sequence[ServingWindow],
+    cfg: SloConfig,
+    now: datetime,
+    own: Mapping[str, float] | None = None,
+    peers: Sequence[ServingWindow] = (),
 ) -> list[SloResult]:
-    """SLO results of several windows and slices, in their order."""
-    return [r for w in windows for r in evaluate_slo(w, cfg, now)]
+    """SLO results of several windows and slices, in their order. Cost is charged from the
+    whole-window summaries among `windows` and `peers` (other versions' windows of the same
+    starts) and the versions' `own` hourly prices (:func:`version_prices`)."""
+    basis = cost_basis([*windows, *peers], own)
+    return [r for w in windows for r in evaluate_slo(w, cfg, now, basis)]
 
 
 def serving_summary(
@@ -141,12 +234,32 @@ def slo_results(
         stmt = stmt.where(t.version == version)
     stmt = stmt.order_by(t.window_start.desc(), t.version, t.slice_key)
     with session_factory(engine)() as s:
-        windows = [
-            ServingWindow(r.model, r.version, r.window_start, r.window_end, r.slice_key,
-                          ServingSummary.from_row(r))
-            for r in s.scalars(stmt)
-        ]  # fmt: skip
-    return evaluate_windows(windows, cfg, now)
+        windows = _serving_windows(s, stmt)
+        peers = _peers(s, model, cfg, start, end, version)
+    own = version_prices(engine, model) if cfg.cost_per_1k is not None else {}
+    return evaluate_windows(windows, cfg, now, own, peers)
+
+
+def _serving_windows(s: Session, stmt: Select[WindowServing]) -> list[ServingWindow]:
+    return [
+        ServingWindow(r.model, r.version, r.window_start, r.window_end, r.slice_key,
+                      ServingSummary.from_row(r))
+        for r in s.scalars(stmt)
+    ]  # fmt: skip
+
+
+def _peers(
+    s: Session, model: str, cfg: SloConfig, start: datetime, end: datetime, version: str | None
+) -> list[ServingWindow]:
+    """The other versions' whole windows starting in [start, end): their share of the fleet's
+    cost ([] when no version is singled out or cost is not an objective)."""
+    if version is None or cfg.cost_per_1k is None:
+        return []
+    t = WindowServing
+    return _serving_windows(s, select(t).where(
+        t.model == model, t.version != version, t.slice_key == OVERALL,
+        t.window_start >= start, t.window_start < end,
+    ))  # fmt: skip
 
 
 def store_window_slo(
@@ -156,13 +269,11 @@ def store_window_slo(
     slice) and upsert them as `slo_results` rows; [] when the window has no serving rows."""
     t = WindowServing
     stmt = select(t).where(t.model == model, t.version == version, t.window_start == start)
+    own = version_prices(engine, model) if cfg.cost_per_1k is not None else {}
     with transaction(engine) as s:
-        windows = [
-            ServingWindow(r.model, r.version, r.window_start, r.window_end, r.slice_key,
-                          ServingSummary.from_row(r))
-            for r in s.scalars(stmt.order_by(t.slice_key))
-        ]  # fmt: skip
-        results = evaluate_windows(windows, cfg, now)
+        windows = _serving_windows(s, stmt.order_by(t.slice_key))
+        peers = _peers(s, model, cfg, start, start + timedelta(microseconds=1), version)
+        results = evaluate_windows(windows, cfg, now, own, peers)
         if windows:
             span = (windows[0].window_start, windows[0].window_end)
             store_slo_results(s, model, version, span, results)

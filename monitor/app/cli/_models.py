@@ -40,6 +40,18 @@ def models() -> None:
 @click.option("--batching", metavar="TEXT", help='Batch configuration, e.g. "max 64, 5 ms".')
 @click.option("--runtime", metavar="TEXT", help='Runtime image, e.g. "ort 1.31 CUDA".')
 @click.option("--meta", multiple=True, metavar="KEY=VALUE", help="Free setting (repeatable).")
+@click.option(
+    "--hourly-price",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="DOLLARS",
+    help="Price of one of this version's replicas per hour (its serving cost).",
+)
+@click.option(
+    "--replicas",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Replicas this version runs on (with --hourly-price; default 1).",
+)
 @database_options
 def register_cmd(
     args: tuple[str, ...],
@@ -52,6 +64,8 @@ def register_cmd(
     batching: str | None,
     runtime: str | None,
     meta: tuple[str, ...],
+    hourly_price: float | None,
+    replicas: int | None,
     database_url: str | None,
     config_path: Path | None,
 ) -> None:
@@ -68,6 +82,8 @@ def register_cmd(
         batching=batching,
         runtime=runtime,
         meta=parse_meta(meta),
+        hourly_price=hourly_price,
+        replicas=replicas,
     )
     engine = _engine(database_url, config_path, write=True)
     info = register_version(

@@ -33,7 +33,7 @@ from monitor.config.serving import SloConfig
 from monitor.failures import Isolation
 from monitor.profiles import key_of, slice_label
 from monitor.profiles.serving import ServingSummary
-from monitor.slo.evaluate import ServingWindow, evaluate_windows
+from monitor.slo.evaluate import ServingWindow, evaluate_windows, version_prices
 from monitor.storage import (
     AlertNotification,
     AlertState,
@@ -194,7 +194,8 @@ class MetricsPublisher:
                           ServingSummary.from_row(r))
             for r in _current(latest_rows(self.engine, WindowServing, model))
         ]  # fmt: skip
-        for r in evaluate_windows(windows, cfg, datetime.now(UTC)):
+        own = version_prices(self.engine, model) if cfg.cost_per_1k is not None else {}
+        for r in evaluate_windows(windows, cfg, datetime.now(UTC), own):
             if r.value is not None:
                 self.metrics.set_slo(
                     model, r.version, r.slice_key or None, r.objective, r.value, r.threshold

@@ -18,7 +18,7 @@ from monitor.config import ModelConfig
 from monitor.estimation import MULTIVARIATE_METRIC
 from monitor.profiles import slice_label
 from monitor.profiles.serving import ServingSummary
-from monitor.slo.evaluate import ServingWindow, evaluate_windows
+from monitor.slo.evaluate import ServingWindow, evaluate_windows, version_prices
 from monitor.storage import (
     DriftResultRow,
     EstimatedResultRow,
@@ -176,9 +176,15 @@ def slo_signals(engine: Engine, cfg: ModelConfig, now: datetime) -> list[Signal]
             r.status == "breach",
             now,
         )  # fmt: skip
-        for r in evaluate_windows(windows, cfg.slo, now)
+        for r in evaluate_windows(windows, cfg.slo, now, _prices(engine, cfg))
         if r.status != "insufficient_data"
     ]
+
+
+def _prices(engine: Engine, cfg: ModelConfig) -> dict[str, float]:
+    """The versions' own serving prices, read only when cost is an objective."""
+    has_cost = cfg.slo is not None and cfg.slo.cost_per_1k is not None
+    return version_prices(engine, cfg.name) if has_cost else {}
 
 
 def guard_signal(model: str, version: str, verdict: str, now: datetime) -> Signal:
