@@ -17,6 +17,7 @@ from monitor.detectors._base import (
     Status,
 )
 from monitor.detectors._evidence import DEFAULT_EVIDENCE_ALPHA, exact_counts
+from monitor.detectors._holdout import tested
 from monitor.detectors._null import p_value as null_p_value
 from monitor.errors import InputError
 from monitor.profiles.kinds import Profile
@@ -50,7 +51,7 @@ def compare(
         return drift_result(detector, reference, bound, slice_, (n_ref, n_cur), evidence)
     pair = Pair(reference, current)
     value = _finite(detector.score(pair))
-    p = _finite(null_p_value(detector, pair))
+    p = _finite(null_p_value(detector, tested(detector, pair)))
     found = (value, p, verdict(value, bound.value, p, alpha, evidence))
     return drift_result(detector, reference, bound, slice_, (n_ref, n_cur), evidence, found)
 
