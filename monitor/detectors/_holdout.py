@@ -20,8 +20,10 @@ What the p-value sees instead (the reported value stays the effect size on every
   their whole reference is used, as before.
 * Both sides: ``unseen`` is merged into ``other`` when the spec has a tail (values the
   reference had beyond its top K), so "outside the top K" is one cell counted alike on both
-  sides. Without a tail the reference saw every value it names, and the homogeneity test's
-  pooling of sparse cells absorbs the few unseen ones.
+  sides. Without a tail, a sparse ``unseen`` cell (expected count under ``MIN_EXPECTED`` on
+  the reference's side: a value too rare for the reference to have seen) joins the smallest
+  occupied bucket, as the homogeneity test pools sparse cells; a full one stays, and a value
+  the reference never had arriving in bulk is drift for every method.
 
 Numeric profiles are unchanged: the reference's quantile edges hold fixed shares of it, which
 makes the tests conservative rather than anti-conservative (measured by the suite).
@@ -34,6 +36,7 @@ import weakref
 import numpy as np
 
 from monitor.detectors._base import Detector, Pair
+from monitor.detectors._evidence import MIN_EXPECTED
 from monitor.profiles import CategoricalProfile, spec_of
 from monitor.profiles.kinds import Profile
 
@@ -51,7 +54,7 @@ def tested(detector: Detector, pair: Pair) -> Pair:
     held = _HELD_OUT.get(ref)
     if held is None:
         held = _HELD_OUT[ref] = _merged(ref, _held_out_counts(ref))
-    return Pair(held, _merged(cur, cur.counts))
+    return Pair(held, _merged(cur, _rare_unseen_pooled(held.counts, cur.counts)))
 
 
 def _held_out_counts(profile: CategoricalProfile) -> np.ndarray:
@@ -62,6 +65,21 @@ def _held_out_counts(profile: CategoricalProfile) -> np.ndarray:
     whole = np.asarray(spec.reference_counts, dtype=np.float64)
     share = np.divide(whole - chosen, whole, out=np.ones_like(whole), where=whole > 0)
     return np.rint(profile.counts * share).astype(np.int64)
+
+
+def _rare_unseen_pooled(ref: np.ndarray, cur: np.ndarray) -> np.ndarray:
+    unseen = int(cur[-1])
+    total = int(ref.sum()) + int(cur.sum())
+    if unseen == 0 or ref[-1] > 0 or unseen * ref.sum() / max(total, 1) >= MIN_EXPECTED:
+        return cur
+    pooled = (ref + cur)[:-1].astype(np.float64)
+    occupied = np.flatnonzero(pooled > 0)
+    if occupied.size == 0:
+        return cur
+    out = cur.copy()
+    out[occupied[np.argmin(pooled[occupied])]] += unseen
+    out[-1] = 0
+    return out
 
 
 def _merged(profile: Profile, counts: np.ndarray) -> CategoricalProfile:
