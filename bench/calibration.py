@@ -23,7 +23,9 @@ value), binary (0/1, 30% ones), categorical with 2, 10, 100, 1,000 and 10,000 va
 uniform ("u") and Zipf ("z", weight 1/rank) frequencies. Every column has 1% nulls (so
 ``missing_rate`` is calibrated too). Sizes are window sizes (30 ... 1M); the reference holds
 ``max(window, 10,000)`` rows. ``--slices`` also compares a 50% slice of both sides on the
-overall spec, as `evaluate` does per slice.
+overall spec, as `evaluate` does per slice; ``--reference-bounds`` also runs every case with
+bounds from the reference's own variability (`ReferenceThresholds`: the chunk-vs-whole spread
+of 10 chunks, k = 3), the other place where a reference-chosen quantity is tested against it.
 
 Reps default to 400 below 10k rows, 200 below 100k, 100 at 100k and 30 at 1M (``--reps``
 overrides), which keeps the default run under ~10 minutes on 2 cores. ``--quick`` runs a
@@ -48,8 +50,17 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from monitor.detectors import DEFAULT_ALPHA, compare, detectors
-from monitor.profiles import ColumnSpec, Profile, spec_from_reference
+from monitor.detectors import (
+    DEFAULT_ALPHA,
+    Bound,
+    ReferenceThresholds,
+    ThresholdStrategy,
+    chunk_profiles,
+    compare,
+    detectors,
+    reference_variability,
+)
+from monitor.profiles import ColumnSpec, Profile, profile_frame, spec_from_reference
 
 NULL_SHARE = 0.01
 P_CHECK = 0.05  # the p-value level whose rate is checked against itself
@@ -139,6 +150,9 @@ class Case:
     kind: str
     size: int
     sliced: bool = False
+    # "constant": each method's default bound; "reference": bounds from the reference's own
+    # chunk-to-whole variability (`ReferenceThresholds`, 10 chunks, k = 3), set per pair.
+    thresholds: str = "constant"
 
     @property
     def reference_size(self) -> int:
@@ -146,7 +160,8 @@ class Case:
 
     @property
     def label(self) -> str:
-        return f"{self.kind}{' (slice)' if self.sliced else ''}"
+        bounds = " (reference bounds)" if self.thresholds == "reference" else ""
+        return f"{self.kind}{' (slice)' if self.sliced else ''}{bounds}"
 
 
 @dataclass
@@ -193,15 +208,25 @@ def _sliced(spec: ColumnSpec, values: pd.Series | np.ndarray, rng: np.random.Gen
     return spec.profile(values[half] if isinstance(values, np.ndarray) else values[half])
 
 
-def pair(case: Case, rng: np.random.Generator, shifted: bool) -> tuple[Profile, Profile]:
-    """The (reference, current) profiles of one simulated pair."""
+def pair(
+    case: Case, rng: np.random.Generator, shifted: bool
+) -> tuple[Profile, Profile, ThresholdStrategy | None]:
+    """The (reference, current) profiles of one simulated pair, and the threshold strategy
+    the case's reference gives (None: each method's default bound)."""
     kind = KINDS[case.kind]
     ref_values = kind.sample(rng, case.reference_size, False)
     cur_values = kind.sample(rng, case.size, shifted)
     spec = spec_from_reference("x", ref_values, kind=kind.kind)  # type: ignore[arg-type]
+    strategy = _reference_bounds(spec, ref_values) if case.thresholds == "reference" else None
     if case.sliced:
-        return _sliced(spec, ref_values, rng), _sliced(spec, cur_values, rng)
-    return spec.profile(ref_values), spec.profile(cur_values)
+        return _sliced(spec, ref_values, rng), _sliced(spec, cur_values, rng), strategy
+    return spec.profile(ref_values), spec.profile(cur_values), strategy
+
+
+def _reference_bounds(spec: ColumnSpec, values: pd.Series | np.ndarray) -> ThresholdStrategy:
+    frame = pd.DataFrame({"x": values})
+    whole = profile_frame(frame, {"x": spec})
+    return ReferenceThresholds(reference_variability(whole, chunk_profiles(frame, {"x": spec}, 10)))
 
 
 def run_case(
@@ -216,10 +241,13 @@ def run_case(
     for shifted in (False, True) if power else (False,):
         rng = np.random.default_rng(seed_of(case.kind, case.size, case.sliced, shifted))
         for _ in range(reps):
-            ref, cur = pair(case, rng, shifted)
+            ref, cur, strategy = pair(case, rng, shifted)
             for name in names:
                 detector = found[name]
-                result = compare(detector, ref, cur, detector.default_threshold)
+                bound = Bound(detector.default_threshold, "constant")
+                if strategy is not None:
+                    bound = strategy.bound(detector, "x")
+                result = compare(detector, ref, cur, bound)
                 _count(out.tallies[name], result.status, result.p_value, result.decided_by, shifted)
     out.seconds = time.perf_counter() - start
     return out
@@ -268,21 +296,29 @@ def default_reps(size: int) -> int:
     return 100 if size < 1_000_000 else 30
 
 
-def cases(kinds: Sequence[str], sizes: Sequence[int], slices: bool) -> list[Case]:
+def cases(
+    kinds: Sequence[str], sizes: Sequence[int], slices: bool, reference_bounds: bool
+) -> list[Case]:
     out = [Case(k, s) for k in kinds for s in sizes]
     if slices:
         out += [Case(k, s, sliced=True) for k in kinds for s in sizes if s >= 1000]
+    if reference_bounds:
+        out += [Case(k, s, thresholds="reference") for k in kinds for s in sizes]
     return out
 
 
-def _job(args: tuple[Case, int, Sequence[str] | None]) -> Outcome:
+def _job(args: tuple[Case, int, Sequence[str] | None, bool]) -> Outcome:
     return run_case(*args)
 
 
 def run_all(
-    todo: Sequence[Case], reps: int | None, methods: Sequence[str] | None, workers: int
+    todo: Sequence[Case],
+    reps: int | None,
+    methods: Sequence[str] | None,
+    workers: int,
+    power: bool = True,
 ) -> list[Outcome]:
-    jobs = [(c, reps or default_reps(c.size), methods) for c in todo]
+    jobs = [(c, reps or default_reps(c.size), methods, power) for c in todo]
     # Longest first, so the pool is not left waiting on one 1M-row case at the end.
     jobs.sort(key=lambda j: -j[0].reference_size * j[1])
     if workers <= 1:
@@ -302,7 +338,11 @@ def rows(outcomes: Sequence[Outcome]) -> list[list[str]]:
     """The table's rows: one per (case, method), in kind, size, method order."""
     order = list(KINDS)
     out = []
-    for o in sorted(outcomes, key=lambda o: (order.index(o.case.kind), o.case.sliced, o.case.size)):
+
+    def key(o: Outcome) -> tuple[int, bool, str, int]:
+        return order.index(o.case.kind), o.case.sliced, o.case.thresholds, o.case.size
+
+    for o in sorted(outcomes, key=key):
         for name, t in o.tallies.items():
             alarm = exceeds(t.null_drift, t.reps, DEFAULT_ALPHA)
             p_bad = exceeds(t.null_p_small, t.null_p_reps, P_CHECK)
@@ -348,7 +388,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--kinds", help=f"column kinds (default all: {','.join(KINDS)})")
     parser.add_argument("--methods", help="drift methods (default: every registered one)")
     parser.add_argument("--slices", action="store_true", help="also compare a 50%% slice")
+    parser.add_argument(
+        "--reference-bounds",
+        action="store_true",
+        help="also run with bounds from the reference's variability (ReferenceThresholds)",
+    )
     parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
+    parser.add_argument("--no-power", action="store_true", help="null simulations only")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
     args = parser.parse_args(argv)
     default_sizes = "100,10000" if args.quick else "30,100,1000,10000,100000,1000000"
@@ -361,7 +407,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     reps = args.reps or (100 if args.quick else None)
     methods = args.methods.split(",") if args.methods else None
     start = time.perf_counter()
-    outcomes = run_all(cases(kinds, sizes, args.slices), reps, methods, args.workers)
+    todo = cases(kinds, sizes, args.slices, args.reference_bounds)
+    outcomes = run_all(todo, reps, methods, args.workers, not args.no_power)
     table = rows(outcomes)
     print(markdown(table) if args.markdown else plain(table))
     bad = sum(r[-1] == "EXCEEDS" for r in table)
