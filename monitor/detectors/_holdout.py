@@ -20,10 +20,13 @@ What the p-value sees instead (the reported value stays the effect size on every
   their whole reference is used, as before.
 * Both sides: ``unseen`` is merged into ``other`` when the spec has a tail (values the
   reference had beyond its top K), so "outside the top K" is one cell counted alike on both
-  sides. Without a tail, a sparse ``unseen`` cell (expected count under ``MIN_EXPECTED`` on
-  the reference's side: a value too rare for the reference to have seen) joins the smallest
-  occupied bucket, as the homogeneity test pools sparse cells; a full one stays, and a value
-  the reference never had arriving in bulk is drift for every method.
+  sides. Then cells the reference side cannot fill (expected count under ``MIN_EXPECTED``
+  from the two sides' combined counts, as the homogeneity test pools sparse cells) are
+  pooled into one: a bootstrap null drawn from the reference's proportions never puts mass
+  where the reference has (next to) none, so without pooling a value too rare for the
+  reference to have seen, or a sparse reference (10,000 values in 10,000 rows), is "drift".
+  A value the reference never had arriving in bulk fills its cell and stays: drift for
+  every method.
 
 Numeric profiles are unchanged: the reference's quantile edges hold fixed shares of it, which
 makes the tests conservative rather than anti-conservative (measured by the suite).
@@ -54,7 +57,14 @@ def tested(detector: Detector, pair: Pair) -> Pair:
     held = _HELD_OUT.get(ref)
     if held is None:
         held = _HELD_OUT[ref] = _merged(ref, _held_out_counts(ref))
-    return Pair(held, _merged(cur, _rare_unseen_pooled(held.counts, cur.counts)))
+    ref_counts, cur_counts = _sparse_pooled(held.counts, _merged(cur, cur.counts).counts)
+    if ref_counts is not held.counts:
+        held = CategoricalProfile(held.spec, ref_counts, held.null_count)
+    return Pair(held, CategoricalProfile(cur.spec, cur_counts, cur.null_count))
+
+
+def _has_tail(profile: Profile) -> bool:
+    return bool(profile.spec.tail) and profile.spec.tail_complete
 
 
 def _held_out_counts(profile: CategoricalProfile) -> np.ndarray:
@@ -67,23 +77,39 @@ def _held_out_counts(profile: CategoricalProfile) -> np.ndarray:
     return np.rint(profile.counts * share).astype(np.int64)
 
 
-def _rare_unseen_pooled(ref: np.ndarray, cur: np.ndarray) -> np.ndarray:
-    unseen = int(cur[-1])
-    total = int(ref.sum()) + int(cur.sum())
-    if unseen == 0 or ref[-1] > 0 or unseen * ref.sum() / max(total, 1) >= MIN_EXPECTED:
-        return cur
-    pooled = (ref + cur)[:-1].astype(np.float64)
-    occupied = np.flatnonzero(pooled > 0)
-    if occupied.size == 0:
-        return cur
-    out = cur.copy()
-    out[occupied[np.argmin(pooled[occupied])]] += unseen
-    out[-1] = 0
-    return out
+def _sparse_pooled(ref: np.ndarray, cur: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Cells the reference side cannot fill (expected count from both sides' totals under
+    MIN_EXPECTED) joined into one, or into the smallest other cell when still under it.
+
+    Pooled by the two sides' combined counts, which do not tell the sides apart under no
+    drift, so the pooling biases neither; the reference's own small counts would (a cell
+    chosen for being small in the reference is, by that choice, larger in a new sample).
+    """
+    both = ref + cur
+    total, n_ref = int(both.sum()), int(ref.sum())
+    if total == 0 or n_ref == 0:
+        return ref, cur
+    expected = both * (n_ref / total)
+    sparse = (both > 0) & (expected < MIN_EXPECTED)
+    if not sparse.any():
+        return ref, cur
+    cells = np.flatnonzero(sparse)
+    kept = np.flatnonzero((both > 0) & ~sparse)
+    into = int(cells[0])
+    if kept.size and both[cells].sum() * n_ref / total < MIN_EXPECTED:
+        into = int(kept[np.argmin(both[kept])])
+    out = []
+    for side in (ref, cur):
+        side = side.copy()
+        moved = side[cells].sum()
+        side[cells] = 0
+        side[into] += moved
+        out.append(side)
+    return out[0], out[1]
 
 
 def _merged(profile: Profile, counts: np.ndarray) -> CategoricalProfile:
-    if profile.spec.tail and profile.spec.tail_complete:
+    if _has_tail(profile):
         counts = counts.copy()
         counts[-2] += counts[-1]
         counts[-1] = 0

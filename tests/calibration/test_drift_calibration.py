@@ -32,6 +32,10 @@ CASES = [
     (Case("continuous", 1_000), 120),
     (Case("discrete", 10_000), 80),
     (Case("binary", 100), 120),
+    # Bounds from the reference's own chunk-to-whole variability: chosen on the reference and
+    # tested against it, they sit lower than constant ones; the p-value still has to pass.
+    (Case("continuous", 1_000, thresholds="reference"), 60),
+    (Case("cat100z", 1_000, thresholds="reference"), 60),
 ]
 
 
@@ -45,7 +49,7 @@ def _failures(case: Case, reps: int) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize(("case", "reps"), CASES, ids=[f"{c.label}-{c.size}" for c, _ in CASES])
+@pytest.mark.parametrize(("case", "reps"), CASES, ids=[f"{c.label}-{c.size}".replace(" ", "") for c, _ in CASES])
 def test_no_method_alarms_on_clean_data_beyond_its_nominal_rate(case: Case, reps: int) -> None:
     assert _failures(case, reps) == []
 
