@@ -49,7 +49,10 @@ def _failures(case: Case, reps: int) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize(("case", "reps"), CASES, ids=[f"{c.label}-{c.size}".replace(" ", "") for c, _ in CASES])
+IDS = [f"{c.label}-{c.size}".replace(" ", "") for c, _ in CASES]
+
+
+@pytest.mark.parametrize(("case", "reps"), CASES, ids=IDS)
 def test_no_method_alarms_on_clean_data_beyond_its_nominal_rate(case: Case, reps: int) -> None:
     assert _failures(case, reps) == []
 
