@@ -29,7 +29,8 @@ What the p-value sees instead (the reported value stays the effect size on every
   every method.
 
 Numeric profiles are unchanged: the reference's quantile edges hold fixed shares of it, which
-makes the tests conservative rather than anti-conservative (measured by the suite).
+makes the binned tests conservative rather than anti-conservative (measured by the suite; one
+p-value still runs high, docs/concepts/calibration.md "Not promised").
 """
 
 from __future__ import annotations
