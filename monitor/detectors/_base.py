@@ -10,7 +10,11 @@ Edge-case policy (one for every binned statistic):
   logarithm or ratio of proportions appears (PSI); JS, Hellinger, L∞, KS, chi² and Wasserstein
   need no smoothing (0·log 0 = 0, empty buckets just contribute 0).
 * Fewer than ``MIN_N`` (30) non-null values on either side (rows, for ``missing_rate``) gives
-  status ``insufficient_data`` with value and p-value None — never NaN, never ``drift``.
+  status ``insufficient_data`` with value and p-value None — never NaN, never ``drift`` — and
+  a ``reason``. So do an all-null or all-non-finite side (0 values), and a pair a detector
+  cannot judge (its ``degenerate`` hook: Wasserstein against a constant reference, whose sd of
+  0 leaves no unit to measure in). A constant column is otherwise an ordinary one: the same
+  constant on both sides is ``ok`` (p = 1), a moved one a ``drift``.
 * Nulls (None, NaN, ±inf) are not part of the distribution; ``missing_rate`` watches them.
 """
 
@@ -96,7 +100,8 @@ class Detector:
     ``evidence``: whether the overwhelming-evidence rule applies on exact-count columns (it
     compares value distributions; ``missing_rate``, which watches nulls, opts out);
     ``null_scaling``: how the bootstrap null rescales with the sample sizes (None: it is drawn
-    at every current size).
+    at every current size); ``degenerate``: why a pair cannot be judged by this detector (None:
+    it can), which makes the result ``insufficient_data`` with that reason.
     """
 
     name: str
@@ -112,6 +117,7 @@ class Detector:
     observed: Callable[[Pair], float] | None = None
     evidence: bool = True
     null_scaling: NullScaling | None = None
+    degenerate: Callable[[Pair], str | None] | None = None
 
     def score(self, pair: Pair) -> float:
         """The statistic of the observed pair (`observed` when the detector has a finer one)."""
@@ -202,6 +208,9 @@ class DriftResult:
     # The overwhelming-evidence alpha applied to this result (exact-count columns only, see
     # `evidence`); None where only the threshold rule decides.
     evidence_alpha: float | None = None
+    # Why the status is `insufficient_data` (None otherwise, and in results read back from
+    # storage, which does not keep it).
+    reason: str | None = None
 
     @property
     def decided_by(self) -> str | None:
@@ -228,6 +237,7 @@ class DriftResult:
             "status": self.status,
             "decided_by": self.decided_by,
             "evidence_alpha": self.evidence_alpha,
+            "reason": self.reason,
         }
 
 

@@ -181,6 +181,8 @@ def _gamma_tail(draws: NDArray[np.float64], value: float, power: float) -> float
     s = np.power(np.maximum(draws, 0.0), power)
     mean, var = float(s.mean()), float(s.var())
     if mean <= 0 or var <= 0:
-        return 1.0 if value <= float(draws.max()) + 1e-12 else 0.0
+        # Identical draws say nothing about a tail: no extrapolation, the empirical share
+        # stands (at least 1/(B+1): a p-value of 0 would be overwhelming evidence from nothing).
+        return 1.0
     shape, scale = mean * mean / var, var / mean
     return float(gammaincc(shape, max(value, 0.0) ** power / scale))

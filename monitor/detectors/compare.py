@@ -17,6 +17,7 @@ from monitor.detectors._base import (
     Status,
 )
 from monitor.detectors._evidence import DEFAULT_EVIDENCE_ALPHA, exact_counts
+from monitor.detectors._holdout import tested
 from monitor.detectors._null import p_value as null_p_value
 from monitor.errors import InputError
 from monitor.profiles.kinds import Profile
@@ -47,12 +48,15 @@ def compare(
     n_ref, n_cur = detector.size(reference), detector.size(current)
     evidence = evidence_alpha if detector.evidence and exact_counts(reference) else None
     if min(n_ref, n_cur) < min_n:
-        return drift_result(detector, reference, bound, slice_, (n_ref, n_cur), evidence)
+        return drift_result(detector, reference, bound, slice_, (n_ref, n_cur), evidence, min_n)
     pair = Pair(reference, current)
+    reason = None if detector.degenerate is None else detector.degenerate(pair)
+    if reason is not None:
+        return drift_result(detector, reference, bound, slice_, (n_ref, n_cur), evidence, reason)
     value = _finite(detector.score(pair))
-    p = _finite(null_p_value(detector, pair))
+    p = _finite(null_p_value(detector, tested(detector, pair)))
     found = (value, p, verdict(value, bound.value, p, alpha, evidence))
-    return drift_result(detector, reference, bound, slice_, (n_ref, n_cur), evidence, found)
+    return drift_result(detector, reference, bound, slice_, (n_ref, n_cur), evidence, found=found)
 
 
 def drift_result(
@@ -62,11 +66,16 @@ def drift_result(
     slice_: dict[str, str] | None,
     sizes: tuple[int, int],
     evidence_alpha: float | None,
+    why: int | str = MIN_N,
     found: tuple[float, float, Status] | None = None,
 ) -> DriftResult:
-    """A comparison's result: `insufficient_data` (what a side of fewer than `min_n` rows
-    gets), or, given `found` (value, p-value, status), the compared one (`compare`)."""
+    """A comparison's result: `insufficient_data` (what a side of fewer than `why` = min_n
+    rows gets, or a pair the detector cannot judge: `why` its reason), or, given `found`
+    (value, p-value, status), the compared one (`compare`)."""
     value, p, status = found or (None, None, "insufficient_data")
+    reason = None
+    if found is None:
+        reason = why if isinstance(why, str) else _too_few(sizes, why)
     return _built({
         "column": reference.spec.column,
         "slice": slice_,
@@ -80,7 +89,13 @@ def drift_result(
         "status": status,
         "threshold_by": bound.source,
         "evidence_alpha": evidence_alpha,
+        "reason": reason,
     })  # fmt: skip
+
+
+def _too_few(sizes: tuple[int, int], min_n: int) -> str:
+    n, side = min((sizes[0], "reference"), (sizes[1], "current"))
+    return f"{n} {side} rows < min_n {min_n}"
 
 
 def verdict(

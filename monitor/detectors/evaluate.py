@@ -78,7 +78,9 @@ def evaluate(
                 ref, cur = _pair(reference, current, key, column, ref_all)
                 sizes = (detector.size(ref), detector.size(cur))
                 if min(sizes) < min_n:  # what `compare` returns, without its pair and checks
-                    results.append(drift_result(detector, ref, bound, slice_, sizes, evidence))
+                    results.append(
+                        drift_result(detector, ref, bound, slice_, sizes, evidence, min_n)
+                    )
                     continue
                 results.append(
                     compare(detector, ref, cur, bound, slice_, min_n, evidence_alpha=evidence_alpha)

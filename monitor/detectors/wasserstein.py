@@ -5,9 +5,11 @@ on average, mass has to move. 0.1 means a tenth of a standard deviation.
 Default threshold: 0.1 (Evidently's default for its normed Wasserstein test).
 How: each bucket is an atom at its own mean (per-bin sum / count), so a shift inside a bin
 and skewed columns are measured where the values really are, not at bin midpoints.
-Edge cases: empty buckets weigh nothing; the sd is floored at 0.001 (a constant reference);
-null distribution by multinomial bootstrap from the reference with atoms at the reference's
-bin means.
+Edge cases: empty buckets weigh nothing; a constant reference (sd 0: no unit to measure a
+distance in, and every null draw is 0) gives ``insufficient_data`` with that reason — such a
+column is compared per value by default (it is discrete); otherwise the sd is floored at
+0.001. Null distribution by multinomial bootstrap from the reference with atoms at the
+reference's bin means.
 """
 
 from __future__ import annotations
@@ -89,6 +91,14 @@ def _observed(pair: Pair) -> float:
     return float(np.abs(cdf_gap) @ np.diff(pos[order]) / atoms.norm)
 
 
+def _degenerate(pair: Pair) -> str | None:
+    reference = pair.reference
+    assert isinstance(reference, NumericProfile)
+    if reference.m2 <= 0.0:
+        return "the reference is constant: no spread to measure a distance in"
+    return None
+
+
 DETECTOR = register(
     Detector(
         name="wasserstein",
@@ -98,5 +108,6 @@ DETECTOR = register(
         observed=_observed,
         description="Wasserstein-1 distance / reference sd",
         null_scaling=NullScaling(power=1, min_expected=WASSERSTEIN_MIN_EXPECTED),
+        degenerate=_degenerate,
     )
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +28,10 @@ DEFAULT_TOP_K = 50
 # reference never had can be told apart from a rare one.
 MAX_TAIL = 10_000
 QUANTILE_SAMPLE = 200_000
+# Share of a categorical reference's rows (a seeded binomial split of each category's count)
+# that chooses the top K when there are more than K categories; the other rows test them.
+SELECTION_SHARE = 0.25
+_SELECTION_SEED = 20261205
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,12 @@ class ColumnSpec:
     reference had beyond its top K (the ``tail``), ``unseen`` values the reference never had.
     When the reference had more than ``MAX_TAIL`` tail values (``tail_complete`` false), a
     value outside the top K cannot be classified and counts as ``other``.
+
+    Categorical specs of references with more than K values choose the top K on a selection
+    share of the reference (``selection_counts``: its rows per bucket; ``reference_counts``:
+    all reference rows per bucket), so that the tests can compare the current window with the
+    held-out rest, whose counts the choice did not see (see `monitor.detectors._holdout`).
+    Specs stored before these existed have neither; their tests use the whole reference.
     """
 
     column: str
@@ -53,6 +63,8 @@ class ColumnSpec:
     tail_complete: bool = True
     # Numeric with one bucket per distinct reference value: compared like categories by default.
     discrete: bool = False
+    selection_counts: tuple[int, ...] = ()
+    reference_counts: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -67,6 +79,15 @@ class ColumnSpec:
             raise InputError(f"column '{self.column}': only numeric specs can be discrete")
         elif len(set(self.categories)) != len(self.categories):
             raise InputError(f"column '{self.column}': categories must be unique")
+        if self.selection_counts or self.reference_counts:
+            self._check_selection()
+
+    def _check_selection(self) -> None:
+        a, r = np.asarray(self.selection_counts), np.asarray(self.reference_counts)
+        if self.kind != "categorical" or a.shape != r.shape or a.size != self.n_buckets:
+            raise InputError(f"column '{self.column}': selection counts do not match its buckets")
+        if (a < 0).any() or (a > r).any():
+            raise InputError(f"column '{self.column}': selection counts exceed the reference's")
 
     @cached_property
     def n_buckets(self) -> int:
@@ -98,6 +119,9 @@ class ColumnSpec:
         # Only when set, so specs stored before the flag existed keep their fingerprints.
         if self.discrete:
             out["discrete"] = True
+        if self.selection_counts:
+            out["selection_counts"] = list(self.selection_counts)
+            out["reference_counts"] = list(self.reference_counts)
         return out
 
     def empty(self) -> Profile:
@@ -133,6 +157,8 @@ def spec_from_dict(data: dict[str, Any]) -> ColumnSpec:
         tail=frozenset(str(t) for t in data["tail"]),
         tail_complete=bool(data["tail_complete"]),
         discrete=bool(data.get("discrete", False)),
+        selection_counts=tuple(int(c) for c in data.get("selection_counts", ())),
+        reference_counts=tuple(int(c) for c in data.get("reference_counts", ())),
     )
 
 
@@ -238,9 +264,34 @@ def _categorical_spec(column: str, values: Any, top_k: int) -> ColumnSpec:
 def categorical_spec_from_counts(
     column: str, counts: Mapping[str, int], top_k: int, complete: bool = True
 ) -> ColumnSpec:
-    """A categorical spec from per-category counts (`complete` false: counts were pruned)."""
+    """A categorical spec from per-category counts (`complete` false: counts were pruned).
+
+    With at most `top_k` categories every one gets a bucket. With more, the top K is chosen on
+    a seeded ``SELECTION_SHARE`` binomial split of each count (what a random split of the rows
+    would give), not on the counts the tests compare: categories chosen for their high counts
+    are over-represented in those counts by construction (the winner's curse), and a test of
+    the current window against them alarms on clean data.
+    """
     if not counts:
         raise InputError(f"column '{column}': no non-null reference values to derive categories")
+    if len(counts) <= top_k:
+        return _categorical(column, counts, complete, top_k)
+    names = sorted(counts)
+    whole = np.array([counts[n] for n in names], dtype=np.int64)
+    chosen = np.random.default_rng(_SELECTION_SEED).binomial(whole, SELECTION_SHARE)
+    spec = _categorical(column, dict(zip(names, chosen.tolist(), strict=True)), complete, top_k)
+    index = {n: i for i, n in enumerate(names)}
+    top = [index[c] for c in spec.categories]
+    rest = np.ones(len(names), dtype=bool)
+    rest[top] = False
+
+    def buckets(v: NDArray[np.int64]) -> tuple[int, ...]:
+        return (*v[top].tolist(), int(v[rest].sum()), 0)
+
+    return replace(spec, selection_counts=buckets(chosen), reference_counts=buckets(whole))
+
+
+def _categorical(column: str, counts: Mapping[str, int], complete: bool, top_k: int) -> ColumnSpec:
     # Ties broken by name so the spec does not depend on row order.
     ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
     top = tuple(k for k, _ in ranked[:top_k])

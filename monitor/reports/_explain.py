@@ -34,7 +34,7 @@ def explain(r: DriftResult, alpha: float, min_n: int) -> str:
     stat = f"{r.method} = {fmt(r.value)}, threshold {fmt(r.threshold)} ({r.threshold_by})"
     if r.status == "insufficient_data":
         n, side = min((r.n_reference, "reference"), (r.n_current, "current"))
-        return f"insufficient data: {n} {side} rows < min_n {min_n}; no verdict"
+        return f"insufficient data: {r.reason or f'{n} {side} rows < min_n {min_n}'}; no verdict"
     p = "" if r.p_value is None else f", adjusted p = {fmt(r.p_value)}"
     if r.status == "drift" and r.decided_by == "evidence":
         return (

@@ -94,6 +94,7 @@ def test_results_built_without_the_constructor_equal_constructed_ones() -> None:
     made = DriftResult(
         "c", None, "categorical", "jensen_shannon", None, 0.1, None, 200, MIN_N - 1,
         "insufficient_data", "constant", small.evidence_alpha,
+        f"{MIN_N - 1} current rows < min_n 30",
     )  # fmt: skip
     assert small == made and hash(small) == hash(made)
     assert set(vars(small)) == {f.name for f in dataclasses.fields(DriftResult)}

@@ -13,7 +13,7 @@ from tests.conftest import run_cli
 
 KEYS = [
     "column", "slice", "kind", "method", "value", "threshold", "threshold_by", "p_value",
-    "n_reference", "n_current", "status", "decided_by", "evidence_alpha",
+    "n_reference", "n_current", "status", "decided_by", "evidence_alpha", "reason",
 ]  # fmt: skip
 
 

@@ -1,0 +1,65 @@
+"""Categorical top K chosen on a selection split, tested against the held-out rest (issue 36)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy.stats import chi2_contingency
+
+from monitor.detectors import compare, evaluate, get_detector
+from monitor.profiles import (
+    profile_frame,
+    profile_from_bytes,
+    spec_from_dict,
+    spec_from_reference,
+    specs_for,
+)
+
+LABELS = np.array([f"c{i}" for i in range(1000)], dtype=object)
+
+
+def _uniform(rng: np.random.Generator, n: int) -> pd.DataFrame:
+    return pd.DataFrame({"c": LABELS[rng.integers(0, LABELS.size, n)]})
+
+
+def test_the_issue_case_is_ok_where_the_full_table_says_no_drift() -> None:
+    # 1,000 equally likely values, 200k rows each side: `drift` by evidence (p ~ 1e-9) before.
+    rng = np.random.default_rng(1)
+    ref, cur = _uniform(rng, 200_000), _uniform(rng, 200_000)
+    full = pd.concat([ref.c.value_counts(), cur.c.value_counts()], axis=1).fillna(0).to_numpy()
+    assert chi2_contingency(full.T)[1] > 0.1
+    specs = specs_for(["c"], ref)
+    (result,) = evaluate(profile_frame(ref, specs), profile_frame(cur, specs))
+    assert result.status == "ok" and result.p_value is not None and result.p_value > 1e-3
+
+
+def test_the_split_is_stored_with_the_spec_and_survives_the_profile_bytes() -> None:
+    values = _uniform(np.random.default_rng(2), 20_000).c
+    spec = spec_from_reference("c", values, kind="categorical")
+    assert len(spec.selection_counts) == len(spec.reference_counts) == spec.n_buckets
+    assert sum(spec.reference_counts) == 20_000
+    assert 0.2 < sum(spec.selection_counts) / 20_000 < 0.3
+    profile = spec.profile(values)
+    assert tuple(profile.counts.tolist()) == spec.reference_counts  # the reference, bucketed
+    back = profile_from_bytes(profile.to_bytes())
+    assert back.spec == spec and back.spec.fingerprint == spec.fingerprint
+    # The same counts give the same spec, whatever the row order (a seeded split of counts).
+    again = spec_from_reference("c", values.sample(frac=1.0, random_state=3), kind="categorical")
+    assert again == spec
+
+
+def test_a_spec_stored_before_the_split_still_loads_and_compares_on_the_whole_reference() -> None:
+    values = _uniform(np.random.default_rng(4), 20_000).c
+    old_doc = spec_from_reference("c", values, kind="categorical").to_dict()
+    for key in ("selection_counts", "reference_counts"):
+        del old_doc[key]
+    old = spec_from_dict(old_doc)
+    assert old.selection_counts == () and old.to_dict() == old_doc  # its fingerprint unchanged
+    ref, cur = old.profile(values), old.profile(_uniform(np.random.default_rng(5), 5_000).c)
+    result = compare(get_detector("jensen_shannon"), ref, cur, 0.1)
+    assert result.status in {"ok", "drift"} and result.p_value is not None
+
+
+def test_columns_with_at_most_k_values_are_not_split() -> None:
+    spec = spec_from_reference("c", np.array(["a", "b", "c"] * 100, dtype=object))
+    assert spec.selection_counts == () and "selection_counts" not in spec.to_dict()
