@@ -3,7 +3,9 @@ primary's (flip rate, score differences, latency ratios, McNemar on labelled pai
 
 from __future__ import annotations
 
+from monitor.shadow.result import CRITERIA, ShadowResult, ShadowStatus, judge
 from monitor.shadow.statistics import flip_interval, mcnemar_exact, paired_difference
+from monitor.shadow.store import latest_results, shadow_results, window_results
 from monitor.shadow.summary import (
     LabelledPair,
     PairOutcome,
@@ -13,6 +15,13 @@ from monitor.shadow.summary import (
 )
 
 __all__ = [
+    "CRITERIA",
+    "ShadowResult",
+    "ShadowStatus",
+    "judge",
+    "latest_results",
+    "shadow_results",
+    "window_results",
     "LabelledPair",
     "PairOutcome",
     "ShadowSummary",
