@@ -38,6 +38,7 @@ class ShadowResult:
     start: datetime
     end: datetime
     pairs: int
+    decided: int  # pairs with a predicted class on both sides (what flips are counted of)
     unpaired_primary: int
     unpaired_shadow: int
     flip_rate: float | None
@@ -105,6 +106,7 @@ def judge(
         start=start,
         end=end,
         pairs=summary.pairs,
+        decided=summary.decided,
         unpaired_primary=summary.unpaired_primary,
         unpaired_shadow=summary.unpaired_shadow,
         flip_rate=rate,
