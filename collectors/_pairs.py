@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import and_, bindparam, delete, insert, select, update
+from sqlalchemy import and_, delete, insert, select, update
 from sqlalchemy.orm import Session
 
 from collectors import _bulk as bulk
@@ -147,8 +147,7 @@ def _pair_model(
     ids = list(dict.fromkeys([*sides, *found]))
     stored = _stored(session, model, ids)
     parts, done = _Parts(), 0
-    new: list[dict[str, Any]] = []
-    changed: list[dict[str, Any]] = []
+    waiting: list[dict[str, Any]] = []
     finished: list[str] = []
     for rid in ids:
         row = stored.get(rid)
@@ -171,8 +170,8 @@ def _pair_model(
             continue
         ts = min(s["t"] for r, s in body.items() if r != "label")
         values = {"ts": utc(ts), "paired": paired, "body": body}
-        (changed if row is not None else new).append({"request_id": rid, **values})
-    _write_pending(session, model, new, changed, finished)
+        waiting.append({"request_id": rid, **values})
+    _write_pending(session, model, waiting, finished)
     newest = _newest(sides, labels)
     if newest is not None:
         _expire(session, model, cfg, parts, newest, settings)
@@ -227,34 +226,24 @@ def _stored(session: Session, model: str, ids: list[str]) -> dict[str, Any]:
     return out
 
 
+_PENDING_COLUMNS = ("model", "request_id", "ts", "paired", "body")
+
+
 def _write_pending(
     session: Session,
     model: str,
-    new: list[dict[str, Any]],
-    changed: list[dict[str, Any]],
+    waiting: list[dict[str, Any]],
     finished: list[str],
 ) -> None:
+    """Store the requests still waiting (one upsert, through the driver) and delete those done."""
     table: Any = ShadowPending.__table__
-    if new:
-        session.execute(insert(table), [{"model": model, **r} for r in new])
-    if changed:
-        stmt = (
-            update(table)
-            .where(table.c.model == model, table.c.request_id == bindparam("k_id"))
-            .values(ts=bindparam("v_ts"), paired=bindparam("v_paired"), body=bindparam("v_body"))
-        )
-        session.execute(
-            stmt,
-            [
-                {
-                    "k_id": r["request_id"],
-                    "v_ts": r["ts"],
-                    "v_paired": r["paired"],
-                    "v_body": r["body"],
-                }
-                for r in changed
-            ],
-        )
+    if waiting:
+        ts = bulk.ts_encoder(session)
+        rows = [
+            (model, r["request_id"], ts(r["ts"]), r["paired"], bulk.json_text(r["body"]))
+            for r in waiting
+        ]
+        bulk.upsert(session, "shadow_pending", _PENDING_COLUMNS, _PENDING_COLUMNS[:2], rows)
     if finished:
         session.execute(
             delete(table).where(
