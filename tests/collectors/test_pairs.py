@@ -32,8 +32,8 @@ def label(i: int, value: int, ts: float | None = None) -> dict[str, Any]:
 
 
 class Feed:
-    def __init__(self, engine: Engine, models: list[ModelConfig] = MODELS) -> None:
-        self.ing = Ingestor(engine, "src", "kafka", models, CollectConfig())
+    def __init__(self, engine: Engine, **collect: Any) -> None:
+        self.ing = Ingestor(engine, "src", "kafka", MODELS, CollectConfig(**collect))
         self.next = 0
 
     def __call__(self, objs: list[Any]) -> Any:
@@ -60,8 +60,10 @@ def pending(engine: Engine) -> int:
         return int(s.scalar(select(func.count()).select_from(ShadowPending)) or 0)
 
 
-def test_sides_pair_across_batches_per_window_and_slice(engine: Engine) -> None:
+@pytest.mark.parametrize("columnar", [True, False])
+def test_sides_pair_across_batches_per_window_and_slice(engine: Engine, columnar: bool) -> None:
     feed = Feed(engine)
+    feed.ing.planner.columnar = columnar  # both validation paths carry the role alike
     # requests 0-9: primary scores 0.2 (class 0); the shadow flips requests 0-2 (0.9)
     feed([side(i, "primary", 0.2, latency_ms=10.0) for i in range(10)])
     assert pending(engine) == 10
@@ -97,6 +99,17 @@ def test_alone_sides_are_counted_unpaired_after_the_horizon(engine: Engine) -> N
     assert got[("1", "", "")].unpaired_primary == 1
     assert got[("", "2", "")].unpaired_shadow == 1
     assert pending(engine) == 1
+
+
+def test_repeats_after_pairing_are_ignored_and_unlabelled_pairs_expire(engine: Engine) -> None:
+    feed = Feed(engine, label_horizon="10m")
+    feed([side(0, "primary", 0.2), side(0, "shadow", 0.9)])
+    feed([side(0, "shadow", 0.1)])  # a retry of a side already paired: not a second pair
+    overall = stored(engine)[("1", "2", "")]
+    assert (overall.pairs, overall.flips) == (1, 1)
+    assert pending(engine) == 1  # the pair waits for its label ...
+    feed([side(1, "primary", 0.2, ts=T0 + 900)])  # ... until the label horizon has passed
+    assert pending(engine) == 1  # only request 1's side is left
 
 
 @pytest.mark.parametrize("columnar", [True, False])
