@@ -18,8 +18,6 @@ from __future__ import annotations
 import math
 from statistics import NormalDist
 
-from scipy.stats import binom
-
 from monitor.outcomes import wilson
 
 __all__ = ["Z95", "flip_interval", "mcnemar_exact", "paired_difference"]
@@ -40,7 +38,10 @@ def mcnemar_exact(b: int, c: int) -> float:
     n = b + c
     if n == 0:
         return 1.0
-    return float(min(1.0, 2.0 * binom.cdf(min(b, c), n, 0.5)))
+    # = scipy.stats.binom.cdf, without scipy.stats' import (collectors import this module)
+    from scipy.special import bdtr
+
+    return float(min(1.0, 2.0 * bdtr(min(b, c), n, 0.5)))
 
 
 def paired_difference(
