@@ -142,6 +142,7 @@ def _pair_model(
     labels: list[LabelEvent],
     settings: _Settings,
 ) -> int:
+    """Pair one model's sides and labels of the batch with what waits; returns pairs made."""
     assert cfg.shadow is not None
     found = {e.request_id: e.label for e in labels}
     ids = list(dict.fromkeys([*sides, *found]))
@@ -160,11 +161,11 @@ def _pair_model(
         if rid in found:
             body["label"] = found[rid]
         if not paired and "primary" in body and "shadow" in body:
-            parts_add_pair(parts, body, cfg, settings.window_s)
+            _add_pair(parts, body, cfg, settings.window_s)
             paired, done = True, done + 1
         if paired and ("label" in body or not settings.join_labels):
             if "label" in body:
-                parts_add_label(parts, body, cfg, settings.window_s)
+                _add_label(parts, body, cfg, settings.window_s)
             if row is not None:
                 finished.append(rid)
             continue
@@ -179,7 +180,7 @@ def _pair_model(
     return done
 
 
-def parts_add_pair(parts: _Parts, body: dict[str, Any], cfg: ModelConfig, window_s: float) -> None:
+def _add_pair(parts: _Parts, body: dict[str, Any], cfg: ModelConfig, window_s: float) -> None:
     """Add a completed pair's outcome to the keys of its primary's window and slices."""
     one, two = body["primary"], body["shadow"]
     oc = cfg.outcomes
@@ -190,7 +191,7 @@ def parts_add_pair(parts: _Parts, body: dict[str, Any], cfg: ModelConfig, window
         parts.pairs[key].append(outcome)
 
 
-def parts_add_label(parts: _Parts, body: dict[str, Any], cfg: ModelConfig, window_s: float) -> None:
+def _add_label(parts: _Parts, body: dict[str, Any], cfg: ModelConfig, window_s: float) -> None:
     """Add a labelled pair's correctness pair (when both sides and the label have a value)."""
     one, two = body["primary"], body["shadow"]
     oc = cfg.outcomes
