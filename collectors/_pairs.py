@@ -15,8 +15,8 @@ model in the batch. A side still alone after `shadow.pair_horizon` is deleted an
 unpaired (`unpaired_primary`/`unpaired_shadow`, in its own version's row with the other
 version empty), never guessed; a complete pair without its label after `collect.label_horizon`
 is deleted. A repeated side of an unpaired request replaces the earlier one; a side repeated
-after its pair was counted is ignored. A label for a request with no side waiting is left to
-the label join alone.
+after its pair was counted is ignored. A label that comes before either side waits for them
+(in the same row) up to `shadow.pair_horizon`, so how the stream is batched changes nothing.
 
 Shadow events never enter the label join (`primary_only`): their request id is the primary's,
 and the join keeps one prediction per request id.
@@ -144,7 +144,7 @@ def _pair_model(
 ) -> int:
     """Pair one model's sides and labels of the batch with what waits; returns pairs made."""
     assert cfg.shadow is not None
-    found = {e.request_id: e.label for e in labels}
+    found = {e.request_id: e for e in labels}
     ids = list(dict.fromkeys([*sides, *found]))
     stored = _stored(session, model, ids)
     parts, done = _Parts(), 0
@@ -152,14 +152,12 @@ def _pair_model(
     finished: list[str] = []
     for rid in ids:
         row = stored.get(rid)
-        if row is None and rid not in sides:
-            continue  # a label with nothing waiting: the label join's alone
         body = dict(row.body) if row is not None else {}
         paired = bool(row.paired) if row is not None else False
         if not paired:
             body.update(sides.get(rid, {}))
         if rid in found:
-            body["label"] = found[rid]
+            body["label"] = found[rid].label
         if not paired and "primary" in body and "shadow" in body:
             _add_pair(parts, body, cfg, settings.window_s)
             paired, done = True, done + 1
@@ -169,9 +167,9 @@ def _pair_model(
             if row is not None:
                 finished.append(rid)
             continue
-        ts = min(s["t"] for r, s in body.items() if r != "label")
-        values = {"ts": utc(ts), "paired": paired, "body": body}
-        waiting.append({"request_id": rid, **values})
+        stamps = [s["t"] for r, s in body.items() if r != "label"]
+        ts = min(stamps) if stamps else found[rid].ts  # a label waiting for its sides
+        waiting.append({"request_id": rid, "ts": utc(ts), "paired": paired, "body": body})
     _write_pending(session, model, waiting, finished)
     newest = _newest(sides, labels)
     if newest is not None:

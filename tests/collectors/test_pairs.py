@@ -4,6 +4,7 @@ horizon, labels joined into correctness pairs, bad roles dead-lettered naming th
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import orjson
@@ -13,10 +14,17 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from collectors import Ingestor, RawRecord
+from migrations import upgrade
 from monitor.config import CollectConfig, ModelConfig
 from monitor.config.shadow import ShadowConfig
 from monitor.shadow import ShadowSummary
-from monitor.storage import DeadLetter, OutcomeSummaryRow, ShadowPending, ShadowWindow
+from monitor.storage import (
+    DeadLetter,
+    OutcomeSummaryRow,
+    ShadowPending,
+    ShadowWindow,
+    make_engine,
+)
 from tests.collectors.conftest import T0, event
 
 MODELS = [ModelConfig(name="fraud", slices=["region"], shadow=ShadowConfig(pair_horizon="1m"))]
@@ -80,12 +88,16 @@ def test_sides_pair_across_batches_per_window_and_slice(engine: Engine, columnar
 
 def test_labels_make_correctness_pairs_and_shadow_never_joins(engine: Engine) -> None:
     feed = Feed(engine)
-    feed([label(0, 1)])  # a label with nothing waiting: left to the label join
+    feed([label(0, 1), label(9, 0)])  # before any side: they wait for their sides
+    assert pending(engine) == 2
     feed([side(i, r, s) for i in range(4) for r, s in (("primary", 0.2), ("shadow", 0.8))])
     feed([label(i, 1) for i in range(1, 4)])  # the shadow is right, the primary wrong
     overall = stored(engine)[("1", "2", "")]
-    assert (overall.labelled, overall.shadow_only, overall.primary_only) == (3, 3, 0)
-    assert pending(engine) == 1  # request 0's label came before any side
+    assert (overall.labelled, overall.shadow_only, overall.primary_only) == (4, 4, 0)
+    assert pending(engine) == 1  # request 9's label, until the pair horizon
+    feed([side(5, "primary", 0.2, ts=T0 + 120)])
+    assert pending(engine) == 1  # the label expired unpaired (counted nowhere), side 5 waits
+    assert ("1", "", "") not in stored(engine) and ("", "2", "") not in stored(engine)
     with Session(engine) as s:  # outcome summaries are the primary's only
         versions = set(s.scalars(select(OutcomeSummaryRow.version)))
     assert versions == {"1"}
@@ -124,3 +136,33 @@ def test_bad_roles_are_dead_letters_naming_the_field(engine: Engine, columnar: b
         ("invalid_role", "role: expected 'primary' or 'shadow', got 'canary'"),
         ("invalid_role", "role: expected 'primary' or 'shadow', got int"),
     ]
+
+
+def test_how_the_stream_is_batched_changes_nothing(
+    engine: Engine, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    rng = random.Random(7)
+    events: list[dict[str, Any]] = []
+    for i in range(60):
+        score = rng.random()
+        events.append(side(i, "primary", score, latency_ms=5.0 + i % 7))
+        events.append(side(i, "shadow", min(1.0, score + rng.gauss(0, 0.2)), latency_ms=6.0))
+        events.append(label(i, i % 2))
+    rng.shuffle(events)  # sides and labels in any order, within the horizon
+    whole = Feed(engine)
+    whole(events)
+    other = make_engine(f"sqlite:///{tmp_path_factory.mktemp('split') / 'split.db'}")
+    upgrade(other)
+    split = Feed(other)
+    cuts = sorted(rng.sample(range(1, len(events)), 6))
+    for start, end in zip([0, *cuts], [*cuts, len(events)], strict=True):
+        split(events[start:end])
+    one, many = stored(engine), stored(other)
+    assert one.keys() == many.keys()
+    for key, summary in one.items():
+        for name, value in summary.to_row().items():
+            want = pytest.approx(value) if isinstance(value, float) else value
+            assert many[key].to_row()[name] == want, (key, name)
+    assert (one[("1", "2", "")].pairs, one[("1", "2", "")].labelled) == (60, 60)
+    assert pending(engine) == pending(other) == 0  # every pair labelled and done
+    other.dispose()
