@@ -171,9 +171,8 @@ def _pair_model(
         ts = min(stamps) if stamps else found[rid].ts  # a label waiting for its sides
         waiting.append({"request_id": rid, "ts": utc(ts), "paired": paired, "body": body})
     _write_pending(session, model, waiting, finished)
-    newest = _newest(sides, labels)
-    if newest is not None:
-        _expire(session, model, cfg, parts, newest, settings)
+    if sides or labels:
+        _expire(session, model, cfg, parts, _newest(sides, labels), settings)
     _merge_windows(session, model, parts.summaries(), settings.window_s)
     return done
 
@@ -204,10 +203,13 @@ def _keys(primary: str, shadow: str, side: dict[str, Any], window_s: float) -> l
     return [(primary, shadow, start, k) for k in side["k"]]
 
 
-def _newest(sides: Mapping[str, Mapping[str, Any]], labels: list[LabelEvent]) -> float | None:
+def _newest(
+    sides: Mapping[str, Mapping[str, Any]], labels: list[LabelEvent]
+) -> tuple[float | None, float]:
+    """(the newest side's event time, if any; the newest of sides and labels)."""
     stamps = [s["t"] for pair in sides.values() for s in pair.values()]
-    stamps += [e.ts for e in labels]
-    return max(stamps) if stamps else None
+    side = max(stamps) if stamps else None
+    return side, max([*stamps, *(e.ts for e in labels)])
 
 
 def _stored(session: Session, model: str, ids: list[str]) -> dict[str, Any]:
@@ -256,22 +258,30 @@ def _expire(
     model: str,
     cfg: ModelConfig,
     parts: _Parts,
-    newest: float,
+    newest: tuple[float | None, float],
     settings: _Settings,
 ) -> None:
-    """Count and delete sides alone past the pair horizon; delete pairs past the label one."""
+    """Count and delete sides alone past the pair horizon; delete pairs past the label one.
+
+    The pair horizon is measured from the newest *side*: labels, often dated much later than
+    their predictions, must not expire a side whose other side is on its way. Anything
+    unpaired past the label horizon (from the newest side or label) goes too."""
     assert cfg.shadow is not None
     table: Any = ShadowPending.__table__
-    alone = utc(newest - cfg.shadow.pair_horizon.total_seconds())
-    unlabelled = utc(newest - settings.label_horizon_s)
+    side, anything = newest
+    unlabelled_s = anything - settings.label_horizon_s
+    alone_s = unlabelled_s
+    if side is not None:
+        alone_s = max(alone_s, side - cfg.shadow.pair_horizon.total_seconds())
+    alone, unlabelled = utc(alone_s), utc(unlabelled_s)
     old = and_(table.c.model == model, table.c.ts < alone, table.c.paired.is_(False))
     for (body,) in session.execute(select(table.c.body).where(old)):
         for index, role in enumerate(("primary", "shadow")):
-            side = body.get(role)
-            if side is None:
+            half = body.get(role)
+            if half is None:
                 continue
-            primary, shadow = (side["v"], "") if role == "primary" else ("", side["v"])
-            for key in _keys(primary, shadow, side, settings.window_s):
+            primary, shadow = (half["v"], "") if role == "primary" else ("", half["v"])
+            for key in _keys(primary, shadow, half, settings.window_s):
                 parts.unpaired[key][index] += 1
     session.execute(delete(table).where(old))
     session.execute(

@@ -124,6 +124,14 @@ def test_repeats_after_pairing_are_ignored_and_unlabelled_pairs_expire(engine: E
     assert pending(engine) == 1  # only request 1's side is left
 
 
+def test_labels_dated_later_never_expire_a_side_waiting_for_its_pair(engine: Engine) -> None:
+    feed = Feed(engine)
+    feed([side(0, "primary", 0.2)])
+    feed([label(7, 1, ts=T0 + 3600)])  # an hour later, of another request
+    feed([side(0, "shadow", 0.9)])
+    assert stored(engine)[("1", "2", "")].pairs == 1
+
+
 @pytest.mark.parametrize("columnar", [True, False])
 def test_bad_roles_are_dead_letters_naming_the_field(engine: Engine, columnar: bool) -> None:
     feed = Feed(engine)
