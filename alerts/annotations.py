@@ -61,6 +61,12 @@ _DEFAULTS: dict[str, tuple[str, str]] = {
         "The mean PCA reconstruction error of model {model} version {version} is {value} "
         "against a reference bound of {threshold} in the newest window, slice {slice}.",
     ),
+    "shadow": (
+        "Shadow {version} of {model} diverges from {primary_version} ({criterion}, slice {slice})",
+        "Paired shadow mode: {criterion} of shadow version {version} against primary version "
+        "{primary_version} of model {model} is {value} against {threshold} in the newest "
+        "window, slice {slice}.",
+    ),
     "evaluation_failed": (
         "Evaluation of {model} {version} failing",
         "{value} windows of model {model} version {version} failed to evaluate; see /readyz "

@@ -30,6 +30,7 @@ SignalKind = Literal[
     "slo",
     "estimated_outcome",
     "multivariate_drift",
+    "shadow",
 ]
 SIGNAL_KINDS: tuple[str, ...] = get_args(SignalKind)
 
@@ -110,6 +111,15 @@ SIGNAL_KIND_DOCS: Mapping[str, KindDoc] = MappingProxyType(
             " bound it is judged by (upper, or lower when below it)",
             "outside the bounds (`drift`)",
         ),
+        "shadow": KindDoc(
+            ("model", "version", "primary_version", "slice", "criterion"),
+            "paired shadow mode, newest window with pairs of a shadow `version` against its"
+            " `primary_version`: criterion `flip_rate`, the Wilson 95% lower bound of the flip"
+            " rate (threshold `shadow.max_flip_rate`); `mcnemar`, McNemar's exact p-value on"
+            " labelled correctness pairs (threshold `shadow.alpha`); sent once the criterion has"
+            " `shadow.min_pairs` pairs",
+            "lower bound above `max_flip_rate`, or p below `alpha`",
+        ),
     }
 )
 if set(SIGNAL_KIND_DOCS) != set(SIGNAL_KINDS):  # pragma: no cover - caught by the docs tests
@@ -133,7 +143,8 @@ class Signal:
     serving objective and slice of the newest window, firing on a breach,
     ``estimated_outcome`` per estimated metric (CBPE) and slice, firing below its reference
     threshold, ``multivariate_drift`` per slice, firing when the mean reconstruction error
-    leaves its reference bounds).
+    leaves its reference bounds, ``shadow`` per shadow version, slice and criterion of paired
+    shadow mode, firing on a flip rate or a McNemar test past its bound).
     labels: identify the subject (model, version, column, slice, window, method, ...); they
     become the alert's labels, so keep their values bounded.
     value/threshold: the number that decided it and its bound (None when there is none).

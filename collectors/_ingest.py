@@ -22,6 +22,7 @@ from collectors._adapters import make_adapter
 from collectors._base import Batch, BatchResult, RawRecord
 from collectors._join import join_labels
 from collectors._pairing import store_halves, stored_half
+from collectors._pairs import pair_shadow, primary_only
 from collectors._plan import KeyState, Plan, Planner
 from collectors._profiling import ProfileBackend, default_backend
 from collectors._rooms import WaitingRooms
@@ -97,6 +98,7 @@ class Ingestor:
         self._expired: dict[str, float] = {}
         # The index of the waiting rooms, kept in step with committed batches.
         self._rooms = WaitingRooms()
+        self._shadow = any(m.shadow is not None for m in models)  # paired shadow mode
         self.sleep = sleep
         self._with_retries(lambda: self._setup(source_type))
 
@@ -192,7 +194,7 @@ class Ingestor:
                 if self.settings.join_labels and (plan.events or plan.labels):
                     join_labels(
                         session,
-                        plan.table,
+                        primary_only(plan.table),
                         plan.labels,
                         self.models,
                         horizon,
@@ -201,6 +203,11 @@ class Ingestor:
                         expired,
                         self._rooms,
                     )
+                if self._shadow and (plan.events or plan.labels):
+                    pair_shadow(
+                        session, plan.table, plan.labels, self.models, self.planner.slices,
+                        window_s, horizon, self.settings.join_labels,
+                    )  # fmt: skip
                 if plan.open_halves or plan.used_halves:
                     store_halves(session, self.source, plan, horizon)
                 if within is not None:

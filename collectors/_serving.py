@@ -2,7 +2,9 @@
 
 All optional: `latency_ms` (end to end) and `model_latency_ms` (inference only), non-negative
 finite numbers or null; `error`, a string or null (an errored request still counts as a
-request); `attributions`, `{feature: finite number}` (e.g. SHAP values). Checked by both the
+request); `attributions`, `{feature: finite number}` (e.g. SHAP values); `role`, `primary` or
+`shadow` (paired shadow mode, `collectors._pairs`; anything else is an `invalid_role` dead
+letter). Checked by both the
 per-event path (:func:`serving_fields`) and the column-wise fast path (:func:`serving_columns`),
 which accept exactly the same events.
 """
@@ -15,9 +17,10 @@ from typing import Any
 
 from collectors._base import DecodeError
 
-__all__ = ["SERVING_FIELDS", "serving_columns", "serving_fields", "serving_from_events"]
+__all__ = ["ROLES", "SERVING_FIELDS", "serving_columns", "serving_fields", "serving_from_events"]
 
-SERVING_FIELDS = ("latency_ms", "model_latency_ms", "error", "attributions")
+SERVING_FIELDS = ("latency_ms", "model_latency_ms", "error", "attributions", "role")
+ROLES = ("primary", "shadow")
 _FIELD_SET = frozenset(SERVING_FIELDS)
 _LATENCY = ("latency_ms", "model_latency_ms")
 _NONE = type(None)
@@ -55,7 +58,17 @@ def serving_fields(obj: dict[str, Any]) -> dict[str, Any] | None:
     attributions = obj.get("attributions")
     if attributions is not None:
         out["attributions"] = _attributions(attributions)
+    role = obj.get("role")
+    if role is not None:
+        out["role"] = _role(role)
     return out
+
+
+def _role(value: object) -> str:
+    if value not in ROLES or type(value) is not str:
+        shown = repr(value[:40]) if type(value) is str else _kind(value)
+        raise DecodeError("invalid_role", f"role: expected 'primary' or 'shadow', got {shown}")
+    return value
 
 
 def _attributions(value: object) -> dict[str, float]:
@@ -87,7 +100,7 @@ def serving_columns(objs: Sequence[dict[str, Any]]) -> dict[str, list[Any]] | No
 
 
 def _normal(name: str, value: Any) -> Any:
-    if value is None or name == "error":
+    if value is None or name in ("error", "role"):
         return value
     if name == "attributions":
         return {k: float(v) for k, v in value.items()}
@@ -99,6 +112,7 @@ _valid = {
     "model_latency_ms": lambda v: _finite(v) and v >= 0,
     "error": lambda v: type(v) is str,
     "attributions": lambda v: type(v) is dict and all(map(_finite, v.values())),
+    "role": lambda v: type(v) is str and v in ROLES,
 }
 
 

@@ -21,7 +21,7 @@ def merge_serving(session: Session, plan: Plan, window_s: float) -> None:
     table: Any = WindowServing.__table__
     now = utcnow()
     for (model, version, start), window in plan.windows.items():
-        if not window.serving:
+        if not window.serving.keys() - {"role"}:  # a role alone is no serving statistic
             continue
         head = {"model": model, "version": version, "window_start": utc(start)}
         where = [table.c[k] == v for k, v in head.items()]

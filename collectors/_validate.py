@@ -1,7 +1,8 @@
 """Validation of decoded objects into prediction and label events.
 
 Reason codes (stored on dead letters): `missing_field`, `wrong_type`, `invalid_timestamp`,
-`unknown_model`, `too_deep` (JSON nested deeper than MAX_DEPTH), and the edge's
+`unknown_model`, `too_deep` (JSON nested deeper than MAX_DEPTH), `invalid_role`
+(`collectors._serving`), and the edge's
 `control_character`, `too_long`, `too_many_features` (`collectors._edge`); the planner adds
 `future_timestamp`, `invalid_label`, `too_many_versions` and `too_many_columns`. Details name
 the offending field, e.g. "features.amount: expected number, string, boolean or null, got list".

@@ -79,6 +79,7 @@ class ModelwatchMetrics:
         self._define_guard_metrics(registry)
         self._define_health_metrics(registry)
         self._define_service_metrics(registry)
+        self._define_shadow_metrics(registry)
 
     def keep_model_series(self, family: str, model: str) -> None:
         """Keep `model`'s series of a refreshed family (drift, outcome, estimated, guard, slo,
@@ -428,6 +429,34 @@ class ModelwatchMetrics:
         labels = (model, version, self.gate_slice(model, slice_key), output)
         self._refresh.set(self.guard_flip_rate, labels, rate)
 
+    def _define_shadow_metrics(self, registry: CollectorRegistry) -> None:
+        # `statistic` is one of SHADOW_STATISTICS: a bounded label.
+        self.shadow_statistic = Gauge(
+            "modelwatch_shadow_statistic",
+            "Paired shadow mode, newest window with pairs: a statistic of a shadow version "
+            "against its primary per slice (pairs, flip_rate and its Wilson bounds, "
+            "abs_diff_mean/p99 of scores, latency_ratio_mean/p99, mcnemar_p, metric_diff).",
+            ["model", "primary_version", "version", "slice", "statistic"],
+            registry=registry,
+        )
+
+    def set_shadow(
+        self,
+        model: str,
+        primary: str,
+        version: str,
+        slice_key: str | None,
+        stats: Mapping[str, float],
+    ) -> list[tuple[str, ...]]:
+        """Publish a shadow result's statistics (`SHADOW_STATISTICS`); the label sets set."""
+        where = (model, primary, version, self.slices.label(model, slice_key))
+        out: list[tuple[str, ...]] = []
+        for name in SHADOW_STATISTICS:
+            if stats.get(name) is not None:
+                self.shadow_statistic.labels(*where, name).set(stats[name])
+                out.append((*where, name))
+        return out
+
     def set_guard_metric_drop(
         self,
         model: str,
@@ -440,6 +469,12 @@ class ModelwatchMetrics:
         """Publish the latest task metric drop for one gate slice."""
         labels = (model, version, self.gate_slice(model, slice_key), metric, output)
         self._refresh.set(self.guard_metric_drop, labels, drop)
+
+
+SHADOW_STATISTICS = (
+    "pairs", "flip_rate", "flip_rate_low", "flip_rate_high", "abs_diff_mean", "abs_diff_p99",
+    "latency_ratio_mean", "latency_ratio_p99", "mcnemar_p", "metric_diff",
+)  # fmt: skip
 
 
 def http_request_histogram(registry: CollectorRegistry) -> Histogram:

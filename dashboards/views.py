@@ -156,6 +156,26 @@ VIEW_COLUMNS: Mapping[str, tuple[str, ...]] = {
         "status",
         "alerting",
     ),
+    # Migration 0029_shadow_pairs: paired shadow mode per window, version pair and slice.
+    "mw_shadow": (
+        "time",
+        "window_start",
+        "model",
+        "primary_version",
+        "version",
+        "slice",
+        "pairs",
+        "decided",
+        "flips",
+        "flip_rate",
+        "abs_diff_mean",
+        "latency_ratio_mean",
+        "unpaired_primary",
+        "unpaired_shadow",
+        "labelled",
+        "primary_only",
+        "shadow_only",
+    ),
 }
 
 # state_code in mw_alerts, drawn by the alert timeline.

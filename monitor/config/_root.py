@@ -21,6 +21,7 @@ from monitor.config.alerts import AlertsConfig
 from monitor.config.columns import ColumnsConfig
 from monitor.config.guards import GuardsConfig
 from monitor.config.serving import CanaryConfig, SloConfig
+from monitor.config.shadow import ShadowConfig
 from monitor.errors import ConfigError
 
 # Environment variables that override config keys (secrets and deployment-specific values).
@@ -79,6 +80,13 @@ class ModelConfig(StrictModel):
     canary: CanaryConfig = Field(
         default_factory=CanaryConfig,
         description="Live canary analysis of a version against a stable one.",
+    )
+    shadow: ShadowConfig | None = Field(
+        default=None,
+        description=(
+            "Paired shadow mode: events of one request id with `role` primary and shadow are "
+            "paired and compared (optional; without it roles are validated but not paired)."
+        ),
     )
 
     @field_validator("name")

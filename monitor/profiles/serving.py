@@ -13,7 +13,7 @@ from typing import Any
 
 from monitor.profiles._latency import LatencySketch
 
-__all__ = ["ServingSummary"]
+__all__ = ["LatencySketch", "ServingSummary"]
 
 
 @dataclass(frozen=True)

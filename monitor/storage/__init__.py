@@ -53,6 +53,7 @@ from monitor.storage._results import (
     OutcomeResultRow,
     SloResultRow,
 )
+from monitor.storage._shadow import ShadowPending, ShadowWindow
 from monitor.storage._summaries import OutcomeSummaryRow
 from monitor.storage.base import NAMING_CONVENTION, Base, UTCDateTime, utcnow
 
@@ -62,6 +63,8 @@ __all__ = [
     "Change",
     "EstimatedResultRow",
     "OutcomeSummaryRow",
+    "ShadowPending",
+    "ShadowWindow",
     "WindowChange",
     "consume_changes",
     "fetch_rows",

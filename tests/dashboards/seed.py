@@ -18,6 +18,7 @@ import orjson
 from sqlalchemy.engine import Engine
 
 from alerts import DeliveryWorker, Evaluator, Signal
+from collectors._base import RawRecord
 from collectors._files import JsonlSource
 from collectors._ingest import Ingestor
 from collectors.runner import RunState, pump
@@ -27,6 +28,7 @@ from guards.results import Criterion, GuardVerdict, LatencyStats
 from monitor.config import CollectConfig, ModelConfig
 from monitor.config.alerts import AlertsConfig
 from monitor.config.serving import CostConfig, SloConfig
+from monitor.config.shadow import ShadowConfig
 from monitor.detectors import DriftResult
 from monitor.evaluation.periods import PERIODS, period_of
 from monitor.evaluation.windows import WindowEvaluator
@@ -191,6 +193,24 @@ def seed_slo(engine: Engine) -> None:
     WindowEvaluator(engine, [model], 3600).run()
 
 
+def seed_shadow(engine: Engine, t0: datetime) -> None:
+    """Paired shadow mode: VERSION shadows version 2 over two hours, flipping every 5th."""
+    model = ModelConfig(name=MODEL, slices=["region"], shadow=ShadowConfig())
+    ingestor = Ingestor(engine, "shadow", "kafka", [model], CollectConfig())
+    events = []
+    for i in range(40):
+        base = {
+            "request_id": f"s{i}", "model": MODEL, "features": {"amount": float(i)},
+            "timestamp": (t0 + timedelta(minutes=3 * i)).timestamp(),
+            "metadata": {"region": ["eu", "us"][i % 2]},
+        }  # fmt: skip
+        events.append({**base, "model_version": "2", "role": "primary", "prediction": 0.2})
+        flipped = 0.8 if i % 5 == 0 else 0.3
+        events.append({**base, "model_version": VERSION, "role": "shadow", "prediction": flipped})
+    records = [RawRecord("p0", i, i + 1, orjson.dumps(e)) for i, e in enumerate(events)]
+    ingestor.ingest(records)
+
+
 def seed_all(engine: Engine, tmp: Path, now: datetime) -> datetime:
     """Seed everything; returns t0, the start of the seeded hours."""
     t0 = now.replace(minute=0, second=0, microsecond=0) - timedelta(hours=HOURS)
@@ -199,4 +219,5 @@ def seed_all(engine: Engine, tmp: Path, now: datetime) -> datetime:
     seed_alerts(engine, t0)
     seed_ingest(engine, tmp, t0)
     seed_slo(engine)
+    seed_shadow(engine, t0)
     return t0

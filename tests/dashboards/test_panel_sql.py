@@ -138,8 +138,15 @@ def test_panels_show_the_seeded_facts(seeded: tuple[Engine, GrafanaContext]) -> 
     assert [r[2] for r in timeline] == [1, 2, 0]
     _, failed = run(seeded, panel_sql("modelwatch-operations", "Notification delivery failures"))
     assert sum(r[2] for r in failed) == 1
+    # Shadow mode: version 3 shadows version 2 on 40 requests and flips every 5th (4 per region).
+    _, pairs = run(seeded, panel_sql("modelwatch-guards", "Shadow pairs by slice"))
+    assert [(r[0], r[1], r[2], r[3]) for r in pairs] == [
+        ("2", "all", 40, pytest.approx(0.2)),
+        ("2", "region=eu", 20, pytest.approx(0.2)),
+        ("2", "region=us", 20, pytest.approx(0.2)),
+    ]
     _, events = run(seeded, panel_sql("modelwatch-operations", "Events ingested"))
-    assert sum(r[2] for r in events) == 120
+    assert sum(r[2] for r in events) == 120 + 80  # the log's, and shadow mode's 40 pairs
     _, dead = run(seeded, panel_sql("modelwatch-operations", "Dead letters"))
     assert sum(r[2] for r in dead) == 2
 

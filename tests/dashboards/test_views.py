@@ -54,7 +54,7 @@ def test_views_read_the_same_facts_on_both_backends(engine: Engine, tmp_path: Pa
             ("firing", 2, "FeatureDrift amount", "fraud"),
             ("resolved", 0, "FeatureDrift amount", "fraud"),
         ]
-        assert rows("SELECT sum(events) FROM mw_ingest")[0][0] == 120
+        assert rows("SELECT sum(events) FROM mw_ingest")[0][0] == 120 + 80  # and 40 pairs
         assert rows("SELECT reason FROM mw_dead_letters ORDER BY reason") == [
             ("invalid_json",),
             ("missing_field",),
@@ -88,3 +88,8 @@ def test_views_read_the_same_facts_on_both_backends(engine: Engine, tmp_path: Pa
             "SELECT metric, sum(alerting), count(realized) FROM mw_estimated WHERE slice = 'all' "
             "GROUP BY metric ORDER BY metric"
         ) == [("accuracy", 3, 3), ("reconstruction_error", 2, 0)]
+        # Migration 0029: paired shadow mode, version 3 shadowing version 2.
+        assert rows(
+            "SELECT primary_version, version, sum(pairs), sum(flips), sum(decided) FROM mw_shadow "
+            "WHERE slice = 'all' GROUP BY primary_version, version"
+        ) == [("2", "3", 40, 8, 40)]

@@ -108,6 +108,23 @@ PINNED: dict[str, set[str]] = {
         "write_json",
         "write_text",
     },  # fmt: skip
+    "monitor.shadow": {
+        "CRITERIA",
+        "LabelledPair",
+        "PairOutcome",
+        "ShadowResult",
+        "ShadowStatus",
+        "ShadowSummary",
+        "flip_interval",
+        "judge",
+        "label_outcome",
+        "latest_results",
+        "mcnemar_exact",
+        "pair_outcome",
+        "paired_difference",
+        "shadow_results",
+        "window_results",
+    },
     "monitor.profiles": {
         "DEFAULT_BINS",
         "DEFAULT_TOP_K",

@@ -1,15 +1,15 @@
 """Retention: delete rows not written for `scheduler.retention_days`.
 
 Age is the time a row was last written, not its event time, so a backfill of old traffic is kept
-for the whole period. Windows (profiles, counts, outcome summaries, change markers, drift,
-outcome and estimated results), joined predictions (after `scheduler.labeled_retention_days`,
-default 14: they are drill-down data, metrics come from the summaries), dead letters,
-delivered or dead notifications, finished job runs, and the positions of HTTP idempotency keys
-and of replicas' own HTTP keys. Positions of Kafka partitions and log files are never deleted:
-they are what makes a restart exactly-once. Consumed HTTP intake requests are kept for
-`collect.http_dedup_window` (default 1 day), measured from when the drain consumed them: that
-long a retry with the same Idempotency-Key is answered as a duplicate; after it, it would count
-again. Requests not yet consumed are never deleted.
+for the whole period. Windows (profiles, counts, outcome and shadow-pair summaries, change
+markers, drift, outcome and estimated results), joined predictions (after
+`scheduler.labeled_retention_days`, default 14: they are drill-down data, metrics come from the
+summaries), dead letters, delivered or dead notifications, finished job runs, and the positions
+of HTTP idempotency keys and of replicas' own HTTP keys. Positions of Kafka partitions and log
+files are never deleted: they are what makes a restart exactly-once. Consumed HTTP intake
+requests are kept for `collect.http_dedup_window` (default 1 day), measured from when the drain
+consumed them: that long a retry with the same Idempotency-Key is answered as a duplicate; after
+it, it would count again. Requests not yet consumed are never deleted.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from monitor.storage import (
     OutcomePeriodResultRow,
     OutcomeResultRow,
     OutcomeSummaryRow,
+    ShadowWindow,
     SloResultRow,
     SourcePosition,
     WindowChange,
@@ -66,6 +67,7 @@ def purge(
         "window_profiles": delete(WindowProfile).where(WindowProfile.updated_at < cutoff),
         "window_counts": delete(WindowCount).where(WindowCount.updated_at < cutoff),
         "window_serving": delete(WindowServing).where(WindowServing.updated_at < cutoff),
+        "shadow_windows": delete(ShadowWindow).where(ShadowWindow.updated_at < cutoff),
         "drift_results": delete(DriftResultRow).where(DriftResultRow.computed_at < cutoff),
         "outcome_results": delete(OutcomeResultRow).where(OutcomeResultRow.computed_at < cutoff),
         "drift_period_results": delete(DriftPeriodResultRow).where(

@@ -24,6 +24,7 @@ from monitor.app.daemon._health_signals import (
 )
 from monitor.app.daemon._scheduler import JobSpec
 from monitor.app.daemon._service import Service
+from monitor.app.daemon._shadow_signals import ShadowSignals
 from monitor.app.daemon._supervisor import Component, SupervisedComponent
 from monitor.app.daemon.metrics import MetricsPublisher
 from monitor.app.daemon.signals import (
@@ -151,6 +152,11 @@ class Monitoring:
             else None
         )
         self.dead_letter_rate = DeadLetterRate()
+        self.shadow = {
+            m.name: ShadowSignals(engine, m, window_s, metrics)
+            for m in config.models
+            if m.shadow is not None
+        }
         self._last: dict[str, list[Signal]] = {}
 
     def __call__(
@@ -189,6 +195,7 @@ class Monitoring:
             for m in self.config.models
             if m.slo is not None
         ]
+        out += [(f"signals shadow {name}", produce) for name, produce in self.shadow.items()]
         names = [m.name for m in self.config.models]
         window = self.config.collect.window
         out += [
