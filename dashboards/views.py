@@ -156,7 +156,7 @@ VIEW_COLUMNS: Mapping[str, tuple[str, ...]] = {
         "status",
         "alerting",
     ),
-    # Migration 0029_shadow_pairs: paired shadow mode per window, version pair and slice.
+    # Migration 0027_shadow_pairs: paired shadow mode per window, version pair and slice.
     "mw_shadow": (
         "time",
         "window_start",

@@ -88,7 +88,7 @@ def test_views_read_the_same_facts_on_both_backends(engine: Engine, tmp_path: Pa
             "SELECT metric, sum(alerting), count(realized) FROM mw_estimated WHERE slice = 'all' "
             "GROUP BY metric ORDER BY metric"
         ) == [("accuracy", 3, 3), ("reconstruction_error", 2, 0)]
-        # Migration 0029: paired shadow mode, version 3 shadowing version 2.
+        # Migration 0027: paired shadow mode, version 3 shadowing version 2.
         assert rows(
             "SELECT primary_version, version, sum(pairs), sum(flips), sum(decided) FROM mw_shadow "
             "WHERE slice = 'all' GROUP BY primary_version, version"

@@ -1,6 +1,6 @@
 """Paired shadow mode: sides waiting for their pair, and per-window pair summaries.
 
-Revision ID: 0029_shadow_pairs
+Revision ID: 0027_shadow_pairs
 Revises: 0026_intake_ids
 Create Date: 2026-12-05
 
@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision = "0029_shadow_pairs"
+revision = "0027_shadow_pairs"
 down_revision = "0026_intake_ids"
 branch_labels = None
 depends_on = None
