@@ -32,7 +32,8 @@ def empty_batch(schema: Any, columns: Sequence[str]) -> Any:
     import pyarrow as pa
 
     fields = [schema.field(c) for c in columns]
-    return pa.RecordBatch.from_arrays([pa.nulls(0, f.type) for f in fields], schema=pa.schema(fields))
+    arrays = [pa.nulls(0, f.type) for f in fields]
+    return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
 
 
 def file_schema(path: Path, fmt: str) -> Any:
@@ -95,8 +96,8 @@ def _text(array: Any) -> Coded:
     encoded = array.dictionary_encode()
     indices = encoded.indices
     start, n = indices.offset, len(indices)
-    codes = np.frombuffer(indices.buffers()[1], dtype=np.int32)[start : start + n]
-    codes = codes.astype(np.intp)
+    raw = np.frombuffer(indices.buffers()[1], dtype=np.int32)[start : start + n]
+    codes = raw.astype(np.intp)
     if indices.null_count:
         codes[~_valid(indices)] = -1
     return Coded(codes, encoded.dictionary.to_pylist(), True)

@@ -10,9 +10,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from monitor.errors import ConflictError, InputError
-from monitor.profiles.codes import encode_categories, label_codes
 from monitor.profiles._parallel import map_columns
 from monitor.profiles.categorical import CategoricalProfile, profile_buckets
+from monitor.profiles.codes import encode_categories, label_codes
 from monitor.profiles.kinds import Profile
 from monitor.profiles.numeric import (
     NumericProfile,
@@ -118,7 +118,8 @@ def profile_frame(
     slice_by: Sequence[str] = (),
     max_slice_values: int = DEFAULT_MAX_SLICE_VALUES,
 ) -> ProfileSet:
-    """Profile a pandas DataFrame (or `Columns`, monitor.common.columns) with `specs`, overall and for each value of each slice column.
+    """Profile a pandas DataFrame (or `Columns`, monitor.common.columns) with `specs`, overall
+    and for each value of each slice column.
 
     Each slice column is sliced on its own (not their cross product). Values past the
     ``max_slice_values`` most frequent of a column go to the "(other)" slice; nulls to "(null)".

@@ -27,11 +27,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from monitor.errors import InputError
 from monitor.common.columns import factorize
+from monitor.errors import InputError
 from monitor.profiles._binning import Kind
-from monitor.profiles.codes import label_codes
 from monitor.profiles._parallel import map_columns
+from monitor.profiles.codes import label_codes
 from monitor.profiles.numeric import as_float_array
 from monitor.profiles.slicekeys import NULL_VALUE
 from monitor.profiles.spec import (
