@@ -161,12 +161,12 @@ def _fold(values: Any, keep: frozenset[str]) -> Any:
     column, else as `Coded` labels)."""
     if not native(values):
         return _fold_series(values, keep)
-    codes, found = label_codes(values)
+    codes, found = label_codes(values, dense=False)
     labels: list[str | None] = [lab if lab in keep else OTHER_VALUE for lab in found]
     labels.append(None if NULL_VALUE in keep else OTHER_VALUE)
     names: dict[str, int] = {}
     lut = [-1 if lab is None else names.setdefault(lab, len(names)) for lab in labels]
-    return Coded(np.asarray(lut, dtype=np.intp)[codes], list(names), dense=False)
+    return Coded(np.asarray(lut, dtype=np.intp)[codes], list(names), dense=False, text=True)
 
 
 def _fold_series(values: Any, keep: frozenset[str]) -> Any:

@@ -31,21 +31,27 @@ class Coded:
 
     ``dense`` says every value is used and values are numbered by first appearance, as
     ``pandas.factorize`` numbers them; slices and folds are not dense until `factorize`d.
+    ``text``: every value is a str (what a text column holds).
     """
 
     dtype = np.dtype(object)
     ndim = 1
 
-    def __init__(self, codes: NDArray[np.intp], values: Sequence[Any], dense: bool) -> None:
+    def __init__(
+        self, codes: NDArray[np.intp], values: Sequence[Any], dense: bool, text: bool = False
+    ) -> None:
         self.codes = codes
         self.values = values
         self.dense = dense
+        self.text = text
 
     def __len__(self) -> int:
         return int(self.codes.size)
 
     def __getitem__(self, rows: slice) -> Coded:
-        return Coded(self.codes[rows], self.values, False)
+        if rows.indices(len(self)) == (0, len(self), 1):
+            return self
+        return Coded(self.codes[rows], self.values, False, self.text)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> NDArray[Any]:
         """The values as an object array, None for nulls (as pandas holds them)."""
@@ -102,11 +108,14 @@ def _rows(values: Any, rows: slice) -> Any:
     return values[rows] if iloc is None else iloc[rows]
 
 
-def factorize(values: Any) -> tuple[NDArray[np.intp], list[Any]]:
+def factorize(values: Any, dense: bool = True) -> tuple[NDArray[np.intp], list[Any]]:
     """``pandas.factorize(values)``: codes (-1 for nulls) and the distinct non-null values in
-    order of first appearance, for any column (pandas loads only for other column types)."""
+    order of first appearance, for any column (pandas loads only for other column types).
+
+    ``dense=False`` lets a `Coded` column keep values it does not use, in any order (enough to
+    look each value up; renumbering costs a sort)."""
     if isinstance(values, Coded):
-        if values.dense:
+        if values.dense or not dense:
             return values.codes, list(values.values)
         return _first_appearance(values.codes, values.values)
     if isinstance(values, np.ndarray) and values.dtype.kind in _NUMBERS:

@@ -93,14 +93,18 @@ def _numbers(array: Any) -> NDArray[Any]:
 
 
 def _text(array: Any) -> Coded:
-    encoded = array.dictionary_encode()
+    # pyarrow's compute kernel itself: `Array.dictionary_encode` imports pyarrow.compute,
+    # whose ~300 generated wrappers cost ~40 ms to build.
+    from pyarrow._compute import call_function
+
+    encoded = call_function("dictionary_encode", [array])
     indices = encoded.indices
     start, n = indices.offset, len(indices)
     raw = np.frombuffer(indices.buffers()[1], dtype=np.int32)[start : start + n]
     codes = raw.astype(np.intp)
     if indices.null_count:
         codes[~_valid(indices)] = -1
-    return Coded(codes, encoded.dictionary.to_pylist(), True)
+    return Coded(codes, encoded.dictionary.to_pylist(), True, text=True)
 
 
 def _booleans(array: Any) -> Any:

@@ -20,9 +20,12 @@ def native(values: Any) -> bool:
     return isinstance(values, np.ndarray) and (values.dtype.kind in "biuf" or values.size == 0)
 
 
-def label_codes(values: Any) -> tuple[NDArray[np.intp], list[str]]:
-    """Codes (-1: null) and the canonical label of each code (`category_label`)."""
-    codes, uniques = factorize(values)
+def label_codes(values: Any, dense: bool = True) -> tuple[NDArray[np.intp], list[str]]:
+    """Codes (-1: null) and the canonical label of each code (`category_label`); `dense` as
+    in `factorize`."""
+    codes, uniques = factorize(values, dense)
+    if isinstance(values, Coded) and values.text:
+        return codes, uniques  # the label of a str is itself
     return codes, [category_label(u) for u in uniques]
 
 
@@ -34,7 +37,7 @@ def encode_categories(spec: Binning, values: Any) -> NDArray[np.intp]:
     """
     if not native(values):
         return encode_categorical(spec, values)
-    codes, labels = label_codes(values)
+    codes, labels = label_codes(values, dense=False)
     k = len(spec.categories)
     position = {c: i for i, c in enumerate(spec.categories)}
     unseen = k + 1 if spec.tail_complete else k
