@@ -175,7 +175,7 @@ def test_dry_commands_load_only_what_they_need(config_file: Path, tmp_path: Path
     code, modules, err = _dry("drift", "ref.csv", "cur.csv", "--json", "out.json", cwd=tmp_path)
     assert code == 0, err
     # Two files compared: no database, config models, progress bars (no terminal) or HTTP, and
-    # neither pandas (one file is read by pyarrow into numpy) nor scipy (monitor.detectors._special).
+    # neither pandas (one file is read by pyarrow into numpy) nor scipy (detectors._special).
     assert not modules & {*never, "alembic", "sqlalchemy", "pydantic", "yaml", "rich", "httpx",
                           "pandas", "scipy"}  # fmt: skip
     labels = [("ab"[i % 2] * 3) for i in range(200)]
