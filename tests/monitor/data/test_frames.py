@@ -52,15 +52,15 @@ def _table() -> pa.Table:
     })  # fmt: skip
 
 
-@pytest.fixture(params=["parquet", "csv"])
+@pytest.fixture(params=["parquet", "csv", "csv.gz"])
 def path(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
     table = _table()
     if request.param == "parquet":
         out = tmp_path / "data.parquet"
         pq.write_table(table, out, row_group_size=1_700)
         return out
-    out = tmp_path / "data.csv"
-    table.drop_columns(["cat", "nothing"]).to_pandas().to_csv(out, index=False)
+    out = tmp_path / f"data.{request.param}"
+    table.drop_columns(["cat", "nothing"]).to_pandas().to_csv(out, index=False)  # gzip by name
     return out
 
 
