@@ -2,22 +2,27 @@
 
 from __future__ import annotations
 
-from alerts._deadline import deadline_client
-from alerts._evaluator import EvaluationResult, Evaluator, Transition
-from alerts._outbox import status_counts
-from alerts._signing import IDEMPOTENCY_HEADER, SIGNATURE_HEADER, sign, verify_signature
-from alerts.base import (
-    SIGNAL_KINDS,
-    AlertSnapshot,
-    Notification,
-    OutboundRequest,
-    Receiver,
-    Signal,
-    SignalKind,
-    fingerprint,
-)
-from alerts.delivery import DeliveryReport, DeliveryWorker, RollbackHandler
-from alerts.silences import Silence, add_silence, expire_silence, list_silences
+from typing import TYPE_CHECKING
+
+from monitor.common.lazy import lazy_surface
+
+if TYPE_CHECKING:
+    from alerts._deadline import deadline_client
+    from alerts._evaluator import EvaluationResult, Evaluator, Transition
+    from alerts._outbox import status_counts
+    from alerts._signing import IDEMPOTENCY_HEADER, SIGNATURE_HEADER, sign, verify_signature
+    from alerts.base import (
+        SIGNAL_KINDS,
+        AlertSnapshot,
+        Notification,
+        OutboundRequest,
+        Receiver,
+        Signal,
+        SignalKind,
+        fingerprint,
+    )
+    from alerts.delivery import DeliveryReport, DeliveryWorker, RollbackHandler
+    from alerts.silences import Silence, add_silence, expire_silence, list_silences
 
 __all__ = [
     "IDEMPOTENCY_HEADER",
@@ -45,3 +50,45 @@ __all__ = [
     "status_counts",
     "verify_signature",
 ]
+
+# Each name loads with its module when first read: reading SIGNAL_KINDS or the receivers'
+# names (config validation) does not load delivery's httpx or the silences' SQLAlchemy.
+__getattr__ = lazy_surface(
+    __name__,
+    {
+        "alerts._deadline": ("deadline_client",),
+        "alerts._evaluator": (
+            "EvaluationResult",
+            "Evaluator",
+            "Transition",
+        ),
+        "alerts._outbox": ("status_counts",),
+        "alerts._signing": (
+            "IDEMPOTENCY_HEADER",
+            "SIGNATURE_HEADER",
+            "sign",
+            "verify_signature",
+        ),
+        "alerts.base": (
+            "SIGNAL_KINDS",
+            "AlertSnapshot",
+            "Notification",
+            "OutboundRequest",
+            "Receiver",
+            "Signal",
+            "SignalKind",
+            "fingerprint",
+        ),
+        "alerts.delivery": (
+            "DeliveryReport",
+            "DeliveryWorker",
+            "RollbackHandler",
+        ),
+        "alerts.silences": (
+            "Silence",
+            "add_silence",
+            "expire_silence",
+            "list_silences",
+        ),
+    },
+)

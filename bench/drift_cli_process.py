@@ -4,9 +4,11 @@ What a user waits for, end to end: interpreter start, imports, reading both Parq
 comparing, writing the JSON report. Evidently's process does the same with pandas and its
 DataDriftPreset (`Report.run`, then `save_json`). Data: `drift_vs_evidently.make`'s seeded
 columns, by default 8 numeric + 4 categorical (one with 1000 categories) at 200,000 rows.
-The two commands alternate, `--repeat` times each; wall and CPU (user + system, children
+The commands alternate, `--repeat` times each; wall and CPU (user + system, children
 included) are reported per run and as the median, so a loaded machine shows as wall > CPU.
-Run: `python bench/drift_cli_process.py [--rows 200000] [--repeat 3]`.
+`--before DIR` adds a third, alternating arm: the same command run from another checkout (e.g.
+`git worktree add /tmp/before HEAD~3`), for before/after medians on one machine in one run.
+Run: `python bench/drift_cli_process.py [--rows 200000] [--repeat 5] [--before DIR]`.
 """
 
 from __future__ import annotations
@@ -43,12 +45,13 @@ run_data_drift(ref, cur, specs, list(cur.columns)).save_json(out)
 """
 
 
-def timed(argv: list[str]) -> tuple[float, float]:
-    """Wall and CPU seconds (user + system of the child and its children) of one process."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+def timed(argv: list[str], tree: Path = REPO) -> tuple[float, float]:
+    """Wall and CPU seconds (user + system of the child and its children) of one process run
+    with `tree`'s code."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    out = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    out = subprocess.run(argv, cwd=tree, env=env, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if out.returncode not in (0, 1):
@@ -60,7 +63,8 @@ def timed(argv: list[str]) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=200_000)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--before", type=Path, default=None, help="another checkout to compare")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
@@ -71,9 +75,13 @@ def main() -> None:
                     "--json", str(tmp / "ours.json")]  # fmt: skip
         theirs_cmd = [sys.executable, "-c", EVIDENTLY, str(ref), str(cur), str(tmp / "ev.json")]
         runs: dict[str, list[tuple[float, float]]] = {"modelwatch": [], "evidently": []}
+        if args.before is not None:
+            runs["before"] = []
         for _ in range(args.repeat):
             runs["modelwatch"].append(timed(ours_cmd))
             runs["evidently"].append(timed(theirs_cmd))
+            if args.before is not None:
+                runs["before"].append(timed(ours_cmd, args.before.resolve()))
     row: dict[str, object] = {"rows": args.rows, "columns": len(COLUMNS)}
     for name, measured in runs.items():
         row[name] = {
@@ -82,13 +90,13 @@ def main() -> None:
             "median_wall_s": round(statistics.median(w for w, _ in measured), 2),
             "median_cpu_s": round(statistics.median(c for _, c in measured), 2),
         }
-    ours, theirs = runs["modelwatch"], runs["evidently"]
-    row["speedup_wall"] = round(
-        statistics.median(w for w, _ in theirs) / statistics.median(w for w, _ in ours), 1
-    )
-    row["speedup_cpu"] = round(
-        statistics.median(c for _, c in theirs) / statistics.median(c for _, c in ours), 1
-    )
+    theirs = runs["evidently"]
+    for name in (n for n in runs if n != "evidently"):
+        suffix = "" if name == "modelwatch" else f"_{name}"
+        for i, unit in enumerate(("wall", "cpu")):
+            peer = statistics.median(m[i] for m in theirs)
+            mine = statistics.median(m[i] for m in runs[name])
+            row[f"speedup_{unit}{suffix}"] = round(peer / mine, 1)
     print(json.dumps(row, indent=2))
 
 

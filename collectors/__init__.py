@@ -7,39 +7,44 @@ transaction with aggregates, counters, dead letters, label join and positions ou
 
 from __future__ import annotations
 
-from collectors._adapters import adapter_names, make_adapter, register_adapter
-from collectors._base import (
-    Adapter,
-    Batch,
-    BatchResult,
-    DecodeError,
-    LabelEvent,
-    PredictionEvent,
-    RawRecord,
-    Rejection,
-    Source,
-)
-from collectors._http_bodies import CE_BATCH, CE_STRUCTURED, RequestBody, check_request
-from collectors._http_intake import (
-    Accepted,
-    Backlog,
-    HttpIntake,
-    IntakeFull,
-    check_idempotency_key,
-)
-from collectors._ingest import Ingestor
-from collectors._intake_requests import (
-    RequestDeadLetter,
-    RequestState,
-    count_dead_letters,
-    keyed_request_state,
-    request_dead_letters,
-    request_state,
-    stored_key,
-)
-from collectors._profiling import ProfileBackend
-from collectors.runner import RunState, run
-from collectors.status import CollectStatus, ModelStatus, SourceStatus, collect_status
+from typing import TYPE_CHECKING
+
+from monitor.common.lazy import lazy_surface
+
+if TYPE_CHECKING:
+    from collectors._adapters import adapter_names, make_adapter, register_adapter
+    from collectors._base import (
+        Adapter,
+        Batch,
+        BatchResult,
+        DecodeError,
+        LabelEvent,
+        PredictionEvent,
+        RawRecord,
+        Rejection,
+        Source,
+    )
+    from collectors._http_bodies import CE_BATCH, CE_STRUCTURED, RequestBody, check_request
+    from collectors._http_intake import (
+        Accepted,
+        Backlog,
+        HttpIntake,
+        IntakeFull,
+        check_idempotency_key,
+    )
+    from collectors._ingest import Ingestor
+    from collectors._intake_requests import (
+        RequestDeadLetter,
+        RequestState,
+        count_dead_letters,
+        keyed_request_state,
+        request_dead_letters,
+        request_state,
+        stored_key,
+    )
+    from collectors._profiling import ProfileBackend
+    from collectors.runner import RunState, run
+    from collectors.status import CollectStatus, ModelStatus, SourceStatus, collect_status
 
 __all__ = [
     "CE_BATCH",
@@ -79,3 +84,61 @@ __all__ = [
     "run",
     "stored_key",
 ]
+
+# Each name loads with its module when first read: reading the adapters' names (config
+# validation) does not load the ingestor, the HTTP intake or the runner.
+__getattr__ = lazy_surface(
+    __name__,
+    {
+        "collectors._adapters": (
+            "adapter_names",
+            "make_adapter",
+            "register_adapter",
+        ),
+        "collectors._base": (
+            "Adapter",
+            "Batch",
+            "BatchResult",
+            "DecodeError",
+            "LabelEvent",
+            "PredictionEvent",
+            "RawRecord",
+            "Rejection",
+            "Source",
+        ),
+        "collectors._http_bodies": (
+            "CE_BATCH",
+            "CE_STRUCTURED",
+            "RequestBody",
+            "check_request",
+        ),
+        "collectors._http_intake": (
+            "Accepted",
+            "Backlog",
+            "HttpIntake",
+            "IntakeFull",
+            "check_idempotency_key",
+        ),
+        "collectors._ingest": ("Ingestor",),
+        "collectors._intake_requests": (
+            "RequestDeadLetter",
+            "RequestState",
+            "count_dead_letters",
+            "keyed_request_state",
+            "request_dead_letters",
+            "request_state",
+            "stored_key",
+        ),
+        "collectors._profiling": ("ProfileBackend",),
+        "collectors.runner": (
+            "RunState",
+            "run",
+        ),
+        "collectors.status": (
+            "CollectStatus",
+            "ModelStatus",
+            "SourceStatus",
+            "collect_status",
+        ),
+    },
+)

@@ -33,7 +33,7 @@ HEAVY_OPTIONAL = {
     "confluent_kafka": "optional extra (modelwatch[confluent]); only `client: confluent-kafka`",
     "pyspark": "optional extra (modelwatch[spark]); only `baseline create --engine spark`",
     "pandas": "~0.3 s; the daemon's window jobs and most commands never build a frame",
-    "pyarrow": "pyarrow.dataset ~0.3 s; only reading Parquet directories",
+    "pyarrow": "only reading data files (pyarrow.dataset, ~0.3 s with pandas: directories)",
     "scipy": "~0.8 s; the statistical core imports without it (tests/monitor/test_public_api.py)",
     "kafka": "~0.1 s on every command (they all import collectors); only Kafka sources use it",
 }

@@ -20,11 +20,13 @@ from typing import Any
 import numpy as np
 
 from monitor.common import progress
+from monitor.common.columns import Coded
 from monitor.data.datasets import DEFAULT_BATCH_ROWS, DataSource
 from monitor.detectors import Variability
 from monitor.detectors.variability import reference_variability
 from monitor.profiles import ColumnSpec, ProfileSet, profile_frame
 from monitor.profiles.categorical import category_label
+from monitor.profiles.codes import label_codes, native
 from monitor.profiles.dataset import DEFAULT_MAX_SLICE_VALUES
 from monitor.profiles.sketch import SpecSketch, sketch_kinds
 from monitor.profiles.slicekeys import NULL_VALUE, OTHER_VALUE
@@ -63,25 +65,27 @@ def profile_source(
     source.require([*columns, *slice_by])
     wanted = list(dict.fromkeys([*columns, *slice_by]))
     kinds = (
-        {} if specs is not None else sketch_kinds(source.empty_frame(columns), columns, categorical)
+        {}
+        if specs is not None
+        else sketch_kinds(source.empty_columns(columns), columns, categorical)
     )
     sketch = SpecSketch(kinds, tuple(slice_by))
     # A small dataset's frames from the sketch pass are profiled again, not read again.
     kept: list[Any] | None = [] if specs is None else None
     if specs is None or slice_by or chunks:
         # With specs given only the slice columns are read (for their slice values).
-        for frame in source.batches(wanted if specs is None else list(slice_by), batch_rows):
+        for frame in source.frames(wanted if specs is None else list(slice_by), batch_rows):
             sketch.add(frame)
             kept = _kept(kept, frame, len(wanted))
     if specs is None:
         specs = sketch.specs(bins, top_k)
     folds = slice_folds(sketch, slice_by)
     whole, parts = profile_batches(
-        source.batches(wanted, batch_rows) if kept is None else _replayed(source, kept),
+        source.frames(wanted, batch_rows) if kept is None else _replayed(source, kept),
         specs,
         slice_by,
         folds,
-        source.empty_frame(wanted),
+        source.empty_columns(wanted),
         chunks,
         sketch.rows,
     )
@@ -153,6 +157,19 @@ def _profile(
 
 
 def _fold(values: Any, keep: frozenset[str]) -> Any:
+    """Slice labels of `values`, those not kept as "(other)" (as a pandas Series for a pandas
+    column, else as `Coded` labels)."""
+    if not native(values):
+        return _fold_series(values, keep)
+    codes, found = label_codes(values, dense=False)
+    labels: list[str | None] = [lab if lab in keep else OTHER_VALUE for lab in found]
+    labels.append(None if NULL_VALUE in keep else OTHER_VALUE)
+    names: dict[str, int] = {}
+    lut = [-1 if lab is None else names.setdefault(lab, len(names)) for lab in labels]
+    return Coded(np.asarray(lut, dtype=np.intp)[codes], list(names), dense=False, text=True)
+
+
+def _fold_series(values: Any, keep: frozenset[str]) -> Any:
     import pandas as pd
 
     codes, uniques = pd.factorize(values, use_na_sentinel=True)

@@ -1,3 +1,4 @@
 """The foundation every layer uses: named-plugin registries, progress reporting, the paused
-cyclic garbage collector, secret redaction and the defaults shown in `--help`.
+cyclic garbage collector, secret redaction, the defaults shown in `--help`, the columns data
+files are read into without pandas (`columns`) and lazily loaded package surfaces (`lazy`).
 """

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from monitor.common import progress
+from monitor.data._arrow import empty_batch, file_batches, file_schema, to_columns
 from monitor.errors import InputError
 
 __all__ = ["DEFAULT_BATCH_ROWS", "FORMATS", "DataSource", "open_source"]
@@ -27,6 +28,7 @@ FORMATS: dict[str, Format] = {
 }  # fmt: skip
 DEFAULT_BATCH_ROWS = 65_536
 _GLOB_CHARS = "*?["
+_OPENED = ("_opened", "_schema")  # what opening a source caches
 
 
 @dataclass(frozen=True)
@@ -56,9 +58,24 @@ class DataSource:
 
         Each pass is reported to the installed progress observer, if any
         (monitor.common.progress)."""
+        for batch in self._watched(self._record_batches(list(columns), batch_rows)):
+            yield batch.to_pandas()
+
+    def frames(self, columns: Sequence[str], batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[Any]:
+        """The rows as `Columns` (monitor.common.columns: numpy and Arrow, no pandas for
+        numbers and text) of at most `batch_rows` rows each, in file order; the same batches
+        and values as `batches`. One file is read without ``pyarrow.dataset``."""
+        for batch in self._watched(self._arrow_batches(list(columns), batch_rows)):
+            yield to_columns(batch)
+
+    def empty_columns(self, columns: Sequence[str]) -> Any:
+        """Zero-row `Columns` with the types these columns read as."""
+        return to_columns(empty_batch(self._schema, columns))
+
+    def _watched(self, batches: Iterator[Any]) -> Iterator[Any]:
+        """Non-empty `batches`, reported to the progress observer; read errors as InputError."""
         if progress.watching():
             progress.begin(self.path, self.row_estimate())
-        batches = self._record_batches(list(columns), batch_rows)
         while True:
             try:
                 batch = next(batches)
@@ -68,7 +85,26 @@ class DataSource:
                 raise InputError(f"{self.path}: cannot read: {_first_line(exc)}") from None
             progress.advance(batch.num_rows)
             if batch.num_rows:
-                yield batch.to_pandas()
+                yield batch
+
+    def _arrow_batches(self, columns: list[str], batch_rows: int) -> Iterator[Any]:
+        if self._direct:
+            return file_batches(self.files[0], self.format, columns, batch_rows)
+        return self._record_batches(columns, batch_rows)
+
+    @property
+    def _direct(self) -> bool:
+        """One file, no partition folders: read without pyarrow.dataset (and pandas)."""
+        return len(self.files) == 1 and self.base_dir is None
+
+    @cached_property
+    def _schema(self) -> Any:
+        if self._direct:
+            try:
+                return file_schema(self.files[0], self.format)
+            except Exception as exc:
+                raise InputError(f"{self.path}: cannot read: {_first_line(exc)}") from None
+        return self._dataset().schema
 
     def row_estimate(self) -> int | None:
         """Rows from Parquet metadata, or the line count of uncompressed CSV (a quoted field
@@ -145,9 +181,10 @@ def open_source(path: str | Path) -> DataSource:
     if len(formats) > 1:
         raise InputError(f"{text}: mixes Parquet and CSV files; use one format")
     source = DataSource(text, tuple(files), formats.pop(), (), base)
-    dataset = source._dataset()
-    opened = DataSource(text, source.files, source.format, tuple(dataset.schema.names), base)
-    opened.__dict__["_opened"] = dataset  # the same files: no second opening
+    schema = source._schema
+    opened = DataSource(text, source.files, source.format, tuple(schema.names), base)
+    # The same files: no second opening.
+    opened.__dict__.update({k: v for k, v in source.__dict__.items() if k in _OPENED})
     return opened
 
 

@@ -20,9 +20,12 @@ merged into the smallest other bucket. Fewer than two buckets left: no p-value (
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numpy.typing import NDArray
 
+from monitor.detectors._special import chi2_sf
 from monitor.profiles.kinds import Profile
 
 DEFAULT_EVIDENCE_ALPHA = 1e-6
@@ -36,14 +39,13 @@ def exact_counts(profile: Profile) -> bool:
 
 def homogeneity_p(reference: NDArray[np.float64], current: NDArray[np.float64]) -> float | None:
     """Chi-square homogeneity p-value of two bucket-count vectors, sparse buckets pooled."""
-    from scipy.special import chdtrc  # = scipy.stats.chi2.sf, without its argument checks
-
     table = _pooled(np.stack([reference, current]).astype(np.float64))
     if table is None:
         return None
     expected = _expected(table)
     stat = float(((table - expected) ** 2 / expected).sum())
-    return float(chdtrc(table.shape[1] - 1, stat))
+    p = chi2_sf(table.shape[1] - 1, stat)
+    return p if math.isfinite(p) else None
 
 
 def _expected(table: NDArray[np.float64]) -> NDArray[np.float64]:

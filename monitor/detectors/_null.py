@@ -35,6 +35,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from monitor.detectors._base import Detector, Pair
+from monitor.detectors._special import gammaincc
 from monitor.profiles.kinds import Profile
 
 BOOTSTRAP_DRAWS = 300
@@ -176,8 +177,6 @@ def _key(name: str, ref: NDArray[np.float64], n_cur: int, draws: int) -> bytes:
 
 
 def _gamma_tail(draws: NDArray[np.float64], value: float, power: float) -> float:
-    from scipy.special import gammaincc
-
     s = np.power(np.maximum(draws, 0.0), power)
     mean, var = float(s.mean()), float(s.var())
     if mean <= 0 or var <= 0:
@@ -185,4 +184,5 @@ def _gamma_tail(draws: NDArray[np.float64], value: float, power: float) -> float
         # stands (at least 1/(B+1): a p-value of 0 would be overwhelming evidence from nothing).
         return 1.0
     shape, scale = mean * mean / var, var / mean
-    return float(gammaincc(shape, max(value, 0.0) ** power / scale))
+    tail = gammaincc(shape, max(value, 0.0) ** power / scale)
+    return tail if math.isfinite(tail) else 1.0  # no fit: the empirical p-value stands

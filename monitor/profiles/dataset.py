@@ -11,12 +11,8 @@ from numpy.typing import NDArray
 
 from monitor.errors import ConflictError, InputError
 from monitor.profiles._parallel import map_columns
-from monitor.profiles.categorical import (
-    CategoricalProfile,
-    category_label,
-    encode_categorical,
-    profile_buckets,
-)
+from monitor.profiles.categorical import CategoricalProfile, profile_buckets
+from monitor.profiles.codes import encode_categories, label_codes
 from monitor.profiles.kinds import Profile
 from monitor.profiles.numeric import (
     NumericProfile,
@@ -122,7 +118,8 @@ def profile_frame(
     slice_by: Sequence[str] = (),
     max_slice_values: int = DEFAULT_MAX_SLICE_VALUES,
 ) -> ProfileSet:
-    """Profile a pandas DataFrame with `specs`, overall and for each value of each slice column.
+    """Profile a pandas DataFrame (or `Columns`, monitor.common.columns) with `specs`, overall
+    and for each value of each slice column.
 
     Each slice column is sliced on its own (not their cross product). Values past the
     ``max_slice_values`` most frequent of a column go to the "(other)" slice; nulls to "(null)".
@@ -166,7 +163,7 @@ def _encode(spec: ColumnSpec, values: Any) -> Encoded:
     if spec.kind == "numeric":
         x = as_float_array(spec.column, values)
         return x, encode_numeric(spec, x)
-    return None, encode_categorical(spec, values)
+    return None, encode_categories(spec, values)
 
 
 def _profile(spec: ColumnSpec, enc: Encoded, positions: NDArray[np.intp] | None) -> Profile:
@@ -182,10 +179,8 @@ def _profile(spec: ColumnSpec, enc: Encoded, positions: NDArray[np.intp] | None)
 def _slice_positions(
     values: Any, column: str, max_values: int
 ) -> Iterator[tuple[str, NDArray[np.intp]]]:
-    import pandas as pd
-
-    codes, uniques = pd.factorize(values, use_na_sentinel=True)
-    labels = [category_label(u) for u in np.asarray(uniques)] + [NULL_VALUE]
+    codes, labels = label_codes(values)
+    labels.append(NULL_VALUE)
     codes = np.where(codes < 0, len(labels) - 1, codes)
     counts = np.bincount(codes, minlength=len(labels))
     ranked = sorted((i for i in range(len(labels)) if counts[i]), key=lambda i: -counts[i])

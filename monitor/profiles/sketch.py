@@ -27,10 +27,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from monitor.common.columns import factorize
 from monitor.errors import InputError
 from monitor.profiles._binning import Kind
 from monitor.profiles._parallel import map_columns
-from monitor.profiles.categorical import category_label
+from monitor.profiles.codes import label_codes
 from monitor.profiles.numeric import as_float_array
 from monitor.profiles.slicekeys import NULL_VALUE
 from monitor.profiles.spec import (
@@ -105,7 +106,7 @@ class SpecSketch:
             self.counts[f"slice:{col}"] = BoundedCounts(self.limit)
 
     def add(self, frame: Any) -> None:
-        """Summarise one batch (a pandas DataFrame holding every sketched column)."""
+        """Summarise one batch (a pandas DataFrame or `Columns` of every sketched column)."""
         n = len(frame)
         if n == 0:
             return
@@ -172,18 +173,16 @@ class SpecSketch:
     def _count_distinct(self, col: str, x: NDArray[np.float64]) -> None:
         if self.distinct.get(col) is None:
             return
-        import pandas as pd
-
         finite = x[np.isfinite(x)]
         # A continuous column shows more than DISTINCT_CAP values in its first few thousand:
-        # then the whole batch need not be hashed to tell (the answer is the same).
-        found = pd.unique(finite[: 4 * DISTINCT_CAP])
-        if found.size <= DISTINCT_CAP:
-            found = pd.unique(finite)
-        if found.size > DISTINCT_CAP:
+        # then the whole batch need not be looked at to tell (the answer is the same).
+        found = factorize(finite[: 4 * DISTINCT_CAP])[1]
+        if len(found) <= DISTINCT_CAP:
+            found = factorize(finite)[1]
+        if len(found) > DISTINCT_CAP:
             self.distinct[col] = None
             return
-        self._union(col, frozenset(found.tolist()))
+        self._union(col, frozenset(float(v) for v in found))
 
     def _union(self, col: str, values: frozenset[float] | None) -> None:
         mine = self.distinct.get(col)
@@ -218,11 +217,8 @@ def sketch_kinds(
 
 
 def _label_counts(values: Any, with_nulls: bool) -> tuple[list[str], list[int]]:
-    import pandas as pd
-
-    codes, uniques = pd.factorize(values, use_na_sentinel=True)
-    counts = np.bincount(codes[codes >= 0], minlength=len(uniques)).tolist()
-    labels = [category_label(u) for u in np.asarray(uniques)]
+    codes, labels = label_codes(values)
+    counts = np.bincount(codes[codes >= 0], minlength=len(labels)).tolist()
     nulls = int((codes < 0).sum())
     if with_nulls and nulls:
         labels.append(NULL_VALUE)

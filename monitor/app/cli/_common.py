@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-
-from sqlalchemy.engine import Engine
+from typing import TYPE_CHECKING
 
 from monitor.app.daemon.names import registry_names
 from monitor.config import DEFAULT_DATABASE_URL, Config, load_config
-from monitor.storage import make_engine
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
 
 def resolve_database_url(database_url: str | None, config_path: Path | None) -> str:
@@ -30,5 +31,7 @@ def load_checked_config(path: Path) -> Config:
 
 
 def engine_from_options(database_url: str | None, config_path: Path | None) -> Engine:
-    """The engine the user asked for."""
+    """The engine the user asked for (SQLAlchemy loads here: `config check` reads no database)."""
+    from monitor.storage import make_engine
+
     return make_engine(resolve_database_url(database_url, config_path))

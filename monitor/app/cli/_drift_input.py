@@ -44,10 +44,10 @@ class Profiling:
 
 
 def sample_frame(source: Any) -> Any:
-    """The first record batch of a dataset (its columns' dtypes when it has no rows): enough
-    to tell id-like and continuous slice columns apart without reading it all."""
-    first = next(iter(source.batches(list(source.columns))), None)
-    return source.empty_frame(source.columns) if first is None else first
+    """The first record batch of a dataset as `Columns` (its columns' types when it has no
+    rows): enough to tell id-like and continuous slice columns apart without reading it all."""
+    first = next(iter(source.frames(list(source.columns))), None)
+    return source.empty_columns(source.columns) if first is None else first
 
 
 def load_inputs(

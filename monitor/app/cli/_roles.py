@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from monitor.common.columns import n_present, n_unique
 from monitor.detectors import MIN_N
 from monitor.errors import InputError
 from monitor.profiles.dataset import DEFAULT_MAX_SLICE_VALUES
@@ -104,8 +105,8 @@ def looks_like_id(values: Any) -> bool:
     kind = getattr(values.dtype, "kind", "O")
     if kind not in "iuOSU" and str(values.dtype) not in ("string", "str"):
         return False
-    present = values.dropna()
-    return len(present) >= MIN_N and present.nunique() == len(present)
+    present = n_present(values)
+    return present >= MIN_N and n_unique(values) == present
 
 
 def check_slice_columns(
@@ -117,7 +118,7 @@ def check_slice_columns(
         if col not in frame.columns:
             continue
         values = frame[col]
-        distinct = values.nunique()
+        distinct = n_unique(values)
         if getattr(values.dtype, "kind", "O") == "f" and distinct > limit:
             raise InputError(
                 f"{source}: --slice-by column '{col}' is continuous ({distinct} distinct values; "

@@ -101,13 +101,13 @@ def test_a_small_reference_is_read_once_and_profiles_as_if_read_twice(
     frame.to_parquet(path, row_group_size=3000)
     cols = ["amount", "age", "merchant", "channel"]
     reads: list[list[str]] = []
-    batches = DataSource.batches
+    batches = DataSource.frames
 
     def counted(self: DataSource, columns: Any, batch_rows: int = 65_536) -> Any:
         reads.append(list(columns))
         return batches(self, columns, batch_rows)
 
-    monkeypatch.setattr(DataSource, "batches", counted)
+    monkeypatch.setattr(DataSource, "frames", counted)
     once = profile_source(open_source(path), cols, bins=16, top_k=20, batch_rows=997)
     assert len(reads) == 1  # the sketch pass's frames were profiled again
     monkeypatch.setattr(_stream, "REPLAY_CELLS", 10_000)  # past it: read again, in batches
