@@ -46,6 +46,12 @@ def value_counts(values: Any) -> dict[str, int]:
 def encode_categorical(spec: Binning, values: Any) -> NDArray[np.intp]:
     """Bucket index per value: a category's position, then other, unseen; nulls last."""
     codes, labels = _factorize(values)
+    return buckets_of(spec, codes, labels)
+
+
+def buckets_of(spec: Binning, codes: NDArray[np.intp], labels: Sequence[str]) -> NDArray[np.intp]:
+    """Bucket index of each code (-1: null) whose canonical label is `labels[code]`: the one
+    owner of the rule (a category's position, then other, unseen; nulls last)."""
     k = len(spec.categories)
     position = {c: i for i, c in enumerate(spec.categories)}
     unseen = k + 1 if spec.tail_complete else k

@@ -10,7 +10,7 @@ from numpy.typing import NDArray
 
 from monitor.common.columns import Coded, factorize
 from monitor.profiles._binning import Binning
-from monitor.profiles.categorical import category_label, encode_categorical
+from monitor.profiles.categorical import buckets_of, category_label, encode_categorical
 
 
 def native(values: Any) -> bool:
@@ -32,15 +32,9 @@ def label_codes(values: Any, dense: bool = True) -> tuple[NDArray[np.intp], list
 def encode_categories(spec: Binning, values: Any) -> NDArray[np.intp]:
     """`encode_categorical` of `values`; numpy and `Coded` columns without pandas.
 
-    The bucket of a label is the one `encode_categorical` gives it (a category's position,
-    then other, unseen; nulls last): tests/monitor/profiles/test_codes.py checks the two agree.
+    Both map labels to buckets through `categorical.buckets_of`, the rule's one owner.
     """
     if not native(values):
         return encode_categorical(spec, values)
     codes, labels = label_codes(values, dense=False)
-    k = len(spec.categories)
-    position = {c: i for i, c in enumerate(spec.categories)}
-    unseen = k + 1 if spec.tail_complete else k
-    lut = [position.get(lab, k if lab in spec.tail else unseen) for lab in labels]
-    # Code -1 (null) indexes the appended last entry.
-    return np.asarray([*lut, k + 2], dtype=np.intp)[codes]
+    return buckets_of(spec, codes, labels)
