@@ -2,10 +2,11 @@
 
 All optional: `latency_ms` (end to end) and the stage timings `queue_ms`, `preprocess_ms`,
 `model_ms` (inference only; `model_latency_ms` is the same field under its older name),
-`postprocess_ms` and `network_ms` (any subset), non-negative finite numbers or null; `error`, a string or null (an errored request still counts as a
-request); `attributions`, `{feature: finite number}` (e.g. SHAP values). Checked by both the
-per-event path (:func:`serving_fields`) and the column-wise fast path (:func:`serving_columns`),
-which accept exactly the same events.
+`postprocess_ms` and `network_ms` (any subset), non-negative finite numbers or null; `error`,
+a string or null (an errored request still counts as a request); `attributions`,
+`{feature: finite number}` (e.g. SHAP values). `model_ms` and `model_latency_ms` set to different
+values on one event is a dead letter. Checked by both the per-event path (:func:`serving_fields`)
+and the column-wise fast path (:func:`serving_columns`), which accept exactly the same events.
 """
 
 from __future__ import annotations
@@ -119,7 +120,7 @@ def _model_alias_column(
     alias = [o.get(_MODEL_ALIAS) for o in objs]
     if all(v is None for v in alias):
         return out
-    if not all(_valid["latency_ms"](v) for v in alias if v is not None):
+    if not all(_nonnegative(v) for v in alias if v is not None):
         return None
     column = out.get("model_latency_ms") or [None] * len(objs)
     merged = [m if a is None else float(a) for a, m in zip(alias, column, strict=True)]
@@ -137,9 +138,12 @@ def _normal(name: str, value: Any) -> Any:
     return float(value)
 
 
+def _nonnegative(value: Any) -> bool:
+    return _finite(value) and value >= 0
+
+
 _valid = {
-    "latency_ms": lambda v: _finite(v) and v >= 0,
-    **{name: lambda v: _finite(v) and v >= 0 for name in _LATENCY[1:]},
+    **{name: _nonnegative for name in _LATENCY},
     "error": lambda v: type(v) is str,
     "attributions": lambda v: type(v) is dict and all(map(_finite, v.values())),
 }

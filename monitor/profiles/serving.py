@@ -3,8 +3,8 @@
 Mergeable like every other summary: counts and sums add, latency sketches merge, so a day is a
 merge of its windows. Stage timings have a sketch each: the model stage in `model_latency`
 (events' `model_ms`, also named `model_latency_ms`), the others in `stages` by name (STAGES,
-without the `_ms`), only those some event carried. `attributions` maps a feature to `(n, sum of |attribution|)`; its mean
-absolute attribution is `sum / n`.
+without the `_ms`), only those some event carried. `attributions` maps a feature to
+`(n, sum of |attribution|)`; its mean absolute attribution is `sum / n`.
 """
 
 from __future__ import annotations
@@ -101,5 +101,8 @@ class ServingSummary:
             LatencySketch.from_json(row.latency),
             LatencySketch.from_json(row.model_latency),
             attrs,
-            {k: LatencySketch.from_json(v) for k, v in (getattr(row, "stages", None) or {}).items()},
+            {
+                k: LatencySketch.from_json(v)
+                for k, v in (getattr(row, "stages", None) or {}).items()
+            },
         )
