@@ -68,5 +68,7 @@ def test_bad_stage_timings_are_dead_letters_naming_the_field(engine: Engine) -> 
 @pytest.mark.parametrize("value", [math.inf, -math.inf, math.nan])
 def test_non_finite_stage_timings_are_refused(field: str, value: float) -> None:
     # JSON cannot carry them (the payload is invalid JSON); an adapter building events could
-    with pytest.raises(DecodeError, match=f"^wrong_type: {field}: expected a non-negative finite number"):
+    with pytest.raises(
+        DecodeError, match=f"^wrong_type: {field}: expected a non-negative finite number"
+    ):
         serving_fields({field: value})
