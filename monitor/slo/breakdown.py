@@ -48,6 +48,7 @@ __all__ = [
     "StageShift",
     "WindowBreakdown",
     "latency_breakdown",
+    "latency_explanations",
     "latency_shift",
     "window_breakdowns",
 ]
@@ -211,6 +212,13 @@ class WindowBreakdown:
     breakdown: LatencyBreakdown
     shift: LatencyShift | None
 
+    def text(self) -> str:
+        """E.g. "p95 +18 ms, of which model +16 ms since the previous window; p95 250 ms; stage
+        p95: model 200 ms (80%)" (the change only where there is a previous window)."""
+        change = self.shift.text() if self.shift is not None else ""
+        now = self.breakdown.text()
+        return f"{change} since the previous window; {now}" if change else now
+
 
 def window_breakdowns(
     engine: Engine,
@@ -249,3 +257,13 @@ def _with_shifts(
         out.append(WindowBreakdown(version, start, end, key, latency_breakdown(summary), shift))
         previous = (version, key, summary)
     return out
+
+
+def latency_explanations(
+    engine: Engine, model: str, start: datetime, end: datetime, version: str | None = None
+) -> dict[tuple[str, datetime, str], str]:
+    """:meth:`WindowBreakdown.text` of each (version, window start, slice key) in [start, end)."""
+    return {
+        (w.version, w.window_start, w.slice_key): w.text()
+        for w in window_breakdowns(engine, model, start, end, version)
+    }
