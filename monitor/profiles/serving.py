@@ -13,9 +13,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from monitor.profiles._latency import LatencySketch
+from monitor.profiles._latency import RELATIVE_ERROR, LatencySketch
 
-__all__ = ["STAGES", "ServingSummary"]
+# The sketch and its accuracy are public here, for the judgements built on serving summaries.
+__all__ = ["RELATIVE_ERROR", "STAGES", "LatencySketch", "ServingSummary"]
 
 # The stages of a request, in the order it passes them; "model" is `model_latency`.
 STAGES = ("queue", "preprocess", "model", "postprocess", "network")

@@ -36,8 +36,7 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
-from monitor.profiles._latency import RELATIVE_ERROR, LatencySketch
-from monitor.profiles.serving import STAGES, ServingSummary
+from monitor.profiles.serving import RELATIVE_ERROR, STAGES, LatencySketch, ServingSummary
 from monitor.storage import WindowServing, session_factory
 
 __all__ = [
