@@ -51,7 +51,9 @@ class ServingSummary:
             for feature, value in attr.items():
                 n, total = sums.get(feature, (0, 0.0))
                 sums[feature] = (n + 1, total + abs(value))
-        stages = {s: LatencySketch.of(present(f"{s}_ms")) for s in _OTHER_STAGES}
+        stages = {  # only the columns some event of the batch set (most batches: none)
+            s: LatencySketch.of(present(f"{s}_ms")) for s in _OTHER_STAGES if f"{s}_ms" in columns
+        }
         return cls(
             requests=len(rows),
             errors=len(present("error")),
