@@ -65,7 +65,8 @@ def list_slo(
     now = datetime.now(UTC)
     start = since_of(since, now, default=timedelta(days=1))
     rows = slo_results(state.engine, model, cfg.slo, start, now, now, version)
-    texts = latency_explanations(state.engine, model, start, now, version)
+    latency = cfg.slo.latency_p95_ms is not None or cfg.slo.latency_p99_ms is not None
+    texts = latency_explanations(state.engine, model, start, now, version) if latency else {}
     return SloList(
         model=model,
         results=[
