@@ -1,10 +1,12 @@
 """Operational fields of prediction events: latency, errors and attributions.
 
-All optional: `latency_ms` (end to end) and `model_latency_ms` (inference only), non-negative
-finite numbers or null; `error`, a string or null (an errored request still counts as a
-request); `attributions`, `{feature: finite number}` (e.g. SHAP values); `role`, `primary` or
-`shadow` (paired shadow mode, `collectors._pairs`; anything else is an `invalid_role` dead
-letter). Checked by both the
+All optional: `latency_ms` (end to end) and the stage timings `queue_ms`, `preprocess_ms`,
+`model_ms` (inference only; `model_latency_ms` is the same field under its older name),
+`postprocess_ms` and `network_ms` (any subset), non-negative finite numbers or null; `error`,
+a string or null (an errored request still counts as a request); `attributions`,
+`{feature: finite number}` (e.g. SHAP values); `role`, `primary` or `shadow` (paired shadow
+mode, `collectors._pairs`; anything else is an `invalid_role` dead letter). `model_ms` and
+`model_latency_ms` set to different values on one event is a dead letter. Checked by both the
 per-event path (:func:`serving_fields`) and the column-wise fast path (:func:`serving_columns`),
 which accept exactly the same events.
 """
@@ -17,12 +19,24 @@ from typing import Any
 
 from collectors._base import DecodeError
 
-__all__ = ["ROLES", "SERVING_FIELDS", "serving_columns", "serving_fields", "serving_from_events"]
+__all__ = [
+    "ROLES",
+    "SERVING_FIELDS",
+    "STAGE_FIELDS",
+    "serving_columns",
+    "serving_fields",
+    "serving_from_events",
+]
 
-SERVING_FIELDS = ("latency_ms", "model_latency_ms", "error", "attributions", "role")
+# Stage timings besides the model's, each stored as its own sketch (`ServingSummary.stages`).
+STAGE_FIELDS = ("queue_ms", "preprocess_ms", "postprocess_ms", "network_ms")
+SERVING_FIELDS = (
+    "latency_ms", "model_latency_ms", *STAGE_FIELDS, "error", "attributions", "role",
+)  # fmt: skip
 ROLES = ("primary", "shadow")
-_FIELD_SET = frozenset(SERVING_FIELDS)
-_LATENCY = ("latency_ms", "model_latency_ms")
+_MODEL_ALIAS = "model_ms"  # accepted as `model_latency_ms`, the column it is stored in
+_FIELD_SET = frozenset((*SERVING_FIELDS, _MODEL_ALIAS))
+_LATENCY = ("latency_ms", "model_latency_ms", *STAGE_FIELDS)
 _NONE = type(None)
 
 
@@ -38,7 +52,7 @@ def _kind(value: object) -> str:
 
 def serving_fields(obj: dict[str, Any]) -> dict[str, Any] | None:
     """The event's operational fields that are set (None if none); DecodeError names a bad one."""
-    if _FIELD_SET.isdisjoint(obj) or all(obj.get(name) is None for name in SERVING_FIELDS):
+    if _FIELD_SET.isdisjoint(obj) or all(obj.get(name) is None for name in _FIELD_SET):
         return None
     out: dict[str, Any] = {}
     for name in _LATENCY:
@@ -53,6 +67,7 @@ def serving_fields(obj: dict[str, Any]) -> dict[str, Any] | None:
     error = obj.get("error")
     if error is not None and type(error) is not str:
         raise DecodeError("wrong_type", f"error: expected string or null, got {_kind(error)}")
+    _model_alias(obj, out)
     if error is not None:
         out["error"] = error
     attributions = obj.get("attributions")
@@ -69,6 +84,21 @@ def _role(value: object) -> str:
         shown = repr(value[:40]) if type(value) is str else _kind(value)
         raise DecodeError("invalid_role", f"role: expected 'primary' or 'shadow', got {shown}")
     return value
+
+
+def _model_alias(obj: dict[str, Any], out: dict[str, Any]) -> None:
+    """`model_ms` as `model_latency_ms`; both set to different values is a DecodeError."""
+    value = obj.get(_MODEL_ALIAS)
+    if value is None:
+        return
+    if not _finite(value) or value < 0:
+        raise DecodeError(
+            "wrong_type", f"model_ms: expected a non-negative finite number, got {value!r:.40}"
+        )
+    if out.setdefault("model_latency_ms", float(value)) != float(value):
+        raise DecodeError(
+            "wrong_type", "model_ms: differs from model_latency_ms (one field, two names)"
+        )
 
 
 def _attributions(value: object) -> dict[str, float]:
@@ -96,6 +126,23 @@ def serving_columns(objs: Sequence[dict[str, Any]]) -> dict[str, list[Any]] | No
         if not all(map(_valid[name], present)):
             return None
         out[name] = [_normal(name, v) for v in values]
+    return _model_alias_column(objs, out)
+
+
+def _model_alias_column(
+    objs: Sequence[dict[str, Any]], out: dict[str, list[Any]]
+) -> dict[str, list[Any]] | None:
+    """`model_ms` merged into the `model_latency_ms` column; None if one is bad or differs."""
+    alias = [o.get(_MODEL_ALIAS) for o in objs]
+    if all(v is None for v in alias):
+        return out
+    if not all(_nonnegative(v) for v in alias if v is not None):
+        return None
+    column = out.get("model_latency_ms") or [None] * len(objs)
+    merged = [m if a is None else float(a) for a, m in zip(alias, column, strict=True)]
+    if any(m is not None and a is not None and m != a for a, m in zip(alias, column, strict=True)):
+        return None
+    out["model_latency_ms"] = merged
     return out
 
 
@@ -107,9 +154,12 @@ def _normal(name: str, value: Any) -> Any:
     return float(value)
 
 
+def _nonnegative(value: Any) -> bool:
+    return _finite(value) and value >= 0
+
+
 _valid = {
-    "latency_ms": lambda v: _finite(v) and v >= 0,
-    "model_latency_ms": lambda v: _finite(v) and v >= 0,
+    **{name: _nonnegative for name in _LATENCY},
     "error": lambda v: type(v) is str,
     "attributions": lambda v: type(v) is dict and all(map(_finite, v.values())),
     "role": lambda v: type(v) is str and v in ROLES,

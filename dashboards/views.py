@@ -125,6 +125,20 @@ VIEW_COLUMNS: Mapping[str, tuple[str, ...]] = {
         "status",
         "breached",
     ),
+    # Migration 0028_latency_stages: latency percentiles per window, version, slice and stage
+    # (`total` end to end, then each stage events reported: queue, preprocess, model, ...).
+    "mw_latency": (
+        "time",
+        "window_start",
+        "model",
+        "version",
+        "slice",
+        "stage",
+        "n",
+        "p50",
+        "p95",
+        "p99",
+    ),
     "mw_model_settings": (
         "time",
         "model",

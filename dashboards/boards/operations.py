@@ -8,6 +8,7 @@ from typing import Any
 
 from grafana_foundation_sdk.models import dashboard as dm
 
+from dashboards.boards.latency import latency_panels
 from dashboards.panels import (
     dashboard,
     model_version_variables,
@@ -163,6 +164,6 @@ def build(datasource: dm.DataSourceRef) -> dm.Dashboard:
         .with_panel(dead)
         .with_panel(lag)
     )
-    for panel in slo_panels(datasource):
+    for panel in [*slo_panels(datasource), *latency_panels(datasource)]:
         board = board.with_panel(panel)
     return board.build()

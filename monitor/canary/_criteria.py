@@ -17,6 +17,7 @@ from monitor.config import ModelConfig
 from monitor.detectors import compare, get_detector, rebin
 from monitor.outcomes import get_metric
 from monitor.profiles import Profile
+from monitor.slo.breakdown import latency_shift
 
 CriterionStatus = Literal["ok", "fail", "insufficient_data"]
 
@@ -88,6 +89,10 @@ def latency(q: float, slo: float | None, stable: Evidence, canary: Evidence, cfg
     threshold = bound if slo is None else min(bound, slo)
     status: CriterionStatus = "fail" if value > threshold else "ok"
     detail = f"ratio {value / base:.3g}" if base else ""
+    # which stage moved: "p95 +18 ms, of which model +16 ms" (monitor.slo.breakdown)
+    detail = "; ".join(
+        filter(None, (detail, latency_shift(stable.serving, canary.serving, q).text()))
+    )
     return CanaryCriterion(name, status, value, base, threshold, a.n, b.n, detail)
 
 

@@ -1,8 +1,10 @@
 """Serving statistics of a window: requests, errors, latency sketches, attribution sums.
 
 Mergeable like every other summary: counts and sums add, latency sketches merge, so a day is a
-merge of its windows. `attributions` maps a feature to `(n, sum of |attribution|)`; its mean
-absolute attribution is `sum / n`.
+merge of its windows. Stage timings have a sketch each: the model stage in `model_latency`
+(events' `model_ms`, also named `model_latency_ms`), the others in `stages` by name (STAGES,
+without the `_ms`), only those some event carried. `attributions` maps a feature to
+`(n, sum of |attribution|)`; its mean absolute attribution is `sum / n`.
 """
 
 from __future__ import annotations
@@ -11,9 +13,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from monitor.profiles._latency import LatencySketch
+from monitor.profiles._latency import RELATIVE_ERROR, LatencySketch
 
-__all__ = ["LatencySketch", "ServingSummary"]
+# The sketch and its accuracy are public here, for the judgements built on serving summaries.
+__all__ = ["RELATIVE_ERROR", "STAGES", "LatencySketch", "ServingSummary"]
+
+# The stages of a request, in the order it passes them; "model" is `model_latency`.
+STAGES = ("queue", "preprocess", "model", "postprocess", "network")
+_OTHER_STAGES = tuple(s for s in STAGES if s != "model")
 
 
 @dataclass(frozen=True)
@@ -25,6 +32,11 @@ class ServingSummary:
     latency: LatencySketch = field(default_factory=LatencySketch)
     model_latency: LatencySketch = field(default_factory=LatencySketch)
     attributions: Mapping[str, tuple[int, float]] = field(default_factory=dict)
+    stages: Mapping[str, LatencySketch] = field(default_factory=dict)
+
+    def stage(self, name: str) -> LatencySketch:
+        """The sketch of one of STAGES (empty when no event carried it)."""
+        return self.model_latency if name == "model" else self.stages.get(name, LatencySketch())
 
     @classmethod
     def of(cls, columns: Mapping[str, Sequence[Any]], rows: Sequence[int]) -> ServingSummary:
@@ -39,12 +51,16 @@ class ServingSummary:
             for feature, value in attr.items():
                 n, total = sums.get(feature, (0, 0.0))
                 sums[feature] = (n + 1, total + abs(value))
+        stages = {  # only the columns some event of the batch set (most batches: none)
+            s: LatencySketch.of(present(f"{s}_ms")) for s in _OTHER_STAGES if f"{s}_ms" in columns
+        }
         return cls(
             requests=len(rows),
             errors=len(present("error")),
             latency=LatencySketch.of(present("latency_ms")),
             model_latency=LatencySketch.of(present("model_latency_ms")),
             attributions=sums,
+            stages={s: sketch for s, sketch in stages.items() if sketch.n},
         )
 
     def merge(self, other: ServingSummary) -> ServingSummary:
@@ -53,12 +69,14 @@ class ServingSummary:
         for feature, (n, total) in other.attributions.items():
             n0, t0 = sums.get(feature, (0, 0.0))
             sums[feature] = (n0 + n, t0 + total)
+        names = sorted({*self.stages, *other.stages})
         return ServingSummary(
             self.requests + other.requests,
             self.errors + other.errors,
             self.latency.merge(other.latency),
             self.model_latency.merge(other.model_latency),
             sums,
+            {s: self.stage(s).merge(other.stage(s)) for s in names},
         )
 
     def mean_abs_attribution(self) -> dict[str, float]:
@@ -73,6 +91,7 @@ class ServingSummary:
             "latency": self.latency.to_json(),
             "model_latency": self.model_latency.to_json(),
             "attributions": {f: [n, t] for f, (n, t) in self.attributions.items()},
+            "stages": {name: sketch.to_json() for name, sketch in self.stages.items()},
         }
 
     @classmethod
@@ -85,4 +104,8 @@ class ServingSummary:
             LatencySketch.from_json(row.latency),
             LatencySketch.from_json(row.model_latency),
             attrs,
+            {
+                k: LatencySketch.from_json(v)
+                for k, v in (getattr(row, "stages", None) or {}).items()
+            },
         )

@@ -62,7 +62,8 @@ class WindowServing(Base):
     """Serving statistics of one (model, version, window, slice), merged in place per batch.
 
     `latency`/`model_latency` are log-scale sketches (`monitor.profiles._latency`) as JSON;
-    `attributions` maps a feature to `[n, sum of |attribution|]`.
+    `attributions` maps a feature to `[n, sum of |attribution|]`; `stages` maps the other
+    stages' names (queue, preprocess, postprocess, network) to their sketches (NULL: none).
     """
 
     __tablename__ = "window_serving"
@@ -79,6 +80,7 @@ class WindowServing(Base):
     latency: Mapped[dict[str, Any]] = mapped_column(JSONDoc)
     model_latency: Mapped[dict[str, Any]] = mapped_column(JSONDoc)
     attributions: Mapped[dict[str, Any]] = mapped_column(JSONDoc)
+    stages: Mapped[dict[str, Any] | None] = mapped_column(JSONDoc, nullable=True)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 

@@ -234,3 +234,20 @@ def test_a_day_or_week_point_is_its_merged_comparison_not_the_worst_window(
     with engine.connect() as conn:
         values = [float(r[1]) for r in conn.execute(text(band.replace(":", r"\:")))]
     assert values == [pytest.approx(0.9 - 0.01 * day_or_week)]
+
+
+def test_latency_stage_panels_show_the_seeded_facts(seeded: tuple[Engine, GrafanaContext]) -> None:
+    # Each hour: total 10..29 ms, model 5..24 ms, queue 2 ms (p95 28, 23 and 2 within 1 %).
+    _, series = run(seeded, panel_sql("modelwatch-operations", "Latency p95 by stage"))
+    p95 = {metric: float(value) for _, metric, value in series}
+    assert p95 == {
+        f"{VERSION} total": pytest.approx(28, rel=0.01),
+        f"{VERSION} model": pytest.approx(23, rel=0.01),
+        f"{VERSION} queue": pytest.approx(2, rel=0.01),
+    }
+    columns, rows = run(
+        seeded, panel_sql("modelwatch-operations", "Latency by stage, newest window")
+    )
+    newest = [dict(zip(columns, r, strict=True)) for r in rows if r[2] == "all"]
+    assert [r["stage"] for r in newest] == ["model", "queue"]  # slowest first
+    assert float(newest[0]["p95_share"]) == pytest.approx(23 / 28, rel=0.02)

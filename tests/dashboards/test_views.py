@@ -6,11 +6,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Engine
 
 from dashboards.views import VIEW_COLUMNS
 from migrations import downgrade
+from monitor.profiles._latency import LatencySketch
 from tests.dashboards.seed import seed_all
 
 
@@ -62,6 +64,21 @@ def test_views_read_the_same_facts_on_both_backends(engine: Engine, tmp_path: Pa
         assert rows("SELECT sum(failed) FROM mw_notifications")[0][0] == 1
         assert rows("SELECT count(*) FROM mw_drift WHERE drifted = 1")[0][0] == 3
         assert rows("SELECT count(*) FROM mw_outcomes WHERE degraded = 1")[0][0] == 6
+        # Migration 0028: percentiles per stage, as LatencySketch.quantile computes them.
+        per_stage = rows(
+            "SELECT stage, count(*), min(n), min(p95), max(p95), max(p50) FROM mw_latency "
+            "WHERE slice = 'all' GROUP BY stage ORDER BY stage"
+        )
+
+        def sketch(values: list[float]) -> list[Any]:
+            return [pytest.approx(LatencySketch.of(values).quantile(q), rel=1e-12)
+                    for q in (0.95, 0.95, 0.5)]  # fmt: skip
+
+        assert per_stage == [
+            ("model", 6, 20, *sketch([5.0 + i for i in range(20)])),  # each hour: 5..24 ms
+            ("queue", 6, 20, *sketch([2.0])),
+            ("total", 6, 20, *sketch([10.0 + i for i in range(20)])),
+        ]
         # Migration 0016: SLO rows per window and slice, and each version's build settings.
         assert rows("SELECT DISTINCT slice FROM mw_slo ORDER BY slice") == [
             ("all",),

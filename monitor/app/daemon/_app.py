@@ -23,6 +23,7 @@ from monitor.app.daemon._docs import install_docs
 from monitor.app.daemon._exposition import RequestMetricsMiddleware, install_metrics_route
 from monitor.app.daemon._gate_api import router as gate_router
 from monitor.app.daemon._ingest_api import router as ingest_router
+from monitor.app.daemon._latency_api import router as latency_router
 from monitor.app.daemon._limits import BodyLimitMiddleware
 from monitor.app.daemon._models_api import router as models_router
 from monitor.app.daemon._release_api import router as release_router
@@ -200,6 +201,7 @@ def create_app(state: DaemonState) -> FastAPI:
         canary_router,
         slo_router,
         shadow_router,
+        latency_router,
     )
     declare_scopes(app)
     for router in routers:

@@ -63,6 +63,12 @@ class Event(BaseModel):
     # Operational fields (all optional): latency, errors (still counted), attributions.
     latency_ms: float | None = Field(default=None, ge=0, description="End-to-end latency")
     model_latency_ms: float | None = Field(default=None, ge=0, description="Inference only")
+    # Stage timings (any subset; `model_ms` is `model_latency_ms` under its stage name).
+    queue_ms: float | None = Field(default=None, ge=0, description="Waiting before any work")
+    preprocess_ms: float | None = Field(default=None, ge=0, description="Preprocessing stage")
+    model_ms: float | None = Field(default=None, ge=0, description="Inference stage")
+    postprocess_ms: float | None = Field(default=None, ge=0, description="Postprocessing stage")
+    network_ms: float | None = Field(default=None, ge=0, description="On the network")
     error: str | None = Field(default=None, description="Set on an errored request")
     attributions: dict[str, float] | None = Field(default=None, description="e.g. SHAP values")
 

@@ -1,11 +1,15 @@
-"""`GET /v1/models/{model}/slo`: serving SLO results per window and slice."""
+"""`GET /v1/models/{model}/slo`: serving SLO results per window and slice.
+
+Latency objectives carry a `detail` for people: the change of p95 since the previous window and
+the stage that moved, and each stage's p95 (monitor/slo/breakdown.py).
+"""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
 from fastapi import APIRouter, Depends, Query, Request
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from monitor.app.daemon._auth import requires
 from monitor.app.daemon._common import daemon, errors
@@ -13,7 +17,9 @@ from monitor.app.daemon.canary_api import model_config
 from monitor.canary import since_of
 from monitor.errors import NotFoundError
 from monitor.results.store import result_document
+from monitor.slo.breakdown import latency_explanations
 from monitor.slo.evaluate import slo_results
+from monitor.slo.result import SloResult
 
 router = APIRouter(tags=["results"])
 
@@ -29,6 +35,9 @@ class SloRow(BaseModel):
     threshold: float | None
     n: int
     status: str
+    detail: str | None = Field(
+        None, description="Latency objectives: which stage moved and each stage's p95"
+    )
 
 
 class SloList(BaseModel):
@@ -56,7 +65,18 @@ def list_slo(
     now = datetime.now(UTC)
     start = since_of(since, now, default=timedelta(days=1))
     rows = slo_results(state.engine, model, cfg.slo, start, now, now, version)
+    latency = cfg.slo.latency_p95_ms is not None or cfg.slo.latency_p99_ms is not None
+    texts = latency_explanations(state.engine, model, start, now, version) if latency else {}
     return SloList(
         model=model,
-        results=[SloRow.model_validate(result_document(r)) for r in rows],
+        results=[
+            SloRow.model_validate({**result_document(r), "detail": _detail(texts, r)}) for r in rows
+        ],
     )
+
+
+def _detail(texts: dict[tuple[str, datetime, str], str], r: SloResult) -> str | None:
+    """The latency breakdown of a latency objective's window and slice."""
+    if not r.objective.startswith("latency_"):
+        return None
+    return texts.get((r.version, r.window_start, r.slice_key))
