@@ -30,6 +30,7 @@ SignalKind = Literal[
     "slo",
     "estimated_outcome",
     "multivariate_drift",
+    "guard_divergence",
 ]
 SIGNAL_KINDS: tuple[str, ...] = get_args(SignalKind)
 
@@ -67,9 +68,11 @@ SIGNAL_KIND_DOCS: Mapping[str, KindDoc] = MappingProxyType(
             "status `degraded`",
         ),
         "guard": KindDoc(
-            ("model", "version", "verdict"),
-            "none; the newest gate run of the version answered `verdict`",
-            "verdict `fail` (a later pass resolves it)",
+            ("model", "version", "verdict", "criterion", "slice"),
+            "one criterion of the newest gate run (manual or a scheduled replay) of the version:"
+            " its value; threshold: its bound; `verdict` is the run's (a run without criteria:"
+            " criterion `verdict`, no value)",
+            "the criterion failed (a later passing run resolves it)",
         ),
         "ingest_lag": KindDoc(
             ("source",),
@@ -109,6 +112,12 @@ SIGNAL_KIND_DOCS: Mapping[str, KindDoc] = MappingProxyType(
             "mean PCA reconstruction error of the newest window; threshold: the reference-chunk"
             " bound it is judged by (upper, or lower when below it)",
             "outside the bounds (`drift`)",
+        ),
+        "guard_divergence": KindDoc(
+            ("model", "version"),
+            "none; the newest gate run of the version did not pass on content (reference,"
+            " candidate and golden sha256, preset) that passed before: hardware or runtime drift",
+            "such a run is the newest (a later pass resolves it)",
         ),
     }
 )
