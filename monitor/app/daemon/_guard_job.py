@@ -228,7 +228,7 @@ def replay_failed_signals(
     files = _known_files(engine, config, model)
     out = []
     for f in failures:
-        named = next((p for p in files if f.error.startswith(f"{p}:")), "")
+        named = next((p for p in files if f"{p}:" in f.error), "")
         labels = {"model": model, "version": f.version or "", "job": job_name(model),
                   "file": named}  # fmt: skip
         out.append(Signal("evaluation_failed", labels, float(f.failures), None, True, now))
