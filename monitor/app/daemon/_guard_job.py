@@ -32,6 +32,8 @@ from sqlalchemy.engine import Engine
 
 from alerts import Signal
 from dashboards.metrics import ModelwatchMetrics
+from guards.history import record_gate
+from guards.registry import version_settings
 from guards.schedule import (
     Divergence,
     ReplaySpec,
@@ -42,8 +44,6 @@ from guards.schedule import (
     replay,
     targets,
 )
-from guards.history import record_gate
-from guards.registry import version_settings
 from monitor.app.daemon._scheduler import JobSpec
 from monitor.app.daemon._supervisor import Component
 from monitor.config import Config
