@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -172,7 +173,8 @@ def replay(
     """
     ctx = multiprocessing.get_context("spawn")
     receive, send = ctx.Pipe(duplex=False)
-    process = ctx.Process(target=_worker, args=(spec, send), name="guard-replay", daemon=True)
+    args = (spec, send, os.getpid())
+    process = ctx.Process(target=_worker, args=args, name="guard-replay", daemon=True)
     process.start()
     send.close()
     deadline = time.monotonic() + budget_s
@@ -210,7 +212,15 @@ def _answer(spec: ReplaySpec, receive: Any, process: Any) -> GuardVerdict:
     raise value
 
 
-def _worker(spec: ReplaySpec, send: Any) -> None:
+def _orphaned(parent: int) -> None:
+    """Exit once the daemon is gone (kill -9): nobody would read the verdict or keep the budget."""
+    while os.getppid() == parent:
+        time.sleep(POLL_S)
+    os._exit(1)
+
+
+def _worker(spec: ReplaySpec, send: Any, parent: int) -> None:
+    threading.Thread(target=_orphaned, args=(parent,), daemon=True).start()
     with contextlib.suppress(OSError):
         os.nice(REPLAY_NICE)
     try:

@@ -1,0 +1,120 @@
+"""HTTP ingest throughput with and without a scheduled golden replay running, side by side.
+
+Two `modelwatch serve` daemons on fresh SQLite databases, each with the fraud model's fp32
+reference (version 1) and a good int8 build (version 2, active) registered: *without* has no
+`guards.schedule`; *with* replays version 2 against version 1 every second (a run starts as
+soon as the previous one ends), on a golden set of `--golden-rows` rows, so replays run for the
+whole measurement. Before the clients start, the *with* daemon has finished its first replay.
+The clients are those of bench/api_ingest.py (N threads posting batches of 100 events); the two
+daemons alternate per round. Reported: acked and aggregated events per second, their ratio
+(target: the replay costs at most 10%), and the replays finished while the clients posted.
+
+    PYTHONPATH=. python bench/guard_schedule.py [--events 60000] [--clients 4] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench.api_ingest import database, make_batches, over_http, server  # noqa: E402
+from guards.registry import register_version  # noqa: E402
+from monitor.storage import GateRun, make_engine, transaction  # noqa: E402
+
+SCHEDULE = """\
+guards:
+  latency_batch_sizes: []
+  golden_sets:
+    fraud:
+      path: {golden}
+      preset: int8
+      label_column: label
+      id_column: id
+      slice_by: [segment, region]
+      features: [f0, f1, f2, f3, f4, f5, f6, f7]
+  schedule:
+    fraud: {{reference_version: "1", every: 1s, time_budget: 120s}}
+"""
+
+
+def replays(url: str) -> int:
+    engine = make_engine(url)
+    try:
+        with transaction(engine) as s:
+            return len(s.query(GateRun.id).all())
+    finally:
+        engine.dispose()
+
+
+def register(url: str, models: dict[str, Path]) -> None:
+    engine = make_engine(url)
+    register_version(engine, "fraud", "1", models["reference"])
+    register_version(engine, "fraud", "2", models["int8_good"], activate=True)
+    engine.dispose()
+
+
+def measure(
+    directory: Path, name: str, batches: list[list[bytes]], clients: int, extra: str,
+    models: dict[str, Path],
+) -> tuple[float, float, int]:  # fmt: skip
+    """(acked, aggregated) ev/s and the replays finished while the clients posted."""
+    with database("sqlite", directory, name) as url:
+        register(url, models)
+        with server(url, directory, extra) as (base, pid):
+            if extra:
+                deadline = time.monotonic() + 120
+                while replays(url) == 0 and time.monotonic() < deadline:
+                    time.sleep(0.2)
+            before = replays(url)
+            acked, done, _ = over_http(base, batches, clients, pid, url)
+            return acked, done, replays(url) - before
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--events", type=int, default=60_000)
+    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--golden-rows", type=int, default=50_000)
+    args = parser.parse_args()
+    from monitor.app.demo import _models as builders
+
+    batches = make_batches(args.events)
+    cpu = platform.processor() or platform.machine()
+    print(f"{args.events} events, {args.clients} clients; golden set {args.golden_rows} rows; "
+          f"{os.cpu_count()} cores {cpu}")  # fmt: skip
+    rows: dict[str, list[tuple[float, float, int]]] = {"without": [], "with": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp)
+        models = builders.fraud_suite(directory / "models")
+        golden = directory / "golden.parquet"
+        frame = builders.fraud_golden(n=args.golden_rows, reference=models["reference"])
+        frame.to_parquet(golden)
+        extra = SCHEDULE.format(golden=golden)
+        for r in range(args.rounds):
+            order = ("without", "with") if r % 2 == 0 else ("with", "without")
+            for kind in order:
+                got = measure(directory, f"{kind}{r}", batches, args.clients,
+                              extra if kind == "with" else "", models)  # fmt: skip
+                rows[kind].append(got)
+                print(f"round {r + 1} {kind:8s} replay: acked {got[0]:9,.0f} ev/s, aggregated "
+                      f"{got[1]:9,.0f} ev/s, replays finished meanwhile {got[2]}; "
+                      f"load {os.getloadavg()[0]:.1f}")  # fmt: skip
+    for i, what in ((0, "acked"), (1, "aggregated")):
+        base = statistics.median(x[i] for x in rows["without"])
+        busy = statistics.median(x[i] for x in rows["with"])
+        print(f"median {what}: without {base:,.0f} ev/s, with a replay running {busy:,.0f} "
+              f"ev/s: overhead {1 - busy / base:.1%}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
