@@ -198,6 +198,15 @@ class GuardScheduleConfig(StrictModel):
         default=False,
         description="Also time the models (`guards.latency_batch_sizes`); costs replay time.",
     )
+    threads: int = Field(
+        default=1,
+        ge=0,
+        le=256,
+        description=(
+            "ONNX Runtime intra-op threads of the replay (both models); 1 keeps it to one core "
+            "beside ingest; 0: `guards.intra_op_threads`."
+        ),
+    )
 
     @field_validator("every", "time_budget")
     @classmethod

@@ -46,7 +46,7 @@ from guards.schedule import (
 )
 from monitor.app.daemon._scheduler import JobSpec
 from monitor.app.daemon._supervisor import Component
-from monitor.config import Config
+from monitor.config import Config, GuardsConfig
 from monitor.config.guards import GoldenSetConfig, GuardScheduleConfig
 from monitor.failures import Backoff, Isolation, list_failures
 from monitor.storage import GateRun, ModelVersion, session_factory
@@ -152,7 +152,7 @@ class GuardReplays(Component):
             reference=target.reference,
             candidate=target.candidate,
             golden=golden,
-            guards=self.config.guards,
+            guards=_with_threads(self.config.guards, cfg.threads),
             preset=cfg.preset or golden.preset,
             overrides=layers,
             latency=cfg.latency,
@@ -187,6 +187,10 @@ class GuardReplays(Component):
         self.metrics.set_guard_replay(model, seconds, used)
         for o in done:
             self.metrics.set_guard_divergent(model, o.version, o.divergence is not None)
+
+
+def _with_threads(guards: GuardsConfig, threads: int) -> GuardsConfig:
+    return guards if threads == 0 else guards.model_copy(update={"intra_op_threads": threads})
 
 
 def golden_entry(config: Config, model: str, cfg: GuardScheduleConfig) -> GoldenSetConfig:
