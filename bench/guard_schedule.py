@@ -7,9 +7,11 @@ soon as the previous one ends), on a golden set of `--golden-rows` rows, so repl
 whole measurement. Before the clients start, the *with* daemon has finished its first replay.
 The clients are those of bench/api_ingest.py (N threads posting batches of 100 events); the two
 daemons alternate per round. Reported: acked and aggregated events per second, their ratio
-(target: the replay costs at most 10%), and the replays finished while the clients posted.
+(target: the replay costs at most 10%), the replays finished while the clients posted and the
+share of that time a replay process was running (sampled from /proc: the daemon's child at the
+replay's priority).
 
-    PYTHONPATH=. python bench/guard_schedule.py [--events 60000] [--clients 4] [--rounds 3]
+    PYTHONPATH=. python bench/guard_schedule.py [--events 100000] [--clients 4] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import platform
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -28,6 +31,7 @@ sys.path.insert(0, str(REPO))
 
 from bench.api_ingest import database, make_batches, over_http, server  # noqa: E402
 from guards.registry import register_version  # noqa: E402
+from guards.schedule import REPLAY_NICE  # noqa: E402
 from monitor.storage import GateRun, make_engine, transaction  # noqa: E402
 
 SCHEDULE = """\
@@ -44,6 +48,44 @@ guards:
   schedule:
     fraud: {{reference_version: "1", every: 1s, time_budget: 120s}}
 """
+
+
+def replay_running(server_pid: int) -> bool:
+    """Whether a child of the daemon runs at the replay's priority (the drain's is lower)."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == server_pid and int(fields[16]) == REPLAY_NICE:
+            return True
+    return False
+
+
+class Sampler:
+    """Samples, 10 times a second, whether a replay process is running."""
+
+    def __init__(self, server_pid: int) -> None:
+        self.pid, self.samples, self.running = server_pid, 0, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.1):
+            self.samples += 1
+            self.running += replay_running(self.pid)
+
+    def __enter__(self) -> Sampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    @property
+    def share(self) -> float:
+        return self.running / self.samples if self.samples else 0.0
 
 
 def replays(url: str) -> int:
@@ -65,8 +107,9 @@ def register(url: str, models: dict[str, Path]) -> None:
 def measure(
     directory: Path, name: str, batches: list[list[bytes]], clients: int, extra: str,
     models: dict[str, Path],
-) -> tuple[float, float, int]:  # fmt: skip
-    """(acked, aggregated) ev/s and the replays finished while the clients posted."""
+) -> tuple[float, float, int, float]:  # fmt: skip
+    """(acked, aggregated) ev/s, the replays finished while the clients posted and the share
+    of that time a replay process ran."""
     with database("sqlite", directory, name) as url:
         register(url, models)
         with server(url, directory, extra) as (base, pid):
@@ -75,13 +118,14 @@ def measure(
                 while replays(url) == 0 and time.monotonic() < deadline:
                     time.sleep(0.2)
             before = replays(url)
-            acked, done, _ = over_http(base, batches, clients, pid, url)
-            return acked, done, replays(url) - before
+            with Sampler(pid) as sampler:
+                acked, done, _ = over_http(base, batches, clients, pid, url)
+            return acked, done, replays(url) - before, sampler.share
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--events", type=int, default=60_000)
+    parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--golden-rows", type=int, default=50_000)
@@ -92,7 +136,7 @@ def main() -> None:
     cpu = platform.processor() or platform.machine()
     print(f"{args.events} events, {args.clients} clients; golden set {args.golden_rows} rows; "
           f"{os.cpu_count()} cores {cpu}")  # fmt: skip
-    rows: dict[str, list[tuple[float, float, int]]] = {"without": [], "with": []}
+    rows: dict[str, list[tuple[float, float, int, float]]] = {"without": [], "with": []}
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
         models = builders.fraud_suite(directory / "models")
@@ -107,7 +151,8 @@ def main() -> None:
                               extra if kind == "with" else "", models)  # fmt: skip
                 rows[kind].append(got)
                 print(f"round {r + 1} {kind:8s} replay: acked {got[0]:9,.0f} ev/s, aggregated "
-                      f"{got[1]:9,.0f} ev/s, replays finished meanwhile {got[2]}; "
+                      f"{got[1]:9,.0f} ev/s, replays finished meanwhile {got[2]}, a replay "
+                      f"running {got[3]:.0%} of the time; "
                       f"load {os.getloadavg()[0]:.1f}")  # fmt: skip
     for i, what in ((0, "acked"), (1, "aggregated")):
         base = statistics.median(x[i] for x in rows["without"])
