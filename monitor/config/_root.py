@@ -153,6 +153,13 @@ class Config(StrictModel):
                 f"guards.schedule: {', '.join(map(repr, unknown))} is not a configured model "
                 f"(models: {', '.join(sorted(names)) or 'none'})"
             )
+        for model, entry in self.guards.schedule.items():
+            # A run outliving its claim's lease could be taken over by another replica.
+            if entry.time_budget.total_seconds() >= self.scheduler.lease_s:
+                raise ValueError(
+                    f"guards.schedule.{model}.time_budget must be shorter than "
+                    f"scheduler.lease_s ({self.scheduler.lease_s:g}s)"
+                )
         return self
 
     @field_validator("sources")

@@ -187,11 +187,11 @@ class GuardScheduleConfig(StrictModel):
         ),
     )
     time_budget: Duration = Field(
-        default=timedelta(minutes=5),
+        default=timedelta(minutes=4),
         description=(
             "Wall time one run may take, all its versions together; a replay still running "
             "then is killed and recorded as a failed item, and the versions left wait for the "
-            "next run."
+            "next run. Shorter than `scheduler.lease_s`."
         ),
     )
     latency: bool = Field(

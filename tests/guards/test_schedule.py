@@ -35,6 +35,7 @@ def config(schedule: dict[str, Any], models: tuple[str, ...] = ("fraud",)) -> An
         ({"fraud": {"evry": "1h"}}, "evry"),
         ({"fraud": {"every": "0s"}}, "at least 1s"),
         ({"fraud": {"action": "promote"}}, "action"),
+        ({"fraud": {"time_budget": "10m"}}, "shorter than scheduler.lease_s"),
     ],
 )
 def test_a_bad_schedule_stops_the_config_naming_the_key(
@@ -47,7 +48,7 @@ def test_a_bad_schedule_stops_the_config_naming_the_key(
 def test_a_schedule_defaults_to_the_models_golden_set_hourly_without_action() -> None:
     entry = config({"fraud": {}}).guards.schedule["fraud"]
     assert (entry.golden_set, entry.every.total_seconds(), entry.action) == (None, 3600.0, "none")
-    assert entry.versions == "active" and entry.time_budget.total_seconds() == 300.0
+    assert entry.versions == "active" and entry.time_budget.total_seconds() == 240.0
 
 
 def test_a_replay_past_its_time_budget_is_killed(suite: Suite) -> None:
