@@ -10,7 +10,6 @@ deadline is killed — the budget is a bound, not a hope — and the replay is a
 
 from __future__ import annotations
 
-import contextlib
 import multiprocessing
 import os
 import threading
@@ -29,6 +28,7 @@ from guards._request import gate_request
 from guards.gate import run_gate
 from guards.golden import sha256_file
 from guards.results import GuardVerdict
+from monitor.common.lowpriority import pack, run_niced
 from monitor.config import GuardsConfig
 from monitor.config.guards import GoldenSetConfig
 from monitor.errors import ConflictError, InputError, ModelwatchError
@@ -173,8 +173,8 @@ def replay(
     """
     ctx = multiprocessing.get_context("spawn")
     receive, send = ctx.Pipe(duplex=False)
-    args = (spec, send, os.getpid())
-    process = ctx.Process(target=_worker, args=args, name="guard-replay", daemon=True)
+    args = (REPLAY_NICE, pack(_worker, spec, os.getpid()), send)
+    process = ctx.Process(target=run_niced, args=args, name="guard-replay", daemon=True)
     process.start()
     send.close()
     deadline = time.monotonic() + budget_s
@@ -219,10 +219,9 @@ def _orphaned(parent: int) -> None:
     os._exit(1)
 
 
-def _worker(spec: ReplaySpec, send: Any, parent: int) -> None:
+def _worker(spec: ReplaySpec, parent: int, send: Any) -> None:
+    """The replay process (niced by `run_niced` before this module was imported)."""
     threading.Thread(target=_orphaned, args=(parent,), daemon=True).start()
-    with contextlib.suppress(OSError):
-        os.nice(REPLAY_NICE)
     try:
         verdict = _run(spec)
     except ModelwatchError as exc:

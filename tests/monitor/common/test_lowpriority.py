@@ -1,0 +1,25 @@
+"""A spawned worker lowers its priority before its call (and its imports) run."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from typing import Any
+
+from monitor.common.lowpriority import pack, run_niced
+
+
+def _report(tag: str, send: Any) -> None:
+    send.send((tag, os.nice(0)))
+
+
+def test_the_call_runs_at_the_lower_priority_with_the_passed_objects() -> None:
+    ctx = multiprocessing.get_context("spawn")
+    receive, send = ctx.Pipe(duplex=False)
+    process = ctx.Process(target=run_niced, args=(3, pack(_report, "hello"), send))
+    process.start()
+    assert receive.poll(60)
+    tag, nice = receive.recv()
+    process.join(10)
+    assert (tag, process.exitcode) == ("hello", 0)
+    assert nice == min(os.nice(0) + 3, 19)
