@@ -3,9 +3,10 @@ with a hard deadline, and whether a verdict diverges from an earlier pass on the
 
 A replay loads two ONNX models and runs the whole golden set. In the daemon's process it would
 take turns with the API's event loop on one interpreter lock, and nothing could stop it at its
-time budget. So each replay runs in a spawned process at a lower CPU priority (`REPLAY_NICE`):
-when ingest and a replay both want the CPU, ingest goes first. A process still running at the
-deadline is killed — the budget is a bound, not a hope — and the replay is a failed item.
+time budget. So each replay runs in a spawned process at a lower CPU priority (`REPLAY_NICE`,
+and SCHED_IDLE on Linux): when ingest and a replay both want the CPU, ingest goes first. A
+process still running at the deadline is killed — the budget is a bound, not a hope — and the
+replay is a failed item.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ from monitor.config.guards import GoldenSetConfig
 from monitor.errors import ConflictError, InputError, ModelwatchError
 from monitor.storage import GateRun, ModelVersion, transaction
 
-# The replay process's CPU priority below the daemon's (Unix nice increment).
+# The replay process's CPU priority below the daemon's (Unix nice increment); on Linux it also
+# runs under SCHED_IDLE, so a waking API or drain thread always preempts it.
 REPLAY_NICE = 10
 # How often a waiting parent looks at its stop flag.
 POLL_S = 0.2
@@ -173,7 +175,7 @@ def replay(
     """
     ctx = multiprocessing.get_context("spawn")
     receive, send = ctx.Pipe(duplex=False)
-    args = (REPLAY_NICE, pack(_worker, spec, os.getpid()), send)
+    args = (REPLAY_NICE, True, pack(_worker, spec, os.getpid()), send)
     process = ctx.Process(target=run_niced, args=args, name="guard-replay", daemon=True)
     process.start()
     send.close()

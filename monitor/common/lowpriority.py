@@ -19,10 +19,18 @@ def pack(func: Callable[..., object], *args: Any) -> bytes:
     return pickle.dumps((func, args))
 
 
-def run_niced(increment: int, payload: bytes, *passed: Any) -> None:
-    """Lower this process's priority by `increment` (Unix nice), then make the packed call with
-    `passed` (objects multiprocessing itself must carry, such as a Connection) appended."""
+def run_niced(increment: int, idle: bool, payload: bytes, *passed: Any) -> None:
+    """Lower this process's priority by `increment` (Unix nice) and with `idle` to Linux's
+    SCHED_IDLE, then make the packed call with `passed` (objects multiprocessing itself must
+    carry, such as a Connection) appended.
+
+    Nice alone still lets a CPU-bound worker delay a latency-sensitive process by a few
+    milliseconds at each of its wake-ups; a waking normal task always preempts a SCHED_IDLE one.
+    """
     with contextlib.suppress(OSError):
         os.nice(increment)
+    if idle and hasattr(os, "sched_setscheduler"):
+        with contextlib.suppress(OSError):
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
     func, args = pickle.loads(payload)
     func(*args, *passed)
