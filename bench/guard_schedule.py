@@ -7,7 +7,9 @@ soon as the previous one ends), on a golden set of `--golden-rows` rows, so repl
 whole measurement. Before the clients start, the *with* daemon has finished its first replay.
 The clients are those of bench/api_ingest.py (N threads posting batches of 100 events); the two
 daemons alternate per round. Reported: acked and aggregated events per second, their ratio
-(target: the replay costs at most 10%), the replays finished while the clients posted and the
+(target: the replay costs at most 10%; per round, as the two runs of a round are adjacent in
+time), the API process's CPU per request (what the replay could add inside the daemon's own
+process, whatever the machine's load), the replays finished while the clients posted and the
 share of that time a replay process was running (sampled from /proc: the daemon's child at the
 replay's priority).
 
@@ -107,9 +109,9 @@ def register(url: str, models: dict[str, Path]) -> None:
 def measure(
     directory: Path, name: str, batches: list[list[bytes]], clients: int, extra: str,
     models: dict[str, Path],
-) -> tuple[float, float, int, float]:  # fmt: skip
-    """(acked, aggregated) ev/s, the replays finished while the clients posted and the share
-    of that time a replay process ran."""
+) -> tuple[float, float, int, float, float]:  # fmt: skip
+    """(acked, aggregated) ev/s, the replays finished while the clients posted, the share of
+    that time a replay process ran, and the API process's CPU ms per request."""
     with database("sqlite", directory, name) as url:
         register(url, models)
         with server(url, directory, extra) as (base, pid):
@@ -119,8 +121,8 @@ def measure(
                     time.sleep(0.2)
             before = replays(url)
             with Sampler(pid) as sampler:
-                acked, done, _ = over_http(base, batches, clients, pid, url)
-            return acked, done, replays(url) - before, sampler.share
+                acked, done, cpu_ms = over_http(base, batches, clients, pid, url)
+            return acked, done, replays(url) - before, sampler.share, cpu_ms
 
 
 def main() -> None:
@@ -136,7 +138,7 @@ def main() -> None:
     cpu = platform.processor() or platform.machine()
     print(f"{args.events} events, {args.clients} clients; golden set {args.golden_rows} rows; "
           f"{os.cpu_count()} cores {cpu}")  # fmt: skip
-    rows: dict[str, list[tuple[float, float, int, float]]] = {"without": [], "with": []}
+    rows: dict[str, list[tuple[float, float, int, float, float]]] = {"without": [], "with": []}
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
         models = builders.fraud_suite(directory / "models")
@@ -152,13 +154,18 @@ def main() -> None:
                 rows[kind].append(got)
                 print(f"round {r + 1} {kind:8s} replay: acked {got[0]:9,.0f} ev/s, aggregated "
                       f"{got[1]:9,.0f} ev/s, replays finished meanwhile {got[2]}, a replay "
-                      f"running {got[3]:.0%} of the time; "
+                      f"running {got[3]:.0%} of the time; API CPU {got[4]:.2f} ms/request; "
                       f"load {os.getloadavg()[0]:.1f}")  # fmt: skip
     for i, what in ((0, "acked"), (1, "aggregated")):
         base = statistics.median(x[i] for x in rows["without"])
         busy = statistics.median(x[i] for x in rows["with"])
+        # Each round's two runs are adjacent in time: their ratio is less exposed to the load
+        # other jobs put on a shared machine than the ratio of medians.
+        paired = [w[i] / b[i] for w, b in zip(rows["with"], rows["without"], strict=True)]
         print(f"median {what}: without {base:,.0f} ev/s, with a replay running {busy:,.0f} "
-              f"ev/s: overhead {1 - busy / base:.1%}")  # fmt: skip
+              f"ev/s: overhead {1 - busy / base:.1%}; per round "
+              f"{', '.join(f'{1 - p:.0%}' for p in paired)}, median "
+              f"{1 - statistics.median(paired):.1%}")  # fmt: skip
 
 
 if __name__ == "__main__":
