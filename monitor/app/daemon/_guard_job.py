@@ -44,7 +44,9 @@ from guards.schedule import (
     replay,
     targets,
 )
+from monitor.app.daemon._leases import claim, release
 from monitor.app.daemon._scheduler import JobSpec
+from monitor.app.daemon._service import replica_id
 from monitor.app.daemon._supervisor import Component
 from monitor.config import Config, GuardsConfig
 from monitor.config.guards import GoldenSetConfig, GuardScheduleConfig
@@ -56,6 +58,8 @@ log = logging.getLogger(__name__)
 JOB_PREFIX = "guard:"
 # The item of a run's first step (which versions, their files): it fails for the whole model.
 VERSIONS_ITEM = "versions"
+# The key of the claim a replica holds while it replays a model (beside the window claims).
+LOCK_KEY = "replaying"
 
 
 def job_name(model: str) -> str:
@@ -86,9 +90,14 @@ class GuardReplays(Component):
     name = "guard-replays"
 
     def __init__(
-        self, engine: Engine, config: Config, metrics: ModelwatchMetrics | None = None
+        self,
+        engine: Engine,
+        config: Config,
+        metrics: ModelwatchMetrics | None = None,
+        holder: str | None = None,
     ) -> None:
         self.engine = engine
+        self.holder = holder or replica_id()
         self.config = config
         self.metrics = metrics
         self.backoff = Backoff(config.scheduler.retry_initial_s, config.scheduler.retry_max_s)
@@ -111,7 +120,24 @@ class GuardReplays(Component):
         return True
 
     def run(self, model: str, _window: datetime | None = None) -> list[ReplayOutcome]:
-        """Replay `model`'s versions once (each an isolated item) within the time budget."""
+        """Replay `model`'s versions once, unless another replica is replaying it now.
+
+        The scheduler's claim makes one replica run each interval; a run may outlast its
+        interval (`every` shorter than the replays), so a second claim, held for the run and
+        released after it, keeps the next interval's run on another replica from overlapping.
+        """
+        lock = claim(self.engine, job_name(model), LOCK_KEY, self.holder,
+                     self.config.scheduler.lease_s)  # fmt: skip
+        if lock is None:
+            log.info("guard %s: another replica is replaying it; this run skips", model)
+            return []
+        try:
+            return self._run(model)
+        finally:
+            release(self.engine, lock, self.holder)
+
+    def _run(self, model: str) -> list[ReplayOutcome]:
+        """Replay `model`'s versions (each an isolated item) within the time budget."""
         cfg = self.config.guards.schedule[model]
         failed = self.metrics.record_job_failure if self.metrics is not None else None
         isolation = Isolation(self.engine, job_name(model), self.backoff, failed)

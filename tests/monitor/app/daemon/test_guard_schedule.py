@@ -22,6 +22,9 @@ from sqlalchemy.engine import Engine
 
 from guards.registry import activate, list_models, register_version
 from migrations import upgrade
+from monitor.app.daemon._guard_job import LOCK_KEY, GuardReplays
+from monitor.app.daemon._leases import claim, release
+from monitor.config import parse_config
 from monitor.storage import GateRun, JobFailure, JobRun, RollbackEvent, make_engine, transaction
 from tests.alerts.receiver import RecordingReceiver
 from tests.monitor.app.daemon.conftest import ServerProcess, auth
@@ -179,3 +182,25 @@ def test_a_missing_golden_set_fails_its_job_alone(daemon: Daemon) -> None:
         assert s.scalars(select(GateRun).where(GateRun.model == "broken")).first() is None
         done = select(JobRun).where(JobRun.job == "evaluate", JobRun.status == "done")
         assert len(s.scalars(done).all()) >= 2
+
+
+def test_a_model_another_replica_is_replaying_is_skipped(sqlite_engine: Engine) -> None:
+    config = parse_config({
+        "models": [{"name": "fraud"}],
+        "guards": {"golden_sets": {"fraud": {"path": "golden.parquet"}},
+                   "schedule": {"fraud": {"every": "2s"}}},
+    })  # fmt: skip
+    other = claim(sqlite_engine, "guard:fraud", LOCK_KEY, "other-replica", 300)
+    assert other is not None
+    replays = GuardReplays(sqlite_engine, config, holder="this-replica")
+    assert replays.run("fraud") == []
+
+    def state() -> tuple[list[str], int]:
+        with transaction(sqlite_engine) as s:
+            items = [f.item for f in s.scalars(select(JobFailure))]
+            return items, len(s.scalars(select(JobRun)).all())
+
+    assert state() == ([], 1)  # nothing tried: no failure (the model is not even registered)
+    release(sqlite_engine, other, "other-replica")
+    assert replays.run("fraud") == []
+    assert state() == (["versions"], 0)  # tried (no such model), and its claim given back
