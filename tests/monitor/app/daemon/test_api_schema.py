@@ -134,7 +134,7 @@ def test_every_v1_endpoint_is_documented_with_typed_models(server: ServerProcess
         if path.startswith("/v1/")
         for method, op in ops.items()
     ]
-    assert len(operations) == 18  # POST /v1/canary/{model}/{canary}/apply is the 18th
+    assert len(operations) == 19  # GET /v1/models/{model}/guard is the 19th
     assert spec["components"]["securitySchemes"]["bearer"] == {
         "type": "http",
         "scheme": "bearer",
