@@ -29,8 +29,15 @@ _DEFAULTS: dict[str, tuple[str, str]] = {
         "{version}, slice {slice}.",
     ),
     "guard": (
-        "Gate {verdict} for {model} {version}",
-        "The latest gate run of model {model} version {version} answered {verdict}.",
+        "Gate {verdict} for {model} {version}: {criterion} (slice {slice})",
+        "The latest gate run of model {model} version {version} answered {verdict}; "
+        "{criterion} is {value} against {threshold}, slice {slice}.",
+    ),
+    "guard_divergence": (
+        "Gate of {model} {version} diverges from an earlier pass on the same content",
+        "The latest gate run of model {model} version {version} did not pass on the same "
+        "reference, candidate and golden set that passed before: the hardware or runtime "
+        "changed (see the run's providers in GET /v1/models/{model}/guard).",
     ),
     "ingest_lag": (
         "Source {source} is {value} messages behind",

@@ -31,6 +31,7 @@ SignalKind = Literal[
     "estimated_outcome",
     "multivariate_drift",
     "shadow",
+    "guard_divergence",
 ]
 SIGNAL_KINDS: tuple[str, ...] = get_args(SignalKind)
 
@@ -68,9 +69,11 @@ SIGNAL_KIND_DOCS: Mapping[str, KindDoc] = MappingProxyType(
             "status `degraded`",
         ),
         "guard": KindDoc(
-            ("model", "version", "verdict"),
-            "none; the newest gate run of the version answered `verdict`",
-            "verdict `fail` (a later pass resolves it)",
+            ("model", "version", "verdict", "criterion", "slice"),
+            "one criterion of the newest gate run (manual or a scheduled replay) of the version:"
+            " its value; threshold: its bound; `verdict` is the run's (a run without criteria:"
+            " criterion `verdict`, no value)",
+            "the criterion failed (a later passing run resolves it)",
         ),
         "ingest_lag": KindDoc(
             ("source",),
@@ -119,6 +122,12 @@ SIGNAL_KIND_DOCS: Mapping[str, KindDoc] = MappingProxyType(
             " labelled correctness pairs (threshold `shadow.alpha`); sent once the criterion has"
             " `shadow.min_pairs` pairs",
             "lower bound above `max_flip_rate`, or p below `alpha`",
+        ),
+        "guard_divergence": KindDoc(
+            ("model", "version"),
+            "none; the newest gate run of the version did not pass on content (reference,"
+            " candidate and golden sha256, preset) that passed before: hardware or runtime drift",
+            "such a run is the newest (a later pass resolves it)",
         ),
     }
 )

@@ -80,9 +80,10 @@ def database(kind: str, directory: Path, name: str) -> Iterator[str]:
 
 
 @contextmanager
-def server(url: str, directory: Path) -> Iterator[tuple[str, int]]:
+def server(url: str, directory: Path, extra: str = "") -> Iterator[tuple[str, int]]:
+    """`modelwatch serve` on `url` with the benchmark's config plus `extra` (more YAML keys)."""
     config = directory / f"mw-{time.monotonic_ns()}.yaml"
-    config.write_text(CONFIG.format(url=url, token=TOKEN))
+    config.write_text(CONFIG.format(url=url, token=TOKEN) + extra)
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("MODELWATCH_DATABASE_URL", None)
@@ -114,7 +115,10 @@ def warm_up(base: str) -> None:
     body = b"[" + b",".join(make_events(WARM_UP_EVENTS, seed=99)) + b"]"
     headers = {"Authorization": f"Bearer {TOKEN}", "content-type": "application/json"}
     resp = httpx.post(
-        f"{base}/v1/events?wait=10", content=body, headers={**headers, "Idempotency-Key": "warm"}
+        f"{base}/v1/events?wait=10",
+        content=body,
+        headers={**headers, "Idempotency-Key": "warm"},
+        timeout=30,  # the drain's worker starts slowly on a busy machine
     )
     assert resp.status_code == 200, (resp.status_code, resp.text)
 

@@ -228,6 +228,28 @@ class ModelwatchMetrics:
             ["model", "version", "slice", "metric", "output"],
             registry=registry,
         )
+        # Set by the replica that ran a scheduled replay (`guards.schedule`); providers are
+        # ONNX Runtime's own small set of names.
+        self.guard_replay_seconds = Gauge(
+            "modelwatch_guard_replay_seconds",
+            "Wall time of the latest scheduled golden replay run of a model (all its versions).",
+            ["model"],
+            registry=registry,
+        )
+        self.guard_replay_provider = Gauge(
+            "modelwatch_guard_replay_provider",
+            "1 for each ONNX Runtime execution provider the latest scheduled replay of a "
+            "version really ran on (reference and candidate together).",
+            ["model", "version", "provider"],
+            registry=registry,
+        )
+        self.guard_replay_divergent = Gauge(
+            "modelwatch_guard_replay_divergent",
+            "1 when the latest scheduled replay of a version did not pass on content (reference, "
+            "candidate, golden set) that passed before: hardware or runtime drift.",
+            ["model", "version"],
+            registry=registry,
+        )
         # `objective` is one of the fixed SLO keys (monitor.slo.evaluate.OBJECTIVES).
         self.slo_value = Gauge(
             "modelwatch_slo_value",
@@ -346,6 +368,22 @@ class ModelwatchMetrics:
 
     def set_job_success(self, job: str, timestamp: float) -> None:
         self.job_last_success.labels(job=job).set(timestamp)
+
+    def set_guard_replay(
+        self, model: str, seconds: float, providers: dict[str, list[str]] | None = None
+    ) -> None:
+        """Publish a scheduled replay run: its wall time, and per replayed version the
+        providers it ran on (a version's earlier providers are cleared)."""
+        self.guard_replay_seconds.labels(model=model).set(seconds)
+        for version, names in (providers or {}).items():
+            for labels in list(self.guard_replay_provider._metrics):
+                if labels[:2] == (model, version):
+                    self.guard_replay_provider.remove(*labels)
+            for name in names:
+                self.guard_replay_provider.labels(model, version, name).set(1)
+
+    def set_guard_divergent(self, model: str, version: str, divergent: bool) -> None:
+        self.guard_replay_divergent.labels(model=model, version=version).set(float(divergent))
 
     def record_component_restart(self, component: str) -> None:
         self.component_restarts.labels(component=component).inc()

@@ -38,8 +38,12 @@ def record_gate(
     verdict: GuardVerdict,
     artifacts: tuple[Path, Path, Path],
     listener: RollbackListener | None = None,
+    auto_rollback: bool | None = None,
 ) -> GateRecord:
     """Store the run (reference, candidate, golden hashed by content) and apply the rules.
+
+    `auto_rollback` decides whether a failure of the active version rolls back (a scheduled
+    replay's `action`); None: as the version was registered.
 
     ArtifactMismatchError (nothing stored) when `version` is registered with other content
     than the candidate's: a verdict is only ever recorded for the content it judged.
@@ -63,7 +67,7 @@ def record_gate(
         )
         session.add(run)
         session.flush()
-        return _act(session, run, verdict, listener)
+        return _act(session, run, verdict, listener, auto_rollback)
 
 
 def _check_candidate(session: Session, model: str, version: str, path: Path, got: str) -> None:
@@ -74,7 +78,11 @@ def _check_candidate(session: Session, model: str, version: str, path: Path, got
 
 
 def _act(
-    session: Session, run: GateRun, verdict: GuardVerdict, listener: RollbackListener | None
+    session: Session,
+    run: GateRun,
+    verdict: GuardVerdict,
+    listener: RollbackListener | None,
+    auto_rollback: bool | None,
 ) -> GateRecord:
     model = session.scalar(select(Model).where(Model.name == run.model).with_for_update())
     mv = registry.get_version(session, model, run.version) if model is not None else None
@@ -85,7 +93,8 @@ def _act(
     if verdict.verdict == "pass" and is_active:
         registry.set_alias(session, model, "last_known_good", mv)
         return GateRecord(run.id, f"{run.model} {run.version} is now last-known-good")
-    if verdict.verdict != "fail" or not mv.auto_rollback or not is_active:
+    roll = mv.auto_rollback if auto_rollback is None else auto_rollback
+    if verdict.verdict != "fail" or not roll or not is_active:
         why = "not active" if not is_active else f"verdict {verdict.verdict}"
         return GateRecord(run.id, f"registry unchanged ({why})")
     lkg = registry.alias(session, model, "last_known_good")

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from monitor.common.defaults import DEFAULT_DATABASE_URL
 from monitor.config._api import ApiConfig, SchedulerConfig
@@ -151,6 +151,24 @@ class Config(StrictModel):
         if dupes:
             raise ValueError(f"model names must be unique; repeated: {', '.join(dupes)}")
         return value
+
+    @model_validator(mode="after")
+    def _scheduled_models_known(self) -> Config:
+        names = {m.name for m in self.models}
+        unknown = sorted(set(self.guards.schedule) - names)
+        if unknown:
+            raise ValueError(
+                f"guards.schedule: {', '.join(map(repr, unknown))} is not a configured model "
+                f"(models: {', '.join(sorted(names)) or 'none'})"
+            )
+        for model, entry in self.guards.schedule.items():
+            # A run outliving its claim's lease could be taken over by another replica.
+            if entry.time_budget.total_seconds() >= self.scheduler.lease_s:
+                raise ValueError(
+                    f"guards.schedule.{model}.time_budget must be shorter than "
+                    f"scheduler.lease_s ({self.scheduler.lease_s:g}s)"
+                )
+        return self
 
     @field_validator("sources")
     @classmethod

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from monitor.config._base import StrictModel
 from monitor.config._durations import Duration
@@ -109,6 +109,14 @@ class GoldenSetConfig(StrictModel):
             "output, else the first."
         ),
     )
+    sha256: str | None = Field(
+        default=None,
+        pattern=r"^[0-9a-f]{64}$",
+        description=(
+            "The file's expected sha256 (lowercase hex); a scheduled replay of a file that "
+            "hashes otherwise fails, naming the file. null: not checked."
+        ),
+    )
 
 
 class LocalizeConfig(StrictModel):
@@ -132,6 +140,79 @@ class LocalizeConfig(StrictModel):
     def _positive(cls, value: timedelta) -> timedelta:
         if value <= timedelta(0):
             raise ValueError("must be a positive duration, e.g. 30s")
+        return value
+
+
+class GuardScheduleConfig(StrictModel):
+    """A model's scheduled golden replay (`guards.schedule.<model>`): the daemon replays the
+    golden set through the reference and the replayed versions on its own host, every `every`."""
+
+    golden_set: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Name of the golden set in `guards.golden_sets`; null: the model's name.",
+    )
+    preset: Literal["fp32", "fp16", "int8"] | None = Field(
+        default=None, description="Gate preset; null: the golden set's."
+    )
+    thresholds: GatePolicyConfig | None = Field(
+        default=None, description="Overrides of the preset's thresholds (after `guards.presets`)."
+    )
+    reference_version: str | None = Field(
+        default=None,
+        min_length=1,
+        description=(
+            "Registered version holding the reference model; null: last-known-good, else "
+            "the active version (other than the one replayed)."
+        ),
+    )
+    every: Duration = Field(
+        default=timedelta(hours=1), description="How often the replay runs, e.g. `1h`."
+    )
+    versions: Literal["active", "candidates"] = Field(
+        default="active",
+        description=(
+            "`active`: the active version; `candidates`: also each registered version newer "
+            "than it (at most `max_versions` in all, newest candidates first)."
+        ),
+    )
+    max_versions: int = Field(
+        default=5, ge=1, le=50, description="Most versions replayed per run (the active first)."
+    )
+    action: Literal["none", "rollback"] = Field(
+        default="none",
+        description=(
+            "`rollback`: a failing replay of the active version moves `active` to "
+            "last-known-good (`guards.registry.rollback_target`); `none`: only signals."
+        ),
+    )
+    time_budget: Duration = Field(
+        default=timedelta(minutes=4),
+        description=(
+            "Wall time one run may take, all its versions together; a replay still running "
+            "then is killed and recorded as a failed item, and the versions left wait for the "
+            "next run. Shorter than `scheduler.lease_s`."
+        ),
+    )
+    latency: bool = Field(
+        default=False,
+        description="Also time the models (`guards.latency_batch_sizes`); costs replay time.",
+    )
+    threads: int = Field(
+        default=1,
+        ge=0,
+        le=256,
+        description=(
+            "ONNX Runtime intra-op threads of the replay (both models); 1 keeps it to one core "
+            "beside ingest; 0: `guards.intra_op_threads`."
+        ),
+    )
+
+    @field_validator("every", "time_budget")
+    @classmethod
+    def _positive(cls, value: timedelta) -> timedelta:
+        if value < timedelta(seconds=1):
+            raise ValueError("must be at least 1s, e.g. 1h")
         return value
 
 
@@ -168,3 +249,22 @@ class GuardsConfig(StrictModel):
     localize: LocalizeConfig = Field(
         default_factory=LocalizeConfig, description="Layer localisation in `modelwatch gate`."
     )
+    schedule: dict[str, GuardScheduleConfig] = Field(
+        default_factory=dict,
+        description=(
+            "Scheduled golden replays by model name (a configured model): the daemon's "
+            "`guard:<model>` job."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _known_golden_sets(self) -> GuardsConfig:
+        for model, entry in self.schedule.items():
+            name = entry.golden_set or model
+            if name not in self.golden_sets:
+                known = ", ".join(sorted(self.golden_sets)) or "none"
+                raise ValueError(
+                    f"schedule.{model}.golden_set: no golden set named {name!r} in "
+                    f"guards.golden_sets; configured: {known}"
+                )
+        return self

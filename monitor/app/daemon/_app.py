@@ -22,6 +22,7 @@ from monitor.app.daemon._dead_letters_api import router as dead_letters_router
 from monitor.app.daemon._docs import install_docs
 from monitor.app.daemon._exposition import RequestMetricsMiddleware, install_metrics_route
 from monitor.app.daemon._gate_api import router as gate_router
+from monitor.app.daemon._guard_api import router as guard_router
 from monitor.app.daemon._ingest_api import router as ingest_router
 from monitor.app.daemon._latency_api import router as latency_router
 from monitor.app.daemon._limits import BodyLimitMiddleware
@@ -196,6 +197,7 @@ def create_app(state: DaemonState) -> FastAPI:
         dead_letters_router,
         results_router,
         gate_router,
+        guard_router,
         release_router,
         alerts_router,
         canary_router,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
@@ -84,3 +84,11 @@ def finish(engine: Engine, run: Claim, error: str | None = None) -> None:
                 error=error[:2000] if error else None,
             )
         )
+
+
+def release(engine: Engine, run: Claim, holder: str) -> None:
+    """Give a claim up (delete its row) so that its key can be claimed again: a claim used as
+    a lock across windows, not as a once-per-window run. A claim another replica took over
+    after its lease expired is theirs and stays."""
+    with transaction(engine) as s:
+        s.execute(delete(JobRun).where(JobRun.id == run.run_id, JobRun.holder == holder))

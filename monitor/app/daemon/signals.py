@@ -6,7 +6,7 @@ resolves. Labels are bounded (model, version, column, slice, method), never the 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -16,7 +16,7 @@ from sqlalchemy.engine import Engine
 from alerts import Signal
 from monitor.config import ModelConfig
 from monitor.estimation import MULTIVARIATE_METRIC
-from monitor.profiles import slice_label
+from monitor.profiles import key_of, slice_label
 from monitor.profiles.serving import ServingSummary
 from monitor.slo.evaluate import ServingWindow, evaluate_windows, version_prices
 from monitor.storage import (
@@ -187,29 +187,46 @@ def _prices(engine: Engine, cfg: ModelConfig) -> dict[str, float]:
     return version_prices(engine, cfg.name) if has_cost else {}
 
 
-def guard_signal(model: str, version: str, verdict: str, now: datetime) -> Signal:
-    """A gate verdict: firing when the candidate failed."""
-    return Signal(
-        "guard",
-        {"model": model, "version": version, "verdict": verdict},
-        None,
-        None,
-        verdict == "fail",
-        now,
-    )
+def guard_signal(
+    model: str,
+    version: str,
+    verdict: str,
+    now: datetime,
+    criterion: Mapping[str, Any] | None = None,
+) -> Signal:
+    """A gate verdict's `criterion` (value, threshold; firing when it failed), or without one
+    the verdict itself (criterion `verdict`, whole golden set; firing on `fail`)."""
+    labels = {"model": model, "version": version, "verdict": verdict}
+    if criterion is None:
+        return Signal("guard", {**labels, "criterion": "verdict", "slice": ""}, None, None,
+                      verdict == "fail", now)  # fmt: skip
+    labels["criterion"] = str(criterion.get("name", ""))
+    labels["slice"] = slice_label(key_of(criterion.get("slice")))
+    value, threshold = _number(criterion.get("value")), _number(criterion.get("threshold"))
+    return Signal("guard", labels, value, threshold, criterion.get("status") == "fail", now)
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) else None
 
 
 def guard_signals(engine: Engine, models: Iterable[str], now: datetime) -> list[Signal]:
-    """The newest gate verdict of each model version (a later pass resolves a failure)."""
+    """Each criterion of the newest gate run of each model version (a later pass resolves a
+    failure); a run without criteria is one signal for its verdict."""
     newest = (
         select(GateRun.model, GateRun.version, func.max(GateRun.id).label("id"))
+        .where(GateRun.model.in_(list(models)))
         .group_by(GateRun.model, GateRun.version)
         .subquery()
     )
     with session_factory(engine)() as s:
         runs = s.execute(
-            select(GateRun.model, GateRun.version, GateRun.verdict)
-            .join(newest, GateRun.id == newest.c.id)
-            .where(GateRun.model.in_(list(models)))
+            select(GateRun.model, GateRun.version, GateRun.verdict, GateRun.criteria).join(
+                newest, GateRun.id == newest.c.id
+            )
         ).all()
-    return [guard_signal(model, version, verdict, now) for model, version, verdict in runs]
+    out: list[Signal] = []
+    for model, version, verdict, criteria in runs:
+        each: list[dict[str, Any] | None] = [c for c in criteria or () if isinstance(c, dict)]
+        out += [guard_signal(model, version, verdict, now, c) for c in each or [None]]
+    return out

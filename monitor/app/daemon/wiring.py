@@ -16,6 +16,8 @@ from alerts import SIGNAL_KINDS, DeliveryWorker, Evaluator, Signal, deadline_cli
 from collectors.runner import RunState, run
 from dashboards.metrics import ModelwatchMetrics
 from guards.registry import rollback
+from monitor.app.daemon._guard_job import GuardReplays
+from monitor.app.daemon._guard_job import signal_producers as guard_replay_producers
 from monitor.app.daemon._health_signals import (
     DeadLetterRate,
     evaluation_failed_signals,
@@ -207,6 +209,7 @@ class Monitoring:
             ("signals dead_letter_rate", functools.partial(self.dead_letter_rate, e)),
             ("signals no_data", functools.partial(no_data_signals, e, names, window)),
         ]
+        out += guard_replay_producers(e, self.config)
         return out
 
     def _signals(self, name: str, produce: SignalsOf, now: datetime) -> list[Signal]:
@@ -230,6 +233,10 @@ def build_service(
     components: list[Component] = [*collectors_components(engine, config, health)]
     if config.alerts.receivers:
         components.append(delivery_component(engine, config, health))
+    if config.guards.schedule:
+        replays = GuardReplays(engine, config, metrics)
+        jobs += replays.jobs()
+        components.append(replays)
     return Service(
         config=config,
         engine=engine,

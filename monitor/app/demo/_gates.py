@@ -17,7 +17,7 @@ from guards import (
     run_gate,
 )
 from guards.reports import render_html, render_markdown
-from monitor.app.daemon.signals import guard_signal
+from monitor.app.daemon.signals import guard_signals
 from monitor.config import Config
 from monitor.storage import RollbackEvent, session_factory, utcnow
 
@@ -62,8 +62,9 @@ def run_candidate(
     html, md = out / f"gate-{key}.html", out / f"gate-{key}.md"
     html.write_text(render_html(doc), encoding="utf-8")
     md.write_text(render_markdown(doc), encoding="utf-8")
+    now = utcnow()  # the signals the daemon's own tick would make of the stored runs
     Evaluator(engine, config.alerts).evaluate(
-        [guard_signal("fraud", version, verdict.verdict, utcnow())], utcnow(), kinds=("guard",)
+        guard_signals(engine, ["fraud"], now), now, kinds=("guard",)
     )
     return GateOutcome(key, version, verdict.verdict, record.action, [html, md])
 

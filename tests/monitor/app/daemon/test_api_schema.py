@@ -134,7 +134,7 @@ def test_every_v1_endpoint_is_documented_with_typed_models(server: ServerProcess
         if path.startswith("/v1/")
         for method, op in ops.items()
     ]
-    assert len(operations) == 20  # + GET /v1/models/{model}/shadow and /latency
+    assert len(operations) == 21  # + GET /v1/models/{model}/shadow, /latency and /guard
     assert spec["components"]["securitySchemes"]["bearer"] == {
         "type": "http",
         "scheme": "bearer",
