@@ -30,6 +30,16 @@ from monitor.estimation._multiclass import (
     fit_multiclass,
     predicted_classes,
 )
+from monitor.estimation._regression import (
+    REGRESSION_METRICS,
+    LossSums,
+    RegressionData,
+    RegressionModel,
+    estimate_losses,
+    estimate_regression,
+    fit_regression,
+    loss_sums,
+)
 from monitor.estimation._reconstruction import (
     MultivariateResult,
     ReconstructionModel,
@@ -67,6 +77,14 @@ __all__ = [
     "METRICS",
     "MULTIVARIATE_KEY",
     "MULTICLASS_METRICS",
+    "REGRESSION_METRICS",
+    "LossSums",
+    "RegressionData",
+    "RegressionModel",
+    "estimate_losses",
+    "estimate_regression",
+    "fit_regression",
+    "loss_sums",
     "SETTINGS_KEY",
     "BinaryData",
     "Calibration",

@@ -33,7 +33,8 @@ from monitor.estimation._multiclass import (
     realized_multiclass,
 )
 from monitor.estimation._realized import realized
-from monitor.estimation._results import REFERENCE_CHUNKS, chunk_bounds, lower_threshold
+from monitor.estimation._results import REFERENCE_CHUNKS, chunk_bounds
+from monitor.estimation._run import reference_bounds
 from monitor.profiles import NULL_VALUE, OVERALL, slice_key, value_text
 
 SETTINGS_KEY = "estimation"
@@ -189,7 +190,7 @@ def _chunk_thresholds(
         for m in metrics:
             got = real(m, rows[c.start : c.end])
             values[m].append(np.nan if got is None else got)
-    return {m: lower_threshold(np.asarray(v, dtype=np.float64)) for m, v in values.items()}
+    return reference_bounds(values)
 
 
 def stored_calibration(
