@@ -30,6 +30,13 @@ from monitor.estimation._multiclass import (
     fit_multiclass,
     predicted_classes,
 )
+from monitor.estimation._reconstruction import (
+    MultivariateResult,
+    ReconstructionModel,
+    fit_reconstruction,
+    multivariate_drift,
+    reconstruction_errors,
+)
 from monitor.estimation._regression import (
     REGRESSION_METRICS,
     LossSums,
@@ -39,13 +46,6 @@ from monitor.estimation._regression import (
     estimate_regression,
     fit_regression,
     loss_sums,
-)
-from monitor.estimation._reconstruction import (
-    MultivariateResult,
-    ReconstructionModel,
-    fit_reconstruction,
-    multivariate_drift,
-    reconstruction_errors,
 )
 from monitor.estimation._results import Chunk, EstimationResult, chunk_bounds, period_chunks
 from monitor.estimation._run import EstimateOptions
@@ -63,6 +63,11 @@ from monitor.estimation._stored_multivariate import (
     fit_stored_multivariate,
     stored_multivariate,
 )
+from monitor.estimation._stored_regression import (
+    StoredRegression,
+    categorical_features,
+    fit_stored_regression,
+)
 from monitor.estimation._window import (
     MULTIVARIATE_METRIC,
     estimate_changed,
@@ -78,6 +83,9 @@ __all__ = [
     "MULTIVARIATE_KEY",
     "MULTICLASS_METRICS",
     "REGRESSION_METRICS",
+    "StoredRegression",
+    "categorical_features",
+    "fit_stored_regression",
     "LossSums",
     "RegressionData",
     "RegressionModel",

@@ -207,8 +207,8 @@ def _constant(values: Floats) -> bool:
 def _fit_loss(loss: Loss, x: Floats, target: Floats, categorical: list[int]) -> LossModel:
     lgb = lightgbm()
     names = [f"f{i}" for i in range(x.shape[1])]
-    data = lgb.Dataset(x, label=target, feature_name=names,
-                       categorical_feature=categorical or "auto", params={"verbosity": -1})  # fmt: skip
+    data = lgb.Dataset(x, label=target, feature_name=names, params={"verbosity": -1},
+                       categorical_feature=categorical or "auto")  # fmt: skip
     booster = lgb.train(PARAMS, data, num_boost_round=ROUNDS)
     return LossModel(loss, booster.model_to_string(), float(target.mean()), float(target.std()))
 

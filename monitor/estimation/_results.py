@@ -23,6 +23,8 @@ LOSS_METRICS = ("mae", "mse", "rmse")
 def high_key(metric: str) -> str:
     """The key of a metric's upper threshold in a bounds mapping."""
     return f"{metric}.high"
+
+
 REFERENCE_CHUNKS = 10  # without a chunk size, the reference is cut into this many chunks
 
 
