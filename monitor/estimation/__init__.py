@@ -14,7 +14,9 @@ from monitor.estimation._calibration import Calibration, fit_calibration
 from monitor.estimation._columns import (
     DERIVED_COLUMNS,
     ERROR_COLUMN,
+    LOSS_COLUMNS,
     SCORE_COLUMN,
+    loss_values,
     multiclass_specs,
     multiclass_values,
     score_spec,
@@ -78,6 +80,8 @@ __all__ = [
     "estimate_changed",
     "DERIVED_COLUMNS",
     "ERROR_COLUMN",
+    "LOSS_COLUMNS",
+    "loss_values",
     "SCORE_COLUMN",
     "METRICS",
     "MULTIVARIATE_KEY",

@@ -1,6 +1,7 @@
 """Direct loss estimation for regression: the estimate follows the realized loss within its band
 when only the features move, a loss above the reference band is `degraded` (below it `drift`),
-the stored loss models give the file-based run's values, and bad input is one line."""
+the stored loss models give the file-based run's values (the daemon's window profiles too), and
+bad input is one line."""
 
 from __future__ import annotations
 
@@ -19,9 +20,14 @@ from monitor.estimation import (
     EstimateOptions,
     RegressionData,
     RegressionModel,
+    StoredRegression,
     estimate_regression,
     fit_regression,
+    fit_stored_regression,
+    loss_values,
 )
+from monitor.estimation._window import StoredModels, window_rows
+from monitor.profiles import ColumnSpec
 from tests.conftest import run_cli
 
 NOISE = {"calm": 1.0, "wild": 4.0}  # the error's spread per category of `kind`
@@ -159,3 +165,30 @@ def test_cli_bad_input_is_one_line(tmp_path: Path) -> None:
     assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
     usage = run_cli(*args, "--score", "y_pred")
     assert usage.returncode == 2 and "no --score" in usage.stderr
+
+
+def test_window_profiles_estimate_what_the_rows_do(reference: pd.DataFrame) -> None:
+    """The daemon's path: each event's expected losses (`loss_values`), profiled in two batches
+    and merged, give the window's rows (`window_rows`) equal to `estimate_regression` on the
+    same rows with the baseline's thresholds; rows without a prediction count nowhere."""
+    stored = fit_stored_regression([reference], ["x", "kind"], "y_pred", "y", chunks=10)
+    current = _frame(900, 9, 0.6)
+    current.loc[:4, "y_pred"] = np.nan
+    data = _data(current)
+    values = loss_values(stored.model, data.columns, data.prediction)
+    profiles = {}
+    for column, v in values.items():
+        spec = ColumnSpec(column, "numeric", edges=(0.0, 1.0, 10.0, 100.0))
+        profiles[("", column)] = spec.profile(v[:400]).merge(spec.profile(v[400:]))
+    rows = window_rows(profiles, {}, StoredModels(stored, None), 30)
+    how = EstimateOptions(None, REGRESSION_METRICS, thresholds=stored.thresholds)
+    expected = estimate_regression(stored.model, _data(current.head(0)), data, how)
+    assert [r.metric for r in rows] == list(REGRESSION_METRICS)
+    for got, want in zip(rows, expected, strict=True):
+        assert got.n == want.n == 895
+        assert got.value == pytest.approx(want.estimated, rel=1e-12)
+        assert (got.ci_low, got.ci_high) == pytest.approx((want.ci_low, want.ci_high), rel=1e-9)
+        assert (got.threshold_low, got.threshold_high) == (want.threshold_low, want.threshold_high)
+        assert got.status == want.status == "degraded"
+    stored_again = StoredRegression.from_dict(json.loads(json.dumps(stored.to_dict())), "t")
+    assert stored_again.thresholds == stored.thresholds
