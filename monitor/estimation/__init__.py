@@ -41,13 +41,10 @@ from monitor.estimation._reconstruction import (
 )
 from monitor.estimation._regression import (
     REGRESSION_METRICS,
-    LossSums,
     RegressionData,
     RegressionModel,
-    estimate_losses,
     estimate_regression,
     fit_regression,
-    loss_sums,
 )
 from monitor.estimation._results import Chunk, EstimationResult, chunk_bounds, period_chunks
 from monitor.estimation._run import EstimateOptions
@@ -90,13 +87,10 @@ __all__ = [
     "StoredRegression",
     "categorical_features",
     "fit_stored_regression",
-    "LossSums",
     "RegressionData",
     "RegressionModel",
-    "estimate_losses",
     "estimate_regression",
     "fit_regression",
-    "loss_sums",
     "SETTINGS_KEY",
     "BinaryData",
     "Calibration",
