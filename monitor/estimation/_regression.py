@@ -194,9 +194,9 @@ def fit_regression(
                          "nothing to learn the loss from")  # fmt: skip
     error = labels[ok] - prediction[ok]
     cat_index = [i for i, f in enumerate(shape.features) if f in categories]
-    models = [_fit_loss(loss, x, target, cat_index)
-              for loss, target in (("absolute", np.abs(error)), ("squared", error**2))]  # fmt: skip
-    return RegressionModel(shape.features, categories, models[0], models[1], shape.rows)
+    absolute = _fit_loss("absolute", x, np.abs(error), cat_index)
+    squared = _fit_loss("squared", x, error**2, cat_index)
+    return RegressionModel(shape.features, categories, absolute, squared, shape.rows)
 
 
 def _constant(values: Floats) -> bool:

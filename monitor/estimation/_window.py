@@ -21,6 +21,7 @@ job: one that fails is recorded and stays pending, retried after its backoff.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -285,8 +286,9 @@ def _realized_loss(summary: Any, metric: str) -> float | None:
     none, or not a regression summary)."""
     if not isinstance(summary, RegressionSummary) or summary.n == 0:
         return None
-    mse = summary.sums["sq"] / summary.n
-    return {"mae": summary.sums["abs"] / summary.n, "mse": mse, "rmse": mse**0.5}[metric]
+    mse = float(summary.sums["sq"]) / summary.n
+    values = {"mae": float(summary.sums["abs"]) / summary.n, "mse": mse, "rmse": math.sqrt(mse)}
+    return values[metric]
 
 
 def _specificity(summary: Any) -> float | None:

@@ -192,3 +192,15 @@ def test_window_profiles_estimate_what_the_rows_do(reference: pd.DataFrame) -> N
         assert got.status == want.status == "degraded"
     stored_again = StoredRegression.from_dict(json.loads(json.dumps(stored.to_dict())), "t")
     assert stored_again.thresholds == stored.thresholds
+
+
+def test_a_stored_model_without_lightgbm_is_one_line(
+    model: RegressionModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon reads a regression baseline without LightGBM; applying it is an InputError
+    naming the extra (the collector logs it and profiles the window without the losses)."""
+    copy = RegressionModel.from_dict(model.to_dict(), "test")
+    monkeypatch.setitem(sys.modules, "lightgbm", None)
+    d = _data(_frame(50, 4))
+    with pytest.raises(InputError, match=r"needs LightGBM: pip install 'modelwatch\[regression\]'"):
+        copy.losses(d.columns, d.prediction)
