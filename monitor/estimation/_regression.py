@@ -40,13 +40,16 @@ EXTRA = "pip install 'modelwatch[regression]'"
 Loss = Literal["absolute", "squared"]
 Floats = NDArray[np.float64]
 # LightGBM's defaults as NannyML uses them (an untuned `LGBMRegressor()`), made deterministic
-# (same model on any thread count; column-wise histograms instead of a timing-based choice).
+# (same model on any thread count; column-wise histograms instead of a timing-based choice) and
+# single-threaded: on a busy machine OpenMP's spinning threads make fitting 20x slower (20,000
+# rows: 25.7 s with every core, 1.1 s with one, on the 2-core bench machine at load 17), and
+# at ingest the collectors run their own threads.
 PARAMS: dict[str, Any] = {
     "objective": "regression", "boosting_type": "gbdt", "num_leaves": 31, "max_depth": -1,
     "learning_rate": 0.1, "subsample_for_bin": 200000, "min_split_gain": 0.0,
     "min_child_weight": 0.001, "min_child_samples": 20, "subsample": 1.0, "subsample_freq": 0,
     "colsample_bytree": 1.0, "reg_alpha": 0.0, "reg_lambda": 0.0, "verbosity": -1,
-    "deterministic": True, "force_col_wise": True,
+    "deterministic": True, "force_col_wise": True, "num_threads": 1,
 }  # fmt: skip
 ROUNDS = 100
 
@@ -129,7 +132,7 @@ class RegressionModel:
         if ok.any():
             x = self.matrix({k: np.asarray(v)[ok] for k, v in columns.items()}, prediction[ok])
             for j, model in enumerate((self.absolute, self.squared)):
-                out[ok, j] = np.maximum(0.0, model.booster.predict(x))
+                out[ok, j] = np.maximum(0.0, model.booster.predict(x, num_threads=1))
         return out
 
     def to_dict(self) -> dict[str, Any]:
