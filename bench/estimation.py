@@ -176,7 +176,8 @@ def regression_main(n: int, window: int, repeat: int) -> None:
     fit = best(lambda: fit_regression(r.columns, categorical, r.prediction, r.labels), 1)
     model = fit_regression(r.columns, categorical, r.prediction, r.labels)
     how = EstimateOptions(None, REGRESSION_METRICS, thresholds={})
-    estimate = best(lambda: estimate_regression(model, c, c, how), repeat)
+    none = data(cur.head(0))  # thresholds given: no reference rows to score
+    estimate = best(lambda: estimate_regression(model, none, c, how), repeat)
     derive = best(lambda: loss_values(model, c.columns, c.prediction), repeat)
     dle = nml.DLE(feature_column_names=features, y_pred="pred", y_true="target",
                   metrics=["mae", "mse", "rmse"], chunk_number=1)  # fmt: skip

@@ -39,7 +39,8 @@ _BINS_HELP = "Calibration bins (quantiles of the reference score, plus the thres
 @click.option(
     "--prediction",
     metavar="COL",
-    help="Prediction column: 0/1 or the class (default: score ≥ t; multiclass: highest score).",
+    help="Prediction column: 0/1 or the class (default: score ≥ t; multiclass: highest score); "
+    "regression: the predicted value.",
 )
 @click.option(
     "--threshold",
@@ -62,7 +63,8 @@ _BINS_HELP = "Calibration bins (quantiles of the reference score, plus the thres
 @click.option(
     "--features",
     metavar="C,...",
-    help="Multivariate drift features (default: every other column but timestamps and ids).",
+    help="Multivariate drift features, and the loss models' with --task regression (default: "
+    "every other column but timestamps and ids).",
 )
 @click.option(
     "--variance",
