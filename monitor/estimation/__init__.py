@@ -65,6 +65,7 @@ from monitor.estimation._stored_multivariate import (
 from monitor.estimation._stored_regression import (
     StoredRegression,
     categorical_features,
+    check_features,
     fit_stored_regression,
 )
 from monitor.estimation._window import (
@@ -86,6 +87,7 @@ __all__ = [
     "REGRESSION_METRICS",
     "StoredRegression",
     "categorical_features",
+    "check_features",
     "fit_stored_regression",
     "RegressionData",
     "RegressionModel",

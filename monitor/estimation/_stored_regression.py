@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from monitor.errors import InputError
 from monitor.estimation._regression import (
     REGRESSION_METRICS,
     RegressionModel,
@@ -68,11 +69,20 @@ def categorical_features(frame: Any, features: Sequence[str]) -> list[str]:
     return [c for c in features if frame[c].dtype.kind not in "iuf"]
 
 
+def check_features(features: Sequence[str], prediction: str, label: str) -> None:
+    """InputError when the prediction or the label is among the loss models' features (the
+    label is not there when the models are applied; the prediction is an input already)."""
+    for role, column in (("prediction", prediction), ("label", label)):
+        if column in features:
+            raise InputError(f"--features: '{column}' is the {role} column, not a feature")
+
+
 def fit_stored_regression(
     batches: Iterable[Any], features: Sequence[str], prediction: str, label: str,
     chunks: int = REFERENCE_CHUNKS, slice_by: Sequence[str] = (),
 ) -> StoredRegression:  # fmt: skip
     """Fit the loss models on reference `batches` (pandas frames) and draw the thresholds."""
+    check_features(features, prediction, label)
     frame = concat(batches, list(dict.fromkeys([*features, prediction, label, *slice_by])))
     p, y = floats(frame, prediction), floats(frame, label)
     columns = {c: frame[c].to_numpy() for c in features}

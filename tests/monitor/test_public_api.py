@@ -53,6 +53,7 @@ PINNED: dict[str, set[str]] = {
         "RegressionModel",
         "StoredRegression",
         "categorical_features",
+        "check_features",
         "estimate_regression",
         "fit_regression",
         "fit_stored_regression",

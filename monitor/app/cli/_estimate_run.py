@@ -29,6 +29,7 @@ from monitor.estimation import (
     EstimateOptions,
     EstimationResult,
     categorical_features,
+    check_features,
     estimate_binary,
     estimate_multiclass,
     estimate_regression,
@@ -173,6 +174,7 @@ def _regression(
 ) -> tuple[list[EstimationResult], dict[str, Any]]:
     """DLE: loss models fitted on REFERENCE's features and prediction, applied to CURRENT."""
     assert r.prediction is not None
+    check_features(features, r.prediction, r.label)
     if not features:
         raise InputError(f"{files.reference}: no feature columns for the loss model: "
                          "give --features C,...")  # fmt: skip

@@ -165,6 +165,8 @@ def test_cli_bad_input_is_one_line(tmp_path: Path) -> None:
     assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
     usage = run_cli(*args, "--score", "y_pred")
     assert usage.returncode == 2 and "no --score" in usage.stderr
+    leak = run_cli(*args, "--features", "x,y")
+    assert leak.returncode == 2 and "'y' is the label column" in leak.stderr
 
 
 def test_window_profiles_estimate_what_the_rows_do(reference: pd.DataFrame) -> None:
