@@ -39,6 +39,7 @@ MISSING = "NML_missing_value"  # a missing categorical value is a category of it
 EXTRA = "pip install 'modelwatch[regression]'"
 Loss = Literal["absolute", "squared"]
 Floats = NDArray[np.float64]
+_NUMBER = (int, float, np.integer, np.floating)
 # LightGBM's defaults as NannyML uses them (an untuned `LGBMRegressor()`), made deterministic
 # (same model on any thread count; column-wise histograms instead of a timing-based choice) and
 # single-threaded: on a busy machine OpenMP's spinning threads make fitting 20x slower (20,000
@@ -167,7 +168,7 @@ def _numbers(values: NDArray[Any]) -> Floats:
     if values.dtype.kind in "biuf":
         return values.astype(np.float64)
     return np.fromiter(
-        (float(v) if isinstance(v, int | float) and not isinstance(v, bool) else np.nan
+        (float(v) if isinstance(v, _NUMBER) and not isinstance(v, bool | np.bool_) else np.nan
          for v in values), np.float64, len(values),
     )  # fmt: skip
 
