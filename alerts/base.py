@@ -104,9 +104,10 @@ SIGNAL_KIND_DOCS: Mapping[str, KindDoc] = MappingProxyType(
         ),
         "estimated_outcome": KindDoc(
             ("model", "version", "metric", "slice"),
-            "a metric estimated without labels (CBPE) in the newest window; threshold: its"
-            " reference-chunk lower bound (the slice's own, else the overall one)",
-            "estimate below the threshold (`degraded`)",
+            "a metric estimated without labels (CBPE; regression losses: DLE) in the newest"
+            " window; threshold: its reference-chunk lower bound, a loss's upper bound (the"
+            " slice's own, else the overall one)",
+            "estimate below the threshold, a loss above it (`degraded`)",
         ),
         "multivariate_drift": KindDoc(
             ("model", "version", "slice"),
@@ -150,7 +151,7 @@ class Signal:
     in messages behind, ``dead_letter_rate`` as a fraction, ``no_data`` in minutes since the
     last event, ``evaluation_failed`` in failing windows of a model version, ``slo`` per
     serving objective and slice of the newest window, firing on a breach,
-    ``estimated_outcome`` per estimated metric (CBPE) and slice, firing below its reference
+    ``estimated_outcome`` per estimated metric (CBPE, DLE) and slice, firing past its reference
     threshold, ``multivariate_drift`` per slice, firing when the mean reconstruction error
     leaves its reference bounds, ``shadow`` per shadow version, slice and criterion of paired
     shadow mode, firing on a flip rate or a McNemar test past its bound).

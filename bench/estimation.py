@@ -5,6 +5,7 @@ does) and the peer (NannyML's CBPE and DataReconstructionDriftCalculator on the 
     PYTHONPATH=. python bench/estimation.py [--events 100000] [--window 5000] [--repeat 5]
     PYTHONPATH=. python bench/estimation.py --ingest [--events 20000] [--repeat 3] [--classes K]
     PYTHONPATH=. python bench/estimation.py --join [--events 20000] [--repeat 5] [--classes 3]
+    PYTHONPATH=. python bench/estimation.py --regression [--events 20000] [--window 5000]
 
 `--ingest` runs the collectors' real ingest (decode, validate, window, profile per slice, commit
 to SQLite) of the same events twice per round, against a baseline with and without a calibration
@@ -22,6 +23,11 @@ baseline stores a per-class calibration (`__cbpe_score.<k>` and `__cbpe_predicte
 K-class joined pairs whose predictions are class-probability lists (class score histograms kept)
 against the same pairs with label predictions (the matrix only), the stored payload sizes, the
 merge of a stored payload with a batch's summary, and the realized macro ROC-AUC of a window.
+
+`--regression` times direct loss estimation next to NannyML's DLE on the same data (20
+features, a numeric prediction): fitting the loss models on the reference, estimating one
+`--window`-row chunk, and what deriving each event's expected losses costs per event at ingest
+(the same LightGBM models; the profile of the two loss columns is the ingest's own).
 """
 
 from __future__ import annotations
@@ -81,7 +87,11 @@ def main() -> None:
     ap.add_argument("--ingest", action="store_true", help="ingest with derivation on vs off")
     ap.add_argument("--classes", type=int, default=0, help="--ingest: a K-class model (K >= 2)")
     ap.add_argument("--join", action="store_true", help="multiclass summaries with class scores")
+    ap.add_argument("--regression", action="store_true", help="DLE next to NannyML's DLE")
     args = ap.parse_args()
+    if args.regression:
+        regression_main(args.events, args.window, args.repeat)
+        return
     if args.join:
         join_main(args.events, args.repeat, args.classes or 3)
         return
@@ -132,6 +142,55 @@ def _peer(ref: pd.DataFrame, chunk: pd.DataFrame, features: list[str], repeat: i
     drc = nml.DataReconstructionDriftCalculator(column_names=features, chunk_number=1).fit(ref)
     peer_mv = best(lambda: drc.calculate(chunk), max(1, repeat // 2))
     print(f"NannyML reconstruction drift of the chunk: {peer_mv * 1e3:.1f} ms")
+
+
+def regression_main(n: int, window: int, repeat: int) -> None:
+    """Fit, one chunk's estimate and the per-event derivation: ours and NannyML's DLE."""
+    import nannyml as nml
+
+    from monitor.estimation import (
+        REGRESSION_METRICS,
+        EstimateOptions,
+        RegressionData,
+        estimate_regression,
+        fit_regression,
+        loss_values,
+    )
+
+    ref, cur = make_frame(n, 1), make_frame(window, 2)
+    features = [c for c in ref.columns if c.startswith(("num", "cat"))]
+    categorical = [c for c in features if c.startswith("cat")]
+    for frame in (ref, cur):  # a regression target and a prediction that misses it
+        frame["target"] = frame["num1"] * 2 + frame["num2"] + (frame["cat0"] == "a") * 3
+        frame["pred"] = frame["num1"] * 2 + frame["num2"] + np.random.default_rng(3).normal(
+            0, 1 + (frame["cat1"] == "b") * 2, len(frame))  # fmt: skip
+
+    def data(frame: pd.DataFrame) -> RegressionData:
+        columns = {c: frame[c].to_numpy() for c in features}
+        return RegressionData(
+            columns, frame["pred"].to_numpy(float), frame["target"].to_numpy(float)
+        )
+
+    r, c = data(ref), data(cur)
+    assert r.labels is not None
+    fit = best(lambda: fit_regression(r.columns, categorical, r.prediction, r.labels), 1)
+    model = fit_regression(r.columns, categorical, r.prediction, r.labels)
+    how = EstimateOptions(None, REGRESSION_METRICS, thresholds={})
+    none = data(cur.head(0))  # thresholds given: no reference rows to score
+    estimate = best(lambda: estimate_regression(model, none, c, how), repeat)
+    derive = best(lambda: loss_values(model, c.columns, c.prediction), repeat)
+    dle = nml.DLE(feature_column_names=features, y_pred="pred", y_true="target",
+                  metrics=["mae", "mse", "rmse"], chunk_number=1)  # fmt: skip
+    peer_fit = best(lambda: dle.fit(ref), 1)
+    peer = best(lambda: dle.estimate(cur), max(1, repeat // 2))
+    print(
+        f"machine: {platform.machine()} {os.cpu_count()} cores, python {platform.python_version()}"
+    )
+    print(f"fit on {n} reference rows: ours {fit:.2f} s, NannyML DLE {peer_fit:.2f} s "
+          "(NannyML also estimates the reference)")  # fmt: skip
+    print(f"estimate of one {window}-row chunk (MAE, MSE, RMSE): ours {estimate * 1e3:.1f} ms, "
+          f"NannyML {peer * 1e3:.1f} ms")  # fmt: skip
+    print(f"expected losses at ingest: {derive / window * 1e6:.2f} µs/event")
 
 
 BATCH = 5000

@@ -1,4 +1,5 @@
-"""Derived columns at ingest: the CBPE score and the PCA reconstruction error of each event.
+"""Derived columns at ingest: the CBPE score (a regression model: the expected losses) and the
+PCA reconstruction error of each event.
 
 When the baseline a model version is compared with (`monitor.baselines.store.choose_baseline`)
 stores a calibration (`baseline create --score --label`) or a multivariate model
@@ -12,6 +13,8 @@ a multiclass baseline (`--score CLASS=COL` per class) gives `__cbpe_score.<k>` p
 column, else element k of a list prediction (`prediction[k]`); the predicted class is the
 event's own where its prediction names one of the baseline's classes (a label), else the highest
 score (`monitor.estimation.predicted_classes`, as `modelwatch estimate --prediction`).
+A regression baseline (`--task regression`) gives `__dle_absolute` and `__dle_squared`, each
+event's expected loss from the baseline's loss models over its features and prediction.
 A window whose derivation fails (a model that cannot score it) is logged and profiled without
 the derived columns; the batch goes on. What a version's baseline stores is read once and then
 every `REFRESH_S` seconds, so a baseline created while the collector runs is picked up.
@@ -35,6 +38,8 @@ from monitor.estimation import (
     StoredEstimation,
     StoredMulticlass,
     StoredMultivariate,
+    StoredRegression,
+    loss_values,
     multiclass_specs,
     multiclass_values,
     score_spec,
@@ -54,7 +59,7 @@ _NUMBER = (int, float)
 class DerivedModels:
     """What one model version's baseline stores for estimation (None: nothing)."""
 
-    estimation: StoredEstimation | StoredMulticlass | None
+    estimation: StoredEstimation | StoredMulticlass | StoredRegression | None
     multivariate: StoredMultivariate | None
     specs: dict[str, ColumnSpec]  # the specs of the estimation's derived columns, by column
     loaded_at: float
@@ -123,9 +128,13 @@ class Deriver:
         return specs
 
 
-def _specs(est: StoredEstimation | StoredMulticlass | None) -> dict[str, ColumnSpec]:
+def _specs(
+    est: StoredEstimation | StoredMulticlass | StoredRegression | None,
+) -> dict[str, ColumnSpec]:
     if isinstance(est, StoredMulticlass):
         return multiclass_specs(est.calibration)
+    if isinstance(est, StoredRegression):  # the losses are profiled like any numeric column
+        return {}
     return {} if est is None else {SCORE_COLUMN: score_spec(est.calibration)}
 
 
@@ -137,6 +146,8 @@ def derive(window: WindowBatch, found: DerivedModels) -> dict[str, NDArray[np.fl
                   for k, c in enumerate(found.estimation.scores)]  # fmt: skip
         out.update(multiclass_values(found.estimation.calibration, np.column_stack(scores),
                                      window.columns.get(PREDICTION)))  # fmt: skip
+    elif isinstance(found.estimation, StoredRegression):
+        out.update(_losses(window, found.estimation))
     elif found.estimation is not None:
         column = found.estimation.score
         column = column if column in window.columns else PREDICTION
@@ -150,6 +161,17 @@ def derive(window: WindowBatch, found: DerivedModels) -> dict[str, NDArray[np.fl
         }
         out[ERROR_COLUMN] = model.scorer.errors(arrays, len(window))
     return out
+
+
+def _losses(window: WindowBatch, stored: StoredRegression) -> dict[str, NDArray[np.float64]]:
+    """Each event's expected losses: features named as the baseline's (categorical as given,
+    numeric as numbers), the prediction from the column named as the baseline's, else
+    `prediction`."""
+    model = stored.model
+    columns = {c: objects(window, c) if c in model.categories else floats(window, c)
+               for c in model.features}  # fmt: skip
+    column = stored.prediction if stored.prediction in window.columns else PREDICTION
+    return loss_values(model, columns, floats(window, column))
 
 
 def _score(window: WindowBatch, column: str, element: str) -> NDArray[np.float64]:

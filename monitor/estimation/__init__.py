@@ -14,7 +14,9 @@ from monitor.estimation._calibration import Calibration, fit_calibration
 from monitor.estimation._columns import (
     DERIVED_COLUMNS,
     ERROR_COLUMN,
+    LOSS_COLUMNS,
     SCORE_COLUMN,
+    loss_values,
     multiclass_specs,
     multiclass_values,
     score_spec,
@@ -37,6 +39,13 @@ from monitor.estimation._reconstruction import (
     multivariate_drift,
     reconstruction_errors,
 )
+from monitor.estimation._regression import (
+    REGRESSION_METRICS,
+    RegressionData,
+    RegressionModel,
+    estimate_regression,
+    fit_regression,
+)
 from monitor.estimation._results import Chunk, EstimationResult, chunk_bounds, period_chunks
 from monitor.estimation._run import EstimateOptions
 from monitor.estimation._stored import (
@@ -53,6 +62,12 @@ from monitor.estimation._stored_multivariate import (
     fit_stored_multivariate,
     stored_multivariate,
 )
+from monitor.estimation._stored_regression import (
+    StoredRegression,
+    categorical_features,
+    check_features,
+    fit_stored_regression,
+)
 from monitor.estimation._window import (
     MULTIVARIATE_METRIC,
     estimate_changed,
@@ -63,10 +78,21 @@ __all__ = [
     "estimate_changed",
     "DERIVED_COLUMNS",
     "ERROR_COLUMN",
+    "LOSS_COLUMNS",
+    "loss_values",
     "SCORE_COLUMN",
     "METRICS",
     "MULTIVARIATE_KEY",
     "MULTICLASS_METRICS",
+    "REGRESSION_METRICS",
+    "StoredRegression",
+    "categorical_features",
+    "check_features",
+    "fit_stored_regression",
+    "RegressionData",
+    "RegressionModel",
+    "estimate_regression",
+    "fit_regression",
     "SETTINGS_KEY",
     "BinaryData",
     "Calibration",

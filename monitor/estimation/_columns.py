@@ -11,7 +11,7 @@ how a window's profiles of them turn back into the estimator's inputs (one owner
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -26,12 +26,17 @@ from monitor.estimation._multiclass import (
     named_classes,
     predicted_classes,
 )
+from monitor.estimation._regression import LossSums, RegressionModel
 from monitor.profiles import ColumnSpec
 
 SCORE_COLUMN = "__cbpe_score"
 ERROR_COLUMN = "__pca_error"
 PREDICTED_COLUMN = "__cbpe_predicted"  # multiclass (below)
-DERIVED_COLUMNS = (SCORE_COLUMN, ERROR_COLUMN, PREDICTED_COLUMN)
+# regression (DLE): each event's expected absolute and squared loss (below)
+ABSOLUTE_COLUMN = "__dle_absolute"
+SQUARED_COLUMN = "__dle_squared"
+LOSS_COLUMNS = (ABSOLUTE_COLUMN, SQUARED_COLUMN)
+DERIVED_COLUMNS = (SCORE_COLUMN, ERROR_COLUMN, PREDICTED_COLUMN, *LOSS_COLUMNS)
 
 
 def score_spec(calibration: Calibration) -> ColumnSpec:
@@ -136,3 +141,29 @@ def _rows_and_q(profile: Any) -> tuple[NDArray[np.float64], NDArray[np.float64]]
     sums = np.asarray(profile.sums, dtype=np.float64)[1:-1]
     q = sums - 2.0 * np.arange(counts.size) * counts
     return counts, np.clip(q, 0.0, counts)
+
+
+# Regression (`baseline create --task regression`): `__dle_absolute` and `__dle_squared`, each
+# event's expected absolute and squared loss from the baseline's loss models (NaN where the
+# prediction is missing), profiled like any numeric column; a window's profile count and mean
+# give the rows and the summed loss (`LossSums`), which add across batches, slices, replicas.
+
+
+def loss_values(
+    model: RegressionModel, columns: Mapping[str, NDArray[Any]], prediction: NDArray[np.float64]
+) -> dict[str, NDArray[np.float64]]:
+    """The regression derived columns of rows of features and predictions."""
+    losses = model.losses(columns, prediction)
+    return {ABSOLUTE_COLUMN: losses[:, 0], SQUARED_COLUMN: losses[:, 1]}
+
+
+def loss_sums_of(profiles: Any) -> LossSums:
+    """A window's `LossSums` from its `__dle_absolute` and `__dle_squared` profiles."""
+    found = [profiles.get(c) for c in LOSS_COLUMNS]
+    if any(p is None for p in found):
+        raise CorruptProfileError(f"columns {', '.join(LOSS_COLUMNS)}: a profile is missing")
+    absolute, squared = found
+    if int(absolute.n) != int(squared.n):
+        raise CorruptProfileError(f"columns {', '.join(LOSS_COLUMNS)}: unequal row counts")
+    n = int(absolute.n)
+    return LossSums(n, float(absolute.mean) * n, float(squared.mean) * n)

@@ -11,8 +11,20 @@ import numpy as np
 
 from monitor.estimation._calibration import Array
 
-EstimateStatus = Literal["ok", "degraded", "insufficient_data"]
+EstimateStatus = Literal["ok", "degraded", "drift", "insufficient_data"]
 THRESHOLD_K = 3.0  # lower threshold = mean - 3 std of the metric over reference chunks
+# Losses (regression): higher is worse. Their bounds carry an upper threshold too, kept in the
+# same metric -> value mapping as the lower ones under `high_key(metric)` (so stored baselines'
+# thresholds keep one shape); above it is `degraded`, below the lower one `drift` (the loss
+# left the reference band on the good side: the data changed, the model did not get worse).
+LOSS_METRICS = ("mae", "mse", "rmse")
+
+
+def high_key(metric: str) -> str:
+    """The key of a metric's upper threshold in a bounds mapping."""
+    return f"{metric}.high"
+
+
 REFERENCE_CHUNKS = 10  # without a chunk size, the reference is cut into this many chunks
 
 
@@ -42,6 +54,7 @@ class EstimationResult:
     threshold_low: float | None
     n: int
     status: EstimateStatus
+    threshold_high: float | None = None  # losses only (regression)
 
 
 def lower_threshold(values: Array, k: float = THRESHOLD_K) -> float | None:
@@ -50,6 +63,14 @@ def lower_threshold(values: Array, k: float = THRESHOLD_K) -> float | None:
     if finite.size < 2:
         return None
     return float(max(0.0, finite.mean() - k * finite.std(ddof=1)))
+
+
+def upper_threshold(values: Array, k: float = THRESHOLD_K) -> float | None:
+    """mean + k·std of a metric over reference chunks (None with fewer than two chunks)."""
+    finite = values[np.isfinite(values)]
+    if finite.size < 2:
+        return None
+    return float(finite.mean() + k * finite.std(ddof=1))
 
 
 def chunk_bounds(n: int, size: int | None, count: int = REFERENCE_CHUNKS) -> list[Chunk]:

@@ -13,11 +13,14 @@ from numpy.typing import NDArray
 from monitor.detectors import MIN_N
 from monitor.estimation._metrics import METRICS, Estimate
 from monitor.estimation._results import (
+    LOSS_METRICS,
     Chunk,
     EstimateStatus,
     EstimationResult,
     chunk_bounds,
+    high_key,
     lower_threshold,
+    upper_threshold,
 )
 from monitor.profiles.slicekeys import NULL_VALUE, key_of, value_text
 
@@ -99,18 +102,23 @@ def judge(
     min_n: int,
 ) -> list[EstimationResult]:  # fmt: skip
     """The result rows of `estimates`: `insufficient_data` under `min_n` rows, `degraded` below
-    the metric's lower bound, else `ok`; each with its realized value where known."""
+    the metric's lower bound (a loss: above its upper bound, `drift` below its lower one), else
+    `ok`; each with its realized value where known."""
     out = []
     for e in estimates:
         real = realized(e.metric)
-        low = bounds.get(e.metric)
+        low, high = bounds.get(e.metric), bounds.get(high_key(e.metric))
         if e.n < min_n:
             out.append(EstimationResult(e.metric, slice_, chunk, None, None, None, real, low,
-                                        e.n, "insufficient_data"))  # fmt: skip
+                                        e.n, "insufficient_data", high))  # fmt: skip
             continue
-        status: EstimateStatus = "degraded" if low is not None and e.estimated < low else "ok"
+        below = low is not None and e.estimated < low
+        status: EstimateStatus = "degraded" if below else "ok"
+        if e.metric in LOSS_METRICS:
+            above = high is not None and e.estimated > high
+            status = "degraded" if above else "drift" if below else "ok"
         out.append(EstimationResult(e.metric, slice_, chunk, e.estimated, e.ci_low, e.ci_high,
-                                    real, low, e.n, status))  # fmt: skip
+                                    real, low, e.n, status, high))  # fmt: skip
     return out
 
 
@@ -129,7 +137,19 @@ def _thresholds(ref: Side, rows: Rows, how: EstimateOptions) -> dict[str, float 
             if got is None:
                 return {}
             values[name].append(got)
-    return {name: lower_threshold(np.asarray(v, dtype=np.float64)) for name, v in values.items()}
+    return reference_bounds(values)
+
+
+def reference_bounds(values: Mapping[str, list[float]]) -> dict[str, float | None]:
+    """Per metric, its lower threshold over the reference chunks' values (a loss also its upper
+    one, under `high_key`)."""
+    out: dict[str, float | None] = {}
+    for name, v in values.items():
+        array = np.asarray(v, dtype=np.float64)
+        out[name] = lower_threshold(array)
+        if name in LOSS_METRICS:
+            out[high_key(name)] = upper_threshold(array)
+    return out
 
 
 def _within(rows: Rows, chunk: Chunk) -> Rows:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -33,8 +33,12 @@ from monitor.estimation._multiclass import (
     realized_multiclass,
 )
 from monitor.estimation._realized import realized
-from monitor.estimation._results import REFERENCE_CHUNKS, chunk_bounds, lower_threshold
+from monitor.estimation._results import REFERENCE_CHUNKS, chunk_bounds
+from monitor.estimation._run import reference_bounds
 from monitor.profiles import NULL_VALUE, OVERALL, slice_key, value_text
+
+if TYPE_CHECKING:
+    from monitor.estimation._stored_regression import StoredRegression
 
 SETTINGS_KEY = "estimation"
 Bounds = dict[str, float | None]
@@ -55,7 +59,7 @@ class StoredEstimation:
 
     def bounds(self, key: str) -> Bounds:
         """The thresholds a slice key (OVERALL: "") is judged by: its own, else the overall."""
-        return _judged_by(self.thresholds, self.slice_thresholds, key)
+        return judged_by(self.thresholds, self.slice_thresholds, key)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -69,7 +73,7 @@ class StoredEstimation:
     @classmethod
     def from_dict(cls, data: dict[str, Any], where: str) -> StoredEstimation:
         cal = Calibration.from_dict(data.get("calibration", {}), where)
-        return cls(str(data.get("score")), str(data.get("label")), cal, *_thresholds(data, where))
+        return cls(str(data.get("score")), str(data.get("label")), cal, *thresholds_of(data, where))
 
 
 @dataclass(frozen=True)
@@ -85,7 +89,7 @@ class StoredMulticlass:
 
     def bounds(self, key: str) -> Bounds:
         """The thresholds a slice key (OVERALL: "") is judged by: its own, else the overall."""
-        return _judged_by(self.thresholds, self.slice_thresholds, key)
+        return judged_by(self.thresholds, self.slice_thresholds, key)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -105,15 +109,15 @@ class StoredMulticlass:
         if len(classes) < 2 or not len(classes) == len(scores) == len(maps):
             raise CorruptProfileError(f"{where}: malformed multiclass calibration")
         cal = MulticlassCalibration(tuple(classes), tuple(maps))
-        return cls(tuple(scores), str(data.get("label")), cal, *_thresholds(data, where))
+        return cls(tuple(scores), str(data.get("label")), cal, *thresholds_of(data, where))
 
 
-def _judged_by(overall: Bounds, per_slice: Mapping[str, Bounds], key: str) -> Bounds:
+def judged_by(overall: Bounds, per_slice: Mapping[str, Bounds], key: str) -> Bounds:
     own = {} if key == OVERALL else per_slice.get(key, {})
     return {m: own[m] if own.get(m) is not None else v for m, v in overall.items()}
 
 
-def _thresholds(data: dict[str, Any], where: str) -> tuple[Bounds, dict[str, Bounds]]:
+def thresholds_of(data: dict[str, Any], where: str) -> tuple[Bounds, dict[str, Bounds]]:
     try:
         overall = _bounds(data.get("thresholds", {}))
         per_slice = {str(k): _bounds(v) for k, v in dict(data.get("slice_thresholds", {})).items()}
@@ -131,8 +135,8 @@ def fit_stored(
     bins: int = DEFAULT_BINS, chunks: int = REFERENCE_CHUNKS, slice_by: Sequence[str] = (),
 ) -> StoredEstimation:  # fmt: skip
     """Calibrate on the score and label columns of reference `batches` (pandas frames)."""
-    frame = _concat(batches, [score, label, *slice_by])
-    s, y = _floats(frame, score), _floats(frame, label)
+    frame = concat(batches, [score, label, *slice_by])
+    s, y = floats(frame, score), floats(frame, label)
     calibration = fit_calibration(s, y, threshold, bins)
     pred = (s >= threshold).astype(np.float64)
 
@@ -149,8 +153,8 @@ def fit_stored_multiclass(
 ) -> StoredMulticlass:  # fmt: skip
     """One-vs-rest calibrations on reference `batches` (a score column per class in `classes`
     order; `label` holds class names)."""
-    frame = _concat(batches, [*scores, label, *slice_by])
-    s = np.column_stack([_floats(frame, c) for c in scores])
+    frame = concat(batches, [*scores, label, *slice_by])
+    s = np.column_stack([floats(frame, c) for c in scores])
     y = class_column(frame, label, classes)
     calibration = fit_multiclass(classes, s, y, bins)
     data = MulticlassData(s, predicted_classes(s), y)
@@ -189,14 +193,16 @@ def _chunk_thresholds(
         for m in metrics:
             got = real(m, rows[c.start : c.end])
             values[m].append(np.nan if got is None else got)
-    return {m: lower_threshold(np.asarray(v, dtype=np.float64)) for m, v in values.items()}
+    return reference_bounds(values)
 
 
 def stored_calibration(
     engine: Engine, model: str, version: str, name: str = "default"
-) -> StoredEstimation | StoredMulticlass | None:
-    """The calibration (binary or multiclass) stored with the baseline model/version uses;
-    None when it has none."""
+) -> StoredEstimation | StoredMulticlass | StoredRegression | None:
+    """The calibration (binary or multiclass) or the loss models (regression) stored with the
+    baseline model/version uses; None when it has none."""
+    from monitor.estimation._stored_regression import TASK, StoredRegression  # it imports this
+
     chosen = choose_baseline(engine, model, version, name)
     if chosen is None:
         return None
@@ -204,19 +210,21 @@ def stored_calibration(
     where = f"baseline '{chosen[1]}' of model '{model}' version '{chosen[0]}'"
     if data is None:
         return None
+    if data.get("task") == TASK:
+        return StoredRegression.from_dict(data, where)
     if "classes" in data:
         return StoredMulticlass.from_dict(data, where)
     return StoredEstimation.from_dict(data, where)
 
 
-def _concat(batches: Iterable[Any], columns: list[str]) -> Any:
+def concat(batches: Iterable[Any], columns: list[str]) -> Any:
     import pandas as pd
 
     parts = [b[columns] for b in batches]
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=columns)
 
 
-def _floats(frame: Any, column: str) -> Any:
+def floats(frame: Any, column: str) -> Any:
     import pandas as pd
 
     values = pd.to_numeric(frame[column], errors="coerce")

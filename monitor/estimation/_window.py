@@ -21,6 +21,7 @@ job: one that fails is recorded and stays pending, retried after its backoff.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,7 +33,9 @@ from sqlalchemy.orm import Session
 from monitor.config import ModelConfig
 from monitor.estimation._columns import (
     ERROR_COLUMN,
+    LOSS_COLUMNS,
     SCORE_COLUMN,
+    loss_sums_of,
     multiclass_specs,
     multiclass_sums_of,
     score_counts,
@@ -46,14 +49,17 @@ from monitor.estimation._realized import (
     summary_matrix,
 )
 from monitor.estimation._reconstruction import MultivariateResult, judge_mean
+from monitor.estimation._regression import REGRESSION_METRICS, estimate_losses
 from monitor.estimation._results import EstimationResult
 from monitor.estimation._run import judge
 from monitor.estimation._stored import StoredEstimation, StoredMulticlass, stored_calibration
 from monitor.estimation._stored_multivariate import StoredMultivariate, stored_multivariate
+from monitor.estimation._stored_regression import StoredRegression
 from monitor.failures import Isolation, window_item
 from monitor.outcomes import MulticlassSummary
 from monitor.outcomes import metrics as m
 from monitor.outcomes.from_summary import evaluate_summaries
+from monitor.outcomes.summary import RegressionSummary
 from monitor.profiles import OVERALL, key_of, parse_slice_key, profile_from_bytes
 from monitor.results.store import store_estimated_results
 from monitor.storage import (
@@ -70,7 +76,7 @@ MULTIVARIATE_METRIC = "reconstruction_error"
 # Realized from outcome summaries: estimated metric -> the outcome registry's metric
 # (specificity, which the registry lacks, comes from the summaries' confusion counts).
 REALIZED_METRICS = {m: m for m in ("roc_auc", "accuracy", "precision", "recall", "f1")}
-Calibrated = StoredEstimation | StoredMulticlass
+Calibrated = StoredEstimation | StoredMulticlass | StoredRegression
 
 
 @dataclass(frozen=True)
@@ -84,6 +90,8 @@ class StoredModels:
         """The derived columns a window of this version is estimated from."""
         if isinstance(self.estimation, StoredMulticlass):
             return (*multiclass_specs(self.estimation.calibration), ERROR_COLUMN)
+        if isinstance(self.estimation, StoredRegression):
+            return (*LOSS_COLUMNS, ERROR_COLUMN)
         return (SCORE_COLUMN, ERROR_COLUMN)
 
 
@@ -179,6 +187,10 @@ def window_rows(
 
 def _estimated(stored: Calibrated | None, profiles: Mapping[str, Any]) -> list[Estimate] | None:
     """The estimates of one slice's derived-column profiles (None: the slice has none)."""
+    if isinstance(stored, StoredRegression):
+        if not any(c in profiles for c in LOSS_COLUMNS):
+            return None
+        return estimate_losses(stored.model, loss_sums_of(profiles), REGRESSION_METRICS)
     if isinstance(stored, StoredMulticlass):
         if not any(c in profiles for c in multiclass_specs(stored.calibration)):
             return None
@@ -202,7 +214,7 @@ def _judged(
 
 def _from_estimate(key: str, r: EstimationResult) -> WindowEstimate:
     return WindowEstimate(key, r.metric, r.estimated, r.ci_low, r.ci_high, r.realized,
-                          r.threshold_low, None, r.n, r.status)  # fmt: skip
+                          r.threshold_low, r.threshold_high, r.n, r.status)  # fmt: skip
 
 
 def _multivariate(stored: StoredMultivariate, profile: Any, key: str) -> WindowEstimate:
@@ -229,12 +241,18 @@ def _realized(
 ) -> dict[tuple[str, str], float | None]:
     """Realized metrics per (slice key, metric) from the window's joined-label summaries."""
     task = cfg.outcomes.task
-    multiclass = isinstance(stored, StoredMulticlass)
-    if task != ("multiclass" if multiclass else "classification"):  # labels of another kind
+    wanted = (
+        "multiclass" if isinstance(stored, StoredMulticlass)
+        else "regression" if isinstance(stored, StoredRegression) else "classification"
+    )  # fmt: skip
+    if task != wanted:  # labels of another kind
         return {}
     summaries = window_summaries(s, cfg.name, change.version, change.start, change.end)
     if not summaries or summaries[0][1].n == 0:
         return {}
+    if isinstance(stored, StoredRegression):
+        return {(key_of(slice_), metric): _realized_loss(summary, metric)
+                for slice_, summary in summaries for metric in REGRESSION_METRICS}  # fmt: skip
     if isinstance(stored, StoredMulticlass):
         return _realized_multiclass(stored, summaries)
     ours = {theirs: mine for mine, theirs in REALIZED_METRICS.items()}
@@ -261,6 +279,16 @@ def _realized_multiclass(
                     for metric in MACRO_METRICS})  # fmt: skip
         out[(key_of(slice_), "roc_auc")] = summary_macro_auc(classes, summary)
     return out
+
+
+def _realized_loss(summary: Any, metric: str) -> float | None:
+    """MAE, MSE or RMSE of a regression summary's joined pairs, from its exact sums (None:
+    none, or not a regression summary)."""
+    if not isinstance(summary, RegressionSummary) or summary.n == 0:
+        return None
+    mse = float(summary.sums["sq"]) / summary.n
+    values = {"mae": float(summary.sums["abs"]) / summary.n, "mse": mse, "rmse": math.sqrt(mse)}
+    return values[metric]
 
 
 def _specificity(summary: Any) -> float | None:

@@ -22,6 +22,7 @@ def result_dict(r: EstimationResult) -> dict[str, Any]:
         "ci_high": r.ci_high,
         "realized": r.realized,
         "threshold_low": r.threshold_low,
+        "threshold_high": r.threshold_high,  # losses (regression) only; null otherwise
         "n": r.n,
         "status": r.status,
     }
@@ -69,6 +70,13 @@ def _fmt(x: float | None) -> str:
     return "" if x is None else f"{x:.4f}"
 
 
+def _threshold(r: EstimationResult) -> str:
+    """The lower threshold; a loss's band, lower – upper."""
+    if r.threshold_high is None:
+        return _fmt(r.threshold_low)
+    return f"{_fmt(r.threshold_low)} – {_fmt(r.threshold_high)}"
+
+
 def render_estimate_html(
     results: Sequence[EstimationResult], title: str, multivariate: dict[str, Any] | None = None
 ) -> str:
@@ -83,7 +91,7 @@ def render_estimate_html(
         if r.chunk is not None and r.chunk.period_start is not None:
             chunk = f"{r.chunk.index} {r.chunk.period_start.isoformat()}"
         rows.append([chunk, where, r.metric, _fmt(r.estimated), band, _fmt(r.realized),
-                     _fmt(r.threshold_low), str(r.n), r.status])  # fmt: skip
+                     _threshold(r), str(r.n), r.status])  # fmt: skip
     degraded = sum(r.status == "degraded" for r in results)
     body = (
         f"<h1>{html.escape(title)}</h1><p>{len(results)} results, {degraded} degraded. "

@@ -65,7 +65,17 @@ def baseline() -> None:
     "calibration (with --label).",
 )
 @click.option(
-    "--label", default=None, metavar="COL", help="Label column for --score: 0/1, or the class."
+    "--label",
+    default=None,
+    metavar="COL",
+    help="Label column for --score (0/1, or the class) or --task regression (the target).",
+)
+@click.option(
+    "--task",
+    type=click.Choice(["regression"]),
+    default=None,
+    help="regression: store loss models of --features and --prediction against --label "
+    "(direct loss estimation; needs the `regression` extra).",
 )
 @click.option(
     "--features",

@@ -31,6 +31,7 @@ from monitor.estimation import (
     fit_stored,
     fit_stored_multiclass,
     fit_stored_multivariate,
+    fit_stored_regression,
 )
 from monitor.profiles import ProfileSet, compared_columns
 
@@ -54,6 +55,7 @@ def create_baseline(
     attributions_path: str | None,
     score: tuple[str, ...],
     label: str | None,
+    task: str | None,
     features: str | None,
     data: str | None,
     database_url: str | None,
@@ -68,7 +70,10 @@ def create_baseline(
         raise InputError("--engine spark profiles --table NAME|PATH (and takes no DATA)")
     if not spark and (data is None or table is not None):
         raise InputError("give DATA (a file, directory or glob); --table needs --engine spark")
-    if bool(score) != (label is not None) or (score and spark):
+    regression = task == "regression"
+    if regression:
+        _check_regression(score, label, features, roles.get("prediction_column"), spark)
+    elif bool(score) != (label is not None) or (score and spark):
         raise InputError("--score and --label go together, with DATA (not --engine spark)")
     if features is not None and spark:
         raise InputError("--features needs DATA (not --engine spark)")
@@ -102,6 +107,9 @@ def create_baseline(
         )
         extra = {} if data is None or not score or label is None else (
             _estimation(data, parse_scores(score), label, (chunks, slice_by)))  # fmt: skip
+        if data is not None and regression and label is not None and features is not None:
+            extra.update(_regression(data, (roles["prediction_column"], label), features,
+                                     (chunks, slice_by)))  # fmt: skip
         if data is not None and features is not None:
             extra.update(_multivariate(data, features, chunks))
         step("saving the baseline")
@@ -177,6 +185,33 @@ def _estimation(
             if scores.multiclass
             else fit_stored(batches, scores.columns[0], label, chunks=chunks, slice_by=slice_by)
         )  # fmt: skip
+    except InputError as exc:
+        raise InputError(f"{data}: {exc}") from None
+    return {SETTINGS_KEY: stored.to_dict()}
+
+
+def _check_regression(
+    score: tuple[str, ...], label: str | None, features: str | None, prediction: str | None,
+    spark: bool,
+) -> None:  # fmt: skip
+    if score or label is None or prediction is None or features is None or spark:
+        raise InputError("--task regression takes --prediction COL --label COL --features C,... "
+                         "with DATA (no --score, not --engine spark)")  # fmt: skip
+
+
+def _regression(
+    data: str, columns: tuple[str, str], features: str, how: tuple[int, tuple[str, ...]]
+) -> dict[str, Any]:
+    """The loss models of a regression model (DLE) with their thresholds, one more pass."""
+    prediction, label = columns
+    chunks, slice_by = how[0] or 10, how[1]
+    wanted = [c.strip() for c in features.split(",") if c.strip()]
+    source = open_source(data)
+    needed = list(dict.fromkeys([*wanted, prediction, label, *slice_by]))
+    source.require(needed)
+    try:
+        stored = fit_stored_regression(source.batches(needed), wanted, prediction, label,
+                                       chunks=chunks, slice_by=slice_by)  # fmt: skip
     except InputError as exc:
         raise InputError(f"{data}: {exc}") from None
     return {SETTINGS_KEY: stored.to_dict()}

@@ -1,6 +1,7 @@
 """`modelwatch estimate REFERENCE CURRENT --score COL --label COL`: estimated performance of a
 binary (or, with `--score CLASS=COL` per class, multiclass) classifier on CURRENT (labels not
-needed) from a calibration fitted on REFERENCE.
+needed) from a calibration fitted on REFERENCE; with `--task regression --prediction COL --label
+COL`, a regression model's MAE, MSE and RMSE from loss models fitted on REFERENCE (DLE).
 
 Exit status: 0, 1 with --fail-on-degraded when an estimate falls below its reference-derived
 threshold, 2 on bad input (one line naming the file and column) or when CURRENT is empty.
@@ -26,11 +27,20 @@ _BINS_HELP = "Calibration bins (quantiles of the reference score, plus the thres
     metavar="COL|CLASS=COL",
     help="Binary: the positive-class probability column. Multiclass: CLASS=COL per class.",
 )
-@click.option("--label", metavar="COL", help="Label column: 0/1, or the class (REFERENCE).")
+@click.option(
+    "--task",
+    type=click.Choice(["binary", "multiclass", "regression"]),
+    help="What the model predicts (default: binary or multiclass from --score). Regression: "
+    "--prediction and --label hold numbers; MAE, MSE, RMSE by direct loss estimation.",
+)
+@click.option(
+    "--label", metavar="COL", help="Label column: 0/1, the class or the target (REFERENCE)."
+)
 @click.option(
     "--prediction",
     metavar="COL",
-    help="Prediction column: 0/1 or the class (default: score ≥ t; multiclass: highest score).",
+    help="Prediction column: 0/1 or the class (default: score ≥ t; multiclass: highest score); "
+    "regression: the predicted value.",
 )
 @click.option(
     "--threshold",
@@ -53,7 +63,8 @@ _BINS_HELP = "Calibration bins (quantiles of the reference score, plus the thres
 @click.option(
     "--features",
     metavar="C,...",
-    help="Multivariate drift features (default: every other column but timestamps and ids).",
+    help="Multivariate drift features, and the loss models' with --task regression (default: "
+    "every other column but timestamps and ids).",
 )
 @click.option(
     "--variance",
@@ -70,7 +81,8 @@ _BINS_HELP = "Calibration bins (quantiles of the reference score, plus the thres
 @baseline_options
 def estimate(**params: Any) -> None:
     """Estimate accuracy, precision, recall, F1, specificity and ROC-AUC on CURRENT without its
-    labels (CBPE), per chunk and slice; realized values too where CURRENT has the label."""
+    labels (CBPE), or a regression model's MAE, MSE and RMSE (DLE, `--task regression`), per
+    chunk and slice; realized values too where CURRENT has the label."""
     from monitor.app.cli._estimate_run import run_estimate
 
     run_estimate(**params)

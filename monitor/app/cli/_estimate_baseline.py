@@ -14,21 +14,27 @@ from monitor.app.cli._estimate_input import (
     read_binary,
     read_frame,
     read_multiclass,
+    read_regression,
     sort_by_time,
 )
 from monitor.baselines.store import choose_baseline, list_baselines
 from monitor.errors import InputError, NotFoundError
 from monitor.estimation import (
     MULTICLASS_METRICS,
+    REGRESSION_METRICS,
     BinaryData,
     Calibration,
     EstimateOptions,
     EstimationResult,
     MulticlassData,
+    RegressionData,
+    RegressionModel,
     StoredEstimation,
     StoredMulticlass,
+    StoredRegression,
     estimate_binary,
     estimate_multiclass,
+    estimate_regression,
     multivariate_drift,
     period_chunks,
     stored_calibration,
@@ -50,8 +56,11 @@ def with_baseline(
     if stored is None or choose_baseline(engine, model, version, name) is None:
         raise NotFoundError(
             f"baseline '{name}' of model '{model}' has no calibration: create it with "
-            "`baseline create --score COL --label COL`"
+            "`baseline create --score COL --label COL` (regression: `--task regression "
+            "--prediction COL --label COL --features C,...`)"
         )
+    if isinstance(stored, StoredRegression):
+        prediction = prediction or stored.prediction
     frame = read_frame(current, _score_columns(stored), prediction, slice_by)
     periods = None
     if period[0] is not None and period[1] is not None and len(frame):
@@ -59,10 +68,15 @@ def with_baseline(
         periods = (tuple(period_chunks(starts)), ())
     if not len(frame):
         raise InputError(f"{current}: the current data is empty")
-    metrics = MULTICLASS_METRICS if isinstance(stored, StoredMulticlass) else how.metrics
+    metrics = (
+        MULTICLASS_METRICS if isinstance(stored, StoredMulticlass)
+        else REGRESSION_METRICS if isinstance(stored, StoredRegression) else how.metrics
+    )  # fmt: skip
     fixed = EstimateOptions(how.chunk_size, metrics, how.min_n, stored.thresholds, periods,
                             stored.slice_thresholds)  # fmt: skip
-    if isinstance(stored, StoredMulticlass):
+    if isinstance(stored, StoredRegression):
+        results, summary = _regression(current, frame, stored, (prediction, slice_by), fixed)
+    elif isinstance(stored, StoredMulticlass):
         results, summary = _multiclass(current, frame, stored, (prediction, slice_by), fixed)
     else:
         results, summary = _binary(current, frame, stored, (prediction, slice_by), fixed)
@@ -70,7 +84,11 @@ def with_baseline(
     return results, {**summary, "baseline": name}, mv
 
 
-def _score_columns(stored: StoredEstimation | StoredMulticlass) -> ScoreColumns:
+def _score_columns(
+    stored: StoredEstimation | StoredMulticlass | StoredRegression,
+) -> ScoreColumns:
+    if isinstance(stored, StoredRegression):
+        return ScoreColumns(())
     if isinstance(stored, StoredMulticlass):
         return ScoreColumns(stored.scores, stored.calibration.classes)
     return ScoreColumns((stored.score,))
@@ -97,6 +115,25 @@ def _multiclass(
     none = MulticlassData(np.empty((0, k)), np.empty(0, dtype=np.intp), None)
     classes = {name: calibration_summary(m) for name, m in zip(c.classes, c.maps, strict=True)}
     return estimate_multiclass(c, none, cur, fixed), {"classes": classes}
+
+
+def _regression(
+    current: str, frame: Any, stored: StoredRegression,
+    columns: tuple[str | None, tuple[str, ...]], fixed: EstimateOptions,
+) -> tuple[list[EstimationResult], dict[str, Any]]:  # fmt: skip
+    model = stored.model
+    prediction = columns[0] or stored.prediction
+    cur = read_regression(current, frame, model.features, prediction, stored.label, columns[1])
+    none = RegressionData({f: np.empty(0) for f in model.features}, np.empty(0), None)
+    return estimate_regression(model, none, cur, fixed), loss_summary(model)
+
+
+def loss_summary(model: RegressionModel) -> dict[str, Any]:
+    """The JSON `calibration` key of a regression model's loss models."""
+    return {"task": "regression", "features": list(model.features),
+            "categorical": sorted(model.categories), "reference_rows": model.rows,
+            "reference_mae": model.absolute.mean,
+            "reference_rmse": model.squared.mean**0.5}  # fmt: skip
 
 
 def calibration_summary(c: Calibration) -> dict[str, Any]:

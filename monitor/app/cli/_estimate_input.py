@@ -12,8 +12,15 @@ from numpy.typing import NDArray
 
 from monitor.app.cli._roles import looks_like_id
 from monitor.data.datafile import read_frame as read
+from monitor.data.datafile import require_columns
 from monitor.errors import InputError
-from monitor.estimation import BinaryData, MulticlassData, class_column, predicted_classes
+from monitor.estimation import (
+    BinaryData,
+    MulticlassData,
+    RegressionData,
+    class_column,
+    predicted_classes,
+)
 from monitor.summaries import window_of
 
 Floats = NDArray[np.float64]
@@ -72,6 +79,27 @@ def read_multiclass(
     predicted = predicted_classes(s, given)
     labels = class_column(frame, label, scores.classes, where) if label in frame.columns else None
     return MulticlassData(s, predicted, labels, _slices(frame, slice_by))
+
+
+def read_regression(
+    path: str, frame: Any, features: Sequence[str], prediction: str, label: str,
+    slice_by: Sequence[str],
+) -> RegressionData:  # fmt: skip
+    """Features, prediction and label (if present) as numbers; InputError naming a missing
+    feature, a non-number or an infinite value."""
+    require_columns(frame, features, path)
+    labels = _finite(frame, label, path) if label in frame.columns else None
+    columns = {c: frame[c].to_numpy() for c in features}
+    predicted = _finite(frame, prediction, path)
+    return RegressionData(columns, predicted, labels, _slices(frame, slice_by))
+
+
+def _finite(frame: Any, column: str, path: str) -> Floats:
+    """A numeric column, NaN where missing; InputError on an infinite value."""
+    values = _numeric(frame, column, path)
+    if np.isinf(values).any():
+        raise InputError(f"{path}: column '{column}': infinite value (must be a finite number)")
+    return values
 
 
 def feature_columns(frame: Any, wanted: Sequence[str] | None, taken: Sequence[str],

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from monitor.app.cli._estimate_baseline import calibration_summary, with_baseline
+from monitor.app.cli._estimate_baseline import calibration_summary, loss_summary, with_baseline
 from monitor.app.cli._estimate_input import (
     ScoreColumns,
     feature_columns,
@@ -17,6 +17,7 @@ from monitor.app.cli._estimate_input import (
     read_binary,
     read_frame,
     read_multiclass,
+    read_regression,
     sort_by_time,
 )
 from monitor.app.cli._output import on_stdout
@@ -24,13 +25,18 @@ from monitor.config import parse_duration
 from monitor.errors import InputError
 from monitor.estimation import (
     MULTICLASS_METRICS,
+    REGRESSION_METRICS,
     EstimateOptions,
     EstimationResult,
+    categorical_features,
+    check_features,
     estimate_binary,
     estimate_multiclass,
+    estimate_regression,
     fit_calibration,
     fit_multiclass,
     fit_reconstruction,
+    fit_regression,
     multivariate_drift,
     period_chunks,
 )
@@ -43,7 +49,8 @@ from monitor.reports.estimation import (
 
 
 def run_estimate(
-    files: tuple[str, ...], score: tuple[str, ...], label: str | None, prediction: str | None,
+    files: tuple[str, ...], score: tuple[str, ...], task: str | None, label: str | None,
+    prediction: str | None,
     threshold: float, slice_by: tuple[str, ...], chunk_size: int | None, period: str | None,
     timestamp: str | None, bins: int,
     features: str | None, variance: float, json_path: Path | None, html_path: Path | None,
@@ -60,11 +67,19 @@ def run_estimate(
         results, calibration, multivariate = with_baseline(current, prediction, slice_by, how, opts,
                                              (timestamp, window_s))  # fmt: skip
     else:
-        if len(files) != 2 or not score or label is None:
+        regression = task == "regression"
+        if regression and (score or prediction is None):
+            raise click.UsageError("--task regression takes --prediction COL --label COL, "
+                                   "no --score")  # fmt: skip
+        if len(files) != 2 or not (score or regression) or label is None:
             raise click.UsageError("give REFERENCE CURRENT --score COL --label COL "
                                    "(or CURRENT --baseline NAME --model M)")  # fmt: skip
-        asked = Request(parse_scores(score), label, prediction, threshold, slice_by, timestamp,
-                        bins, features, variance)  # fmt: skip
+        scores = ScoreColumns(()) if regression else parse_scores(score)
+        if task is not None and not regression and (task == "multiclass") != scores.multiclass:
+            raise click.UsageError(f"--task {task}: give --score COL (binary) or "
+                                   "--score CLASS=COL per class (multiclass)")  # fmt: skip
+        asked = Request(scores, label, prediction, threshold, slice_by, timestamp,
+                        bins, features, variance, regression)  # fmt: skip
         results, calibration, multivariate = _from_files(files[0], current, asked, how, window_s)
     document = estimate_document(results, calibration, multivariate)
     if json_path is not None:
@@ -88,6 +103,7 @@ class Request:
     bins: int
     features: str | None
     variance: float
+    regression: bool = False
 
 
 def _from_files(
@@ -100,17 +116,19 @@ def _from_files(
         raise InputError(f"{current}: the current data is empty")
     if window_s is not None and r.timestamp is not None:
         both, how = _by_period(both, r.timestamp, window_s)
-    if r.scores.multiclass:
-        results, calibration = _multiclass(both, r.scores, r.label, r.prediction, r.slice_by,
-                                           r.bins, how)  # fmt: skip
-    else:
-        results, calibration = _binary(both, r.scores, r.label, r.prediction, r.threshold,
-                                       r.slice_by, r.bins, how)  # fmt: skip
     taken = [*r.scores.columns, r.label, *([r.prediction] if r.prediction else []), *r.slice_by,
              *([r.timestamp] if r.timestamp else [])]  # fmt: skip
     wanted = None if r.features is None else [c.strip() for c in r.features.split(",")
                                               if c.strip()]  # fmt: skip
     features = feature_columns(both.ref, wanted, taken, reference)
+    if r.regression:
+        results, calibration = _regression(both, features, r, how)
+    elif r.scores.multiclass:
+        results, calibration = _multiclass(both, r.scores, r.label, r.prediction, r.slice_by,
+                                           r.bins, how)  # fmt: skip
+    else:
+        results, calibration = _binary(both, r.scores, r.label, r.prediction, r.threshold,
+                                       r.slice_by, r.bins, how)  # fmt: skip
     return results, calibration, _multivariate(both, features, r.variance, how)
 
 
@@ -149,6 +167,29 @@ def _multiclass(
     summary = {name: calibration_summary(c) for name, c in zip(scores.classes, calibration.maps,
                                                              strict=True)}  # fmt: skip
     return estimate_multiclass(calibration, ref, cur, how), {"classes": summary}
+
+
+def _regression(
+    files: Files, features: list[str], r: Request, how: EstimateOptions
+) -> tuple[list[EstimationResult], dict[str, Any]]:
+    """DLE: loss models fitted on REFERENCE's features and prediction, applied to CURRENT."""
+    assert r.prediction is not None
+    check_features(features, r.prediction, r.label)
+    if not features:
+        raise InputError(f"{files.reference}: no feature columns for the loss model: "
+                         "give --features C,...")  # fmt: skip
+    ref = read_regression(files.reference, files.ref, features, r.prediction, r.label,
+                          r.slice_by)  # fmt: skip
+    cur = read_regression(files.current, files.cur, features, r.prediction, r.label, r.slice_by)
+    if ref.labels is None:
+        raise InputError(f"{files.reference}: column '{r.label}' not found")
+    try:
+        model = fit_regression(ref.columns, categorical_features(files.ref, features),
+                               ref.prediction, ref.labels)  # fmt: skip
+    except InputError as exc:
+        raise InputError(f"{files.reference}: {exc}") from None
+    how = replace(how, metrics=REGRESSION_METRICS)
+    return estimate_regression(model, ref, cur, how), loss_summary(model)
 
 
 def _period(period: str | None, timestamp: str | None, chunk_size: int | None) -> float | None:
@@ -194,14 +235,19 @@ def _summary(
     results: list[EstimationResult], multivariate: dict[str, Any] | None, err: bool
 ) -> None:
     degraded = [r for r in results if r.status == "degraded"]
+    drifted = [r for r in results if r.status == "drift"]  # a loss below its reference band
     mv = "none" if multivariate is None else multivariate["status"]
-    click.echo(f"results={len(results)} degraded={len(degraded)} multivariate={mv}", err=err)
-    for r in degraded:
+    shifted = f" drift={len(drifted)}" if drifted else ""
+    click.echo(f"results={len(results)} degraded={len(degraded)}{shifted} multivariate={mv}",
+               err=err)  # fmt: skip
+    for r in [*degraded, *drifted]:
         where = "" if r.slice is None else " " + ",".join(f"{k}={v}" for k, v in r.slice.items())
         chunk = "" if r.chunk is None else f" chunk={r.chunk.index}"
+        bound = r.threshold_high if r.status == "degraded" and r.threshold_high is not None else (
+            r.threshold_low)  # fmt: skip
         click.echo(
-            f"  DEGRADED {r.metric}{where}{chunk} estimated={r.estimated:.4g} "
-            f"(threshold {r.threshold_low:.4g})",
+            f"  {r.status.upper()} {r.metric}{where}{chunk} estimated={r.estimated:.4g} "
+            f"(threshold {bound:.4g})",
             err=err,
         )
 

@@ -108,7 +108,9 @@ class MetricRow(WindowRow):
         default=None, description="Estimated rows: the reference-chunk lower threshold."
     )
     threshold_high: float | None = Field(
-        default=None, description="reconstruction_error: the reference-chunk upper bound."
+        default=None,
+        description="reconstruction_error and the regression losses (mae, mse, rmse): the "
+        "reference-chunk upper bound.",
     )
 
 

@@ -140,10 +140,15 @@ def estimate_signals(engine: Engine, models: Iterable[str], now: datetime) -> li
                 if r.threshold_high is not None:
                     out.append(Signal("multivariate_drift", labels, r.value, _crossed(r),
                                       r.status == "drift", now))  # fmt: skip
-            elif r.threshold_low is not None:
+            elif (bound := _estimate_bound(r)) is not None:
                 out.append(Signal("estimated_outcome", {**labels, "metric": r.metric}, r.value,
-                                  r.threshold_low, r.status == "degraded", now))  # fmt: skip
+                                  bound, r.status == "degraded", now))  # fmt: skip
     return out
+
+
+def _estimate_bound(row: Any) -> float | None:
+    """The bound an estimate degrades past: a loss's (regression) upper one, else the lower."""
+    return row.threshold_low if row.threshold_high is None else float(row.threshold_high)
 
 
 def _crossed(row: Any) -> float | None:

@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import run_cli
 
 KEYS = ["metric", "slice", "chunk", "estimated", "ci_low", "ci_high", "realized",
-        "threshold_low", "n", "status"]  # fmt: skip
+        "threshold_low", "threshold_high", "n", "status"]  # fmt: skip
 
 
 def _write(tmp_path: Path, name: str, n: int, a: float, labels: bool = True) -> Path:
