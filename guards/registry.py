@@ -13,8 +13,9 @@ Rules:
     gate run passed on that same content. A version only seen in traffic, or one whose file
     changed, is never a target.
   - A registered version's file is checked against its hash (:func:`verify_artifact`) before
-    it is gated and before it becomes a rollback target; a mismatch is an
-    `ArtifactMismatchError` naming the file and both hashes.
+    it is gated, before it becomes a rollback target and before `activate` makes it active
+    (every path that moves `active` goes through `rollback_target` or `activate`); a mismatch
+    is an `ArtifactMismatchError` naming the file and both hashes.
 """
 
 from __future__ import annotations
@@ -183,11 +184,13 @@ def activate(
 ) -> RollbackOutcome:
     """Make `version` the active one (forward or back); the move is recorded like a rollback.
 
-    A model without an active version gets one; `rollback` is None when nothing moved.
+    A model without an active version gets one; `rollback` is None when nothing moved. The
+    version's file must still hash to what was registered (ArtifactMismatchError).
     """
     with transaction(engine) as session:
         row = find_model(session, model)
         target = find_version(session, row, version)
+        verify_artifact(model, target)
         if alias(session, row, "active") is None:
             set_alias(session, row, "active", target)
             return RollbackOutcome(model, version, None)

@@ -30,6 +30,7 @@ from monitor.storage import (
     make_engine,
     transaction,
 )
+from tests.conftest import run_cli
 from tests.monitor.app.daemon.conftest import ReleaseModels, ServerProcess, auth, write_config
 from tests.monitor.app.daemon.test_canary import post, traffic
 
@@ -169,3 +170,38 @@ def test_reads_never_act_and_rollbacks_reach_only_verified_known_good(
     with transaction(engine) as session:
         reasons = session.scalars(select(RollbackEvent.reason)).all()
     assert reasons == ["canary 2 failed against 1"]
+
+
+def test_activate_refuses_a_swapped_file_while_the_daemon_serves(
+    engine: Engine, database_url: str, tmp_path: Path
+) -> None:
+    """`models activate` checks the file as rollback does: a version whose file changed after
+    registration is refused (exit 2, one line naming the file and both hashes), and the
+    running daemon still reports the active version it had."""
+    v1, v2 = tmp_path / "v1.onnx", tmp_path / "v2.onnx"
+    v1.write_bytes(b"model one, only hashed")
+    v2.write_bytes(b"model two, only hashed")
+    register_version(engine, "fraud", "1", v1, activate=True)
+    register_version(engine, "fraud", "2", v2)
+    proc = ServerProcess(write_config(tmp_path, database_url))
+    try:
+        proc.wait_ready()
+        registered = sha256(v2)
+        v2.write_bytes(b"model two, swapped on disk")
+        cli = ("models", "activate", "--model", "fraud", "--version", "2")
+        refused = run_cli(*cli, "--database-url", database_url)
+        assert refused.returncode == 2, refused.stderr
+        [line] = refused.stderr.strip().splitlines()
+        assert str(v2) in line and registered in line and sha256(v2) in line
+        listed = httpx.get(f"{proc.url}/v1/models", headers=auth("MW_T_READ"), timeout=10)
+        assert [m["active"] for m in listed.json()["models"]] == ["1"], listed.text
+        with transaction(engine) as session:
+            assert session.scalars(select(RollbackEvent)).all() == []
+
+        v2.write_bytes(b"model two, only hashed")
+        done = run_cli(*cli, "--database-url", database_url)
+        assert done.returncode == 0, done.stderr
+        listed = httpx.get(f"{proc.url}/v1/models", headers=auth("MW_T_READ"), timeout=10)
+        assert [m["active"] for m in listed.json()["models"]] == ["2"], listed.text
+    finally:
+        proc.terminate()
