@@ -30,6 +30,7 @@ from sqlalchemy import select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
+from guards._artifact import Artifact
 from guards.events import Rollback, RollbackListener
 from guards.golden import sha256_file
 from monitor.errors import ArtifactMismatchError, ConflictError, InputError, NotFoundError
@@ -360,12 +361,30 @@ def check_artifact(model: str, version: str, path: Path, expected: str) -> None:
     try:
         actual = sha256_file(path)
     except OSError as exc:
-        raise ArtifactMismatchError(
-            f"{path}: cannot read the artifact of model {model!r} version {version!r} "
-            f"({exc.strerror or exc}); registered sha256 {expected}"
-        ) from None
+        raise _unreadable(model, version, path, expected, exc) from None
     if actual != expected:
         raise artifact_mismatch(model, version, path, actual, expected)
+
+
+def read_verified(model: str, version: str, path: Path, expected: str) -> Artifact:
+    """The file read once, for a run that loads it: its bytes hash to `expected`
+    (ArtifactMismatchError naming `path` and both hashes otherwise)."""
+    try:
+        artifact = Artifact.of(path, path.read_bytes())
+    except OSError as exc:
+        raise _unreadable(model, version, path, expected, exc) from None
+    if artifact.sha256 != expected:
+        raise artifact_mismatch(model, version, path, artifact.sha256, expected)
+    return artifact
+
+
+def _unreadable(
+    model: str, version: str, path: Path, expected: str, exc: OSError
+) -> ArtifactMismatchError:
+    return ArtifactMismatchError(
+        f"{path}: cannot read the artifact of model {model!r} version {version!r} "
+        f"({exc.strerror or exc}); registered sha256 {expected}"
+    )
 
 
 def artifact_mismatch(

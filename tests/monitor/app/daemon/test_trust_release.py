@@ -8,8 +8,12 @@ registered version's file swapped on disk was gated as if it were the registered
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import hashlib
+import os
 import shutil
+import struct
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -205,3 +209,56 @@ def test_activate_refuses_a_swapped_file_while_the_daemon_serves(
         assert [m["active"] for m in listed.json()["models"]] == ["2"], listed.text
     finally:
         proc.terminate()
+
+
+IN_OPEN = 0x20  # <sys/inotify.h>
+EVENT = struct.Struct("iIII")  # wd, mask, cookie, len (then `len` bytes of name)
+
+
+class Opens:
+    """Counts every open of some files by any process (Linux inotify): how often the daemon
+    reads a model file is seen, not guessed."""
+
+    def __init__(self, paths: list[Path]) -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        self.fd = libc.inotify_init1(os.O_NONBLOCK)
+        assert self.fd >= 0, os.strerror(ctypes.get_errno())
+        self.paths = paths
+        self.watches = [libc.inotify_add_watch(self.fd, str(p).encode(), IN_OPEN) for p in paths]
+        self.opens = [0] * len(paths)
+
+    def counts(self) -> list[int]:
+        with contextlib.suppress(BlockingIOError):
+            while data := os.read(self.fd, 65536):
+                at = 0
+                while at < len(data):
+                    wd, mask, _, size = EVENT.unpack_from(data, at)
+                    if mask & IN_OPEN:
+                        self.opens[self.watches.index(wd)] += 1
+                    at += EVENT.size + size
+        return self.opens
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+def test_a_gate_run_reads_each_model_file_once(
+    served: ServerProcess, engine: Engine, tmp_path: Path, release_models: ReleaseModels
+) -> None:
+    """The API's gate run checks the registered hash of the bytes it loads: each model file is
+    read once (hash check, sessions and the recorded hashes), not once per use."""
+    v1, v2 = tmp_path / "v1.onnx", tmp_path / "v2.onnx"
+    shutil.copy(release_models.reference, v1)
+    shutil.copy(release_models.fp16, v2)
+    register_version(engine, "fraud", "1", v1, activate=True)
+    register_version(engine, "fraud", "2", v2)
+    opens = Opens([v1, v2])
+    try:
+        run = gate(served, "2", {"reference_version": "1"})
+        assert run.status_code in (200, 409) and "gate_run_id" in run.json()["run"], run.text
+        assert opens.counts() == [1, 1]
+    finally:
+        opens.close()
+    with transaction(engine) as session:
+        [stored] = session.execute(select(GateRun.reference_sha256, GateRun.candidate_sha256))
+    assert tuple(stored) == (sha256(v1), sha256(v2))
