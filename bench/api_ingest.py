@@ -114,7 +114,10 @@ def warm_up(base: str) -> None:
     body = b"[" + b",".join(make_events(WARM_UP_EVENTS, seed=99)) + b"]"
     headers = {"Authorization": f"Bearer {TOKEN}", "content-type": "application/json"}
     resp = httpx.post(
-        f"{base}/v1/events?wait=10", content=body, headers={**headers, "Idempotency-Key": "warm"}
+        f"{base}/v1/events?wait=10",
+        content=body,
+        headers={**headers, "Idempotency-Key": "warm"},
+        timeout=120,  # a loaded machine starts the drain's worker slowly
     )
     assert resp.status_code == 200, (resp.status_code, resp.text)
 
