@@ -21,6 +21,8 @@ from monitor.storage import JobRun, make_engine
 from tests.services.net import free_port
 from tests.waiting import wait_until
 
+pytestmark = pytest.mark.slow  # a daemon per test, and a 5 s restart backoff
+
 
 class Daemon:
     """`build_service(...).serve_in_background` on a free port: the daemon serve composes,
