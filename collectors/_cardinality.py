@@ -8,33 +8,109 @@ are taken, and per model version and window at most `collect.max_columns_per_win
 (features and prediction outputs); an event past either cap is a dead letter
 (`too_many_versions`, `too_many_columns`) naming the value, and the rest of its batch goes on.
 
-The counts are kept by each collector process from the events it has planned (like slice values,
-`collectors._windows.SliceValues`): a restarted process or another replica counts afresh, so
-the stored total is bounded by the cap times the processes that saw the window.
+The caps hold across restarts and replicas: before a process takes a version (or columns) it
+has not yet counted for a window, it reads what is already stored for that window (`Stored`:
+the versions of `window_counts`, the columns of `window_profiles`, both on their primary key's
+prefix) and counts that too. Reads happen only then, never per event: per process and window at
+most about `2 * cap` reads (each either takes a name, finds it stored, or finds the cap reached,
+after which names are refused from memory), one per (model, window) and (model, version,
+window) in steady traffic. Two replicas taking a new name at the same instant can each take the
+last free place, so the stored total is at most the cap plus the replicas less one.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import numpy as np
+from sqlalchemy import select
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session
 
 from collectors._base import Rejection
 from collectors._edge import safe_text
 from collectors._table import EventTable
 from collectors._validate import utc
+from monitor.storage import WindowCount, WindowProfile
 
-__all__ = ["Cardinality"]
+__all__ = ["Cardinality", "NothingStored", "Stored", "StoredNames"]
 
 Group = tuple[str, str, float]  # (model, version, window start)
+# Columns derived at ingest (`monitor.estimation`: `__cbpe_score`, `__pca_error`, ...) are
+# stored beside the event's own but are not counted against the cap.
+DERIVED_PREFIX = "__"
+
+
+class Stored(Protocol):
+    """What storage already holds for a window (written by any process, before or now)."""
+
+    def versions(self, model: str, start: float) -> set[str]:
+        """Versions of `model` with events in the window starting at `start`."""
+        ...
+
+    def columns(self, model: str, version: str, start: float) -> set[str]:
+        """Event columns profiled for `model` `version` in the window starting at `start`."""
+        ...
+
+
+class NothingStored:
+    """No storage (planning alone, in tests): only this process's counts."""
+
+    def versions(self, model: str, start: float) -> set[str]:
+        return set()
+
+    def columns(self, model: str, version: str, start: float) -> set[str]:
+        return set()
+
+
+class StoredNames:
+    """`Stored` read from the database; `retry(action)` retries outages (the ingestor's)."""
+
+    def __init__(
+        self, engine: Engine, retry: Callable[[Callable[[], Any]], Any] = lambda f: f()
+    ) -> None:
+        self.engine = engine
+        self.retry = retry
+
+    def versions(self, model: str, start: float) -> set[str]:
+        stmt = select(WindowCount.version).where(
+            WindowCount.model == model,
+            WindowCount.window_start == utc(start),
+            WindowCount.slice_key == "",
+        )
+        return self._names(stmt)
+
+    def columns(self, model: str, version: str, start: float) -> set[str]:
+        stmt = select(WindowProfile.column).where(
+            WindowProfile.model == model,
+            WindowProfile.version == version,
+            WindowProfile.window_start == utc(start),
+            WindowProfile.slice_key == "",
+        )
+        return {c for c in self._names(stmt) if not c.startswith(DERIVED_PREFIX)}
+
+    def _names(self, stmt: Any) -> set[str]:
+        def read() -> set[str]:
+            with Session(self.engine) as session:
+                return set(session.scalars(stmt))
+
+        return set(self.retry(read))
 
 
 class Cardinality:
     """Versions per (model, window) and columns per (model, version, window) seen so far."""
 
     def __init__(
-        self, window_s: float, lateness_s: float, max_versions: int, max_columns: int
+        self,
+        window_s: float,
+        lateness_s: float,
+        max_versions: int,
+        max_columns: int,
+        stored: Stored | None = None,
     ) -> None:
+        self.stored = stored or NothingStored()
         self.window_s = window_s
         self.keep_s = 2 * window_s + lateness_s  # windows older than this are closed
         self.max_versions = max_versions
@@ -64,6 +140,10 @@ class Cardinality:
         if version in seen:
             return None
         if len(seen) < self.max_versions:
+            seen |= self.stored.versions(model, start)  # a restart's or a replica's
+            if version in seen:
+                return None
+        if len(seen) < self.max_versions:
             seen.add(version)
             return None
         return Rejection(
@@ -80,6 +160,10 @@ class Cardinality:
         names = _present(table, rows)
         if known.issuperset(names):
             return {}
+        if len(known) < self.max_columns:
+            known |= self.stored.columns(*group)  # a restart's or a replica's
+            if known.issuperset(names):
+                return {}
         # Prediction outputs first: every event has them, the features are what varies.
         new = sorted((c for c in names if c not in known), key=_feature)
         room = max(0, self.max_columns - len(known))

@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from collectors._adapters import make_adapter
 from collectors._base import Batch, BatchResult, RawRecord
+from collectors._cardinality import StoredNames
 from collectors._join import join_labels
 from collectors._pairing import store_halves, stored_half
 from collectors._pairs import pair_shadow, primary_only
@@ -92,6 +93,7 @@ class Ingestor:
             functools.partial(stored_half, engine, source),
             max_future_s=self.settings.max_future_skew.total_seconds(),
             settings=self.settings,
+            stored=StoredNames(engine, self._with_retries),
         )
         self._states: dict[str, KeyState] = {}
         # Per model, the cutoff its waiting rooms were last emptied to (collectors._join).

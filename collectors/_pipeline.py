@@ -10,10 +10,17 @@ earlier one was still in flight) is applied once. Batches are ingested in order,
 Batches polled while the worker is busy are merged into one (up to `max_records`): when
 ingest is the slower side, its per-batch costs (reading and rewriting each window's profiles)
 are spread over more events instead of the backlog growing.
+
+A worker that dies (kill -9, the OOM killer) breaks the pool: the next `submit`, `idle` or
+`drain` raises `BrokenProcessPool`, the source's loop ends with it, and its supervisor starts
+the source again (a fresh worker) after its backoff; what the dead worker had not committed is
+read again from the stored positions. The worker calls itself `mw-ingest` (Linux: `ps`, `top`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import multiprocessing
 import os
 import threading
@@ -21,6 +28,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -35,6 +43,9 @@ from monitor.storage import make_engine
 IngestorFactory = Callable[[Engine, Config, SourceConfig], Ingestor]
 
 _INGESTOR: Any = None
+# What the worker process is called (Linux's 15-byte process name).
+WORKER_NAME = b"mw-ingest"
+PR_SET_NAME = 15
 
 
 def _exit_with_parent(parent: int) -> None:
@@ -44,10 +55,17 @@ def _exit_with_parent(parent: int) -> None:
     os._exit(1)
 
 
+def _name_process(name: bytes) -> None:
+    """Name this process in `ps`/`top` (Linux's prctl; elsewhere nothing)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).prctl(PR_SET_NAME, name, 0, 0, 0)
+
+
 def _start_worker(
     factory: IngestorFactory, database_url: str, config: Config, source_name: str, parent: int
 ) -> None:
     global _INGESTOR
+    _name_process(WORKER_NAME)
     threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
     source = next(s for s in config.sources if s.name == source_name)
     _INGESTOR = factory(make_engine(database_url), config, source)
@@ -106,7 +124,12 @@ class PipelinedIngest:
         return done
 
     def idle(self) -> list[dict[str, int]]:
-        """Nothing new was polled: send what waits if the worker has room; never blocks."""
+        """Nothing new was polled: send what waits if the worker has room; never blocks.
+
+        Raises BrokenProcessPool when the worker died, even with nothing in flight."""
+        broken = getattr(self.pool, "_broken", False)  # set by the pool's manager thread
+        if broken:
+            raise BrokenProcessPool(broken)
         done = self._collect()
         if len(self.inflight) < self.depth:
             self._send()

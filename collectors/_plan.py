@@ -27,7 +27,7 @@ from collectors._base import (
     RawRecord,
     Rejection,
 )
-from collectors._cardinality import Cardinality
+from collectors._cardinality import Cardinality, Stored
 from collectors._columnar import fast_table
 from collectors._edge import EdgeLimits, check_label
 from collectors._table import EventTable
@@ -125,7 +125,9 @@ class Planner:
         max_future_s: float = 300.0,
         clock: Callable[[], float] = time.time,
         settings: CollectConfig | None = None,
+        stored: Stored | None = None,
     ) -> None:
+        """`stored`: what storage holds per window, so the caps count other processes' names."""
         self.adapter = adapter
         self.native = isinstance(adapter, NativeAdapter)
         self.stored_half = stored_half
@@ -141,6 +143,7 @@ class Planner:
             lateness_s,
             settings.max_versions_per_window,
             settings.max_columns_per_window,
+            stored,
         )
         self.window_s = window_s
         self.lateness_s = lateness_s

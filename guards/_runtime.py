@@ -98,14 +98,18 @@ def session_options(intra_op_threads: int = 0) -> Any:
     return opts
 
 
-def open_session(path: Path, providers: Sequence[str], options: Any) -> Any:
-    """An InferenceSession for `path`; InputError naming the file if it cannot be loaded."""
+def open_session(
+    path: Path, providers: Sequence[str], options: Any, data: bytes | None = None
+) -> Any:
+    """An InferenceSession for `path` (from `data`, its bytes already read, when given);
+    InputError naming the file if it cannot be loaded."""
     import onnxruntime as ort
 
-    if not path.is_file():
+    if data is None and not path.is_file():
         raise InputError(f"{path}: model file not found")
+    model = str(path) if data is None else data
     try:
-        return ort.InferenceSession(str(path), sess_options=options, providers=list(providers))
+        return ort.InferenceSession(model, sess_options=options, providers=list(providers))
     except Exception as exc:  # onnxruntime raises its own untyped errors on bad models
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(f"{path}: cannot load ONNX model: {first}") from None

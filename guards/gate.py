@@ -12,6 +12,7 @@ from typing import Any, Literal
 import numpy as np
 
 from guards import _latency as latency
+from guards._artifact import Artifact, read_artifact
 from guards._compare import Elementwise, compare_output
 from guards._criteria import Evidence, Slice, evaluate
 from guards._feeds import build_feeds, check_comparable
@@ -64,18 +65,27 @@ class GateRequest:
             raise InputError("localisation budget must be > 0 and its rows >= 1")
 
 
+# The reference's and the candidate's files, each read once (`guards._artifact`).
+Loaded = tuple[Artifact, Artifact]
+
+
 @dataclass(frozen=True)
 class _Sessions:
     reference: Any
     candidate: Any
     feeds: dict[str, np.ndarray]
+    loaded: Loaded
 
 
-def run_gate(request: GateRequest) -> GuardVerdict:
-    """Run the gate and return its verdict (nothing is written anywhere)."""
+def run_gate(request: GateRequest, loaded: Loaded | None = None) -> GuardVerdict:
+    """Run the gate and return its verdict (nothing is written anywhere).
+
+    Each model file is read once, here or by the caller (`loaded`, e.g. after checking the bytes
+    against a registered hash); sessions, localisation and the report's sha256 use those bytes.
+    """
     clock: dict[str, float] = {}
     with _timed(clock, "load_s"):
-        sessions = _open(request)
+        sessions = _open(request, loaded)
     with _timed(clock, "inference_s"):
         ref_out = run_batched(sessions.reference, sessions.feeds, request.batch_size)
         cand_out = run_batched(sessions.candidate, sessions.feeds, request.batch_size)
@@ -101,20 +111,26 @@ def run_gate(request: GateRequest) -> GuardVerdict:
         worst_rows=judged.worst_rows,
         timing=clock,
         localization=where,
-        run=run_info(request),
+        run=run_info(request, sessions.loaded),
     )
 
 
-def run_info(request: GateRequest) -> dict[str, Any]:
-    """Model, version, UTC time and each artifact's file name and sha256, for the report."""
+def run_info(request: GateRequest, loaded: Loaded | None = None) -> dict[str, Any]:
+    """Model, version, UTC time and each artifact's file name and sha256, for the report
+    (the models' from `loaded`, the bytes the run used, when given)."""
     golden = request.golden
+    ref_sha, cand_sha = (
+        (loaded[0].sha256, loaded[1].sha256)
+        if loaded is not None
+        else (sha256_file(request.reference), sha256_file(request.candidate))
+    )
     return {
         "model": request.model,
         "version": request.version,
         "time": datetime.now(UTC).isoformat(timespec="seconds"),
         "artifacts": {
-            "reference": {"name": request.reference.name, "sha256": sha256_file(request.reference)},
-            "candidate": {"name": request.candidate.name, "sha256": sha256_file(request.candidate)},
+            "reference": {"name": request.reference.name, "sha256": ref_sha},
+            "candidate": {"name": request.candidate.name, "sha256": cand_sha},
             "golden": {
                 "name": golden.path.name,
                 "sha256": sha256_file(golden.path),
@@ -156,15 +172,15 @@ class _timed:
         self.clock[self.key] = time.perf_counter() - self.start
 
 
-def _open(request: GateRequest) -> _Sessions:
+def _open(request: GateRequest, loaded: Loaded | None) -> _Sessions:
+    loaded = loaded or (read_artifact(request.reference), read_artifact(request.candidate))
     providers = select_providers(request.providers)
     opts = session_options(request.intra_op_threads)
-    ref = open_session(request.reference, providers, opts)
-    cand = open_session(request.candidate, providers, opts)
+    ref, cand = (open_session(a.path, providers, opts, a.data) for a in loaded)
     ref_sig = signature(ref)
     check_comparable(ref_sig, signature(cand))
     check_supported(ref_sig.outputs)
-    return _Sessions(ref, cand, build_feeds(request.golden, ref_sig))
+    return _Sessions(ref, cand, build_feeds(request.golden, ref_sig), loaded)
 
 
 def _evidence(
@@ -303,6 +319,8 @@ def _localize(
         max_rows=request.localize_rows,
         slice_key=key,
         slice_rows=rows,
+        reference_data=sessions.loaded[0].data,
+        candidate_data=sessions.loaded[1].data,
     )
     start = time.perf_counter()
     try:

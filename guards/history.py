@@ -39,16 +39,18 @@ def record_gate(
     artifacts: tuple[Path, Path, Path],
     listener: RollbackListener | None = None,
     auto_rollback: bool | None = None,
+    hashes: tuple[str, str, str] | None = None,
 ) -> GateRecord:
     """Store the run (reference, candidate, golden hashed by content) and apply the rules.
 
     `auto_rollback` decides whether a failure of the active version rolls back (a scheduled
-    replay's `action`); None: as the version was registered.
-
-    ArtifactMismatchError (nothing stored) when `version` is registered with other content
-    than the candidate's: a verdict is only ever recorded for the content it judged.
+    replay's `action`); None: as the version was registered. `hashes`: the three files' sha256
+    as the run read them (`GuardVerdict.run`), so that no file is read again; else the files
+    are hashed now. ArtifactMismatchError (nothing stored) when `version` is registered with
+    other content than the candidate's: a verdict is only ever recorded for the content it
+    judged.
     """
-    ref_hash, cand_hash, golden_hash = (sha256_file(p) for p in artifacts)
+    ref_hash, cand_hash, golden_hash = hashes or tuple(sha256_file(p) for p in artifacts)
     doc = verdict.to_dict()
     with transaction(engine) as session:
         _check_candidate(session, model, version, artifacts[1], cand_hash)
@@ -109,6 +111,12 @@ def _act(
     return GateRecord(
         run.id, f"rolled back {run.model} from {run.version} to {lkg.version}", outcome.rollback
     )
+
+
+def judged_hashes(verdict: GuardVerdict) -> tuple[str, str, str]:
+    """The reference's, candidate's and golden set's sha256 as the run read them."""
+    files = verdict.run["artifacts"]
+    return (files["reference"]["sha256"], files["candidate"]["sha256"], files["golden"]["sha256"])
 
 
 def latest_verdict(engine: Engine, model: str, version: str) -> dict[str, Any] | None:

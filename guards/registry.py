@@ -13,8 +13,9 @@ Rules:
     gate run passed on that same content. A version only seen in traffic, or one whose file
     changed, is never a target.
   - A registered version's file is checked against its hash (:func:`verify_artifact`) before
-    it is gated and before it becomes a rollback target; a mismatch is an
-    `ArtifactMismatchError` naming the file and both hashes.
+    it is gated, before it becomes a rollback target and before `activate` makes it active
+    (every path that moves `active` goes through `rollback_target` or `activate`); a mismatch
+    is an `ArtifactMismatchError` naming the file and both hashes.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from sqlalchemy import select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
+from guards._artifact import Artifact
 from guards.events import Rollback, RollbackListener
 from guards.golden import sha256_file
 from monitor.errors import ArtifactMismatchError, ConflictError, InputError, NotFoundError
@@ -196,11 +198,13 @@ def activate(
 ) -> RollbackOutcome:
     """Make `version` the active one (forward or back); the move is recorded like a rollback.
 
-    A model without an active version gets one; `rollback` is None when nothing moved.
+    A model without an active version gets one; `rollback` is None when nothing moved. The
+    version's file must still hash to what was registered (ArtifactMismatchError).
     """
     with transaction(engine) as session:
         row = find_model(session, model)
         target = find_version(session, row, version)
+        verify_artifact(model, target)
         if alias(session, row, "active") is None:
             set_alias(session, row, "active", target)
             return RollbackOutcome(model, version, None)
@@ -370,12 +374,30 @@ def check_artifact(model: str, version: str, path: Path, expected: str) -> None:
     try:
         actual = sha256_file(path)
     except OSError as exc:
-        raise ArtifactMismatchError(
-            f"{path}: cannot read the artifact of model {model!r} version {version!r} "
-            f"({exc.strerror or exc}); registered sha256 {expected}"
-        ) from None
+        raise _unreadable(model, version, path, expected, exc) from None
     if actual != expected:
         raise artifact_mismatch(model, version, path, actual, expected)
+
+
+def read_verified(model: str, version: str, path: Path, expected: str) -> Artifact:
+    """The file read once, for a run that loads it: its bytes hash to `expected`
+    (ArtifactMismatchError naming `path` and both hashes otherwise)."""
+    try:
+        artifact = Artifact.of(path, path.read_bytes())
+    except OSError as exc:
+        raise _unreadable(model, version, path, expected, exc) from None
+    if artifact.sha256 != expected:
+        raise artifact_mismatch(model, version, path, artifact.sha256, expected)
+    return artifact
+
+
+def _unreadable(
+    model: str, version: str, path: Path, expected: str, exc: OSError
+) -> ArtifactMismatchError:
+    return ArtifactMismatchError(
+        f"{path}: cannot read the artifact of model {model!r} version {version!r} "
+        f"({exc.strerror or exc}); registered sha256 {expected}"
+    )
 
 
 def artifact_mismatch(

@@ -47,9 +47,15 @@ class Plan:
     candidate: bytes
 
 
-def plan(reference: Path, candidate: Path) -> Plan:
-    """Match the two graphs' tensors and build the models that expose them."""
-    ref, cand = _load(reference), _load(candidate)
+def plan(
+    reference: Path,
+    candidate: Path,
+    reference_data: bytes | None = None,
+    candidate_data: bytes | None = None,
+) -> Plan:
+    """Match the two graphs' tensors and build the models that expose them (from the files'
+    bytes when given, else read from the files)."""
+    ref, cand = _load(reference, reference_data), _load(candidate, candidate_data)
     ref_tensors = _tensors(ref)
     cand_dynamic = _dynamic(cand.graph) | {i.name for i in cand.graph.input}
     aliases = _dequantized(cand.graph)
@@ -76,11 +82,11 @@ def plan(reference: Path, candidate: Path) -> Plan:
     )
 
 
-def _load(path: Path) -> Any:
+def _load(path: Path, data: bytes | None) -> Any:
     import onnx
 
     try:
-        return onnx.load(str(path))
+        return onnx.load(str(path)) if data is None else onnx.load_from_string(data)
     except Exception as exc:  # protobuf and onnx raise untyped errors on unreadable files
         raise InputError(f"{path}: cannot read ONNX graph for localisation: {exc}") from None
 

@@ -34,6 +34,9 @@ class LocalizeJob:
     max_rows: int = 2048
     slice_key: Mapping[str, str] | None = None
     slice_rows: np.ndarray | None = field(default=None, repr=False)
+    # The files' bytes when the caller already read them (a gate run reads each file once).
+    reference_data: bytes | None = field(default=None, repr=False)
+    candidate_data: bytes | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.max_rows < 1 or self.budget_s <= 0 or not self.tolerance > 0:
@@ -43,7 +46,7 @@ class LocalizeJob:
 def localize(job: LocalizeJob) -> Localization:
     """Per-tensor errors in topological order, the first divergent tensor and the culprit."""
     start = time.perf_counter()
-    p = plan(job.reference, job.candidate)
+    p = plan(job.reference, job.candidate, job.reference_data, job.candidate_data)
     n = len(next(iter(job.feeds.values())))
     rows, n_slice = sample_rows(n, job.slice_rows, job.max_rows)
     ref = _session(p.reference, job, job.reference)

@@ -216,8 +216,9 @@ class SchedulerConfig(StrictModel):
         allow_inf_nan=False,
         description="The longest wait between retries of a failing item.",
     )
-    # A supervised component (a delivery worker, a source, the intake drain process) that dies
-    # is restarted after restart_initial_s, doubling per death in a row up to restart_max_s.
+    # A supervised component (a delivery worker, a source, the intake drain process, the
+    # scheduler's thread) that dies is restarted after restart_initial_s, doubling per death
+    # in a row up to restart_max_s.
     restart_initial_s: float = Field(
         default=1.0,
         gt=0,
@@ -225,7 +226,8 @@ class SchedulerConfig(StrictModel):
         allow_inf_nan=False,
         description=(
             "A supervised component that dies (a delivery worker, a source, the intake drain "
-            "process) is restarted after this many seconds, doubling per death in a row."
+            "process, the scheduler's thread) is restarted after this many seconds, doubling "
+            "per death in a row."
         ),
     )
     restart_max_s: float = Field(

@@ -233,3 +233,33 @@ def test_columns_past_the_window_cap_reject_only_the_events_that_have_them() -> 
     assert over[1].detail.startswith("features: name 'c'")
     assert caps.over(table([("m", "1", 20.0, {"a": 2, "b": 2})])) == {}  # known columns
     assert caps.over(table([("m", "2", 20.0, {"x": 1, "y": 1})])) == {}  # per version
+
+
+class CountedStore:
+    """What other processes stored, and how often the caps asked."""
+
+    def __init__(self, versions: set[str], columns: set[str]) -> None:
+        self.stored_versions, self.stored_columns = versions, columns
+        self.reads = 0
+
+    def versions(self, model: str, start: float) -> set[str]:
+        self.reads += 1
+        return set(self.stored_versions)
+
+    def columns(self, model: str, version: str, start: float) -> set[str]:
+        self.reads += 1
+        return set(self.stored_columns)
+
+
+def test_the_caps_count_what_is_stored_reading_it_only_for_new_names() -> None:
+    store = CountedStore({"1", "2"}, {"prediction", "a", "b"})
+    caps = Cardinality(3600, 600, max_versions=3, max_columns=4, stored=store)
+    over = caps.over(table([("m", v, 10.0, {"a": 1}) for v in ("2", "3", "4")]))
+    assert {i: r.reason for i, r in over.items()} == {2: "too_many_versions"}
+    over = caps.over(table([("m", "2", 10.0, {"c": 1}), ("m", "2", 10.0, {"d": 1})]))
+    assert {i: r.reason for i, r in over.items()} == {1: "too_many_columns"}
+    reads = store.reads
+    for i in range(100):  # known names and names past a full cap: memory only
+        caps.over(table([("m", "2", 10.0, {"a": i}), ("m", f"x{i}", 10.0, {"a": i})]))
+        caps.over(table([("m", "2", 10.0, {f"e{i}": i})]))
+    assert store.reads == reads

@@ -18,6 +18,7 @@ from guards import (
     record_gate,
     run_gate,
 )
+from guards.history import judged_hashes
 from guards.registry import verify_registered, version_settings
 from guards.reports import (
     headline,
@@ -161,6 +162,14 @@ def _record(opts: dict[str, Any], verdict: GuardVerdict, err: bool) -> None:
     prepare_for_writes(engine)
     listener = CollectingListener()
     artifacts = (opts["reference"], opts["candidate"], opts["golden"])
-    record = record_gate(engine, opts["model"], opts["model_version"], verdict, artifacts, listener)
+    record = record_gate(
+        engine,
+        opts["model"],
+        opts["model_version"],
+        verdict,
+        artifacts,
+        listener,
+        hashes=judged_hashes(verdict),
+    )
     click.echo(f"recorded gate run {record.gate_run_id}; {record.action}", err=err)
     engine.dispose()

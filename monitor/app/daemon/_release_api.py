@@ -19,8 +19,8 @@ from pydantic.json_schema import SkipJsonSchema
 from sqlalchemy.orm import Session
 
 from guards import gate_request, registry
-from guards.gate import run_gate
-from guards.history import record_gate
+from guards.gate import Loaded, run_gate
+from guards.history import judged_hashes, record_gate
 from guards.registry import rollback, version_settings
 from monitor.app.daemon._auth import requires
 from monitor.app.daemon._common import ApiModel, daemon, errors
@@ -151,7 +151,8 @@ def run_guard(
     state = daemon(request)
     body = body or GuardRunRequest()
     golden_name, golden_cfg = _golden_config(state.config.guards, model, body)
-    reference, candidate = _artifacts(state.engine, model, version, body)
+    loaded = _artifacts(state.engine, model, version, body)
+    reference, candidate = (a.path for a in loaded)
     thresholds = () if body.thresholds is None else (body.thresholds.model_dump(exclude_none=True),)
     to_run = gate_request(
         reference,
@@ -165,7 +166,7 @@ def run_guard(
     )
     golden_path = Path(golden_cfg.path)
     with _GATE_LOCK:
-        verdict = run_gate(to_run)
+        verdict = run_gate(to_run, loaded)
         settings = version_settings(state.engine, model, version)
         verdict = replace(verdict, run={**verdict.run, "settings": settings})
         record = record_gate(
@@ -175,6 +176,7 @@ def run_guard(
             verdict,
             (reference, candidate, golden_path),
             state.rollback_listener,
+            hashes=judged_hashes(verdict),
         )
     doc = verdict.to_dict()
     doc["run"] = RunInfo(
@@ -187,9 +189,10 @@ def run_guard(
     return _verdict_response(doc, strict=True)
 
 
-def _artifacts(engine: Any, model: str, version: str, body: GuardRunRequest) -> tuple[Path, Path]:
-    """Both registered files, each checked against its registered sha256 before the run
-    (ArtifactMismatchError, 409, naming the file and both hashes)."""
+def _artifacts(engine: Any, model: str, version: str, body: GuardRunRequest) -> Loaded:
+    """Both registered files, each read once and checked against its registered sha256 before
+    the run, which uses those bytes (ArtifactMismatchError, 409, naming the file and both
+    hashes)."""
     with transaction(engine) as session:
         row = registry.find_model(session, model)
         candidate = registry.find_version(session, row, version)
@@ -198,9 +201,9 @@ def _artifacts(engine: Any, model: str, version: str, body: GuardRunRequest) -> 
             raise ConflictError(f"model {model!r} version {version!r} has no registered artifact")
         files = [(v.version, Path(v.artifact_uri or ""), v.artifact_sha256 or "")
                  for v in (reference, candidate)]  # fmt: skip
-    for registered, path, sha256 in files:  # hashed outside the transaction: no lock held
-        registry.check_artifact(model, registered, path, sha256)
-    return files[0][1], files[1][1]
+    # Read outside the transaction: no lock held.
+    ref, cand = (registry.read_verified(model, v, path, sha256) for v, path, sha256 in files)
+    return ref, cand
 
 
 def _reference(

@@ -2,10 +2,13 @@
 
 Durable state lives in our tables: each tick computes the window it belongs to and runs the job
 only if this replica wins the (job, window) claim, so replicas run each job once per interval.
+`Scheduler.run` is a supervisor's target: when APScheduler's own thread dies, it raises, and the
+supervisor starts a fresh APScheduler (with the same jobs) after its backoff.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Callable
@@ -14,6 +17,7 @@ from datetime import UTC, datetime
 
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.jobstores.memory import MemoryJobStore
+from apscheduler.schedulers import SchedulerNotRunningError
 from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy.engine import Engine
 
@@ -27,6 +31,8 @@ log = logging.getLogger(__name__)
 JobFunc = Callable[[datetime], object]
 # The job_failures item of a whole run (its items, e.g. windows, have their own names).
 RUN_ITEM = "run"
+# How often `run` looks at APScheduler's thread.
+WATCH_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -66,19 +72,24 @@ class Scheduler:
         # Jobs in progress, so that shutdown can wait for them with a bound.
         self._active: dict[str, int] = {}
         self._idle = threading.Condition()
-        self._scheduler = BackgroundScheduler(
+        self._scheduler = self._apscheduler()
+        self._closed = False
+        self._runs = 0
+
+    def _apscheduler(self) -> BackgroundScheduler:
+        """A fresh APScheduler with every registered job, each due now."""
+        scheduler = BackgroundScheduler(
             jobstores={"default": MemoryJobStore()},
             executors={"default": ThreadPoolExecutor(4)},
             job_defaults={"max_instances": 1, "coalesce": True, "misfire_grace_time": 30},
             timezone=UTC,
         )
+        for spec in self._jobs.values():
+            self._add_job(scheduler, spec)
+        return scheduler
 
-    def add(self, spec: JobSpec) -> None:
-        """Register a job before `start`; names are unique."""
-        if spec.name in self._jobs:
-            raise ValueError(f"job {spec.name!r} registered twice")
-        self._jobs[spec.name] = spec
-        self._scheduler.add_job(
+    def _add_job(self, scheduler: BackgroundScheduler, spec: JobSpec) -> None:
+        scheduler.add_job(
             self.tick,
             "interval",
             seconds=spec.interval_s,
@@ -86,6 +97,13 @@ class Scheduler:
             id=spec.name,
             next_run_time=utcnow(),
         )
+
+    def add(self, spec: JobSpec) -> None:
+        """Register a job before `start`; names are unique."""
+        if spec.name in self._jobs:
+            raise ValueError(f"job {spec.name!r} registered twice")
+        self._jobs[spec.name] = spec
+        self._add_job(self._scheduler, spec)
 
     def tick(self, name: str, now: datetime | None = None) -> bool:
         """Run job `name` for the current window if this replica claims it; True if it ran.
@@ -152,6 +170,25 @@ class Scheduler:
     def start(self) -> None:
         self._scheduler.start()
 
+    def run(self, stop: threading.Event) -> None:
+        """Run the jobs until `stop` (a supervisor's target); raises when APScheduler's thread
+        dies, so that the supervisor counts it and starts a fresh one after its backoff."""
+        if self._runs:
+            self._shutdown_apscheduler()
+            self._scheduler = self._apscheduler()
+        self._runs += 1
+        if not self._closed:
+            self._scheduler.start()
+        while not self._closed and not stop.wait(WATCH_S):
+            if not self._closed and self.problem() is not None:
+                raise RuntimeError("the scheduler's thread stopped")
+        self._shutdown_apscheduler()
+
+    def _shutdown_apscheduler(self) -> None:
+        # `run` and `shutdown` may both get here (stopping the daemon stops both).
+        with contextlib.suppress(SchedulerNotRunningError):
+            self._scheduler.shutdown(wait=False)
+
     def problem(self) -> str | None:
         """None while the scheduler's thread runs; else what /readyz shows."""
         thread = getattr(self._scheduler, "_thread", None)  # APScheduler's own loop
@@ -170,8 +207,8 @@ class Scheduler:
 
         A tick can block (a locked database, a slow query); SIGTERM must not wait for it. An
         abandoned tick's transaction never commits and its claim expires after the lease."""
-        if self._scheduler.running:
-            self._scheduler.shutdown(wait=False)
+        self._closed = True
+        self._shutdown_apscheduler()
         with self._idle:
             self._idle.wait_for(lambda: not self._active, timeout)
             return sorted(self._active)

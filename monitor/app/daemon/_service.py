@@ -56,7 +56,7 @@ class Service:
     on_job_failure: Callable[[str], None] | None = None
     on_job_success: Callable[[str, float], None] | None = None
     # Runs a target under supervision (restart with backoff, counted): the intake drain's
-    # worker process. Default: a `SupervisedComponent` without metrics.
+    # worker process and the scheduler. Default: a `SupervisedComponent` without metrics.
     supervise: Callable[[str, Target], Component] = SupervisedComponent
 
     def __post_init__(self) -> None:
@@ -71,6 +71,7 @@ class Service:
         )
         self._stopped = threading.Event()
         self._intake: HttpIntake | None = None
+        self._jobs_runner: Component | None = None
         # When the grace period of a SIGTERM/SIGINT ends (monotonic), once one arrived.
         self._exit_by: float | None = None
 
@@ -93,9 +94,7 @@ class Service:
 
     def state(self) -> DaemonState:
         comps: dict[str, Callable[[], str | None]] = {c.name: c.problem for c in self.components}
-        comps["scheduler"] = lambda: (
-            "stopped" if self._stopped.is_set() else self.scheduler.problem()
-        )
+        comps["scheduler"] = self._scheduler_problem
         intake = self._intake = HttpIntake(
             self.engine, self.config, replica=self.holder, supervise=self.supervise
         )
@@ -110,7 +109,15 @@ class Service:
             component.start()
         for job in self.all_jobs():
             self.scheduler.add(job)
-        self.scheduler.start()
+        self._jobs_runner = self.supervise("scheduler", self.scheduler.run)
+        self._jobs_runner.start()
+
+    def _scheduler_problem(self) -> str | None:
+        """Why the scheduler is not running jobs (its supervisor's word while it restarts)."""
+        if self._stopped.is_set():
+            return "stopped"
+        runner = self._jobs_runner.problem() if self._jobs_runner is not None else None
+        return runner or self.scheduler.problem()
 
     def stop(self, timeout: float | None = None) -> None:
         """Stop intake, components and jobs at once, each flushing what it holds, and return
@@ -125,6 +132,8 @@ class Service:
             timeout = DEFAULT_STOP_S if left is None else max(1.0, left)
         deadline = time.monotonic() + timeout
         parts: list[Component | HttpIntake] = [*self.components]
+        if self._jobs_runner is not None:
+            parts.append(self._jobs_runner)
         if self._intake is not None:
             parts.insert(0, self._intake)
         stoppers = [

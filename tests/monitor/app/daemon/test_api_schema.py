@@ -5,6 +5,8 @@ Every operation (each route, each documented body media type) gets a bounded num
 schema-conforming and schema-violating requests with an admin token (so requests reach the
 handlers rather than stopping at auth), sent with the credentials the spec's security scheme
 describes. Afterwards the daemon still answers `/healthz` and counts a good batch of events.
+The fuzzing runs on SQLite and, with fewer examples, on PostgreSQL reached with a password
+that no answer may show.
 `tests/monitor/app/daemon/test_fuzz_ingest.py` sends the ingest routes what a schema does not
 describe.
 """
@@ -14,19 +16,33 @@ from __future__ import annotations
 import importlib
 import re
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 import requests
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from guards.registry import register_version
-from tests.monitor.app.daemon.conftest import ReleaseModels, ServerProcess, auth, db_engine
+from migrations import upgrade
+from monitor.storage import make_engine
+from tests.monitor.app.daemon.conftest import (
+    ReleaseModels,
+    ServerProcess,
+    auth,
+    write_config,
+)
 from tests.properties import examples
+from tests.services.postgres import PostgresServer
 
 EXAMPLES = examples(25)  # per operation: ~20 s for all of them on a 2-core machine
+# PostgreSQL: the same operations, fewer examples each (the storage paths differ, not the API).
+PG_EXAMPLES = examples(5)
+# The password in the PostgreSQL URL (the test cluster trusts 127.0.0.1: any password works).
+DB_PASSWORD = "fuzz-db-pa55w0rd"
 # The slowest legitimate answer is a `?wait=10` ingest; a request unanswered this long hangs.
 REQUEST_TIMEOUT = 20.0
 
@@ -35,6 +51,23 @@ REQUEST_TIMEOUT = 20.0
 def server(module_server: ServerProcess) -> ServerProcess:
     """One server for the module: the fuzzing test's writes change nothing the others read."""
     return module_server
+
+
+@pytest.fixture(scope="module")
+def pg_server(
+    tmp_path_factory: pytest.TempPathFactory, postgres: PostgresServer
+) -> Iterator[ServerProcess]:
+    """`server` on a PostgreSQL database whose URL carries a password."""
+    url = postgres.create_database().replace("://postgres@", f"://postgres:{DB_PASSWORD}@")
+    engine = make_engine(url)
+    upgrade(engine)
+    engine.dispose()
+    proc = ServerProcess(write_config(tmp_path_factory.mktemp("serve-pg"), url))
+    try:
+        proc.wait_ready()
+        yield proc
+    finally:
+        proc.terminate()
 
 
 def _schemathesis() -> Any:
@@ -48,9 +81,10 @@ def _documented(spec: dict[str, Any], method: str, path: str) -> set[str]:
 
 
 def _no_server_errors(
-    server: ServerProcess, operation: object, spec: dict[str, Any], media: set[str]
+    server: ServerProcess, operation: object, spec: dict[str, Any], media: set[str], count: int
 ) -> list[str]:
-    """Fuzz one operation; its failures, and the body media types it sent into `media`."""
+    """Fuzz one operation with `count` examples; its failures, and the body media types it
+    sent into `media`."""
     op: Any = operation
     mode = _schemathesis().GenerationMode
     strategy = st.one_of(op.as_strategy(mode.POSITIVE), op.as_strategy(mode.NEGATIVE))
@@ -58,7 +92,7 @@ def _no_server_errors(
     session = requests.Session()
 
     @settings(
-        max_examples=EXAMPLES,
+        max_examples=count,
         deadline=None,
         database=None,
         derandomize=True,
@@ -80,6 +114,8 @@ def _no_server_errors(
             return
         if response.status_code >= 500 or "Traceback" in response.text:
             failures.append(f"{case.method} {case.formatted_path}: {response.status_code}")
+        if DB_PASSWORD in response.text:
+            failures.append(f"the database password in {case.method} {case.formatted_path}")
         if str(response.status_code) not in _documented(spec, case.method, case.path):
             failures.append(f"undocumented {response.status_code}: {case.method} {case.path}")
 
@@ -87,10 +123,16 @@ def _no_server_errors(
     return failures
 
 
+@pytest.mark.parametrize(
+    "backend", ["sqlite", pytest.param("postgresql", marks=[pytest.mark.pg, pytest.mark.services])]
+)
 def test_no_generated_request_gets_a_server_error(
-    server: ServerProcess, release_models: ReleaseModels
+    backend: str, release_models: ReleaseModels, request: pytest.FixtureRequest
 ) -> None:
-    engine = db_engine(server.directory)
+    sqlite = backend == "sqlite"
+    server: ServerProcess = request.getfixturevalue("server" if sqlite else "pg_server")
+    config = yaml.safe_load((server.directory / "mw.yaml").read_text())
+    engine = make_engine(config["database_url"])
     register_version(engine, "fraud", "1", release_models.reference, activate=True)
     engine.dispose()
     spec = httpx.get(f"{server.url}/openapi.json").json()
@@ -101,7 +143,9 @@ def test_no_generated_request_gets_a_server_error(
     failures: list[str] = []
     for operation in operations:
         media: set[str] = set()
-        failures += _no_server_errors(server, operation, spec, media)
+        failures += _no_server_errors(
+            server, operation, spec, media, EXAMPLES if sqlite else PG_EXAMPLES
+        )
         body = spec["paths"][operation.path][operation.method.lower()].get("requestBody")
         if body:  # every documented body kind was sent
             assert media == set(body["content"]), (operation.path, media)

@@ -2,7 +2,8 @@
 
 - poisoned strings (a NUL in a feature name, a version or feature name longer than its column,
   20,000 feature names in one event) are dead letters naming the field, and ingest goes on;
-- versions and columns past their per-window caps are dead letters;
+- versions and columns past their per-window caps are dead letters, also when what fills the
+  cap was taken before a restart;
 - labels that are not labels of the model's task are dead letters naming the value;
 - each `?wait=` result describes its own request, also when keyless requests follow each other
   and run concurrently.
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -137,6 +139,41 @@ def test_versions_and_columns_past_their_window_caps_are_dead_letters(served: Se
     assert result["valid"] == 1
     assert rejected(result) == [(1, "too_many_columns", "features")]
     assert "collect.max_columns_per_window" in result["first_dead_letters"][0]["detail"]
+
+
+@pytest.mark.parametrize(
+    "backend", ["sqlite", pytest.param("postgresql", marks=[pytest.mark.pg, pytest.mark.services])]
+)
+def test_window_caps_hold_across_a_restart(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """The caps count what is stored, not what this process saw: a restarted `serve` (or
+    another replica) cannot take a cap's worth of versions or columns again."""
+    url = migrated_url(backend, tmp_path, request)
+    config = CONFIG.format(url=url).replace("slices: [region]", "slices: []")
+    path = tmp_path / "mw.yaml"
+    path.write_text(config + EXTRA)
+    versions = [{**event(i), "model_version": f"v{i}"} for i in range(3)]
+    # v0's columns: amount, country, prediction and 26 more: 29 of 30.
+    wide = {**event(3), "model_version": "v0", "features": {f"w{i}": i for i in range(26)}}
+    before = ServerProcess(path)
+    try:
+        before.wait_ready()
+        assert post(before.url, [*versions, wide])["valid"] == 4
+    finally:
+        assert before.terminate() == 0
+    after = ServerProcess(path)
+    try:
+        after.wait_ready()
+        result = post(after.url, [{**event(i), "model_version": f"v{i}"} for i in (4, 5)])
+        assert rejected(result) == [(1, "too_many_versions", "model_version")]
+        columns = [{**event(i), "model_version": "v0", "features": {x: 1.0}}
+                   for i, x in ((6, "x1"), (7, "x2"))]  # fmt: skip
+        result = post(after.url, columns)
+        assert result["valid"] == 1
+        assert rejected(result) == [(1, "too_many_columns", "features")]
+    finally:
+        assert after.terminate() == 0
 
 
 LABELS = [

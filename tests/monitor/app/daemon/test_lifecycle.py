@@ -9,6 +9,7 @@ import os
 import re
 import signal
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -34,15 +35,20 @@ def _children(pid: int) -> list[int]:
     return [int(c) for t in tasks.iterdir() for c in (t / "children").read_text().split()]
 
 
-def _drain_pid(server: ServerProcess) -> int | None:
-    """The worker process serve spawned for the drain (not multiprocessing's resource tracker)."""
+def child(server: ServerProcess, proc_file: str, matches: Callable[[bytes], bool]) -> int | None:
+    """A child process of serve whose `/proc/<pid>/<proc_file>` `matches`."""
     for pid in _children(server.proc.pid):
         try:
-            if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes():
+            if matches(Path(f"/proc/{pid}/{proc_file}").read_bytes()):
                 return pid
         except FileNotFoundError:  # exited meanwhile
             continue
     return None
+
+
+def _drain_pid(server: ServerProcess) -> int | None:
+    """The worker process serve spawned for the drain (not multiprocessing's resource tracker)."""
+    return child(server, "cmdline", lambda cmdline: b"spawn_main" in cmdline)
 
 
 def _restarts(server: ServerProcess) -> float:

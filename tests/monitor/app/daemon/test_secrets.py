@@ -1,6 +1,7 @@
 """No secret leaves its variable: a real `serve` at `--log-level debug` delivers an alert to a
 webhook URL carrying credentials and a query token, and neither they nor the signing secret
-nor the API tokens appear in anything it writes or serves.
+nor the API tokens nor the password in its database URL (PostgreSQL) appear in anything it
+writes or serves, on SQLite and PostgreSQL.
 
 The original symptom: httpx's request logging wrote `POST http://user:pw@host/hook?token=...`
 to the log at INFO.
@@ -21,6 +22,7 @@ from sqlalchemy import select
 from alerts import Evaluator, Signal
 from migrations import upgrade
 from monitor.config import load_config
+from monitor.failures import list_failures
 from monitor.storage import AlertNotification, make_engine, transaction
 from tests.alerts.receiver import RecordingReceiver
 from tests.monitor.app.daemon.conftest import CONFIG, TOKENS, ServerProcess, auth
@@ -35,8 +37,17 @@ alerts:
     - {{name: FeatureDrift, kind: drift, receivers: [hook]}}
   delivery: {{poll_interval: 0.2s, backoff_initial: 0.2s, backoff_max: 0.5s}}
 """
+# The password in the PostgreSQL URL (the test cluster trusts 127.0.0.1, so any password works).
+DB_PASSWORD = "db-pa55w0rd-Kf3"
 # What must never be written or served (the receiver's Basic credentials encoded as well).
-SECRETS = ("pa55", "s3cr3t", SIGNING, base64.b64encode(b"user:pa55").decode(), *TOKENS.values())
+SECRETS = (
+    "pa55",
+    "s3cr3t",
+    SIGNING,
+    base64.b64encode(b"user:pa55").decode(),
+    DB_PASSWORD,
+    *TOKENS.values(),
+)
 
 
 @pytest.fixture
@@ -47,10 +58,21 @@ def receiver() -> Iterator[RecordingReceiver]:
     hook.stop()
 
 
+def database_url(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    """SQLite in `tmp_path`, or a fresh PostgreSQL database reached with a password."""
+    if backend == "sqlite":
+        return f"sqlite:///{tmp_path / 'mw.db'}"
+    url: str = request.getfixturevalue("postgres").create_database()
+    return url.replace("://postgres@", f"://postgres:{DB_PASSWORD}@")
+
+
+@pytest.mark.parametrize(
+    "backend", ["sqlite", pytest.param("postgresql", marks=[pytest.mark.pg, pytest.mark.services])]
+)
 def test_debug_logs_metrics_and_bodies_hold_no_secret(
-    receiver: RecordingReceiver, tmp_path: Path
+    backend: str, receiver: RecordingReceiver, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'mw.db'}"
+    url = database_url(backend, tmp_path, request)
     engine = make_engine(url)
     upgrade(engine)
     hook = f"http://user:pa55@127.0.0.1:{receiver.port}/hook?token=s3cr3t"
@@ -82,6 +104,7 @@ def test_debug_logs_metrics_and_bodies_hold_no_secret(
     assert "DEBUG" in output and "httpcore" in output  # the library's DEBUG traces were there
     with transaction(engine) as session:
         errors = session.scalars(select(AlertNotification.last_error)).all()
+    errors += [f.error for f in list_failures(engine)]
     engine.dispose()
     for where, text in {"output": output, **dict(enumerate(served)), "errors": str(errors)}.items():
         leaked = [s for s in SECRETS if s in text]

@@ -8,8 +8,12 @@ registered version's file swapped on disk was gated as if it were the registered
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import hashlib
+import os
 import shutil
+import struct
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,6 +34,7 @@ from monitor.storage import (
     make_engine,
     transaction,
 )
+from tests.conftest import run_cli
 from tests.monitor.app.daemon.conftest import ReleaseModels, ServerProcess, auth, write_config
 from tests.monitor.app.daemon.test_canary import post, traffic
 
@@ -169,3 +174,91 @@ def test_reads_never_act_and_rollbacks_reach_only_verified_known_good(
     with transaction(engine) as session:
         reasons = session.scalars(select(RollbackEvent.reason)).all()
     assert reasons == ["canary 2 failed against 1"]
+
+
+def test_activate_refuses_a_swapped_file_while_the_daemon_serves(
+    engine: Engine, database_url: str, tmp_path: Path
+) -> None:
+    """`models activate` checks the file as rollback does: a version whose file changed after
+    registration is refused (exit 2, one line naming the file and both hashes), and the
+    running daemon still reports the active version it had."""
+    v1, v2 = tmp_path / "v1.onnx", tmp_path / "v2.onnx"
+    v1.write_bytes(b"model one, only hashed")
+    v2.write_bytes(b"model two, only hashed")
+    register_version(engine, "fraud", "1", v1, activate=True)
+    register_version(engine, "fraud", "2", v2)
+    proc = ServerProcess(write_config(tmp_path, database_url))
+    try:
+        proc.wait_ready()
+        registered = sha256(v2)
+        v2.write_bytes(b"model two, swapped on disk")
+        cli = ("models", "activate", "--model", "fraud", "--version", "2")
+        refused = run_cli(*cli, "--database-url", database_url)
+        assert refused.returncode == 2, refused.stderr
+        [line] = refused.stderr.strip().splitlines()
+        assert str(v2) in line and registered in line and sha256(v2) in line
+        listed = httpx.get(f"{proc.url}/v1/models", headers=auth("MW_T_READ"), timeout=10)
+        assert [m["active"] for m in listed.json()["models"]] == ["1"], listed.text
+        with transaction(engine) as session:
+            assert session.scalars(select(RollbackEvent)).all() == []
+
+        v2.write_bytes(b"model two, only hashed")
+        done = run_cli(*cli, "--database-url", database_url)
+        assert done.returncode == 0, done.stderr
+        listed = httpx.get(f"{proc.url}/v1/models", headers=auth("MW_T_READ"), timeout=10)
+        assert [m["active"] for m in listed.json()["models"]] == ["2"], listed.text
+    finally:
+        proc.terminate()
+
+
+IN_OPEN = 0x20  # <sys/inotify.h>
+EVENT = struct.Struct("iIII")  # wd, mask, cookie, len (then `len` bytes of name)
+
+
+class Opens:
+    """Counts every open of some files by any process (Linux inotify): how often the daemon
+    reads a model file is seen, not guessed."""
+
+    def __init__(self, paths: list[Path]) -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        self.fd = libc.inotify_init1(os.O_NONBLOCK)
+        assert self.fd >= 0, os.strerror(ctypes.get_errno())
+        self.paths = paths
+        self.watches = [libc.inotify_add_watch(self.fd, str(p).encode(), IN_OPEN) for p in paths]
+        self.opens = [0] * len(paths)
+
+    def counts(self) -> list[int]:
+        with contextlib.suppress(BlockingIOError):
+            while data := os.read(self.fd, 65536):
+                at = 0
+                while at < len(data):
+                    wd, mask, _, size = EVENT.unpack_from(data, at)
+                    if mask & IN_OPEN:
+                        self.opens[self.watches.index(wd)] += 1
+                    at += EVENT.size + size
+        return self.opens
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+def test_a_gate_run_reads_each_model_file_once(
+    served: ServerProcess, engine: Engine, tmp_path: Path, release_models: ReleaseModels
+) -> None:
+    """The API's gate run checks the registered hash of the bytes it loads: each model file is
+    read once (hash check, sessions and the recorded hashes), not once per use."""
+    v1, v2 = tmp_path / "v1.onnx", tmp_path / "v2.onnx"
+    shutil.copy(release_models.reference, v1)
+    shutil.copy(release_models.fp16, v2)
+    register_version(engine, "fraud", "1", v1, activate=True)
+    register_version(engine, "fraud", "2", v2)
+    opens = Opens([v1, v2])
+    try:
+        run = gate(served, "2", {"reference_version": "1"})
+        assert run.status_code in (200, 409) and "gate_run_id" in run.json()["run"], run.text
+        assert opens.counts() == [1, 1]
+    finally:
+        opens.close()
+    with transaction(engine) as session:
+        [stored] = session.execute(select(GateRun.reference_sha256, GateRun.candidate_sha256))
+    assert tuple(stored) == (sha256(v1), sha256(v2))
