@@ -32,6 +32,7 @@ HEAVY_OPTIONAL = {
     "onnx": "~0.8 s (ml_dtypes); only localisation reads graphs, yet `serve` loads guards",
     "confluent_kafka": "optional extra (modelwatch[confluent]); only `client: confluent-kafka`",
     "pyspark": "optional extra (modelwatch[spark]); only `baseline create --engine spark`",
+    "lightgbm": "optional extra (modelwatch[regression]); only regression loss estimation",
     "pandas": "~0.3 s; the daemon's window jobs and most commands never build a frame",
     "pyarrow": "only reading data files (pyarrow.dataset, ~0.3 s with pandas: directories)",
     "scipy": "~0.8 s; the statistical core imports without it (tests/monitor/test_public_api.py)",

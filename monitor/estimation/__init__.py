@@ -54,8 +54,8 @@ from monitor.estimation._stored import (
     StoredMulticlass,
     fit_stored,
     fit_stored_multiclass,
-    stored_calibration,
 )
+from monitor.estimation._stored_choice import stored_calibration
 from monitor.estimation._stored_multivariate import (
     MULTIVARIATE_KEY,
     StoredMultivariate,

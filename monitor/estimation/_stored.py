@@ -12,13 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from sqlalchemy.engine import Engine
 
-from monitor.baselines.store import choose_baseline, stored_settings
 from monitor.detectors import MIN_N
 from monitor.errors import CorruptProfileError, InputError
 from monitor.estimation._calibration import DEFAULT_BINS, Calibration, fit_calibration
@@ -36,9 +34,6 @@ from monitor.estimation._realized import realized
 from monitor.estimation._results import REFERENCE_CHUNKS, chunk_bounds
 from monitor.estimation._run import reference_bounds
 from monitor.profiles import NULL_VALUE, OVERALL, slice_key, value_text
-
-if TYPE_CHECKING:
-    from monitor.estimation._stored_regression import StoredRegression
 
 SETTINGS_KEY = "estimation"
 Bounds = dict[str, float | None]
@@ -194,27 +189,6 @@ def _chunk_thresholds(
             got = real(m, rows[c.start : c.end])
             values[m].append(np.nan if got is None else got)
     return reference_bounds(values)
-
-
-def stored_calibration(
-    engine: Engine, model: str, version: str, name: str = "default"
-) -> StoredEstimation | StoredMulticlass | StoredRegression | None:
-    """The calibration (binary or multiclass) or the loss models (regression) stored with the
-    baseline model/version uses; None when it has none."""
-    from monitor.estimation._stored_regression import TASK, StoredRegression  # it imports this
-
-    chosen = choose_baseline(engine, model, version, name)
-    if chosen is None:
-        return None
-    data = stored_settings(engine, model, *chosen).get(SETTINGS_KEY)
-    where = f"baseline '{chosen[1]}' of model '{model}' version '{chosen[0]}'"
-    if data is None:
-        return None
-    if data.get("task") == TASK:
-        return StoredRegression.from_dict(data, where)
-    if "classes" in data:
-        return StoredMulticlass.from_dict(data, where)
-    return StoredEstimation.from_dict(data, where)
 
 
 def concat(batches: Iterable[Any], columns: list[str]) -> Any:

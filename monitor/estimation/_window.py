@@ -52,7 +52,8 @@ from monitor.estimation._reconstruction import MultivariateResult, judge_mean
 from monitor.estimation._regression import REGRESSION_METRICS, estimate_losses
 from monitor.estimation._results import EstimationResult
 from monitor.estimation._run import judge
-from monitor.estimation._stored import StoredEstimation, StoredMulticlass, stored_calibration
+from monitor.estimation._stored import StoredEstimation, StoredMulticlass
+from monitor.estimation._stored_choice import stored_calibration
 from monitor.estimation._stored_multivariate import StoredMultivariate, stored_multivariate
 from monitor.estimation._stored_regression import StoredRegression
 from monitor.failures import Isolation, window_item
