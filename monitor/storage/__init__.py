@@ -54,9 +54,12 @@ from monitor.storage._results import (
     SloResultRow,
 )
 from monitor.storage._summaries import OutcomeSummaryRow
+from monitor.storage._watch import CanaryRun, SkewRun
 from monitor.storage.base import NAMING_CONVENTION, Base, UTCDateTime, utcnow
 
 __all__ = [
+    "CanaryRun",
+    "SkewRun",
     "ALIASES",
     "CHANGE_KINDS",
     "Change",
