@@ -30,6 +30,8 @@ SignalKind = Literal[
     "slo",
     "estimated_outcome",
     "multivariate_drift",
+    "canary",
+    "skew",
 ]
 SIGNAL_KINDS: tuple[str, ...] = get_args(SignalKind)
 
@@ -90,7 +92,9 @@ SIGNAL_KIND_DOCS: Mapping[str, KindDoc] = MappingProxyType(
         ),
         "evaluation_failed": KindDoc(
             ("model", "version"),
-            "windows (or the baseline) of that version whose evaluation is failing",
+            "windows (or the baseline) of that version whose evaluation is failing; a failing"
+            " canary pair, skew check or skew source adds labels `job` (`canary`, `skew`) and"
+            " `item` (naming the pair, check or source) and counts its failures in a row",
             "while any fails; resolves when they all succeed",
         ),
         "slo": KindDoc(
@@ -109,6 +113,20 @@ SIGNAL_KIND_DOCS: Mapping[str, KindDoc] = MappingProxyType(
             "mean PCA reconstruction error of the newest window; threshold: the reference-chunk"
             " bound it is judged by (upper, or lower when below it)",
             "outside the bounds (`drift`)",
+        ),
+        "canary": KindDoc(
+            ("model", "version", "stable", "criterion", "slice"),
+            "a criterion of a declared canary pair (`version` the canary) in one slice (`all`:"
+            " the whole traffic) of its newest scheduled evaluation: the canary's value;"
+            " threshold: its bound; criterion `verdict`: criteria failing anywhere",
+            "the criterion fails after the multiple-testing correction (`verdict`: the pair"
+            " fails); criteria without evidence send no signal",
+        ),
+        "skew": KindDoc(
+            ("model", "check", "column"),
+            "share of joined entities whose serving and offline values of a feature differ in"
+            " the newest run of a skew check; threshold: the check's `threshold`",
+            "mismatch rate above the threshold",
         ),
     }
 )

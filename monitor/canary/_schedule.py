@@ -189,14 +189,17 @@ def evaluate_pair(
     return judge_pair(pair, cfg, load(pair.stable), load(pair.canary), since, until)
 
 
-def store_judgement(engine: Engine, judgement: CanaryJudgement) -> int:
-    """Append the judgement to the pair's history; the new row's id."""
+def store_judgement(engine: Engine, judgement: CanaryJudgement, action: str | None = None) -> int:
+    """Append the judgement (and what its action did) to the pair's history; the row's id."""
+    report = judgement.to_dict()
+    if action is not None:
+        report["action"] = action
     with transaction(engine) as s:
         row = CanaryRun(
             model=judgement.model, canary=judgement.canary, stable=judgement.stable,
             since=judgement.since, until=judgement.until, verdict=judgement.verdict,
             failed=len(judgement.failed), correction=judgement.correction,
-            report=judgement.to_dict(), evaluated_at=judgement.until,
+            report=report, evaluated_at=judgement.until,
         )  # fmt: skip
         s.add(row)
         s.flush()
