@@ -61,13 +61,12 @@ def test_pairs_run_once_per_interval_and_roll_back_only_to_a_target(
               for s in signals if s.firing}  # fmt: skip
     assert firing == {("2", "verdict", "all"), ("2", "prediction", "region=eu")}
     assert all(s.kind == "canary" for s in signals)
+    pair = {"model": "fraud", "version": "2", "stable": "1"}
     got = registry.get_sample_value
-    assert got("modelwatch_canary_verdict",
-               {"model": "fraud", "version": "2", "stable": "1", "verdict": "fail"}) == 1.0  # fmt: skip
-    assert got("modelwatch_canary_failed_criteria",
-               {"model": "fraud", "version": "2", "stable": "1", "slice": "region=eu"}) == 1.0  # fmt: skip
-    assert got("modelwatch_canary_failed_criteria",
-               {"model": "fraud", "version": "3", "stable": "1", "slice": "all"}) == 0.0  # fmt: skip
+    assert got("modelwatch_canary_verdict", {**pair, "verdict": "fail"}) == 1.0
+    assert got("modelwatch_canary_failed_criteria", {**pair, "slice": "region=eu"}) == 1.0
+    good = {**pair, "version": "3", "slice": "all"}
+    assert got("modelwatch_canary_failed_criteria", good) == 0.0
 
 
 def test_a_pair_that_fails_to_evaluate_never_stops_the_others(engine: Engine) -> None:
