@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import create_engine, select, text
+from sqlalchemy import create_engine, make_url, select, text
 from sqlalchemy.engine import Engine
 
 from monitor.config import FeatureSourceConfig, SkewCheckConfig
@@ -58,7 +58,10 @@ def _read_sql(src: FeatureSourceConfig, environ: Mapping[str, str]) -> Any:
     if not url:
         raise InputError(f"{src.name}: environment variable {src.url_env} is not set")
     try:
-        engine = create_engine(url, connect_args=_connect_args(url))
+        parsed = make_url(url)
+        if parsed.drivername in ("postgresql", "postgres"):  # psycopg 3, as the daemon's own
+            parsed = parsed.set(drivername="postgresql+psycopg")
+        engine = create_engine(parsed, connect_args=_connect_args(parsed.get_backend_name()))
     except Exception as exc:  # a malformed URL; its text may hold a password: not echoed
         raise InputError(f"{src.name}: invalid database URL ({type(exc).__name__})") from None
     try:
@@ -73,10 +76,10 @@ def _read_sql(src: FeatureSourceConfig, environ: Mapping[str, str]) -> Any:
         engine.dispose()
 
 
-def _connect_args(url: str) -> dict[str, Any]:
-    if url.startswith("postgresql"):
+def _connect_args(backend: str) -> dict[str, Any]:
+    if backend == "postgresql":
         return {"connect_timeout": CONNECT_TIMEOUT_S}
-    if url.startswith("sqlite"):
+    if backend == "sqlite":
         return {"timeout": CONNECT_TIMEOUT_S}
     return {}
 
