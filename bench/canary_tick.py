@@ -91,7 +91,9 @@ def save_reference(engine: Any, stable: dict[str, np.ndarray]) -> None:
 def config(url: str, versions: int, hours: int) -> Config:
     pairs = [{"model": "m", "canary": str(v), "stable": "0", "since": f"{hours}h",
               "interval": "1m"} for v in range(1, versions + 1)]  # fmt: skip
-    return parse_config({"database_url": url, "canaries": pairs,
+    # Every version in one window: past the default 20 per window events would be dead letters.
+    collect = {"max_versions_per_window": versions + 1}
+    return parse_config({"database_url": url, "canaries": pairs, "collect": collect,
                          "models": [{"name": "m", "slices": ["region"]}]}, env={})  # fmt: skip
 
 
@@ -132,6 +134,8 @@ def main() -> None:
             floor(versions[0], versions[1:], args.slices)
             c3 = time.process_time()
             assert done == args.versions, done
+            judged = sum(s.kind == "canary" and s.labels["slice"] != "all" for s in signals)
+            assert judged == args.versions * args.slices * 5, judged  # every slice judged
             ticks.append(c1 - c0)
             walls.append(w1 - w0)
             signals_cpu.append(c2 - c1)

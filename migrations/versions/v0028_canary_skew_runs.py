@@ -7,7 +7,8 @@ Create Date: 2026-12-05
 `canary_runs` holds one row per scheduled evaluation of a declared canary pair (its verdict, how
 many criteria failed over the whole traffic and its slices, the correction used and the whole
 report that `GET /v1/canary/{model}/{canary}` serves); `skew_runs` one row per scheduled
-training-serving skew check. Both are read newest first per pair or check (their indexes).
+training-serving skew check. Both are read newest first per pair or check, and deleted by
+retention after `scheduler.retention_days` (their indexes).
 """
 
 from __future__ import annotations
@@ -57,9 +58,13 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_skew_runs")),
     )
     op.create_index("ix_skew_runs_check", "skew_runs", ["check_name", "evaluated_at"])
+    for table in ("canary_runs", "skew_runs"):  # what retention deletes by
+        op.create_index(f"ix_{table}_evaluated_at", table, ["evaluated_at"])
 
 
 def downgrade() -> None:
+    for table in ("canary_runs", "skew_runs"):
+        op.drop_index(f"ix_{table}_evaluated_at", table_name=table)
     op.drop_index("ix_skew_runs_check", table_name="skew_runs")
     op.drop_table("skew_runs")
     op.drop_index("ix_canary_runs_pair", table_name="canary_runs")

@@ -12,6 +12,7 @@ from datetime import datetime
 
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session
 
 from monitor.config import ModelConfig
 from monitor.detectors import rebin
@@ -50,11 +51,12 @@ def load_sliced_evidence(
 ) -> dict[str, Evidence]:
     """Merged evidence of `version` over windows starting in [start, end), by slice key ("" is
     the whole traffic): three reads of stored summaries, whatever the number of slices."""
-    profiles = _sliced_profiles(engine, cfg.name, version, start, end)
-    serving = _sliced_serving(engine, cfg.name, version, start, end)
-    outcomes: dict[str, list[OutcomeResult]] = {}
-    for r in outcome_results(engine, cfg, version, start, end):
-        outcomes.setdefault(key_of(r.slice), []).append(r)
+    with session_factory(engine)() as s:  # one session for the three reads
+        profiles = _sliced_profiles(s, cfg.name, version, start, end)
+        serving = _sliced_serving(s, cfg.name, version, start, end)
+        outcomes: dict[str, list[OutcomeResult]] = {}
+        for r in outcome_results(s, cfg, version, start, end):
+            outcomes.setdefault(key_of(r.slice), []).append(r)
     keys = sorted(set(profiles) | set(serving) | set(outcomes))
     return {
         k: Evidence(
@@ -68,11 +70,12 @@ def load_sliced_evidence(
 def _profiles(
     engine: Engine, model: str, version: str, start: datetime, end: datetime
 ) -> dict[str, Profile]:
-    return _sliced_profiles(engine, model, version, start, end, OVERALL).get(OVERALL, {})
+    with session_factory(engine)() as s:
+        return _sliced_profiles(s, model, version, start, end, OVERALL).get(OVERALL, {})
 
 
 def _sliced_profiles(
-    engine: Engine,
+    s: Session,
     model: str,
     version: str,
     start: datetime,
@@ -86,29 +89,27 @@ def _sliced_profiles(
     if only is not None:
         stmt = stmt.where(t.slice_key == only)
     merged: dict[str, dict[str, Profile]] = {}
-    with session_factory(engine)() as s:
-        for key, column, payload, window in s.execute(stmt):
-            where = f"model {model!r} version {version!r} window {window.isoformat()}"
-            profile = profile_from_bytes(payload, where)
-            mine = merged.setdefault(key, {})
-            old = mine.get(column)
-            mine[column] = profile if old is None else _merge(old, profile)
+    for key, column, payload, window in s.execute(stmt):
+        where = f"model {model!r} version {version!r} window {window.isoformat()}"
+        profile = profile_from_bytes(payload, where)
+        mine = merged.setdefault(key, {})
+        old = mine.get(column)
+        mine[column] = profile if old is None else _merge(old, profile)
     return merged
 
 
 def _sliced_serving(
-    engine: Engine, model: str, version: str, start: datetime, end: datetime
+    s: Session, model: str, version: str, start: datetime, end: datetime
 ) -> dict[str, ServingSummary]:
     t = WindowServing
     stmt = select(t).where(
         t.model == model, t.version == version, t.window_start >= start, t.window_start < end
     )
     out: dict[str, ServingSummary] = {}
-    with session_factory(engine)() as s:
-        for row in s.scalars(stmt):
-            mine = ServingSummary.from_row(row)
-            old = out.get(row.slice_key)
-            out[row.slice_key] = mine if old is None else old.merge(mine)
+    for row in s.scalars(stmt):
+        mine = ServingSummary.from_row(row)
+        old = out.get(row.slice_key)
+        out[row.slice_key] = mine if old is None else old.merge(mine)
     return out
 
 

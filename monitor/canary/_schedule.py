@@ -90,7 +90,7 @@ class CanaryJudgement:
         for key in self.slice_keys():
             mine = [j for j in self.judged if j.slice_key == key]
             verdict = verdict_of(tuple(j.criterion for j in mine))
-            slices.append({"slice": slice_label(key), "slice_key": key, "verdict": verdict,
+            slices.append({"slice": slice_label(key) or "all", "slice_key": key, "verdict": verdict,
                            "criteria": [j.to_dict() for j in mine]})  # fmt: skip
         return {
             "model": self.model,

@@ -15,7 +15,10 @@ class CanaryRun(Base):
     """One scheduled evaluation of a canary pair: its verdict and the whole per-slice report."""
 
     __tablename__ = "canary_runs"
-    __table_args__ = (Index("ix_canary_runs_pair", "model", "canary", "stable", "evaluated_at"),)
+    __table_args__ = (
+        Index("ix_canary_runs_pair", "model", "canary", "stable", "evaluated_at"),
+        Index("ix_canary_runs_evaluated_at", "evaluated_at"),  # retention
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     model: Mapped[str] = mapped_column(String(200))
@@ -36,7 +39,10 @@ class SkewRun(Base):
     """One scheduled training-serving skew check: join counts, worst rate, the whole report."""
 
     __tablename__ = "skew_runs"
-    __table_args__ = (Index("ix_skew_runs_check", "check_name", "evaluated_at"),)
+    __table_args__ = (
+        Index("ix_skew_runs_check", "check_name", "evaluated_at"),
+        Index("ix_skew_runs_evaluated_at", "evaluated_at"),  # retention
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     check_name: Mapped[str] = mapped_column(String(100))

@@ -1,14 +1,15 @@
 """The `canary` job: each declared canary pair judged on its own schedule, overall and per slice.
 
-The job ticks at the shortest pair interval; a pair is due once per its own `interval` window
-and is claimed per (pair, window) in `job_runs` (job `canary pair`), so two replicas never
-evaluate the same pair at once, and a replica that died mid-evaluation is taken over after the
-lease. A tick reads only mergeable summaries, each version's once (pairs share their stable
-version's evidence). A pair that fails to evaluate is a `job_failures` item of job `canary`
-(model, version: the canary) and never stops the other pairs; its `evaluation_failed` signal
-names the pair. With `rollback: true` a failed verdict of an active canary moves `active` back
-to the stable version through `guards.registry.rollback_canary`, which refuses any version
-that is not a rollback target (registered, artifact hash verified, passing gate verdict).
+The job ticks at the shortest pair interval, each tick claimed once across replicas (job
+`canary`); a pair with a longer interval is due once per its own interval window and claimed per
+(pair, window) in `job_runs` (job `canary pair`). So two replicas never evaluate the same pair at
+once, and a replica that died mid-evaluation is taken over after the lease. A tick reads only
+mergeable summaries, each version's once (pairs share their stable version's evidence). A pair
+that fails to evaluate is a `job_failures` item of job `canary` (model, version: the canary) and
+never stops the other pairs; its `evaluation_failed` signal names the pair. With `rollback:
+true` a failed verdict of an active canary moves `active` back to the stable version through
+`guards.registry.rollback_canary`, which refuses any version that is not a rollback target
+(registered, artifact hash verified, passing gate verdict).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from sqlalchemy.engine import Engine
 from alerts import Signal
 from dashboards.metrics import ModelwatchMetrics
 from guards.registry import rollback_canary
-from monitor.app.daemon._leases import finish
+from monitor.app.daemon._leases import Claim, finish
 from monitor.app.daemon._paced import claim_due
 from monitor.app.daemon._scheduler import JobSpec
 from monitor.canary import (
@@ -64,13 +65,14 @@ class CanaryWatch:
         sched = config.scheduler
         backoff = Backoff(sched.retry_initial_s, sched.retry_max_s)
         self.isolation = Isolation(engine, CANARY_JOB, backoff, on_failure)
+        pairs = config.canaries
+        self.tick_s = min((p.interval.total_seconds() for p in pairs), default=0.0)
 
     def spec(self) -> JobSpec | None:
         """The job, ticking at the shortest pair interval; None without pairs."""
         if not self.config.canaries:
             return None
-        interval = min(p.interval.total_seconds() for p in self.config.canaries)
-        return JobSpec(CANARY_JOB, self, interval)
+        return JobSpec(CANARY_JOB, self, self.tick_s)
 
     def __call__(self, _window: datetime | None = None, now: datetime | None = None) -> int:
         """Evaluate the due pairs this replica claims; how many were evaluated."""
@@ -79,15 +81,25 @@ class CanaryWatch:
         cache: dict[tuple[str, str, datetime], dict[str, Evidence]] = {}
         done = 0
         for pair in self.config.canaries:
-            run = claim_due(self.engine, PAIR_CLAIMS, pair.key, pair.interval.total_seconds(),
-                            self.holder, self.config.scheduler.lease_s, now)  # fmt: skip
-            if run is None:
+            due, run = self._claim(pair, now)
+            if not due:
                 continue
             work = functools.partial(self.evaluate, pair, now, cache)
             got = self.isolation.attempt(pair_item(pair), work, pair.model, pair.canary)
-            finish(self.engine, run, None if got is not None else "failed; see job_failures")
+            if run is not None:
+                finish(self.engine, run, None if got is not None else "failed; see job_failures")
             done += got is not None
         return done
+
+    def _claim(self, pair: CanaryPairConfig, now: datetime) -> tuple[bool, Claim | None]:
+        """Whether this replica evaluates the pair now, and its claim of the pair's interval
+        window (None when the job's own claim of this tick covers it: the same interval)."""
+        interval = pair.interval.total_seconds()
+        if interval == self.tick_s:
+            return True, None
+        run = claim_due(self.engine, PAIR_CLAIMS, pair.key, interval, self.holder,
+                        self.config.scheduler.lease_s, now)  # fmt: skip
+        return run is not None, run
 
     def evaluate(
         self,

@@ -2,8 +2,9 @@
 
 Age is the time a row was last written, not its event time, so a backfill of old traffic is kept
 for the whole period. Windows (profiles, counts, outcome summaries, change markers, drift,
-outcome and estimated results), joined predictions (after `scheduler.labeled_retention_days`,
-default 14: they are drill-down data, metrics come from the summaries), dead letters,
+outcome and estimated results), scheduled canary and skew runs, joined predictions (after
+`scheduler.labeled_retention_days`, default 14: they are drill-down data, metrics come from the
+summaries), dead letters,
 delivered or dead notifications, finished job runs, and the positions of HTTP idempotency keys
 and of replicas' own HTTP keys. Positions of Kafka partitions and log files are never deleted:
 they are what makes a restart exactly-once. Consumed HTTP intake requests are kept for
@@ -25,6 +26,7 @@ from sqlalchemy.engine import Engine
 from monitor.failures import Isolation
 from monitor.storage import (
     AlertNotification,
+    CanaryRun,
     DayCount,
     DayOutcomeSummary,
     DayProfile,
@@ -39,6 +41,7 @@ from monitor.storage import (
     OutcomePeriodResultRow,
     OutcomeResultRow,
     OutcomeSummaryRow,
+    SkewRun,
     SloResultRow,
     SourcePosition,
     WindowChange,
@@ -88,6 +91,8 @@ def purge(
             DayOutcomeSummary.updated_at < cutoff
         ),
         "window_changes": delete(WindowChange).where(WindowChange.changed_at < cutoff),
+        "canary_runs": delete(CanaryRun).where(CanaryRun.evaluated_at < cutoff),
+        "skew_runs": delete(SkewRun).where(SkewRun.evaluated_at < cutoff),
         "dead_letters": delete(DeadLetter).where(DeadLetter.created_at < cutoff),
         "alert_notifications": delete(AlertNotification).where(
             AlertNotification.created_at < cutoff,

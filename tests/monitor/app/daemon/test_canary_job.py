@@ -14,7 +14,9 @@ from sqlalchemy.engine import Engine
 from dashboards.metrics import ModelwatchMetrics
 from guards.registry import activate, list_models, register_version
 from monitor.app.daemon._canary_job import CanaryWatch, canary_signals
+from monitor.app.daemon._scheduler import Scheduler
 from monitor.canary import canary_history
+from monitor.config import Config
 from monitor.failures import list_failures
 from monitor.storage import GateRun, transaction
 from tests.monitor.canary.test_canary_slices import NOW, config, ingest
@@ -28,6 +30,28 @@ def _gated(engine: Engine, version: str, artifact: Path) -> None:
                       reference_sha256=sha, candidate_sha256=sha, golden_sha256=sha))  # fmt: skip
 
 
+def _replica(engine: Engine, cfg: Config, holder: str) -> Scheduler:
+    """A replica's scheduler with the canary job, ticked by hand."""
+    scheduler = Scheduler(engine, holder, cfg.scheduler.lease_s)
+    spec = CanaryWatch(engine, cfg, holder).spec()
+    assert spec is not None and spec.interval_s == 60
+    scheduler.add(spec)
+    return scheduler
+
+
+def test_a_pair_with_a_longer_interval_runs_once_per_its_own(engine: Engine) -> None:
+    cfg = config(str(engine.url))
+    slow = cfg.canaries[1].model_copy(update={"interval": timedelta(minutes=5)})
+    fast = cfg.canaries[0].model_copy(update={"interval": timedelta(minutes=1)})
+    cfg = cfg.model_copy(update={"canaries": [fast, slow]})
+    ingest(engine, cfg)
+    one, two = CanaryWatch(engine, cfg, "replica-a"), CanaryWatch(engine, cfg, "replica-b")
+    assert one(now=NOW) == 2  # the job's tick claim covers the fast pair (Scheduler.tick)
+    assert two(now=NOW + timedelta(minutes=1)) == 1  # the slow pair ran in this 5m window
+    assert len(canary_history(engine, "fraud", "3", "1", limit=9)) == 1
+    assert one(now=NOW + timedelta(minutes=5)) == 2
+
+
 def test_pairs_run_once_per_interval_and_roll_back_only_to_a_target(
     engine: Engine, tmp_path: Path
 ) -> None:
@@ -38,9 +62,8 @@ def test_pairs_run_once_per_interval_and_roll_back_only_to_a_target(
     register_version(engine, "fraud", "1", artifact, activate=True)
     register_version(engine, "fraud", "2", artifact)
     activate(engine, "fraud", "2")
-    one, two = CanaryWatch(engine, cfg, "replica-a"), CanaryWatch(engine, cfg, "replica-b")
-    assert one.spec() is not None and one.spec().interval_s == 60  # type: ignore[union-attr]
-    assert one(now=NOW) == 2 and two(now=NOW) == 0  # the other replica's window is taken
+    one, two = _replica(engine, cfg, "replica-a"), _replica(engine, cfg, "replica-b")
+    assert one.tick("canary", NOW) and not two.tick("canary", NOW)  # the window is taken
     [run] = canary_history(engine, "fraud", "2", "1", limit=5)
     assert run.verdict == "fail" and run.failed == 1
     assert "not a rollback target: it was never gated" in run.report["action"]
@@ -48,7 +71,7 @@ def test_pairs_run_once_per_interval_and_roll_back_only_to_a_target(
 
     _gated(engine, "1", artifact)
     later = NOW + timedelta(minutes=1)
-    assert two(now=later) == 2  # a new interval: whichever replica claims it
+    assert two.tick("canary", later)  # a new interval: whichever replica claims it
     newest = canary_history(engine, "fraud", "2", "1", limit=5)
     assert [r.verdict for r in newest] == ["fail", "fail"]
     assert newest[0].report["action"] == "rolled back fraud from 2 to 1"
