@@ -6,7 +6,7 @@ corrections agree with statsmodels' and keep their promise on simulated null fam
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
@@ -19,8 +19,11 @@ from monitor.config import Config, parse_config
 from monitor.detectors import adjust_p_values
 from tests.monitor.canary.traffic import events, records
 
-T0 = datetime(2026, 12, 5, 8, 0, tzinfo=UTC)
-NOW = datetime(2026, 12, 5, 8, 5, tzinfo=UTC)
+# Traffic of one minute inside the previous hour's window, judged five minutes later: the job,
+# run by the scheduler, reads the last hour before the real time.
+T0 = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(minutes=50)
+NOW = T0 + timedelta(minutes=5)
+SINCE = T0.replace(minute=0)  # the start of the traffic's window
 
 
 def config(url: str, **pair: object) -> Config:
@@ -45,7 +48,7 @@ def ingest(engine: Engine, cfg: Config) -> None:
 def test_a_regression_in_one_slice_fails_the_canary_the_whole_passes(engine: Engine) -> None:
     cfg = config(str(engine.url))
     ingest(engine, cfg)
-    bad, good = (evaluate_pair(engine, p, cfg.models[0], T0, NOW) for p in cfg.canaries)
+    bad, good = (evaluate_pair(engine, p, cfg.models[0], SINCE, NOW) for p in cfg.canaries)
     assert bad.verdict == "fail" and good.verdict == "pass"
     status = {(j.slice_key, j.criterion.name): j.criterion.status for j in bad.judged}
     assert status[("", "prediction")] == "ok"  # the whole traffic hides it
@@ -60,7 +63,7 @@ def test_a_regression_in_one_slice_fails_the_canary_the_whole_passes(engine: Eng
     assert {c["name"] for c in doc["criteria"]} >= {"prediction", "feature:amount"}
     # Slices off: only the whole traffic is judged, and it passes.
     whole = config(str(engine.url), max_slices=0)
-    assert evaluate_pair(engine, whole.canaries[0], whole.models[0], T0, NOW).verdict == "pass"
+    assert evaluate_pair(engine, whole.canaries[0], whole.models[0], SINCE, NOW).verdict == "pass"
 
 
 def _criterion(name: str, status: str, p: float | None, canary: float = 0.5,
