@@ -74,6 +74,16 @@ _DEFAULTS: dict[str, tuple[str, str]] = {
         "{primary_version} of model {model} is {value} against {threshold} in the newest "
         "window, slice {slice}.",
     ),
+    "canary": (
+        "Canary {version} of {model}: {criterion} (slice {slice})",
+        "Criterion {criterion} of canary version {version} against stable {stable} of model "
+        "{model} is {value} against {threshold} in slice {slice} of its newest evaluation.",
+    ),
+    "skew": (
+        "Skew in {model}: feature {column} ({check})",
+        "{value} of the entities joined by skew check {check} of model {model} differ between "
+        "serving and offline values of feature {column} (threshold {threshold}).",
+    ),
     "evaluation_failed": (
         "Evaluation of {model} {version} failing",
         "{value} windows of model {model} version {version} failed to evaluate; see /readyz "

@@ -32,6 +32,8 @@ SignalKind = Literal[
     "multivariate_drift",
     "shadow",
     "guard_divergence",
+    "canary",
+    "skew",
 ]
 SIGNAL_KINDS: tuple[str, ...] = get_args(SignalKind)
 
@@ -94,7 +96,9 @@ SIGNAL_KIND_DOCS: Mapping[str, KindDoc] = MappingProxyType(
         ),
         "evaluation_failed": KindDoc(
             ("model", "version"),
-            "windows (or the baseline) of that version whose evaluation is failing",
+            "windows (or the baseline) of that version whose evaluation is failing; a failing"
+            " canary pair, skew check or skew source adds labels `job` (`canary`, `skew`) and"
+            " `item` (naming the pair, check or source) and counts its failures in a row",
             "while any fails; resolves when they all succeed",
         ),
         "slo": KindDoc(
@@ -129,6 +133,20 @@ SIGNAL_KIND_DOCS: Mapping[str, KindDoc] = MappingProxyType(
             "none; the newest gate run of the version did not pass on content (reference,"
             " candidate and golden sha256, preset) that passed before: hardware or runtime drift",
             "such a run is the newest (a later pass resolves it)",
+        ),
+        "canary": KindDoc(
+            ("model", "version", "stable", "criterion", "slice"),
+            "a criterion of a declared canary pair (`version` the canary) in one slice (`all`:"
+            " the whole traffic) of its newest scheduled evaluation: the canary's value;"
+            " threshold: its bound; criterion `verdict`: criteria failing anywhere",
+            "the criterion fails after the multiple-testing correction (`verdict`: the pair"
+            " fails); criteria without evidence send no signal",
+        ),
+        "skew": KindDoc(
+            ("model", "check", "column"),
+            "share of joined entities whose serving and offline values of a feature differ in"
+            " the newest run of a skew check; threshold: the check's `threshold`",
+            "mismatch rate above the threshold",
         ),
     }
 )

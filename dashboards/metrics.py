@@ -80,6 +80,7 @@ class ModelwatchMetrics:
         self._define_health_metrics(registry)
         self._define_service_metrics(registry)
         self._define_shadow_metrics(registry)
+        self._define_watch_metrics(registry)
 
     def keep_model_series(self, family: str, model: str) -> None:
         """Keep `model`'s series of a refreshed family (drift, outcome, estimated, guard, slo,
@@ -314,6 +315,45 @@ class ModelwatchMetrics:
             ["receiver", "status"],
             registry=registry,
         )
+
+    def _define_watch_metrics(self, registry: CollectorRegistry) -> None:
+        # Pairs and checks come from the config file; slices through `SliceLabels`.
+        self.canary_verdict = Gauge(
+            "modelwatch_canary_verdict",
+            "Newest scheduled verdict of a declared canary pair as a state set: 1 for the "
+            "current verdict, 0 for the others.",
+            ["model", "version", "stable", "verdict"],
+            registry=registry,
+        )
+        self.canary_failed_criteria = Gauge(
+            "modelwatch_canary_failed_criteria",
+            "Criteria of a declared canary pair failing in its newest scheduled evaluation, "
+            "per slice (`all`: the whole traffic), after the multiple-testing correction.",
+            ["model", "version", "stable", "slice"],
+            registry=registry,
+        )
+        self.skew_mismatch_rate = Gauge(
+            "modelwatch_skew_mismatch_rate",
+            "Share of joined entities whose serving and offline values of a feature differ, "
+            "in the newest run of a scheduled skew check.",
+            ["check", "model", "column"],
+            registry=registry,
+        )
+
+    def set_canary(self, model: str, version: str, stable: str, verdict: str,
+                   failed: Mapping[str, int]) -> None:  # fmt: skip
+        """Publish a pair's newest verdict and its failing criteria per slice key."""
+        for state in GUARD_VERDICTS:
+            value = 1.0 if state == verdict else 0.0
+            self._refresh.set(self.canary_verdict, (model, version, stable, state), value)
+        for key, count in failed.items():
+            labels = (model, version, stable, self.slices.label(model, key or None))
+            self._refresh.set(self.canary_failed_criteria, labels, count)
+
+    def set_skew(self, check: str, model: str, rates: Mapping[str, float]) -> None:
+        """Publish the mismatch rate of each compared feature of a skew check's newest run."""
+        for column, rate in rates.items():
+            self._refresh.set(self.skew_mismatch_rate, (check, model, column), rate)
 
     def set_alert_states(self, counts: dict[tuple[str, str], int]) -> None:
         """Publish alert counts per (rule, state); each state of a rule is written."""

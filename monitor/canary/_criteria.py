@@ -39,6 +39,8 @@ class CanaryCriterion:
     n_canary: int
     n_baseline: int
     detail: str = ""
+    # The criterion's own test (distributions, error rate); None for bounds without a test.
+    p_value: float | None = None
 
     def to_dict(self) -> dict[str, object]:
         """The criterion as Argo's jsonPath and Flagger read it (`detail` is for people)."""
@@ -72,8 +74,9 @@ def distribution(
     status: CriterionStatus = "fail" if result.status == "drift" else "ok"
     detail = f"{detector.name} {result.value:.4g} (p {result.p_value:.3g})" if result.value else ""
     return CanaryCriterion(
-        name, status, result.value, None, cfg.canary.threshold, n_canary, stable.n, detail
-    )
+        name, status, result.value, None, cfg.canary.threshold, n_canary, stable.n, detail,
+        result.p_value,
+    )  # fmt: skip
 
 
 def latency(q: float, slo: float | None, stable: Evidence, canary: Evidence, cfg: ModelConfig
@@ -109,7 +112,8 @@ def error_rate(stable: Evidence, canary: Evidence, cfg: ModelConfig) -> CanaryCr
     p_value = _two_proportion_p(x1, n1, x0, n0)
     failed = p_value < cfg.canary.alpha or (slo is not None and p1 > slo)
     status: CriterionStatus = "fail" if failed else "ok"
-    return CanaryCriterion("error_rate", status, p1, p0, slo, n1, n0, f"p {p_value:.3g}")
+    return CanaryCriterion("error_rate", status, p1, p0, slo, n1, n0, f"p {p_value:.3g}",
+                           p_value)  # fmt: skip
 
 
 def _two_proportion_p(x1: int, n1: int, x0: int, n0: int) -> float:

@@ -21,6 +21,7 @@ from monitor.config._sources import (
     SourceConfig,
 )
 from monitor.config.guards import GatePolicyConfig, GuardsConfig
+from monitor.config.watch import CanaryPairConfig, FeatureSourceConfig, SkewCheckConfig
 
 __all__ = [
     "MAX_DURATION",
@@ -31,7 +32,10 @@ __all__ = [
     "DEFAULT_DATABASE_URL",
     "ENV_OVERRIDES",
     "RegistryNames",
+    "CanaryPairConfig",
     "CollectConfig",
+    "FeatureSourceConfig",
+    "SkewCheckConfig",
     "Config",
     "GatePolicyConfig",
     "GuardsConfig",

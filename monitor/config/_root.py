@@ -22,6 +22,7 @@ from monitor.config.columns import ColumnsConfig
 from monitor.config.guards import GuardsConfig
 from monitor.config.serving import CanaryConfig, SloConfig
 from monitor.config.shadow import ShadowConfig
+from monitor.config.watch import CanaryPairConfig, SkewCheckConfig
 from monitor.errors import ConfigError
 
 # Environment variables that override config keys (secrets and deployment-specific values).
@@ -142,6 +143,14 @@ class Config(StrictModel):
         default_factory=CollectConfig,
         description="Windows, lateness, batching and the label join of the collectors.",
     )
+    canaries: list[CanaryPairConfig] = Field(
+        default_factory=list,
+        description="Canary pairs the daemon judges on schedule, overall and per slice.",
+    )
+    skew: list[SkewCheckConfig] = Field(
+        default_factory=list,
+        description="Training-serving skew checks the daemon runs on schedule.",
+    )
 
     @field_validator("models")
     @classmethod
@@ -168,6 +177,23 @@ class Config(StrictModel):
                     f"guards.schedule.{model}.time_budget must be shorter than "
                     f"scheduler.lease_s ({self.scheduler.lease_s:g}s)"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _watched_models(self) -> Config:
+        known = {m.name for m in self.models}
+        watched = [("canaries", i, p.model) for i, p in enumerate(self.canaries)]
+        watched += [("skew", i, c.model) for i, c in enumerate(self.skew)]
+        for what, i, model in watched:
+            if model not in known:
+                listed = ", ".join(sorted(known)) or "none"
+                raise ValueError(f"{what}[{i}]: no model {model!r} (models: {listed})")
+        pairs = [p.key for p in self.canaries]
+        checks = [c.name for c in self.skew]
+        for kind, names in (("canary pairs", pairs), ("skew check names", checks)):
+            dupes = sorted({n for n in names if names.count(n) > 1})
+            if dupes:
+                raise ValueError(f"{kind} must be unique; repeated: {', '.join(dupes)}")
         return self
 
     @field_validator("sources")

@@ -38,7 +38,7 @@ from monitor.detectors._base import (
     register,
 )
 from monitor.detectors._respec import rebin
-from monitor.detectors.compare import benjamini_hochberg, compare
+from monitor.detectors.compare import adjust_p_values, benjamini_hochberg, compare
 from monitor.detectors.evaluate import DEFAULT_METHODS, evaluate
 from monitor.detectors.variability import (
     THRESHOLD_STRATEGIES,
@@ -69,6 +69,7 @@ __all__ = [
     "Status",
     "ThresholdStrategy",
     "Variability",
+    "adjust_p_values",
     "benjamini_hochberg",
     "chunk_profiles",
     "compare",

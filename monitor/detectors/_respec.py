@@ -32,18 +32,15 @@ def rebin(profile: Profile, spec: Binning) -> Profile | None:
 
 
 def _numeric(p: NumericProfile, spec: Binning) -> NumericProfile:
-    counts = np.zeros(spec.n_buckets)
-    sums = np.zeros(spec.n_buckets)
     old = _intervals(p.spec.edges_array, p.minimum, p.maximum)
-    new = _intervals(spec.edges_array, -np.inf, np.inf)
-    for (a, b), n, total in zip(old, p.counts.tolist(), p.sums.tolist(), strict=True):
-        for lo_a, hi_b, mass in _pieces(a, b, n, total):
-            for j, (c, d) in enumerate(new):
-                lo, hi = max(lo_a, c), min(hi_b, d)
-                share = _share(lo_a, hi_b, lo, hi, c, d)
-                if share > 0:
-                    counts[j] += share * mass
-                    sums[j] += share * mass * (lo + hi if hi_b > lo_a else 2 * lo_a) / 2
+    new = np.array(_intervals(spec.edges_array, -np.inf, np.inf))
+    pieces = np.array(
+        [piece
+         for (a, b), n, total in zip(old, p.counts.tolist(), p.sums.tolist(), strict=True)
+         for piece in _pieces(a, b, n, total)],
+        dtype=np.float64,
+    ).reshape(-1, 3)  # fmt: skip
+    counts, sums = _moved(pieces, new[:, 0], new[:, 1])
     whole = _integers(counts, p.n)
     scale = np.divide(whole, counts, out=np.zeros_like(counts), where=counts > 0)
     return NumericProfile(
@@ -77,13 +74,29 @@ def _intervals(edges: NDArray[np.float64], lo: float, hi: float) -> list[tuple[f
     return [(min(lo, first), first), *inner, (last, max(hi, last))]
 
 
-def _share(a: float, b: float, lo: float, hi: float, c: float, d: float) -> float:
-    """Which part of an old bucket [a, b] lies in a new one [c, d] (values spread evenly)."""
-    if b > a:
-        return max(hi - lo, 0.0) / (b - a)
-    # A bucket of one point (a discrete value, or an empty underflow range) moves whole,
-    # to the first new bucket holding that point.
-    return 1.0 if c <= a < d or (a == d == c) else 0.0
+def _moved(
+    pieces: NDArray[np.float64], c: NDArray[np.float64], d: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Count and sum each new bucket [c, d] gets of the pieces (rows: start a, end b, mass).
+
+    A piece spreads its mass evenly over [a, b]; a piece of one point (a discrete value, or an
+    empty underflow range) moves whole to the first new bucket holding that point. The pieces
+    are added in order (a cumulative sum), so the result is the same, to the last bit, as adding
+    them one by one.
+    """
+    if not len(pieces):
+        return np.zeros(len(c)), np.zeros(len(c))
+    a, b, mass = (pieces[:, i : i + 1] for i in range(3))
+    lo, hi = np.maximum(a, c), np.minimum(b, d)
+    wide = b > a
+    point = ((c <= a) & (a < d)) | ((a == d) & (d == c))
+    with np.errstate(invalid="ignore"):
+        spread = np.maximum(hi - lo, 0.0) / np.where(wide, b - a, 1.0)
+    share = np.where(wide, spread, point.astype(np.float64))
+    moved = np.where(share > 0, share * mass, 0.0)
+    middle = np.where(wide, lo + hi, 2 * a)
+    summed = np.where(share > 0, moved * middle / 2, 0.0)
+    return np.cumsum(moved, axis=0)[-1], np.cumsum(summed, axis=0)[-1]
 
 
 def _integers(share: NDArray[np.float64], total: int) -> NDArray[np.int64]:

@@ -118,19 +118,38 @@ def benjamini_hochberg(results: Sequence[DriftResult], alpha: float) -> list[Dri
     out = list(results)
     if not idx:
         return out
-    raw = np.array([results[i].p_value for i in idx], dtype=np.float64)
-    order = np.argsort(raw)
-    m = raw.size
-    scaled = raw[order] * m / np.arange(1, m + 1)
-    adjusted_sorted = np.minimum.accumulate(scaled[::-1])[::-1].clip(0.0, 1.0)
-    adjusted = np.empty(m)
-    adjusted[order] = adjusted_sorted
-    for i, q in zip(idx, adjusted.tolist(), strict=True):
+    adjusted = adjust_p_values([results[i].p_value or 0.0 for i in idx], "benjamini_hochberg")
+    for i, q in zip(idx, adjusted, strict=True):
         r = results[i]
         assert r.value is not None
         status = verdict(r.value, r.threshold, q, alpha, r.evidence_alpha)
         out[i] = _adjusted(r, q, status)
     return out
+
+
+def adjust_p_values(p_values: Sequence[float], method: str) -> list[float]:
+    """P-values adjusted for testing them together, in their order.
+
+    `benjamini_hochberg` (step-up): rejecting those below q keeps the false discovery rate
+    at most q when the tests are independent or positively dependent (PRDS). `holm`
+    (step-down): rejecting those below q keeps the chance of any false rejection at most q
+    under any dependence. `none`: the p-values as given. Another name is a ValueError.
+    """
+    raw = np.asarray(p_values, dtype=np.float64)
+    m = raw.size
+    if method == "none" or m == 0:
+        return [float(p) for p in raw]
+    order = np.argsort(raw, kind="stable")
+    if method == "benjamini_hochberg":
+        scaled = raw[order] * m / np.arange(1, m + 1)
+        adjusted_sorted = np.minimum.accumulate(scaled[::-1])[::-1]
+    elif method == "holm":
+        adjusted_sorted = np.maximum.accumulate(raw[order] * np.arange(m, 0, -1))
+    else:
+        raise ValueError(f"unknown correction {method!r}; expected benjamini_hochberg, holm, none")
+    adjusted = np.empty(m)
+    adjusted[order] = adjusted_sorted.clip(0.0, 1.0)
+    return [float(p) for p in adjusted]
 
 
 def _adjusted(result: DriftResult, p_value: float, status: Status) -> DriftResult:

@@ -25,6 +25,7 @@ PINNED: dict[str, set[str]] = {
         "Status",
         "ThresholdStrategy",
         "Variability",
+        "adjust_p_values",
         "benjamini_hochberg",
         "chunk_profiles",
         "compare",

@@ -2,14 +2,14 @@
 
 Age is the time a row was last written, not its event time, so a backfill of old traffic is kept
 for the whole period. Windows (profiles, counts, outcome and shadow-pair summaries, change
-markers, drift, outcome and estimated results), joined predictions (after
-`scheduler.labeled_retention_days`, default 14: they are drill-down data, metrics come from the
-summaries), dead letters, delivered or dead notifications, finished job runs, and the positions
-of HTTP idempotency keys and of replicas' own HTTP keys. Positions of Kafka partitions and log
-files are never deleted: they are what makes a restart exactly-once. Consumed HTTP intake
-requests are kept for `collect.http_dedup_window` (default 1 day), measured from when the drain
-consumed them: that long a retry with the same Idempotency-Key is answered as a duplicate; after
-it, it would count again. Requests not yet consumed are never deleted.
+markers, drift, outcome and estimated results), scheduled canary and skew runs, joined
+predictions (after `scheduler.labeled_retention_days`, default 14: they are drill-down data,
+metrics come from the summaries), dead letters, delivered or dead notifications, finished job
+runs, and the positions of HTTP idempotency keys and of replicas' own HTTP keys. Positions of
+Kafka partitions and log files are never deleted: they are what makes a restart exactly-once.
+Consumed HTTP intake requests are kept for `collect.http_dedup_window` (default 1 day), measured
+from when the drain consumed them: that long a retry with the same Idempotency-Key is answered
+as a duplicate; after it, it would count again. Requests not yet consumed are never deleted.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from sqlalchemy.engine import Engine
 from monitor.failures import Isolation
 from monitor.storage import (
     AlertNotification,
+    CanaryRun,
     DayCount,
     DayOutcomeSummary,
     DayProfile,
@@ -40,6 +41,7 @@ from monitor.storage import (
     OutcomeResultRow,
     OutcomeSummaryRow,
     ShadowWindow,
+    SkewRun,
     SloResultRow,
     SourcePosition,
     WindowChange,
@@ -90,6 +92,8 @@ def purge(
             DayOutcomeSummary.updated_at < cutoff
         ),
         "window_changes": delete(WindowChange).where(WindowChange.changed_at < cutoff),
+        "canary_runs": delete(CanaryRun).where(CanaryRun.evaluated_at < cutoff),
+        "skew_runs": delete(SkewRun).where(SkewRun.evaluated_at < cutoff),
         "dead_letters": delete(DeadLetter).where(DeadLetter.created_at < cutoff),
         "alert_notifications": delete(AlertNotification).where(
             AlertNotification.created_at < cutoff,

@@ -2,7 +2,9 @@
 
 `GET /v1/canary/{model}/{canary}` (read scope) answers the report and changes nothing: 200 for
 `pass`, 409 for `fail` or `inconclusive` (the body is the report either way), like the gate
-endpoint, so Argo Rollouts' web metric and Flagger's webhooks read it the same way.
+endpoint, so Argo Rollouts' web metric and Flagger's webhooks read it the same way. For a pair
+declared in `canaries` (and no `since`) it serves the newest stored scheduled verdict, whose
+per-slice judgement is in `slices`; `GET .../history` lists the stored ones.
 
 `POST /v1/canary/{model}/{canary}/apply` (admin scope) analyses the same way and carries out
 `canary.action`: with `rollback`, a failed canary that is the active version goes back to the
@@ -23,9 +25,10 @@ from pydantic import BaseModel, Field
 from guards.registry import list_models, rollback_canary
 from monitor.app.daemon._auth import requires
 from monitor.app.daemon._common import ApiModel, daemon, errors
-from monitor.canary import CanaryReport, analyze_canary, since_of
+from monitor.canary import CanaryReport, analyze_canary, canary_history, since_of
 from monitor.config import Config, ModelConfig
 from monitor.errors import NotFoundError
+from monitor.storage import CanaryRun
 
 router = APIRouter(tags=["release"])
 
@@ -72,10 +75,63 @@ def canary_verdict(
 ) -> JSONResponse:
     """Compare the canary version's live windows with the stable's since `since` (read only:
     `canary.action` is carried out by `POST .../apply`)."""
-    report = _analyze(request, model, canary, baseline, since)
-    doc = report.to_dict()
-    status = 200 if report.verdict == "pass" or not strict else 409
+    stored = _stored(request, model, canary, baseline) if since is None else None
+    doc = (
+        stored
+        if stored is not None
+        else _analyze(request, model, canary, baseline, since).to_dict()
+    )
+    status = 200 if doc["verdict"] == "pass" or not strict else 409
     return JSONResponse(doc, status_code=status)
+
+
+def _stored(request: Request, model: str, canary: str, baseline: str) -> dict[str, Any] | None:
+    """The newest scheduled verdict of a declared pair; None for an undeclared or new one."""
+    state = daemon(request)
+    declared = any(
+        (p.model, p.canary, p.stable) == (model, canary, baseline) for p in state.config.canaries
+    )
+    if not declared:
+        return None
+    runs = canary_history(state.engine, model, canary, baseline, limit=1)
+    return _document(runs[0]) if runs else None
+
+
+def _document(run: CanaryRun) -> dict[str, Any]:
+    return {**run.report, "evaluated_at": run.evaluated_at.isoformat()}
+
+
+class CanaryHistoryOut(BaseModel):
+    """Stored scheduled verdicts of a canary version, newest first."""
+
+    runs: list[dict[str, Any]] = Field(
+        description=(
+            "Each stored evaluation: the report keys, `slices` (each slice's verdict and "
+            "criteria with raw and adjusted p-values), `correction`, `level`, `failed`, "
+            "`evaluated_at` and, for a pair with `rollback`, `action`."
+        )
+    )
+
+
+@router.get(
+    "/canary/{model}/{canary}/history",
+    dependencies=[Depends(requires("read"))],
+    response_model=CanaryHistoryOut,
+    responses=errors(404, 422),
+)
+def canary_history_route(
+    model: str,
+    canary: str,
+    request: Request,
+    baseline: str | None = Query(None, max_length=100, description="Only against this stable."),
+    limit: int = Query(20, ge=1, le=500, description="At most this many runs."),
+) -> CanaryHistoryOut:
+    """The stored scheduled verdicts of a canary version (declared in `canaries`), newest
+    first; read only."""
+    state = daemon(request)
+    model_config(state.config, model)
+    runs = canary_history(state.engine, model, canary, baseline, limit=limit)
+    return CanaryHistoryOut(runs=[_document(r) for r in runs])
 
 
 class ApplyRequest(ApiModel):

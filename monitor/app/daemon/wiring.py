@@ -16,6 +16,7 @@ from alerts import SIGNAL_KINDS, DeliveryWorker, Evaluator, Signal, deadline_cli
 from collectors.runner import RunState, run
 from dashboards.metrics import ModelwatchMetrics
 from guards.registry import rollback
+from monitor.app.daemon._canary_job import CanaryWatch, canary_signals
 from monitor.app.daemon._guard_job import GuardReplays
 from monitor.app.daemon._guard_job import signal_producers as guard_replay_producers
 from monitor.app.daemon._health_signals import (
@@ -25,8 +26,9 @@ from monitor.app.daemon._health_signals import (
     no_data_signals,
 )
 from monitor.app.daemon._scheduler import JobSpec
-from monitor.app.daemon._service import Service
+from monitor.app.daemon._service import Service, replica_id
 from monitor.app.daemon._shadow_signals import ShadowSignals
+from monitor.app.daemon._skew_job import SkewWatch, skew_signals
 from monitor.app.daemon._supervisor import Component, SupervisedComponent
 from monitor.app.daemon.metrics import MetricsPublisher
 from monitor.app.daemon.signals import (
@@ -210,6 +212,11 @@ class Monitoring:
             ("signals no_data", functools.partial(no_data_signals, e, names, window)),
         ]
         out += guard_replay_producers(e, self.config)
+        cfg, metrics = self.config, self.metrics
+        out += [
+            ("signals canary", functools.partial(canary_signals, e, cfg, metrics)),
+            ("signals skew", functools.partial(skew_signals, e, cfg, metrics)),
+        ]
         return out
 
     def _signals(self, name: str, produce: SignalsOf, now: datetime) -> list[Signal]:
@@ -228,6 +235,10 @@ def build_service(
     metrics = ModelwatchMetrics(registry, config.models)
     monitoring = Monitoring(engine, config, metrics)
     jobs = [JobSpec(EVALUATE_JOB, monitoring, config.scheduler.evaluate_interval_s)]
+    holder = replica_id()
+    for watch in (CanaryWatch, SkewWatch):
+        spec = watch(engine, config, holder, metrics.record_job_failure).spec()
+        jobs += [spec] if spec is not None else []
     restart = Backoff(config.scheduler.restart_initial_s, config.scheduler.restart_max_s)
     health = ComponentHealth(engine, metrics, restart)
     components: list[Component] = [*collectors_components(engine, config, health)]
@@ -238,6 +249,7 @@ def build_service(
         jobs += replays.jobs()
         components.append(replays)
     return Service(
+        holder=holder,
         config=config,
         engine=engine,
         registry=registry,

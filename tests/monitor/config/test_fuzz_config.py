@@ -89,6 +89,8 @@ def mutated_seed(draw: st.DrawFn) -> Any:
             old = parent[path[-1]]
         except (KeyError, IndexError, TypeError):
             continue  # an earlier change removed it
+        if not isinstance(parent, dict | list):
+            continue  # an earlier change made it a string (which indexes, but is immutable)
         how = draw(st.sampled_from(["value", "drop", "key", "list", "swap"]))
         if how == "value":
             parent[path[-1]] = draw(YAMLISH)
