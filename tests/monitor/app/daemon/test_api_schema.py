@@ -178,7 +178,7 @@ def test_every_v1_endpoint_is_documented_with_typed_models(server: ServerProcess
         if path.startswith("/v1/")
         for method, op in ops.items()
     ]
-    assert len(operations) == 21  # + GET /v1/models/{model}/shadow, /latency and /guard
+    assert len(operations) == 22  # + shadow, latency, guard and canary history routes
     assert spec["components"]["securitySchemes"]["bearer"] == {
         "type": "http",
         "scheme": "bearer",
