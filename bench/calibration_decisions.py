@@ -194,6 +194,28 @@ def canary_rows(n: int, reps: int) -> list[Row]:
     ]
 
 
+def gate_rows(n: int, limit: float, reps: int) -> list[Row]:
+    """The gate's flip-rate criterion on an `n`-row slice (under `min_slice_rows`, 200):
+    false fails of a candidate whose true flip rate is the limit (the breach rule, nominal
+    (1 - confidence) / 2 = 0.025), and passes of one at 3x the limit (the exact-agreement
+    rule: no rate promised)."""
+    from guards._criteria import Slice, _flip_rate
+    from guards.policy import GatePolicy
+
+    policy = GatePolicy(name="calibration")
+    sl = Slice({"s": "x"}, np.arange(n))
+    rng = np.random.default_rng(seed_of("gate", n, limit))
+    fails = passes = 0
+    for _ in range(reps):
+        fails += _flip_rate("f", rng.random(n) < limit, limit, policy, sl).status == "fail"
+        passes += _flip_rate("f", rng.random(n) < 3 * limit, limit, policy, sl).status == "pass"
+    case = f"{n} rows, limit {limit:g}"
+    return [
+        Row("gate flip rate fails at a true rate = limit", case, fails, reps, 0.025),
+        Row("gate flip rate passes at a true rate = 3x limit", case, passes, reps, None),
+    ]
+
+
 DECISIONS: dict[str, Callable[[int], list[Row]]] = {
     "outcomes": lambda reps: [
         row
@@ -211,6 +233,12 @@ DECISIONS: dict[str, Callable[[int], list[Row]]] = {
         row
         for k, n_ref, n_cur in ((2, 10_000, 1_000), (10, 10_000, 1_000), (100, 100_000, 10_000))
         for row in evidence_rows(k, n_ref, n_cur, reps * 250)
+    ],
+    "gate": lambda reps: [
+        row
+        for limit in (0.005, 0.03)
+        for n in (30, 100, 199)
+        for row in gate_rows(n, limit, reps * 10)
     ],
     "canary": lambda reps: [row for n in (100, 1_000, 10_000) for row in canary_rows(n, reps * 5)],
 }
