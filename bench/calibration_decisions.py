@@ -223,15 +223,13 @@ def gate_rows(n: int, limit: float, reps: int) -> list[Row]:
     ]
 
 
+CLASSIFICATION = ("accuracy", "precision", "recall", "f1", "roc_auc", "log_loss", "ece")
+OUTCOME_CASES = ((100, False), (1_000, False), (10_000, False), (1_000, True), (10_000, True))
 DECISIONS: dict[str, Callable[[int], list[Row]]] = {
     "outcomes": lambda reps: [
         row
-        for size, sliced in ((100, False), (1_000, False), (10_000, False), (1_000, True),
-                             (10_000, True))  # fmt: skip
-        for row in outcome_rows(
-            size, reps, ("accuracy", "precision", "recall", "f1", "roc_auc", "log_loss", "ece"),
-            sliced,
-        )
+        for size, sliced in OUTCOME_CASES
+        for row in outcome_rows(size, reps, CLASSIFICATION, sliced)
     ],
     "bands": lambda reps: [
         row for chunk in (100, 1_000, 10_000) for row in band_rows(chunk, 10, max(reps // 4, 1))

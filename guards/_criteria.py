@@ -3,11 +3,12 @@
 A criterion passes when its value is within its threshold. On fewer than `min_slice_rows`
 rows (a slice, or the whole golden set) a statistical criterion is `inconclusive`, unless the
 evidence alone shows the breach: the lower end of the two-sided exact (Clopper-Pearson)
-interval at `confidence` of the flip rate lies above the threshold (for accuracy, a paired lower bound of
-the drop; ROC-AUC and regression errors on small slices stay inconclusive). A slice where the
-two models agree exactly (no flip, identical task outputs) passes whatever its size: no
-floating-point bound decides a criterion the evidence settles, so a zero limit holds for a
-count of zero.
+interval at `confidence` of the flip rate lies above the threshold (for accuracy, a paired
+lower bound of the drop; ROC-AUC and regression errors on small slices stay inconclusive). A
+slice where the two models agree exactly (no flip, identical task outputs) passes whatever its
+size: no floating-point bound decides a criterion the evidence settles, so a zero limit holds
+for a count of zero. Such a pass says the models agreed on these rows, not that the rate is
+within its limit: on n rows, no flip bounds the rate by ~3/n at 95% (the rule of three).
 """
 
 from __future__ import annotations
