@@ -9,9 +9,10 @@ Wilson 95% interval, `wilson`; a row flagged when its one-sided 99.9% Clopper-Pe
 lies above the nominal rate, `exceeds`), applied to each decision under its null:
 
 * **outcomes** (`monitor.outcomes.evaluate_outcomes`): a calibrated binary classifier (scores
-  Beta(2, 2), labels Bernoulli(score)); the baseline is each metric's population value (1M
-  rows), tolerance 0. A result is `degraded` when its whole 95% interval lies beyond the
-  baseline: nominal at most 0.025 per result (the one-sided tail of a two-sided 95% interval).
+  Beta(2, 2), labels Bernoulli(score)) and a regressor (`regressor`); the baseline is each
+  metric's population value (1M rows), tolerance 0. A result is `degraded` when its whole
+  95% interval lies beyond the baseline: nominal at most 0.025 per result (the one-sided tail
+  of a two-sided 95% interval).
   Whole windows and 4 equal random slices; "any" counts evaluations with any degraded result.
 * **bands** (`monitor.estimation.estimate_binary`): CBPE fitted on a fresh labelled 5,000-row
   reference per rep, chunks of the same distribution with labels; a miss is a realized metric
@@ -84,12 +85,29 @@ def classifier(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray
     return (rng.random(n) < s).astype(np.float64), s
 
 
-@cache
-def population_values(metrics: tuple[str, ...]) -> dict[str, float]:
-    """Each metric's value on 1M rows of `classifier`: the baseline under the null."""
+def regressor(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """A regressor's (targets, predictions): predictions N(10, 2), targets = prediction + N(0, 1)
+    (targets far from 0, so MAPE is well defined)."""
+    pred = rng.normal(10.0, 2.0, n)
+    return pred + rng.normal(0.0, 1.0, n), pred
+
+
+def model_of(metrics: Sequence[str]) -> tuple[Callable[..., tuple[np.ndarray, np.ndarray]], str]:
+    """The simulated model and task for `metrics` (regression metrics: `regressor`)."""
     from monitor.outcomes import get_metric
 
-    y, s = classifier(np.random.default_rng(seed_of("population")), POPULATION)
+    if all(get_metric(m).task == "regression" for m in metrics):
+        return regressor, "regression"
+    return classifier, "classification"
+
+
+@cache
+def population_values(metrics: tuple[str, ...]) -> dict[str, float]:
+    """Each metric's value on 1M rows of its model: the baseline under the null."""
+    from monitor.outcomes import get_metric
+
+    model, _ = model_of(metrics)
+    y, s = model(np.random.default_rng(seed_of("population")), POPULATION)
     return {m: float(get_metric(m).fn(y, s, 0.5)) for m in metrics}
 
 
@@ -98,14 +116,15 @@ def outcome_rows(size: int, reps: int, metrics: Sequence[str], sliced: bool) -> 
     from monitor.outcomes import evaluate_outcomes
 
     base = population_values(tuple(metrics))
-    rng = np.random.default_rng(seed_of("outcomes", size, sliced))
+    model, task = model_of(metrics)
+    rng = np.random.default_rng(seed_of("outcomes", size, sliced, task))
     per = dict.fromkeys(metrics, 0)
     trials = dict.fromkeys(metrics, 0)
     anywhere = 0
     for _ in range(reps):
-        y, s = classifier(rng, size)
+        y, s = model(rng, size)
         slices = {"g": rng.integers(0, SLICES, size).astype(str)} if sliced else None
-        results = evaluate_outcomes(y, s, slices=slices, metrics=metrics, baseline=base)
+        results = evaluate_outcomes(y, s, task, slices, metrics, baseline=base)
         judged = [r for r in results if (r.slice is not None) == sliced]
         for r in judged:
             if r.status != "insufficient_data":
@@ -113,9 +132,17 @@ def outcome_rows(size: int, reps: int, metrics: Sequence[str], sliced: bool) -> 
                 per[r.metric] += r.status == "degraded"
         anywhere += any(r.status == "degraded" and r.metric != "ece" for r in results)
     where = f"{SLICES} slices of " if sliced else ""
-    case = f"{where}{size:,} rows"
+    case = f"{task}, {where}{size:,} rows"
     out = [Row(f"outcome degraded: {m}", case, per[m], trials[m], 0.025) for m in metrics]
-    out.append(Row("outcome degraded: any result but ece", case, anywhere, reps, None))
+    out.append(
+        Row(
+            f"outcome degraded: any result{' but ece' * ('ece' in metrics)}",
+            case,
+            anywhere,
+            reps,
+            None,
+        )
+    )
     return out
 
 
@@ -224,12 +251,14 @@ def gate_rows(n: int, limit: float, reps: int) -> list[Row]:
 
 
 CLASSIFICATION = ("accuracy", "precision", "recall", "f1", "roc_auc", "log_loss", "ece")
+REGRESSION = ("mae", "rmse", "mape")
 OUTCOME_CASES = ((100, False), (1_000, False), (10_000, False), (1_000, True), (10_000, True))
 DECISIONS: dict[str, Callable[[int], list[Row]]] = {
     "outcomes": lambda reps: [
         row
         for size, sliced in OUTCOME_CASES
-        for row in outcome_rows(size, reps, CLASSIFICATION, sliced)
+        for metrics in (CLASSIFICATION, REGRESSION)
+        for row in outcome_rows(size, reps, metrics, sliced)
     ],
     "bands": lambda reps: [
         row for chunk in (100, 1_000, 10_000) for row in band_rows(chunk, 10, max(reps // 4, 1))
