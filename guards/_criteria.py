@@ -2,12 +2,13 @@
 
 A criterion passes when its value is within its threshold. On fewer than `min_slice_rows`
 rows (a slice, or the whole golden set) a statistical criterion is `inconclusive`, unless the
-evidence alone shows the breach: the lower end of the two-sided Wilson interval at
-`confidence` of the flip rate lies above the threshold (for accuracy, a paired lower bound of
-the drop; ROC-AUC and regression errors on small slices stay inconclusive). A slice where the
-two models agree exactly (no flip, identical task outputs) passes whatever its size: no
-floating-point bound decides a criterion the evidence settles, so a zero limit holds for a
-count of zero.
+evidence alone shows the breach: the lower end of the two-sided exact (Clopper-Pearson)
+interval at `confidence` of the flip rate lies above the threshold (for accuracy, a paired
+lower bound of the drop; ROC-AUC and regression errors on small slices stay inconclusive). A
+slice where the two models agree exactly (no flip, identical task outputs) passes whatever its
+size: no floating-point bound decides a criterion the evidence settles, so a zero limit holds
+for a count of zero. Such a pass says the models agreed on these rows, not that the rate is
+within its limit: on n rows, no flip bounds the rate by ~3/n at 95% (the rule of three).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from guards._compare import Elementwise
-from guards._stats import wilson_interval
+from guards._stats import exact_interval
 from guards._tasks import HIGHER_IS_BETTER, Task, metric_drop
 from guards.policy import GatePolicy
 from guards.results import Criterion, Status
@@ -97,7 +98,7 @@ def _flip_rate(
     if n >= policy.min_slice_rows or k == 0:
         status = _plain(value, limit) if n else "inconclusive"
     else:
-        low, _ = wilson_interval(k, n, policy.confidence)
+        low, _ = exact_interval(k, n, policy.confidence)
         status = "fail" if low > limit else "inconclusive"
     return Criterion(name, value, limit, status, sl.key, n)
 

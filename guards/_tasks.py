@@ -21,7 +21,7 @@ from typing import Literal
 
 import numpy as np
 
-from guards._stats import wilson_interval
+from guards._stats import exact_interval
 
 Side = Literal["reference", "candidate"]
 Kind = Literal["scores", "binary", "labels", "regression", "tensor"]
@@ -202,6 +202,6 @@ def _accuracy_drop_bound(
     cand_ok = task.correct("candidate", labels)[rows]
     n = len(rows)
     each = 1.0 - (1.0 - confidence) / 2.0
-    lost_lo, _ = wilson_interval(int(np.sum(ref_ok & ~cand_ok)), n, each)
-    _, won_hi = wilson_interval(int(np.sum(~ref_ok & cand_ok)), n, each)
+    lost_lo, _ = exact_interval(int(np.sum(ref_ok & ~cand_ok)), n, each)
+    _, won_hi = exact_interval(int(np.sum(~ref_ok & cand_ok)), n, each)
     return (lost_lo - won_hi) * 100.0

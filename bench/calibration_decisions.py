@@ -1,0 +1,315 @@
+"""Calibration of the decisions other than drift: outcome degradation, CBPE estimate bands,
+the evidence rule, canary criteria.
+
+`PYTHONPATH=. python bench/calibration_decisions.py [--reps 200] [--decisions outcomes,bands]
+[--markdown]`
+
+The same machinery as `bench/calibration.py` (seeded simulations, `seed_of`; rates with their
+Wilson 95% interval, `wilson`; a row flagged when its one-sided 99.9% Clopper-Pearson bound
+lies above the nominal rate, `exceeds`), applied to each decision under its null:
+
+* **outcomes** (`monitor.outcomes.evaluate_outcomes`): a calibrated binary classifier (scores
+  Beta(2, 2), labels Bernoulli(score)) and a regressor (`regressor`); the baseline is each
+  metric's population value (1M rows), tolerance 0. A result is `degraded` when its whole
+  95% interval lies beyond the baseline: nominal at most 0.025 per result (the one-sided tail
+  of a two-sided 95% interval).
+  Whole windows and 4 equal random slices; "any" counts evaluations with any degraded result.
+* **bands** (`monitor.estimation.estimate_binary`): CBPE fitted on a fresh labelled 5,000-row
+  reference per rep, chunks of the same distribution with labels; a miss is a realized metric
+  outside the ±3 SE band (nominal 0.0027, the normal two-sided tail at 3 SE); `degraded` (the
+  estimate under the reference chunks' mean - 3 sd) nominal 0.00135.
+* **evidence** (`homogeneity_p`, the evidence rule's test): 2 x k tables of two multinomial
+  samples of one distribution; the rate of p < 1e-6 (the rule), and of p < 1e-3 and p < 1e-2
+  (the tail levels a simulation can count).
+* **canary** (`monitor.canary` criteria, imported, not changed): stable and canary versions
+  with the same error rate (the error-rate test at `canary.alpha` 0.01) and the same accuracy
+  (the outcome criterion: canary value below stable - `metric_tolerance` 0.02).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+
+from bench.calibration import exceeds, seed_of, wilson
+from monitor.estimation import EstimateOptions, fit_calibration
+from monitor.estimation._binary import BinaryData, estimate_binary
+
+POPULATION = 1_000_000
+REFERENCE_ROWS = 5_000
+SLICES = 4
+
+
+@dataclass(frozen=True)
+class Row:
+    """One decision under its null: events in trials against a nominal rate."""
+
+    decision: str
+    case: str
+    events: int
+    trials: int
+    nominal: float | None  # None: no rate is promised (reported only)
+
+    @property
+    def failure(self) -> str | None:
+        """What a test reports when the row exceeds its nominal rate (None: it does not)."""
+        if not self.flagged:
+            return None
+        return f"{self.decision}, {self.case}: {self.events}/{self.trials} > {self.nominal:g}"
+
+    @property
+    def flagged(self) -> bool:
+        return self.nominal is not None and exceeds(self.events, self.trials, self.nominal)
+
+    def cells(self) -> list[str]:
+        lo, hi = wilson(self.events, self.trials)
+        rate = f"{self.events / self.trials:.4f} [{lo:.4f}, {hi:.4f}]" if self.trials else "—"
+        nominal = "not promised" if self.nominal is None else f"≤ {self.nominal:g}"
+        verdict = "EXCEEDS" if self.flagged else "ok" if self.nominal is not None else "—"
+        return [self.decision, self.case, f"{self.trials:,}", rate, nominal, verdict]
+
+
+HEADER = ["decision", "case", "trials", "rate [Wilson 95%]", "nominal", "verdict"]
+
+
+def classifier(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """A calibrated binary classifier's (labels, scores): scores Beta(2, 2), labels
+    Bernoulli(score)."""
+    s = rng.beta(2.0, 2.0, n)
+    return (rng.random(n) < s).astype(np.float64), s
+
+
+def regressor(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """A regressor's (targets, predictions): predictions N(10, 2), targets = prediction + N(0, 1)
+    (targets far from 0, so MAPE is well defined)."""
+    pred = rng.normal(10.0, 2.0, n)
+    return pred + rng.normal(0.0, 1.0, n), pred
+
+
+def model_of(metrics: Sequence[str]) -> tuple[Callable[..., tuple[np.ndarray, np.ndarray]], str]:
+    """The simulated model and task for `metrics` (regression metrics: `regressor`)."""
+    from monitor.outcomes import get_metric
+
+    if all(get_metric(m).task == "regression" for m in metrics):
+        return regressor, "regression"
+    return classifier, "classification"
+
+
+@cache
+def population_values(metrics: tuple[str, ...]) -> dict[str, float]:
+    """Each metric's value on 1M rows of its model: the baseline under the null."""
+    from monitor.outcomes import get_metric
+
+    model, _ = model_of(metrics)
+    y, s = model(np.random.default_rng(seed_of("population")), POPULATION)
+    return {m: float(get_metric(m).fn(y, s, 0.5)) for m in metrics}
+
+
+def outcome_rows(size: int, reps: int, metrics: Sequence[str], sliced: bool) -> list[Row]:
+    """Degraded rates per metric (overall, or per slice result) and per evaluation."""
+    from monitor.outcomes import evaluate_outcomes
+
+    base = population_values(tuple(metrics))
+    model, task = model_of(metrics)
+    rng = np.random.default_rng(seed_of("outcomes", size, sliced, task))
+    per = dict.fromkeys(metrics, 0)
+    trials = dict.fromkeys(metrics, 0)
+    anywhere = 0
+    for _ in range(reps):
+        y, s = model(rng, size)
+        slices = {"g": rng.integers(0, SLICES, size).astype(str)} if sliced else None
+        results = evaluate_outcomes(y, s, task, slices, metrics, baseline=base)
+        judged = [r for r in results if (r.slice is not None) == sliced]
+        for r in judged:
+            if r.status != "insufficient_data":
+                trials[r.metric] += 1
+                per[r.metric] += r.status == "degraded"
+        anywhere += any(r.status == "degraded" and r.metric != "ece" for r in results)
+    where = f"{SLICES} slices of " if sliced else ""
+    case = f"{task}, {where}{size:,} rows"
+    out = [Row(f"outcome degraded: {m}", case, per[m], trials[m], 0.025) for m in metrics]
+    out.append(
+        Row(
+            f"outcome degraded: any result{' but ece' * ('ece' in metrics)}",
+            case,
+            anywhere,
+            reps,
+            None,
+        )
+    )
+    return out
+
+
+BAND_METRICS = ("accuracy", "precision", "recall", "f1", "specificity", "roc_auc")
+
+
+def band_rows(chunk: int, chunks: int, reps: int) -> list[Row]:
+    """Band misses and `degraded` estimates per metric over same-distribution chunks."""
+    rng = np.random.default_rng(seed_of("bands", chunk))
+    miss = dict.fromkeys(BAND_METRICS, 0)
+    low = dict.fromkeys(BAND_METRICS, 0)
+    trials = dict.fromkeys(BAND_METRICS, 0)
+    how = EstimateOptions(chunk_size=chunk, metrics=BAND_METRICS)
+    for _ in range(reps):
+        ry, rs = classifier(rng, REFERENCE_ROWS)
+        cy, cs = classifier(rng, chunk * chunks)
+        ref = BinaryData(rs, (rs >= 0.5).astype(np.float64), ry)
+        cur = BinaryData(cs, (cs >= 0.5).astype(np.float64), cy)
+        for r in estimate_binary(fit_calibration(rs, ry), ref, cur, how):
+            if r.realized is None or r.ci_low is None or r.ci_high is None:
+                continue
+            trials[r.metric] += 1
+            miss[r.metric] += not (r.ci_low <= r.realized <= r.ci_high)
+            low[r.metric] += r.status == "degraded"
+    case = f"chunks of {chunk:,} rows, reference {REFERENCE_ROWS:,}"
+    return [
+        *(Row(f"CBPE band misses realized: {m}", case, miss[m], trials[m], 0.0027)
+          for m in BAND_METRICS),
+        *(Row(f"CBPE estimate degraded: {m}", case, low[m], trials[m], 0.00135)
+          for m in BAND_METRICS),
+    ]  # fmt: skip
+
+
+def evidence_rows(k: int, n_ref: int, n_cur: int, tests: int) -> list[Row]:
+    """Rates of p under 1e-6, 1e-3 and 1e-2 of the evidence rule's test on clean tables."""
+    from monitor.detectors._evidence import DEFAULT_EVIDENCE_ALPHA, homogeneity_p
+
+    rng = np.random.default_rng(seed_of("evidence", k, n_ref, n_cur))
+    weights = 1.0 / np.arange(1, k + 1)  # Zipf: sparse tail cells, pooled by the rule
+    weights /= weights.sum()
+    levels = (DEFAULT_EVIDENCE_ALPHA, 1e-3, 1e-2)
+    hits = dict.fromkeys(levels, 0)
+    done = 0
+    for _ in range(tests):
+        p = homogeneity_p(rng.multinomial(n_ref, weights), rng.multinomial(n_cur, weights))
+        if p is None:
+            continue
+        done += 1
+        for level in levels:
+            hits[level] += p < level
+    case = f"{k} Zipf values, {n_ref:,}/{n_cur:,} rows"
+    return [Row(f"evidence rule: p < {lv:g}", case, hits[lv], done, lv) for lv in levels]
+
+
+def canary_rows(n: int, reps: int) -> list[Row]:
+    """The existing canary criteria on two versions that do not differ."""
+    from monitor.canary._criteria import error_rate, outcomes
+    from monitor.canary._evidence import Evidence
+    from monitor.config import ModelConfig
+    from monitor.config.serving import CanaryConfig
+    from monitor.outcomes import OutcomeResult
+    from monitor.profiles.serving import ServingSummary
+
+    cfg = ModelConfig(name="m", canary=CanaryConfig(min_events=100, min_labels=100))
+    rng = np.random.default_rng(seed_of("canary", n))
+    errors = worse = 0
+
+    def version(name: str, accuracy: float) -> Evidence:
+        served = ServingSummary(n, int(rng.binomial(n, 0.01)))
+        acc = OutcomeResult("accuracy", None, accuracy, None, None, None, None, n, "ok")
+        return Evidence(name, {}, served, (acc,))
+
+    for _ in range(reps):
+        stable = version("1", rng.binomial(n, 0.8) / n)
+        canary = version("2", rng.binomial(n, 0.8) / n)
+        errors += error_rate(stable, canary, cfg).status == "fail"
+        worse += outcomes(stable, canary, cfg)[0].status == "fail"
+    case = f"{n:,} requests and labels per version, same rates"
+    alpha = cfg.canary.alpha
+    return [
+        Row(f"canary error_rate fails (alpha {alpha:g})", case, errors, reps, alpha),
+        Row("canary outcome:accuracy fails (tolerance 0.02)", case, worse, reps, None),
+    ]
+
+
+def gate_rows(n: int, limit: float, reps: int) -> list[Row]:
+    """The gate's flip-rate criterion on an `n`-row slice (under `min_slice_rows`, 200):
+    false fails of a candidate whose true flip rate is the limit (the breach rule, nominal
+    (1 - confidence) / 2 = 0.025), and passes of one at 3x the limit (the exact-agreement
+    rule: no rate promised)."""
+    from guards._criteria import Slice, _flip_rate
+    from guards.policy import GatePolicy
+
+    policy = GatePolicy(name="calibration")
+    sl = Slice({"s": "x"}, np.arange(n))
+    rng = np.random.default_rng(seed_of("gate", n, limit))
+    fails = passes = 0
+    for _ in range(reps):
+        fails += _flip_rate("f", rng.random(n) < limit, limit, policy, sl).status == "fail"
+        passes += _flip_rate("f", rng.random(n) < 3 * limit, limit, policy, sl).status == "pass"
+    case = f"{n} rows, limit {limit:g}"
+    return [
+        Row("gate flip rate fails at a true rate = limit", case, fails, reps, 0.025),
+        Row("gate flip rate passes at a true rate = 3x limit", case, passes, reps, None),
+    ]
+
+
+CLASSIFICATION = ("accuracy", "precision", "recall", "f1", "roc_auc", "log_loss", "ece")
+REGRESSION = ("mae", "rmse", "mape")
+OUTCOME_CASES = ((100, False), (1_000, False), (10_000, False), (1_000, True), (10_000, True))
+DECISIONS: dict[str, Callable[[int], list[Row]]] = {
+    "outcomes": lambda reps: [
+        row
+        for size, sliced in OUTCOME_CASES
+        for metrics in (CLASSIFICATION, REGRESSION)
+        for row in outcome_rows(size, reps, metrics, sliced)
+    ],
+    "bands": lambda reps: [
+        row for chunk in (100, 1_000, 10_000) for row in band_rows(chunk, 10, max(reps // 4, 1))
+    ],
+    "evidence": lambda reps: [
+        row
+        for k, n_ref, n_cur in ((2, 10_000, 1_000), (10, 10_000, 1_000), (100, 100_000, 10_000))
+        for row in evidence_rows(k, n_ref, n_cur, reps * 250)
+    ],
+    "gate": lambda reps: [
+        row
+        for limit in (0.005, 0.03)
+        for n in (30, 100, 199)
+        for row in gate_rows(n, limit, reps * 10)
+    ],
+    "canary": lambda reps: [row for n in (100, 1_000, 10_000) for row in canary_rows(n, reps * 5)],
+}
+
+
+def failures(rows: Sequence[Row]) -> list[str]:
+    """The rows exceeding their nominal rate, as a test reports them."""
+    return [r.failure for r in rows if r.failure is not None]
+
+
+def markdown(rows: Sequence[Row]) -> str:
+    lines = ["| " + " | ".join(HEADER) + " |", "|" + " --- |" * len(HEADER)]
+    return "\n".join(lines + ["| " + " | ".join(r.cells()) + " |" for r in rows])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=200, help="simulations per case (scaled)")
+    parser.add_argument("--decisions", help=f"comma-separated (default all: {','.join(DECISIONS)})")
+    parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    args = parser.parse_args(argv)
+    wanted = args.decisions.split(",") if args.decisions else list(DECISIONS)
+    unknown = [d for d in wanted if d not in DECISIONS]
+    if unknown:
+        print(f"unknown decision {unknown[0]!r}; valid: {', '.join(DECISIONS)}", file=sys.stderr)
+        return 2
+    start = time.perf_counter()
+    rows = [row for d in wanted for row in DECISIONS[d](args.reps)]
+    if args.markdown:
+        print(markdown(rows))
+    else:
+        for r in rows:
+            print("  ".join(r.cells()))
+    bad = sum(r.flagged for r in rows)
+    print(f"\n{len(rows)} rows, {bad} exceeding nominal; {time.perf_counter() - start:.0f} s")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

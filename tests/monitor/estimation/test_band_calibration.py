@@ -1,0 +1,45 @@
+"""CBPE bands cover the realized metric as promised: the fast version of
+bench/calibration_decisions.py's `bands` rows.
+
+CBPE fitted on a fresh labelled 5,000-row reference, same-distribution labelled chunks: the
+realized metric lies outside the ±3 SE band at most 0.27% of the time (the normal tail) for
+chunks up to a fifth of the reference; beyond that the reference's own calibration error,
+which the band leaves out, dominates. The estimate is `degraded` (under mean - 3 sd of the
+reference chunks) at most 0.135% of the time only with many reference chunks: with 5 the sd is
+too uncertain for that tail. Both limits are documented, not promised (the xfails below).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.calibration_decisions import band_rows, failures
+
+MISSES = "CBPE band misses"
+
+
+@pytest.mark.parametrize("chunk", [100, 1_000])
+def test_bands_cover_the_realized_metric_on_same_distribution_chunks(chunk: int) -> None:
+    rows = band_rows(chunk, chunks=10, reps=30)
+    # 100-row chunks: 50 reference chunks give the threshold; 1,000-row chunks: 5 (xfail below)
+    assert failures([r for r in rows if chunk == 100 or r.decision.startswith(MISSES)]) == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known, documented in docs/concepts/calibration.md: the band omits the calibration "
+    "map's error from a finite reference; chunks of 2x the reference miss 5-9% of the time",
+)
+def test_bands_cover_the_realized_metric_in_chunks_larger_than_the_reference() -> None:
+    rows = band_rows(10_000, chunks=10, reps=15)
+    assert failures([r for r in rows if r.decision.startswith(MISSES)]) == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known, documented in docs/concepts/calibration.md: mean - 3 sd of 5 reference "
+    "chunks is a noisy threshold; clean 1,000-row chunks are degraded ~2% of the time",
+)
+def test_estimates_are_degraded_at_most_at_the_nominal_rate_with_five_reference_chunks() -> None:
+    rows = band_rows(1_000, chunks=10, reps=30)
+    assert failures([r for r in rows if not r.decision.startswith(MISSES)]) == []
