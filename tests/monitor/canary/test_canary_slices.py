@@ -19,9 +19,11 @@ from monitor.config import Config, parse_config
 from monitor.detectors import adjust_p_values
 from tests.monitor.canary.traffic import events, records
 
-# Traffic of one minute inside the previous hour's window, judged five minutes later: the job,
-# run by the scheduler, reads the last hour before the real time.
-T0 = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(minutes=50)
+# Traffic of one minute, ten minutes before this module loads, judged five minutes later. The
+# job, run by the scheduler, reads from the window holding the real time minus `since` (1h), so
+# the traffic stays in its range for 50 minutes after the import, whatever hour boundary the
+# suite crosses meanwhile (an hour-aligned T0 fell out of range at the next full hour).
+T0 = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=10)
 NOW = T0 + timedelta(minutes=5)
 SINCE = T0.replace(minute=0)  # the start of the traffic's window
 

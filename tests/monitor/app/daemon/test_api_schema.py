@@ -147,8 +147,11 @@ def test_no_generated_request_gets_a_server_error(
             server, operation, spec, media, EXAMPLES if sqlite else PG_EXAMPLES
         )
         body = spec["paths"][operation.path][operation.method.lower()].get("requestBody")
-        if body:  # every documented body kind was sent
+        if body and sqlite:  # every documented body kind was sent (PostgreSQL's few examples
+            # per operation need not reach each of them; its storage paths are what it is for)
             assert media == set(body["content"]), (operation.path, media)
+        elif body:
+            assert media and media <= set(body["content"]), (operation.path, media)
     assert failures == [], failures[:10]
     assert server.proc.poll() is None
     assert httpx.get(f"{server.url}/healthz", timeout=5).status_code == 200
