@@ -16,6 +16,7 @@ from monitor.loadtest._results import (
     Latency,
     LoadtestReport,
     RateResult,
+    percentiles,
 )
 from monitor.loadtest._run import run_loadtest
 
@@ -30,5 +31,6 @@ __all__ = [
     "Target",
     "default_connections",
     "error_kind",
+    "percentiles",
     "run_loadtest",
 ]

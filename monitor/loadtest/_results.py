@@ -98,7 +98,7 @@ class LoadtestReport:
         }
 
 
-def latency(histogram: Any) -> Latency:
+def percentiles(histogram: Any) -> Latency:
     """p50/p95/p99/max of an HdrHistogram of microseconds, in ms."""
     if histogram.get_total_count() == 0:
         return Latency(None, None, None, None)
@@ -109,7 +109,7 @@ def latency(histogram: Any) -> Latency:
 def summarise(url: str, duration: float, timeout: float, runs: list[RateRun]) -> LoadtestReport:
     """Percentiles per rate, then the service time, which rates depart, and the knee."""
     ordered = sorted(runs, key=lambda r: r.rate)
-    base = latency(ordered[0].corrected).p50 if ordered else None
+    base = percentiles(ordered[0].corrected).p50 if ordered else None
     results = tuple(_result(run, base) for run in ordered)
     knee = next((r for r in results if r.departs), None)
     held = [r.rate for r in results if knee is None or r.rate < knee.rate]
@@ -129,7 +129,7 @@ def summarise(url: str, duration: float, timeout: float, runs: list[RateRun]) ->
 def _result(run: RateRun, service_ms: float | None) -> RateResult:
     ok = run.corrected.get_total_count()
     achieved = ok / run.elapsed_s if run.elapsed_s > 0 else 0.0
-    lat = latency(run.corrected)
+    lat = percentiles(run.corrected)
     failed = sum(run.errors.values())
     departs = (
         service_ms is None
@@ -144,7 +144,7 @@ def _result(run: RateRun, service_ms: float | None) -> RateResult:
         ok=ok,
         achieved_rate=achieved,
         latency=lat,
-        uncorrected=latency(run.uncorrected),
+        uncorrected=percentiles(run.uncorrected),
         errors=run.errors,
         connections=run.connections,
         departs=departs,
