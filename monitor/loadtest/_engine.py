@@ -37,7 +37,7 @@ GRACE_S = 1.0
 
 
 def default_connections(rate: float) -> int:
-    """Connections for `rate`: rate × SIZING_LATENCY_S, within [MIN_CONNECTIONS, MAX_CONNECTIONS]."""
+    """`rate × SIZING_LATENCY_S` connections, within [MIN_CONNECTIONS, MAX_CONNECTIONS]."""
     return max(MIN_CONNECTIONS, min(MAX_CONNECTIONS, math.ceil(rate * SIZING_LATENCY_S)))
 
 

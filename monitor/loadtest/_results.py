@@ -81,6 +81,14 @@ class LoadtestReport:
     sustained_rate: float | None
     saturated_throughput: float | None
 
+    @property
+    def rule(self) -> str:
+        """When a rate departs, in words."""
+        return (
+            f"p99 > {KNEE_FACTOR:g} x service time, achieved < {ACHIEVED_SHARE:.0%} of offered, "
+            f"or errors > {ERROR_SHARE:.0%}"
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "url": self.url,
@@ -91,8 +99,7 @@ class LoadtestReport:
                 "rate": self.knee_rate,
                 "sustained_rate": self.sustained_rate,
                 "saturated_throughput": self.saturated_throughput,
-                "rule": f"p99 > {KNEE_FACTOR:g} x service time, achieved < "
-                f"{ACHIEVED_SHARE:.0%} of offered, or errors > {ERROR_SHARE:.0%}",
+                "rule": self.rule,
             },
             "rates": [r.to_dict() for r in self.rates],
         }

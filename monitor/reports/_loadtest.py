@@ -9,9 +9,12 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from monitor.loadtest import KNEE_FACTOR, Latency, LoadtestReport, RateResult
 from monitor.reports._page import page, results_table
+
+if TYPE_CHECKING:  # at run time the report arrives built: drift's report loads no httpx
+    from monitor.loadtest import Latency, LoadtestReport, RateResult
 
 HEADER = ("offered /s", "achieved /s", "ok", "p50 ms", "p95 ms", "p99 ms", "max ms",
           "uncorrected p99 ms", "errors", "departs")  # fmt: skip
@@ -31,9 +34,18 @@ def _errors(r: RateResult) -> str:
 def loadtest_rows(report: LoadtestReport) -> list[list[str]]:
     """One row of cells per rate, in HEADER's order."""
     return [
-        [f"{r.rate:g}", f"{r.achieved_rate:.1f}", f"{r.ok}/{r.sent}", _ms(r.latency.p50),
-         _ms(r.latency.p95), _ms(r.latency.p99), _ms(r.latency.max), _ms(r.uncorrected.p99),
-         _errors(r), "yes" if r.departs else "no"]  # fmt: skip
+        [
+            f"{r.rate:g}",
+            f"{r.achieved_rate:.1f}",
+            f"{r.ok}/{r.sent}",
+            _ms(r.latency.p50),
+            _ms(r.latency.p95),
+            _ms(r.latency.p99),
+            _ms(r.latency.max),
+            _ms(r.uncorrected.p99),
+            _errors(r),
+            "yes" if r.departs else "no",
+        ]  # fmt: skip
         for r in report.rates
     ]
 
@@ -41,15 +53,17 @@ def loadtest_rows(report: LoadtestReport) -> list[list[str]]:
 def knee_lines(report: LoadtestReport) -> list[str]:
     """The service time, the knee and the capacity bracket, in words."""
     service = _ms(report.service_time_ms)
-    lines = [f"Service time (median at the lowest rate): {service} ms; {len(report.rates)} rates "
-             f"of {report.duration_s:g} s each, per-request timeout {report.timeout_s:g} s."]  # fmt: skip
+    lines = [
+        f"Service time (median at the lowest rate): {service} ms; {len(report.rates)} rates "
+        f"of {report.duration_s:g} s each, per-request timeout {report.timeout_s:g} s."
+    ]
     if report.knee_rate is None:
         lines.append("No knee: every rate held (capacity is above the highest rate tried).")
         return lines
     held = "none" if report.sustained_rate is None else f"{report.sustained_rate:g}/s"
     lines.append(
         f"Knee at {report.knee_rate:g}/s: latency departs from the service time there "
-        f"(p99 > {KNEE_FACTOR:g}× service time, the rate not achieved, or errors). "
+        f"({report.rule}). "
         f"Highest rate that held: {held}; throughput when overloaded: "
         f"{_ms(report.saturated_throughput)}/s."
     )
@@ -131,9 +145,8 @@ def _axes(report: LoadtestReport, px: Pixels, py: Pixels, lo: float, hi: float) 
         f'<text x="14" y="{(TOP + y0) / 2}" font-size="11" text-anchor="middle" '
         f'transform="rotate(-90 14 {(TOP + y0) / 2})">latency ms (log)</text>',
     ]
-    for r in report.rates:
-        parts.append(f'<text x="{px(r.rate):.1f}" y="{y0 + 14}" font-size="10" '
-                     f'text-anchor="middle">{r.rate:g}</text>')  # fmt: skip
+    parts += [f'<text x="{px(r.rate):.1f}" y="{y0 + 14}" font-size="10" '
+              f'text-anchor="middle">{r.rate:g}</text>' for r in report.rates]  # fmt: skip
     for i in range(5):
         y = 10 ** (lo + (hi - lo) * i / 4)
         parts.append(f'<text x="{x0 - 4}" y="{py(y) + 3:.1f}" font-size="10" text-anchor="end">'
