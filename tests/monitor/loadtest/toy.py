@@ -88,3 +88,17 @@ def refused_url() -> str:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     return f"http://127.0.0.1:{port}/predict"
+
+
+def serve_forever(service_s: float, port: int) -> None:
+    """Serve on 127.0.0.1:`port` until the process ends (bench/loadtest.py's endpoint)."""
+
+    async def main() -> None:
+        worker = asyncio.Lock()
+        server = await asyncio.start_server(
+            lambda r, w: _serve(r, w, worker, service_s), "127.0.0.1", port, backlog=1024
+        )
+        async with server:
+            await server.serve_forever()
+
+    asyncio.run(main())
