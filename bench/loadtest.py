@@ -1,4 +1,4 @@
-"""`modelwatch loadtest` (open loop, corrected for coordinated omission) beside Locust (closed loop).
+"""`modelwatch loadtest` (open loop, corrected for coordinated omission) beside Locust (closed).
 
 `PYTHONPATH=. python bench/loadtest.py [--service-ms 10] [--rates 25,50,80,150,300]
 [--duration 5] [--timeout 10]`
@@ -100,7 +100,7 @@ def main() -> None:
     try:
         wait_for_port(port, 20, "toy endpoint")
         url = f"http://127.0.0.1:{port}/predict"
-        print(f"| rate /s | tool | achieved /s | p50 ms | p95 ms | p99 ms | max ms | errors |")
+        print("| rate /s | tool | achieved /s | p50 ms | p95 ms | p99 ms | max ms | errors |")
         print("|---|---|---|---|---|---|---|---|")
         for rate in rates:
             report = run_loadtest(Target(url, "POST", b"{}"), [rate], args.duration, args.timeout)
