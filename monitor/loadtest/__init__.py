@@ -12,7 +12,8 @@ from monitor.loadtest._engine import RateRun, Target, default_connections, error
 from monitor.loadtest._results import (
     ACHIEVED_SHARE,
     ERROR_SHARE,
-    KNEE_FACTOR,
+    MEDIAN_FACTOR,
+    TAIL_FACTOR,
     Latency,
     LoadtestReport,
     RateResult,
@@ -23,7 +24,8 @@ from monitor.loadtest._run import run_loadtest
 __all__ = [
     "ACHIEVED_SHARE",
     "ERROR_SHARE",
-    "KNEE_FACTOR",
+    "MEDIAN_FACTOR",
+    "TAIL_FACTOR",
     "Latency",
     "LoadtestReport",
     "RateResult",

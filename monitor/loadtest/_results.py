@@ -1,11 +1,13 @@
 """Per-rate results and the knee: where latency departs from the service time.
 
-The service time `S` is the median corrected latency at the lowest rate tested (run the lowest
-rate well below capacity: there nothing queues, so the median is the time the server itself
-takes). A rate *departs* when any of these holds:
+The service time `S` is the median corrected latency at the lowest rate tested, and `T` that
+rate's p99 (run the lowest rate well below capacity: there nothing queues, so they describe the
+time the server itself takes, tail included). A rate *departs* when any of these holds:
 
-- its corrected p99 is above `KNEE_FACTOR × S` (requests queue: below capacity a fixed-rate
-  arrival stream waits little, past it the queue and the latency grow for as long as the test);
+- its corrected median is above `MEDIAN_FACTOR × S`, or its corrected p99 above
+  `TAIL_FACTOR × T` (requests queue: below capacity a fixed-rate arrival stream waits little,
+  past it the queue and the latency grow for as long as the test runs). Against the low-rate
+  p99 rather than `S`: a shared machine's tail alone can be 3 × the median with nothing queued;
 - its achieved rate is below `ACHIEVED_SHARE` of the offered rate (the target cannot keep up);
 - more than `ERROR_SHARE` of its requests failed.
 
@@ -22,7 +24,8 @@ from typing import Any
 
 from monitor.loadtest._engine import RateRun
 
-KNEE_FACTOR = 3.0
+MEDIAN_FACTOR = 2.0
+TAIL_FACTOR = 3.0
 ACHIEVED_SHARE = 0.9
 ERROR_SHARE = 0.01
 
@@ -85,8 +88,8 @@ class LoadtestReport:
     def rule(self) -> str:
         """When a rate departs, in words."""
         return (
-            f"p99 > {KNEE_FACTOR:g} x service time, achieved < {ACHIEVED_SHARE:.0%} of offered, "
-            f"or errors > {ERROR_SHARE:.0%}"
+            f"p50 > {MEDIAN_FACTOR:g} x service time or p99 > {TAIL_FACTOR:g} x the lowest "
+            f"rate's p99, achieved < {ACHIEVED_SHARE:.0%} of offered, or errors > {ERROR_SHARE:.0%}"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -116,7 +119,7 @@ def percentiles(histogram: Any) -> Latency:
 def summarise(url: str, duration: float, timeout: float, runs: list[RateRun]) -> LoadtestReport:
     """Percentiles per rate, then the service time, which rates depart, and the knee."""
     ordered = sorted(runs, key=lambda r: r.rate)
-    base = percentiles(ordered[0].corrected).p50 if ordered else None
+    base = percentiles(ordered[0].corrected) if ordered else Latency(None, None, None, None)
     results = tuple(_result(run, base) for run in ordered)
     knee = next((r for r in results if r.departs), None)
     held = [r.rate for r in results if knee is None or r.rate < knee.rate]
@@ -126,22 +129,25 @@ def summarise(url: str, duration: float, timeout: float, runs: list[RateRun]) ->
         duration_s=duration,
         timeout_s=timeout,
         rates=results,
-        service_time_ms=base,
+        service_time_ms=base.p50,
         knee_rate=None if knee is None else knee.rate,
         sustained_rate=max(held, default=None),
         saturated_throughput=max(over, default=None),
     )
 
 
-def _result(run: RateRun, service_ms: float | None) -> RateResult:
+def _result(run: RateRun, base: Latency) -> RateResult:
     ok = run.corrected.get_total_count()
     achieved = ok / run.elapsed_s if run.elapsed_s > 0 else 0.0
     lat = percentiles(run.corrected)
     failed = sum(run.errors.values())
     departs = (
-        service_ms is None
+        base.p50 is None
+        or base.p99 is None
+        or lat.p50 is None
         or lat.p99 is None
-        or lat.p99 > KNEE_FACTOR * service_ms
+        or lat.p50 > MEDIAN_FACTOR * base.p50
+        or lat.p99 > TAIL_FACTOR * base.p99
         or achieved < ACHIEVED_SHARE * run.rate
         or failed > ERROR_SHARE * run.sent
     )

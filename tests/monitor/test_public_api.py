@@ -115,7 +115,8 @@ PINNED: dict[str, set[str]] = {
     "monitor.loadtest": {
         "ACHIEVED_SHARE",
         "ERROR_SHARE",
-        "KNEE_FACTOR",
+        "MEDIAN_FACTOR",
+    "TAIL_FACTOR",
         "Latency",
         "LoadtestReport",
         "RateResult",
