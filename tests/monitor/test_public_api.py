@@ -116,7 +116,7 @@ PINNED: dict[str, set[str]] = {
         "ACHIEVED_SHARE",
         "ERROR_SHARE",
         "MEDIAN_FACTOR",
-    "TAIL_FACTOR",
+        "TAIL_FACTOR",
         "Latency",
         "LoadtestReport",
         "RateResult",
