@@ -23,6 +23,10 @@ LEFT, RIGHT, TOP, BOTTOM = 60, 16, 26, 40
 SERIES = (("p50", "#4c78a8", ""), ("p99", "#e45756", ""), ("uncorrected p99", "#999", "4 3"))
 
 
+def _tick(ms: float) -> str:
+    return f"{ms:.3g}" if ms < 1000 else f"{ms:,.0f}"
+
+
 def _ms(value: float | None) -> str:
     return "—" if value is None else f"{value:.3g}"
 
@@ -150,7 +154,7 @@ def _axes(report: LoadtestReport, px: Pixels, py: Pixels, lo: float, hi: float) 
     for i in range(5):
         y = 10 ** (lo + (hi - lo) * i / 4)
         parts.append(f'<text x="{x0 - 4}" y="{py(y) + 3:.1f}" font-size="10" text-anchor="end">'
-                     f'{y:.3g}</text><line x1="{x0}" y1="{py(y):.1f}" x2="{W - RIGHT}" '
+                     f'{_tick(y)}</text><line x1="{x0}" y1="{py(y):.1f}" x2="{W - RIGHT}" '
                      f'y2="{py(y):.1f}" stroke="#eee"/>')  # fmt: skip
     if report.knee_rate is not None:
         x = px(report.knee_rate)
