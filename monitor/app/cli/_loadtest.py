@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from monitor.app.cli._options import output_options
+from monitor.app.cli._options import database_options, output_options
 
 
 @click.command("loadtest")
@@ -27,16 +27,27 @@ from monitor.app.cli._options import output_options
 @click.option("--connections", type=click.IntRange(1, 10_000), default=None, metavar="N",
               help="Connections per rate (default: rate x 0.1 s, between 4 and 256).")  # fmt: skip
 @output_options("json", "html", "markdown", what="the load-test report")
+@click.option("--register", nargs=2, default=None, metavar="MODEL VERSION",
+              help="Store the measured capacity in this registered version's settings "
+              "(`capacity`: knee, sustained rate, saturated throughput, service "
+              "time).")  # fmt: skip
+@database_options
 def loadtest(url: str, qps: str, duration: str, timeout_: str, payload: Path | None,
-             content_type: str, connections: int | None, **paths: Any) -> None:  # fmt: skip
+             content_type: str, connections: int | None, register: tuple[str, str] | None,
+             database_url: str | None, config_path: Path | None, **paths: Any) -> None:  # fmt: skip
     """Drive URL open-loop at each --qps rate; report latency percentiles, errors and the knee.
 
     Latency counts from each request's intended send time on the fixed schedule (corrected for
     coordinated omission), so a server that falls behind shows its queue."""
-    from monitor.app.cli._loadtest_run import run
+    from monitor.app.cli._loadtest_run import registry, run, store_capacity
 
-    run(url, _rates(qps), _seconds(duration, "--duration"), _seconds(timeout_, "--timeout"),
-        payload, content_type, connections, paths)  # fmt: skip
+    rates = _rates(qps)
+    seconds = _seconds(duration, "--duration"), _seconds(timeout_, "--timeout")
+    # an unknown model or version stops here, not after the whole run
+    engine = None if register is None else registry(database_url, config_path, *register)
+    report = run(url, rates, *seconds, payload, content_type, connections, paths)
+    if engine is not None and register is not None:
+        store_capacity(engine, report, *register)
 
 
 def _rates(text: str) -> list[float]:

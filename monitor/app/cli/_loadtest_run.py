@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -14,8 +15,16 @@ from monitor.loadtest import LoadtestReport, RateRun, Target, percentiles, run_l
 from monitor.reports import render_loadtest_html, render_loadtest_markdown, write_json, write_text
 
 
-def run(url: str, rates: list[float], duration: float, timeout: float, payload: Path | None,
-        content_type: str, connections: int | None, paths: dict[str, Any]) -> None:  # fmt: skip
+def run(
+    url: str,
+    rates: list[float],
+    duration: float,
+    timeout: float,
+    payload: Path | None,
+    content_type: str,
+    connections: int | None,
+    paths: dict[str, Any],
+) -> LoadtestReport:
     """Run every rate, print one line each as it ends, then write the asked-for reports."""
     if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).netloc:
         raise click.BadParameter(f"{url!r} is not an http(s) URL", param_hint="URL")
@@ -30,6 +39,35 @@ def run(url: str, rates: list[float], duration: float, timeout: float, payload: 
     report = run_loadtest(target, rates, duration, timeout, connections, _progress(err))
     _write(report, paths)
     click.echo(_knee(report), err=err)
+    return report
+
+
+def registry(database_url: str | None, config_path: Path | None, model: str, version: str) -> Any:
+    """The registry's engine, once `model` `version` is known to be registered."""
+    from guards.registry import update_settings
+    from migrations import prepare_for_writes
+    from monitor.app.cli._common import engine_from_options
+
+    engine = engine_from_options(database_url, config_path)
+    prepare_for_writes(engine)
+    update_settings(engine, model, version, {})  # NotFoundError naming what is not registered
+    return engine
+
+
+def store_capacity(engine: Any, report: LoadtestReport, model: str, version: str) -> None:
+    """Store the capacity estimate under `capacity` in the version's registry settings."""
+    from guards.registry import update_settings
+
+    capacity = {
+        "knee_qps": report.knee_rate,
+        "sustained_qps": report.sustained_rate,
+        "saturated_qps": report.saturated_throughput,
+        "service_time_ms": report.service_time_ms,
+        "url": report.url,
+        "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    update_settings(engine, model, version, {"capacity": capacity})
+    click.echo(f"registered capacity of {model} {version}", err=True)
 
 
 def _progress(err: bool) -> Any:

@@ -60,3 +60,21 @@ def test_bad_flags_are_one_line_and_exit_2(args: list[str], named: str) -> None:
 def test_a_url_that_is_not_http_is_named() -> None:
     result = run_cli("loadtest", "localhost:8000", "--qps", "10")
     assert result.returncode == 2 and "'localhost:8000' is not an http(s) URL" in result.stderr
+
+
+def test_register_stores_the_capacity_with_the_version(tmp_path: Path) -> None:
+    db = ["--database-url", f"sqlite:///{tmp_path / 'mw.db'}"]
+    artifact = tmp_path / "model.onnx"
+    artifact.write_bytes(b"not read by loadtest")
+    reg = run_cli("models", "register", "--model", "fraud", "--version", "2", str(artifact), *db)
+    assert reg.returncode == 0, reg.stderr
+    unknown = run_cli("loadtest", refused_url(), "--qps", "10", "--register", "fraud", "9", *db)
+    assert unknown.returncode == 2 and "no version '9'" in unknown.stderr
+    with toy_endpoint(0.005) as url:
+        result = run_cli("loadtest", url, "--qps", "20,40", "--duration", "300ms",
+                         "--register", "fraud", "2", *db)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    listed = json.loads(run_cli("models", "list", "--json", *db).stdout)
+    capacity = listed[0]["versions"][0]["settings"]["capacity"]
+    assert capacity["sustained_qps"] == 40 and capacity["knee_qps"] is None
+    assert capacity["url"] == url and capacity["service_time_ms"] > 0
