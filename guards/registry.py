@@ -445,6 +445,18 @@ def _info(mv: ModelVersion) -> VersionInfo:
     )
 
 
+def update_settings(
+    engine: Engine, model: str, version: str, updates: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Merge `updates` into a registered version's settings (a key given replaces the stored
+    one) and return them; NotFoundError naming an unknown model or version."""
+    with transaction(engine) as session:
+        mv = find_version(session, find_model(session, model), version)
+        merged = {**dict(mv.settings or {}), **updates}
+        mv.settings = merged  # a new dict: the JSON column sees the change
+        return merged
+
+
 def version_settings(engine: Engine, model: str, version: str) -> dict[str, Any]:
     """The optimization settings stored with a version ({} when unknown or none)."""
     with transaction(engine) as session:

@@ -45,6 +45,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "monitor.app.cli._estimate:estimate",
         "Estimate a classifier's performance on data without labels (CBPE).",
     ),
+    "loadtest": (
+        "monitor.app.cli._loadtest:loadtest",
+        "Load-test an HTTP model endpoint open-loop at fixed rates.",
+    ),
     "skew": ("monitor.app.cli._skew:skew", "Compare serving and offline values joined by a key."),
     "dashboards": (
         "monitor.app.cli._dashboards:dashboards",
