@@ -135,7 +135,8 @@ def search(
         evaluated.add(combo, count, errsum, sqsum, scorer.sigma)
         scores = scorer.score(count, errsum)[count >= scorer.sigma]
         best = sorted([*best, *np.sort(scores)[::-1][:top].tolist()], reverse=True)[:top]
-        alive = (count >= scorer.sigma) & (errsum > 0)
+        # a predicate true on every row (a constant feature) splits nothing: no children
+        alive = (count >= scorer.sigma) & (errsum > 0) & (count < scorer.n)
         parents[combo] = (np.where(alive, count, 0.0), np.where(alive, errsum, 0.0))
 
     for f in range(len(cards)):

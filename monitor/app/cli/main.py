@@ -46,6 +46,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Estimate a classifier's performance on data without labels (CBPE).",
     ),
     "skew": ("monitor.app.cli._skew:skew", "Compare serving and offline values joined by a key."),
+    "segments": (
+        "monitor.app.cli._segments:segments",
+        "Find feature segments where the model does worse than on the rest.",
+    ),
     "dashboards": (
         "monitor.app.cli._dashboards:dashboards",
         "Export or provision Grafana dashboards.",
