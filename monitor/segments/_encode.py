@@ -55,18 +55,26 @@ def _encode_numeric(values: NDArray[np.float64], edges: NDArray[np.float64]) -> 
     return codes, labels
 
 
-def _encode_categorical(values: NDArray[Any], max_values: int) -> tuple[Any, list[str]]:
-    strings = np.array(["" if v is None else str(v) for v in values.tolist()], dtype=object)
-    missing = np.array([v is None or (isinstance(v, float) and v != v) for v in values.tolist()])
-    strings[missing] = "\0missing"
-    uniques, inverse, counts = np.unique(strings, return_inverse=True, return_counts=True)
+def _encode_categorical(series: Any, max_values: int) -> tuple[Any, list[str]]:
+    """Codes by frequency (most frequent first), `max_values` of them, the rest as "other"."""
+    missing = series.isna().to_numpy()
+    if series.dtype.kind in "iub":
+        values: NDArray[Any] = series.to_numpy()
+    else:
+        values = series.astype(str).to_numpy(dtype=str)
+    uniques, inverse, counts = np.unique(values[~missing], return_inverse=True, return_counts=True)
     order = np.argsort(-counts, kind="stable")[:max_values]
     remap = np.full(len(uniques), len(order), dtype=np.int64)
     remap[order] = np.arange(len(order))
-    labels = [MISSING if u == "\0missing" else str(u) for u in uniques[order].tolist()]
+    labels = [str(u) for u in uniques[order].tolist()]
     if len(uniques) > len(order):
         labels.append(OTHER)
-    return remap[inverse.reshape(-1)], labels
+    codes = np.empty(len(values), dtype=np.int64)
+    codes[~missing] = remap[inverse.reshape(-1)]
+    if missing.any():
+        codes[missing] = len(labels)
+        labels.append(MISSING)
+    return codes, labels
 
 
 def encode(
@@ -93,6 +101,6 @@ def encode(
                 cut = quantile_edges(values, bins)
             codes[:, j], names = _encode_numeric(values, cut)
         else:
-            codes[:, j], names = _encode_categorical(series.to_numpy(dtype=object), max_values)
+            codes[:, j], names = _encode_categorical(series, max_values)
         labels.append(names)
     return Encoded(list(features), codes, labels)
