@@ -74,7 +74,10 @@ def exhaustive(enc: Any, errors: Any, sigma: int, top: int) -> list[list[tuple[s
             for cell in np.argsort(sc)[::-1][:top]:
                 if sc[cell] > 0:
                     idx = np.unravel_index(cell, shape)
-                    preds = [(enc.features[f], enc.labels[f][int(c)]) for f, c in zip(combo, idx)]
+                    preds = [
+                        (enc.features[f], enc.labels[f][int(c)])
+                        for f, c in zip(combo, idx, strict=True)
+                    ]
                     found.append((float(sc[cell]), sorted(preds)))
     found.sort(key=lambda x: -x[0])
     return [preds for _, preds in found[:top]]

@@ -45,7 +45,9 @@ def quantile_edges(values: NDArray[np.float64], bins: int) -> NDArray[np.float64
     return np.unique(np.quantile(finite, np.linspace(0, 1, bins + 1)[1:-1]))
 
 
-def _encode_numeric(values: NDArray[np.float64], edges: NDArray[np.float64]) -> tuple[Any, list[str]]:
+def _encode_numeric(
+    values: NDArray[np.float64], edges: NDArray[np.float64]
+) -> tuple[Any, list[str]]:
     codes = np.searchsorted(edges, values, side="right").astype(np.int64)
     labels = _numeric_labels(edges)
     bad = ~np.isfinite(values)

@@ -79,8 +79,10 @@ def row_losses(labels: Any, predictions: Any, metric: str, names: tuple[str, str
             raise InputError(f"column '{name}': missing or non-finite values")
     if metric in RATES:
         if y.dtype.kind in "iufb" and p.dtype.kind in "iufb":
-            return (y.astype(np.float64) != p.astype(np.float64)).astype(np.float64)
-        return np.array([str(a) != str(b) for a, b in zip(y, p, strict=True)], dtype=np.float64)
+            unequal: NDArray[np.bool_] = y.astype(np.float64) != p.astype(np.float64)
+            return unequal.astype(np.float64)
+        different: NDArray[np.bool_] = y.astype(str) != p.astype(str)
+        return different.astype(np.float64)
     for values, name in ((y, names[0]), (p, names[1])):
         if values.dtype.kind not in "iufb":
             raise InputError(f"column '{name}': {metric} needs numeric values")
@@ -122,10 +124,14 @@ def find_segments(
         raise InputError(f"max_predicates {max_predicates}: use 1 to 5")
     if min_support < 1 or not 0 <= min_share < 1 or top < 1 or not 0 < alpha < 1:
         raise InputError("min_support and top must be positive, min_share and alpha in (0, 1)")
-    feats = list(features) if features else [c for c in frame.columns if c not in (label, prediction)]
+    feats = (
+        list(features) if features else [c for c in frame.columns if c not in (label, prediction)]
+    )
     n = len(frame)
     sigma = max(min_support, math.ceil(min_share * n))
-    err = row_losses(frame[label].to_numpy(), frame[prediction].to_numpy(), metric, (label, prediction))
+    err = row_losses(
+        frame[label].to_numpy(), frame[prediction].to_numpy(), metric, (label, prediction)
+    )
     overall = _metric_value(float(err.mean()), metric) if n else None
 
     def empty(reason: str, tested: int = 0, counted: int = 0, pruned: int = 0) -> SegmentReport:
@@ -151,7 +157,9 @@ def find_segments(
     if metric in RATES:
         p, effect, half = rate_tests(count, errsum, n, float(err.sum()))
     else:
-        p, effect, half = mean_tests(count, errsum, sqsum, n, float(err.sum()), float((err * err).sum()))
+        p, effect, half = mean_tests(
+            count, errsum, sqsum, n, float(err.sum()), float((err * err).sum())
+        )
     q = bh_qvalues(p)
     scores = scorer.score(count, errsum)
     keep = np.flatnonzero((q < alpha) & (scores > 0) & (effect > 0))

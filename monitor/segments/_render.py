@@ -32,7 +32,9 @@ def render_segments_markdown(report: SegmentReport) -> str:
     if not report.segments:
         return "\n".join([*lines, f"No segment reported: {report.reason}.", ""])
     lines += ["| " + " | ".join(_HEAD) + " |", "|" + "---|" * len(_HEAD)]
-    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in _cells(report)]
+    lines += [
+        "| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in _cells(report)
+    ]
     return "\n".join([*lines, ""])
 
 

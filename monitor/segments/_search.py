@@ -107,8 +107,11 @@ def _count(
         key += codes[f]
     size = int(np.prod(shape))
     count = np.bincount(key, minlength=size).astype(np.float64).reshape(shape)
-    errsum = np.bincount(key, weights=err, minlength=size).reshape(shape)
-    sqsum = np.bincount(key, weights=err * err, minlength=size).reshape(shape) if squares else errsum
+    errsum: Grid = np.bincount(key, weights=err, minlength=size).astype(np.float64).reshape(shape)
+    sqsum = errsum
+    if squares:
+        sqsum = np.bincount(key, weights=err * err, minlength=size).astype(np.float64)
+        sqsum = sqsum.reshape(shape)
     return count, errsum, sqsum
 
 

@@ -29,7 +29,7 @@ METRICS = ("error_rate", "accuracy", "absolute_error", "log_loss")  # monitor.se
 @click.option("--bins", default=10, show_default=True, type=click.IntRange(min=2),
               help="Quantile bins of a numeric feature.")  # fmt: skip
 @click.option("--alpha", default=0.05, show_default=True, type=click.FloatRange(0, 1),
-              help="False-discovery rate (Benjamini–Hochberg over every slice tested).")  # fmt: skip
+              help="False-discovery rate (BH over every slice tested).")  # fmt: skip
 @click.option("--top", default=10, show_default=True, type=click.IntRange(min=1),
               help="Most segments reported.")  # fmt: skip
 @output_options("json", "html", "markdown")
