@@ -164,7 +164,8 @@ def find_segments(
     scores = scorer.score(count, errsum)
     keep = np.flatnonzero((q < alpha) & (scores > 0) & (effect > 0))
     keep = keep[np.lexsort((q[keep], -scores[keep]))][:top]
-    where = {pos: (combo, cell) for combo, cell, pos in ev.rows() if pos in set(keep.tolist())}
+    wanted = set(keep.tolist())
+    where = {pos: (combo, cell) for combo, cell, pos in ev.rows() if pos in wanted}
     segments = []
     for i in keep.tolist():
         combo, cell = where[i]
