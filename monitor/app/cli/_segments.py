@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from monitor.app.cli._options import output_options
+from monitor.app.cli._options import baseline_options, output_options
 
 METRICS = ("error_rate", "accuracy", "absolute_error", "log_loss")  # monitor.segments.METRICS
 
@@ -33,6 +33,7 @@ METRICS = ("error_rate", "accuracy", "absolute_error", "log_loss")  # monitor.se
 @click.option("--top", default=10, show_default=True, type=click.IntRange(min=1),
               help="Most segments reported.")  # fmt: skip
 @output_options("json", "html", "markdown")
+@baseline_options
 def segments(
     data: Path,
     label: str,
@@ -48,8 +49,17 @@ def segments(
     json_path: Path | None,
     html_path: Path | None,
     markdown_path: Path | None,
+    baseline_name: str | None,
+    model: str | None,
+    model_version: str | None,
+    database_url: str | None,
+    config_path: Path | None,
 ) -> None:
-    """Search conjunctions of feature predicates in DATA for segments worse than the rest."""
+    """Search conjunctions of feature predicates in DATA for segments worse than the rest.
+
+    With --baseline, numeric features are binned on the baseline's quantile edges (coarsened to
+    --bins shares of the baseline's reference).
+    """
     from monitor.app.cli._output import on_stdout
     from monitor.data.datafile import read_frame, require_columns
     from monitor.errors import InputError
@@ -61,9 +71,16 @@ def segments(
     require_columns(frame, wanted or (), data)
     if not 0 < alpha < 1:
         raise click.BadParameter("must be between 0 and 1 (exclusive)", param_hint="--alpha")
+    edges = None
+    if baseline_name is not None:
+        if model is None:
+            raise click.UsageError("--baseline needs --model")
+        edges = _baseline_edges(baseline_name, model, model_version, database_url, config_path)
+        edges = {c: _coarsen(e, bins) for c, e in edges.items()}
     try:
         report = find_segments(frame, label, prediction, wanted, metric, max_predicates,
-                               min_support, min_share, top, alpha, bins=bins)  # fmt: skip
+                               min_support, min_share, top, alpha, bins=bins,
+                               edges=edges)  # fmt: skip
     except InputError as exc:
         raise InputError(f"{data}: {exc}") from None
     if json_path is not None:
@@ -87,3 +104,31 @@ def segments(
             f"(rest {s.rest_value:.4g}) q={s.q_value:.3g}",
             err=err,
         )
+
+
+def _baseline_edges(
+    name: str, model: str, version: str | None, database_url: str | None, config: Path | None
+) -> dict[str, list[float]]:
+    """The quantile edges of the stored baseline's numeric columns."""
+    from migrations import require_head
+    from monitor.app.cli._common import engine_from_options
+    from monitor.baselines.store import list_baselines, load_stored_baseline
+    from monitor.errors import NotFoundError
+
+    engine = engine_from_options(database_url, config)
+    require_head(engine)
+    if version is None:
+        versions = [b.version for b in list_baselines(engine, model) if b.name == name]
+        if not versions:
+            raise NotFoundError(f"no baseline '{name}' for model '{model}'")
+        version = versions[0]  # newest first
+    specs = load_stored_baseline(engine, model, version, name).profiles.specs
+    return {c: list(s.edges) for c, s in specs.items() if s.kind == "numeric"}
+
+
+def _coarsen(edges: list[float], bins: int) -> list[float]:
+    """Every k-th of a baseline's (fine, for drift) quantile edges: about `bins` equal shares."""
+    if len(edges) <= bins + 1:
+        return edges
+    step = (len(edges) - 1) / bins
+    return [edges[round(k * step)] for k in range(1, bins)]

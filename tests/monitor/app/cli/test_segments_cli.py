@@ -79,3 +79,29 @@ def test_non_finite_predictions_name_the_file_and_column(tmp_path: Path) -> None
     out = run_cli("segments", str(path), "--label", "label", "--prediction", "pred")
     assert out.returncode == 2
     assert "bad.parquet: column 'pred': missing or non-finite values" in out.stderr
+
+
+def test_a_baseline_gives_the_numeric_edges(tmp_path: Path) -> None:
+    data = _data(tmp_path)
+    ref = tmp_path / "ref.csv"
+    planted_frame(5000, seed=9)[["c", "d", "f"]].to_csv(ref, index=False)
+    db = f"sqlite:///{tmp_path / 'mw.db'}"
+    made = run_cli("baseline", "create", "--model", "m", "--version", "1", "--database-url", db,
+                   str(ref))  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    args = ["segments", str(data), "--label", "label", "--prediction", "pred", "--json", "-",
+            "--top", "50", "--min-share", "0.002"]  # fmt: skip
+    out = run_cli(*args, "--baseline", "default", "--model", "m", "--database-url", db)
+    assert out.returncode == 0, out.stderr
+    own = run_cli(*args)
+    assert own.returncode == 0, own.stderr
+
+    def c_values(stdout: str) -> set[str]:
+        segs = json.loads(stdout)["segments"]
+        return {p["value"] for s in segs for p in s["predicates"] if p["feature"] == "c"}
+
+    # the edges come from the baseline's reference (seed 9), not from DATA's own quantiles
+    assert c_values(out.stdout) and c_values(own.stdout)
+    assert c_values(out.stdout).isdisjoint(c_values(own.stdout))
+    missing = run_cli(*args, "--baseline", "nope", "--model", "m", "--database-url", db)
+    assert missing.returncode == 2 and "no baseline 'nope'" in missing.stderr
