@@ -50,6 +50,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Load-test an HTTP model endpoint open-loop at fixed rates.",
     ),
     "skew": ("monitor.app.cli._skew:skew", "Compare serving and offline values joined by a key."),
+    "segments": (
+        "monitor.app.cli._segments:segments",
+        "Find feature segments where the model does worse than on the rest.",
+    ),
     "dashboards": (
         "monitor.app.cli._dashboards:dashboards",
         "Export or provision Grafana dashboards.",

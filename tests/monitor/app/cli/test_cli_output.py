@@ -17,6 +17,7 @@ FLAGS = {
     "canary": ("--json",),
     "compare": ("--json",),
     "gate": ("--json", "--html", "--markdown"),
+    "segments": ("--json", "--html", "--markdown"),
 }
 
 
