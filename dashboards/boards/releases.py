@@ -85,7 +85,7 @@ def build(datasource: dm.DataSourceRef) -> dm.Dashboard:
         state_timeline(
             "Guard verdict history",
             "Every gate run of each version: `schedule` is the daemon's scheduled golden "
-            "replay (guards.schedule), `gate` a gate run on request.",
+            "replay (guards.schedule), `manual` a gate run on request.",
             GUARD_TIMELINE,
             datasource,
             VERDICT_STATES,

@@ -5,7 +5,7 @@ Revises: 0029_canary_skew_runs
 Create Date: 2026-12-05
 
 `mw_guard_history` is one row per stored gate run (`gate_runs`) with what started it: `schedule`
-for the daemon's scheduled golden replay (`run.trigger` of the verdict document), `gate`
+for the daemon's scheduled golden replay (`run.trigger` of the verdict document), `manual`
 otherwise (`guards gate`, the API). `mw_canary_slices` is one row per scheduled canary
 evaluation (`canary_runs`) and judged slice (`region=eu`, or `all` for the whole traffic), with
 the slice's verdict, how many of its criteria failed after the correction and which, beside the
@@ -30,7 +30,7 @@ def _guard_history(pg: bool) -> str:
     )
     return f"""SELECT g.created_at AS time, g.model, g.version, g.preset, g.verdict,
   CASE WHEN g.verdict = 'pass' THEN 1 ELSE 0 END AS passed,
-  CASE WHEN {trigger} = 'schedule' THEN 'schedule' ELSE 'gate' END AS trigger
+  CASE WHEN {trigger} = 'schedule' THEN 'schedule' ELSE 'manual' END AS trigger
 FROM gate_runs g"""
 
 

@@ -258,15 +258,15 @@ def test_releases_panels_show_the_seeded_facts(seeded: tuple[Engine, GrafanaCont
     # Guard history: a scheduled replay that passed, then two gate runs on request.
     _, runs = run(seeded, panel_sql("modelwatch-releases", "Guard runs"))
     assert [(r[1], r[2], r[4]) for r in runs] == [
-        (VERSION, "gate", "fail"),
-        (VERSION, "gate", "pass"),
+        (VERSION, "manual", "fail"),
+        (VERSION, "manual", "pass"),
         (VERSION, "schedule", "pass"),
     ]
     _, timeline = run(seeded, panel_sql("modelwatch-releases", "Guard verdict history"))
     assert [(r[1], r[2]) for r in timeline] == [
         (f"{VERSION} (schedule)", 1),
-        (f"{VERSION} (gate)", 1),
-        (f"{VERSION} (gate)", 0),
+        (f"{VERSION} (manual)", 1),
+        (f"{VERSION} (manual)", 0),
     ]
     # Canary: the whole traffic and region=us pass, region=eu fails and fails the pair.
     columns, rows = run(

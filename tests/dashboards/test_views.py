@@ -114,7 +114,7 @@ def test_views_read_the_same_facts_on_both_backends(engine: Engine, tmp_path: Pa
         # Migration 0030: what started each gate run, and the canary verdict per judged slice.
         assert rows(
             "SELECT trigger, verdict, passed FROM mw_guard_history ORDER BY time, verdict"
-        ) == [("schedule", "pass", 1), ("gate", "pass", 1), ("gate", "fail", 0)]
+        ) == [("schedule", "pass", 1), ("manual", "pass", 1), ("manual", "fail", 0)]
         assert rows(
             "SELECT version, stable, slice, verdict, failed, failed_criteria, decided_by, "
             "pair_verdict, correction FROM mw_canary_slices ORDER BY slice"

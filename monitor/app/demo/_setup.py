@@ -59,7 +59,7 @@ def demo_config(
                         "reference_version": "1",
                         "every": "1h",
                         "action": "rollback",
-                        "time_budget": "25s",
+                        "time_budget": "150s",
                     }
                 },
             },
@@ -84,7 +84,7 @@ def demo_config(
             ],
             "collect": {"window": "1h", "allowed_lateness": "10m", "pipeline": False},
             "api": {"tokens": [{"name": "demo", "scopes": ["admin"], "token_env": TOKEN_ENV}]},
-            "scheduler": {"evaluate_interval_s": 1, "lease_s": 30},
+            "scheduler": {"evaluate_interval_s": 1, "lease_s": 180},
             "alerts": {
                 "external_url": "http://127.0.0.1",
                 "grouping": {

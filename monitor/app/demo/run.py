@@ -13,6 +13,7 @@ import shutil
 import socket
 import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -151,11 +152,11 @@ def _steps(
         wait_first_replay(engine)
         _gates(state, engine, config, models, golden, receiver, step)
         step("scheduled replay, canary per slice, shadow pairs")
-        state.releases = {
-            "replay": replay_scene(service, engine, models),
-            "canary": canary_scene(engine, config, plan),
-            "shadow": shadow_scene(engine, config, plan),
-        }
+        # The replay's process starts slowly on a busy host: the other scenes meanwhile.
+        with ThreadPoolExecutor(1) as pool:
+            replay = pool.submit(replay_scene, service, engine, models)
+            canary, shadow = canary_scene(engine, config, plan), shadow_scene(engine, config, plan)
+            state.releases = {"replay": replay.result(), "canary": canary, "shadow": shadow}
         _reports(state, engine, config, step)
         if serve:
             _serve_forever(console, port)
