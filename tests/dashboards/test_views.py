@@ -46,7 +46,8 @@ def test_views_read_the_same_facts_on_both_backends(engine: Engine, tmp_path: Pa
         ]
         assert rows(
             "SELECT verdict, passed, decided_by, flip_rate, reference_latency_ms, "
-            "candidate_latency_ms, duration_s, providers FROM mw_gate_runs ORDER BY verdict, flip_rate"
+            "candidate_latency_ms, duration_s, providers FROM mw_gate_runs "
+            "ORDER BY verdict, flip_rate"
         ) == [
             ("fail", 0, "flip_rate[scores]", 0.04, 4.0, 3.5, 2.0, "CPUExecutionProvider"),
             ("pass", 1, None, 0.002, 4.0, 2.5, 2.0, "CPUExecutionProvider"),
