@@ -1,9 +1,9 @@
 """Demo step: what the daemon watches without being asked, one scene each.
 
-- Scheduled golden replay: a build that was swapped in without a gate (version
-  `5-int8-swapped`, in fact the miscalibrated int8 build) becomes active; the next run of the
-  daemon's hourly `guard:fraud` job replays it on this host, it fails, and `action: rollback`
-  moves `active` back to last-known-good.
+- Scheduled golden replay: after the gates, a build is swapped in as the active version without
+  one (`5-int8-swapped`, in fact the miscalibrated int8 build); the daemon's hourly `guard:fraud`
+  job (its first run comes as the daemon starts) replays it on this host, it fails, and
+  `action: rollback` moves `active` back to last-known-good.
 - Per-slice canary: the canary pair (`canaries:`) judged by the daemon's canary job over the
   last two hours of traffic, overall and per region; the canary build mis-reads f0 in
   region=eu only, so that slice fails while the whole traffic passes.
@@ -23,14 +23,13 @@ from sqlalchemy.engine import Engine
 
 from guards.registry import register_version
 from monitor.app.daemon._canary_job import CanaryWatch
-from monitor.app.daemon._guard_job import job_name
-from monitor.app.daemon._service import Service, replica_id
+from monitor.app.daemon._service import replica_id
 from monitor.app.demo._stream import wait_for
 from monitor.app.demo._traffic import CANARY_VERSION, SHADOW_VERSION, TrafficPlan
 from monitor.config import Config
 from monitor.profiles import OVERALL, slice_label
 from monitor.shadow import shadow_results
-from monitor.storage import GateRun, RollbackEvent, session_factory, utcnow
+from monitor.storage import GateRun, RollbackEvent, session_factory
 
 MODEL = "fraud"
 SWAPPED = "5-int8-swapped"
@@ -43,21 +42,21 @@ def scheduled_replays(engine: Engine) -> list[GateRun]:
         return [r for r in runs if (r.verdict_json.get("run") or {}).get("trigger") == "schedule"]
 
 
-def wait_first_replay(engine: Engine) -> None:
-    """The daemon replays the active version when it starts; wait for that verdict."""
-    wait_for(lambda: bool(scheduled_replays(engine)), 60, "the first scheduled golden replay")
-
-
-def replay_scene(service: Service, engine: Engine, models: dict[str, Path]) -> dict[str, Any]:
-    """Swap the bad build in as the active version, let the next scheduled run catch it."""
+def swap_in_bad_build(engine: Engine, models: dict[str, Path]) -> None:
+    """Register the miscalibrated build under a new name and make it active, ungated."""
     swapped = models["int8_bad"].with_name("fraud_int8_swapped.onnx")
     shutil.copyfile(models["int8_bad"], swapped)
     register_version(engine, MODEL, SWAPPED, swapped, activate=True)
-    before = len(scheduled_replays(engine))
-    # The job's next hourly window: the scheduler claims it and replays the active version.
-    every = service.config.guards.schedule[MODEL].every
-    service.scheduler.tick(job_name(MODEL), utcnow() + every)
-    run = scheduled_replays(engine)[before:]
+
+
+def replay_scene(engine: Engine) -> dict[str, Any]:
+    """The scheduled replay's verdict on the swapped build, and the rollback it caused."""
+
+    def replayed() -> list[GateRun]:
+        return [r for r in scheduled_replays(engine) if r.version == SWAPPED]
+
+    wait_for(lambda: bool(replayed()), 120, f"the scheduled replay of {SWAPPED}")
+    run = replayed()
     with session_factory(engine)() as s:
         back = s.scalars(
             select(RollbackEvent)

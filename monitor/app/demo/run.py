@@ -13,7 +13,6 @@ import shutil
 import socket
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +36,7 @@ from monitor.app.demo._releases import (
     canary_scene,
     replay_scene,
     shadow_scene,
-    wait_first_replay,
+    swap_in_bad_build,
 )
 from monitor.app.demo._setup import SECRET_ENV, TOKEN_ENV, create_baseline, demo_config, onnx_scorer
 from monitor.app.demo._stream import stream, wait_for
@@ -142,6 +141,10 @@ def _steps(
     scorer = onnx_scorer(models["reference"])
     baseline = create_baseline(engine, scorer, wd / "training.parquet")
     config = demo_config(wd, receiver.url, baseline, golden)
+    _gates(state, engine, config, models, golden, step)
+    # After the gates, a bad build is swapped in without one; the daemon's scheduled replay
+    # (its first run comes as it starts) catches it while the traffic streams.
+    swap_in_bad_build(engine, models)
     service = build_service(config, engine)
     port = free_port()
     server = service.serve_in_background("127.0.0.1", port)
@@ -149,14 +152,18 @@ def _steps(
     try:
         builds = Builds(canary=onnx_scorer(models["fp16"]), shadow=onnx_scorer(models["int8_good"]))
         _traffic(state, engine, scorer, receiver, step, plan, builds)
-        wait_first_replay(engine)
-        _gates(state, engine, config, models, golden, receiver, step)
+        if any(g.verdict == "fail" for g in state.gates):
+            wait_for(
+                lambda: _count_alerts(receiver, "GateFailed") > 0,
+                30,
+                "the gate failure alert at the webhook receiver",
+            )
         step("scheduled replay, canary per slice, shadow pairs")
-        # The replay's process starts slowly on a busy host: the other scenes meanwhile.
-        with ThreadPoolExecutor(1) as pool:
-            replay = pool.submit(replay_scene, service, engine, models)
-            canary, shadow = canary_scene(engine, config, plan), shadow_scene(engine, config, plan)
-            state.releases = {"replay": replay.result(), "canary": canary, "shadow": shadow}
+        state.releases = {
+            "replay": replay_scene(engine),
+            "canary": canary_scene(engine, config, plan),
+            "shadow": shadow_scene(engine, config, plan),
+        }
         _reports(state, engine, config, step)
         if serve:
             _serve_forever(console, port)
@@ -201,20 +208,14 @@ def _gates(
     config: Config,
     models: dict[str, Path],
     golden: Path,
-    receiver: SignedWebhookReceiver,
     step: Callable[[str], None],
 ) -> None:
+    """Gate each build; a failure's alert is delivered once the daemon runs."""
     step("canary gates for the fp16 and int8 builds")
     for key in CANDIDATES:
         outcome = run_candidate(engine, config, models, golden, key, state.workdir / "reports")
         state.gates.append(outcome)
         state.reports += outcome.reports
-    if any(g.verdict == "fail" for g in state.gates):
-        wait_for(
-            lambda: _count_alerts(receiver, "GateFailed") > 0,
-            30,
-            "the gate failure alert at the webhook receiver",
-        )
 
 
 def _reports(state: DemoState, engine: Engine, config: Config, step: Callable[[str], None]) -> None:

@@ -75,12 +75,12 @@ def test_demo_summary_lists_the_release_scenes(
     workdir, out = demo
     assert out.returncode == 0, out.stderr[-3000:]
     summary = json.loads((workdir / "summary.json").read_text())
-    # The daemon's scheduled replay (at start, then the next hour) caught the swapped bad build
+    # The daemon's scheduled replay (its first run, as it starts) caught the swapped bad build
     # and rolled back to last-known-good.
     assert summary["replay"] == {
         "version": "5-int8-swapped",
         "verdict": "fail",
-        "replays": 2,
+        "replays": 1,
         "rolled_back_to": "3-int8",
     }
     # The canary fails in region=eu alone; the whole traffic passes.
@@ -98,7 +98,7 @@ def test_demo_summary_lists_the_release_scenes(
         assert line in " ".join(out.stdout.split()), out.stdout[-3000:]
     db = sqlite3.connect(workdir / "modelwatch.db")
     triggers = [t for (t,) in db.execute("SELECT trigger FROM mw_guard_history ORDER BY time")]
-    assert triggers.count("schedule") == 2
+    assert triggers.count("schedule") == 1
     slices = dict(
         db.execute(
             "SELECT slice, verdict FROM mw_canary_slices WHERE version = '6-canary' "
