@@ -190,6 +190,23 @@ VIEW_COLUMNS: Mapping[str, tuple[str, ...]] = {
         "primary_only",
         "shadow_only",
     ),
+    # The Releases dashboard (0030_releases_views): every gate run with what started it
+    # (`schedule` for the daemon's scheduled replay, `manual` otherwise), and each scheduled canary
+    # evaluation per judged slice ("all" is the whole traffic) beside the pair's verdict.
+    "mw_guard_history": ("time", "model", "version", "preset", "verdict", "passed", "trigger"),
+    "mw_canary_slices": (
+        "time",
+        "model",
+        "version",
+        "stable",
+        "slice",
+        "verdict",
+        "failed",
+        "failed_criteria",
+        "decided_by",
+        "pair_verdict",
+        "correction",
+    ),
 }
 
 # state_code in mw_alerts, drawn by the alert timeline.

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from grafana_foundation_sdk.models.dashboard import Dashboard as DashboardModel
 from grafana_foundation_sdk.models.dashboard import DataSourceRef
 
-from dashboards.boards import drift, guards, operations, outcomes
+from dashboards.boards import drift, guards, operations, outcomes, releases
 
 Builder = Callable[[DataSourceRef], DashboardModel]
 
@@ -16,6 +16,7 @@ BOARDS: Mapping[str, Builder] = {
     outcomes.UID: outcomes.build,
     guards.UID: guards.build,
     operations.UID: operations.build,
+    releases.UID: releases.build,
 }
 
 __all__ = ["BOARDS", "Builder"]

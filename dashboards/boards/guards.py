@@ -1,7 +1,7 @@
 """Guard dashboard: gate runs with their verdicts, flip rates, reference vs candidate latency,
 each version's optimization settings (precision, quantization, batching, runtime, meta)
-with its newest gate verdict (`mw_model_settings`), and paired shadow mode: `$version` as a
-shadow against its primary on live traffic (`mw_shadow`)."""
+with its newest gate verdict (`mw_model_settings`). The history of scheduled replays, canary
+verdicts per slice and paired shadow traffic are on the Releases dashboard (releases.py)."""
 
 from __future__ import annotations
 
@@ -54,25 +54,6 @@ ORDER BY registered_at DESC, version
 LIMIT 200"""
 
 
-# Paired shadow mode: `$version` is the shadow; counts sum over the range (mergeable).
-SHADOW_FLIPS = f"""SELECT $__timeGroupAlias(time, $__interval), primary_version AS metric,
-  CAST(sum(flips) AS FLOAT) / NULLIF(sum(decided), 0) AS flip_rate
-FROM mw_shadow
-WHERE {MODEL_VERSION} AND slice = 'all'
-GROUP BY 1, 2
-ORDER BY 1"""
-
-SHADOW_PAIRS = f"""SELECT primary_version, slice, sum(pairs) AS pairs,
-  CAST(sum(flips) AS FLOAT) / NULLIF(sum(decided), 0) AS flip_rate,
-  sum(unpaired_primary) AS unpaired_primary, sum(unpaired_shadow) AS unpaired_shadow,
-  sum(labelled) AS labelled, sum(primary_only) AS primary_only_right,
-  sum(shadow_only) AS shadow_only_right
-FROM mw_shadow
-WHERE {MODEL_VERSION}
-GROUP BY primary_version, slice
-ORDER BY primary_version, slice"""
-
-
 def build(datasource: dm.DataSourceRef) -> dm.Dashboard:
     """The guard dashboard, reading `mw_gate_runs`."""
     board = dashboard(UID, "modelwatch / Guards", "Optimized builds against their reference.")
@@ -103,21 +84,5 @@ def build(datasource: dm.DataSourceRef) -> dm.Dashboard:
         SETTINGS,
         datasource,
     )
-    shadow_flips = time_series(
-        "Shadow flip rate",
-        "Paired shadow mode: share of live requests whose predicted class differs between "
-        "$version (shadow) and each primary version, all traffic.",
-        [SHADOW_FLIPS],
-        datasource,
-        unit="percentunit",
-    )
-    shadow_pairs = table_panel(
-        "Shadow pairs by slice",
-        "Pairs, flip rate, sides unpaired after shadow.pair_horizon, and labelled pairs where "
-        "only one side was right (McNemar's b and c) in range.",
-        SHADOW_PAIRS,
-        datasource,
-    )
     board = board.with_panel(flips).with_panel(latency).with_panel(verdicts).with_panel(runs)
-    board = board.with_panel(settings).with_panel(shadow_flips)
-    return board.with_panel(shadow_pairs).build()
+    return board.with_panel(settings).build()

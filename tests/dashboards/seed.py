@@ -2,9 +2,10 @@
 
 Registry with optimization settings (guards.registry), drift, outcome and estimated results
 (monitor.results.store), gate runs (guards.history.record_gate), alert states and notifications
-(alerts.Evaluator), ingest (collectors' Ingestor fed by the JSONL file source, with malformed
-lines as dead letters, latencies and errors) and SLO rows (monitor.evaluation.windows, as the
-evaluate job stores them).
+(alerts.Evaluator), a scheduled replay (its `run.trigger`), a scheduled canary evaluation judged
+per slice (monitor.canary.store_judgement), ingest (collectors' Ingestor fed by the JSONL file
+source, with malformed lines as dead letters, latencies and errors) and SLO rows
+(monitor.evaluation.windows, as the evaluate job stores them).
 Everything lands in the hours before `now`, so one dashboard time range covers it.
 """
 
@@ -25,6 +26,7 @@ from collectors.runner import RunState, pump
 from guards.history import record_gate
 from guards.registry import optimization_settings, register_version
 from guards.results import Criterion, GuardVerdict, LatencyStats
+from monitor.canary import CanaryCriterion, CanaryJudgement, JudgedCriterion, store_judgement
 from monitor.config import CollectConfig, ModelConfig
 from monitor.config.alerts import AlertsConfig
 from monitor.config.serving import CostConfig, SloConfig
@@ -105,7 +107,9 @@ def _estimated(hour: int) -> list[dict[str, object]]:
     return out
 
 
-def _verdict(verdict: str, flip_rate: float, candidate_p95: float) -> GuardVerdict:
+def _verdict(
+    verdict: str, flip_rate: float, candidate_p95: float, trigger: str | None = None
+) -> GuardVerdict:
     status = "pass" if verdict == "pass" else "fail"
     criteria = (
         Criterion("flip_rate[scores]", flip_rate, 0.01, status),
@@ -120,6 +124,7 @@ def _verdict(verdict: str, flip_rate: float, candidate_p95: float) -> GuardVerdi
         verdict=verdict, preset="int8", rows=256,  # type: ignore[arg-type]
         providers={"reference": ("CPUExecutionProvider",), "candidate": ("CPUExecutionProvider",)},
         criteria=criteria, outputs={}, latency=latency, timing={"load_s": 0.5, "inference_s": 1.5},
+        run={} if trigger is None else {"trigger": trigger},
     )  # fmt: skip
 
 
@@ -136,8 +141,30 @@ def seed_registry_and_gates(engine: Engine, tmp: Path) -> None:
     # The version is the candidate: a gate run is recorded only for its registered content.
     register_version(engine, MODEL, VERSION, artifacts[1], activate=True, settings=settings)
     ref, cand, golden = artifacts
+    scheduled = _verdict("pass", 0.003, 2.6, trigger="schedule")  # the daemon's replay
+    record_gate(engine, MODEL, VERSION, scheduled, (ref, cand, golden))
     record_gate(engine, MODEL, VERSION, _verdict("pass", 0.002, 2.5), (ref, cand, golden))
     record_gate(engine, MODEL, VERSION, _verdict("fail", 0.04, 3.5), (ref, cand, golden))
+
+
+def seed_canary(engine: Engine, t0: datetime) -> None:
+    """A scheduled canary evaluation of VERSION against version 2: the whole traffic and
+    region=us pass, region=eu fails its prediction distribution."""
+
+    def judged(key: str, status: str) -> JudgedCriterion:
+        failed = status == "fail"
+        c = CanaryCriterion(
+            "prediction", "fail" if failed else "ok", 0.3 if failed else 0.02, None, 0.1, 400, 400,
+            p_value=1e-6 if failed else 0.4,
+        )  # fmt: skip
+        return JudgedCriterion(key, c, c.p_value)
+
+    until = t0 + timedelta(hours=HOURS - 1)
+    judgement = CanaryJudgement(
+        MODEL, VERSION, "2", until - timedelta(hours=1), until, "holm", 0.05, "fail",
+        (judged("", "ok"), judged('{"region":"eu"}', "fail"), judged('{"region":"us"}', "ok")),
+    )  # fmt: skip
+    store_judgement(engine, judgement)
 
 
 def seed_alerts(engine: Engine, t0: datetime) -> None:
@@ -221,4 +248,5 @@ def seed_all(engine: Engine, tmp: Path, now: datetime) -> datetime:
     seed_ingest(engine, tmp, t0)
     seed_slo(engine)
     seed_shadow(engine, t0)
+    seed_canary(engine, t0)
     return t0

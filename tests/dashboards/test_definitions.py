@@ -31,6 +31,7 @@ def test_expected_dashboards_and_variables() -> None:
         "modelwatch-guards",
         "modelwatch-operations",
         "modelwatch-outcomes",
+        "modelwatch-releases",
     ]
     variables = {uid: [v["name"] for v in b["templating"]["list"]] for uid, b in BOARDS.items()}
     assert variables["modelwatch-drift"] == ["model", "version", "slice", "granularity"]
@@ -42,6 +43,7 @@ def test_expected_dashboards_and_variables() -> None:
         "granularity",
     ]
     assert variables["modelwatch-guards"] == ["model", "version"]
+    assert variables["modelwatch-releases"] == ["model", "version"]
 
 
 @pytest.mark.parametrize("uid", sorted(BOARDS))
@@ -112,6 +114,7 @@ def test_cli_export_writes_grafana_file_provisioning(tmp_path: Path) -> None:
         "dashboards/modelwatch-prom-guards.json",
         "dashboards/modelwatch-prom-operations.json",
         "dashboards/modelwatch-prom-outcomes.json",
+        "dashboards/modelwatch-releases.json",
         "provisioning/dashboards/modelwatch.yaml",
         "provisioning/datasources/modelwatch.yaml",
     ]

@@ -132,6 +132,7 @@ def test_panels_show_the_seeded_facts(seeded: tuple[Engine, GrafanaContext]) -> 
     assert sorted((r[3], r[4], r[5], r[6], r[7]) for r in runs) == [
         ("fail", "flip_rate[scores]", 0.04, 4.0, 3.5),
         ("pass", None, 0.002, 4.0, 2.5),
+        ("pass", None, 0.003, 4.0, 2.6),
     ]
     # The alert went pending, fired and resolved; one notification failed to deliver.
     _, timeline = run(seeded, panel_sql("modelwatch-operations", "Alert timeline"))
@@ -139,7 +140,7 @@ def test_panels_show_the_seeded_facts(seeded: tuple[Engine, GrafanaContext]) -> 
     _, failed = run(seeded, panel_sql("modelwatch-operations", "Notification delivery failures"))
     assert sum(r[2] for r in failed) == 1
     # Shadow mode: version 3 shadows version 2 on 40 requests and flips every 5th (4 per region).
-    _, pairs = run(seeded, panel_sql("modelwatch-guards", "Shadow pairs by slice"))
+    _, pairs = run(seeded, panel_sql("modelwatch-releases", "Shadow pairs by slice"))
     assert [(r[0], r[1], r[2], r[3]) for r in pairs] == [
         ("2", "all", 40, pytest.approx(0.2)),
         ("2", "region=eu", 20, pytest.approx(0.2)),
@@ -251,3 +252,39 @@ def test_latency_stage_panels_show_the_seeded_facts(seeded: tuple[Engine, Grafan
     newest = [dict(zip(columns, r, strict=True)) for r in rows if r[2] == "all"]
     assert [r["stage"] for r in newest] == ["model", "queue"]  # slowest first
     assert float(newest[0]["p95_share"]) == pytest.approx(23 / 28, rel=0.02)
+
+
+def test_releases_panels_show_the_seeded_facts(seeded: tuple[Engine, GrafanaContext]) -> None:
+    # Guard history: a scheduled replay that passed, then two gate runs on request.
+    _, runs = run(seeded, panel_sql("modelwatch-releases", "Guard runs"))
+    assert [(r[1], r[2], r[4]) for r in runs] == [
+        (VERSION, "manual", "fail"),
+        (VERSION, "manual", "pass"),
+        (VERSION, "schedule", "pass"),
+    ]
+    _, timeline = run(seeded, panel_sql("modelwatch-releases", "Guard verdict history"))
+    assert [(r[1], r[2]) for r in timeline] == [
+        (f"{VERSION} (schedule)", 1),
+        (f"{VERSION} (manual)", 1),
+        (f"{VERSION} (manual)", 0),
+    ]
+    # Canary: the whole traffic and region=us pass, region=eu fails and fails the pair.
+    columns, rows = run(
+        seeded, panel_sql("modelwatch-releases", "Canary slices, newest evaluation")
+    )
+    newest = [dict(zip(columns, r, strict=True)) for r in rows]
+    assert [(r["slice"], r["verdict"], r["failed_criteria"]) for r in newest] == [
+        ("region=eu", "fail", 1),
+        ("all", "pass", 0),
+        ("region=us", "pass", 0),
+    ]
+    assert {(r["version"], r["stable"], r["pair_verdict"]) for r in newest} == {
+        (VERSION, "2", "fail")
+    }
+    assert newest[0]["decided_by"] == "prediction"
+    _, states = run(seeded, panel_sql("modelwatch-releases", "Canary verdict per slice"))
+    assert sorted((r[1], r[2]) for r in states) == [
+        (f"{VERSION} vs 2 all", 1),
+        (f"{VERSION} vs 2 region=eu", 0),
+        (f"{VERSION} vs 2 region=us", 1),
+    ]

@@ -46,10 +46,12 @@ def test_views_read_the_same_facts_on_both_backends(engine: Engine, tmp_path: Pa
         ]
         assert rows(
             "SELECT verdict, passed, decided_by, flip_rate, reference_latency_ms, "
-            "candidate_latency_ms, duration_s, providers FROM mw_gate_runs ORDER BY verdict"
+            "candidate_latency_ms, duration_s, providers FROM mw_gate_runs "
+            "ORDER BY verdict, flip_rate"
         ) == [
             ("fail", 0, "flip_rate[scores]", 0.04, 4.0, 3.5, 2.0, "CPUExecutionProvider"),
             ("pass", 1, None, 0.002, 4.0, 2.5, 2.0, "CPUExecutionProvider"),
+            ("pass", 1, None, 0.003, 4.0, 2.6, 2.0, "CPUExecutionProvider"),
         ]
         assert rows("SELECT state, state_code, alert, model FROM mw_alerts ORDER BY time") == [
             ("pending", 1, "FeatureDrift amount", "fraud"),
@@ -110,3 +112,15 @@ def test_views_read_the_same_facts_on_both_backends(engine: Engine, tmp_path: Pa
             "SELECT primary_version, version, sum(pairs), sum(flips), sum(decided) FROM mw_shadow "
             "WHERE slice = 'all' GROUP BY primary_version, version"
         ) == [("2", "3", 40, 8, 40)]
+        # Migration 0030: what started each gate run, and the canary verdict per judged slice.
+        assert rows(
+            "SELECT trigger, verdict, passed FROM mw_guard_history ORDER BY time, verdict"
+        ) == [("schedule", "pass", 1), ("manual", "pass", 1), ("manual", "fail", 0)]
+        assert rows(
+            "SELECT version, stable, slice, verdict, failed, failed_criteria, decided_by, "
+            "pair_verdict, correction FROM mw_canary_slices ORDER BY slice"
+        ) == [
+            ("3", "2", "all", "pass", 0, 0, None, "fail", "holm"),
+            ("3", "2", "region=eu", "fail", 1, 1, "prediction", "fail", "holm"),
+            ("3", "2", "region=us", "pass", 0, 0, None, "fail", "holm"),
+        ]

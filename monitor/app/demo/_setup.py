@@ -10,7 +10,7 @@ import numpy as np
 from sqlalchemy.engine import Engine
 
 from monitor.app.daemon.names import registry_names
-from monitor.app.demo._traffic import FEATURES, Scorer, training_frame
+from monitor.app.demo._traffic import CANARY_VERSION, FEATURES, Scorer, training_frame
 from monitor.baselines.store import save_baseline
 from monitor.config import Config, parse_config
 from monitor.outcomes.metrics import accuracy, recall
@@ -20,8 +20,12 @@ SECRET_ENV = "MODELWATCH_DEMO_WEBHOOK_SECRET"
 TOKEN_ENV = "MODELWATCH_DEMO_ADMIN_TOKEN"
 
 
-def demo_config(workdir: Path, receiver_url: str, baseline: dict[str, float]) -> Config:
-    """Embedded defaults: SQLite in the workdir, a followed serving log, a local receiver."""
+def demo_config(
+    workdir: Path, receiver_url: str, baseline: dict[str, float], golden: Path
+) -> Config:
+    """Embedded defaults: SQLite in the workdir, a followed serving log, a local receiver; an
+    hourly scheduled golden replay with rollback, a declared canary pair judged per region and
+    paired shadow mode (the scenes of `monitor.app.demo._releases`)."""
     return parse_config(
         {
             "database_url": f"sqlite:///{workdir / 'modelwatch.db'}",
@@ -34,6 +38,40 @@ def demo_config(workdir: Path, receiver_url: str, baseline: dict[str, float]) ->
                         "tolerance": 0.03,
                         "baseline": baseline,
                     },
+                    # A canary's outcome metric may fall this far below the stable's: the
+                    # demo's slices have a few hundred labels each.
+                    "canary": {"metric_tolerance": 0.05},
+                    "shadow": {},
+                }
+            ],
+            "guards": {
+                "golden_sets": {
+                    "fraud": {
+                        "path": str(golden),
+                        "preset": "int8",
+                        "id_column": "id",
+                        "label_column": "label",
+                        "slice_by": ["segment", "region"],
+                    }
+                },
+                "schedule": {
+                    "fraud": {
+                        "reference_version": "1",
+                        "every": "1h",
+                        "action": "rollback",
+                        "time_budget": "150s",
+                    }
+                },
+            },
+            "canaries": [
+                {
+                    "model": "fraud",
+                    "canary": CANARY_VERSION,
+                    "stable": "1",
+                    "since": "3h",
+                    "interval": "1h",
+                    "correction": "holm",
+                    "max_slices": 3,
                 }
             ],
             "sources": [
@@ -46,7 +84,7 @@ def demo_config(workdir: Path, receiver_url: str, baseline: dict[str, float]) ->
             ],
             "collect": {"window": "1h", "allowed_lateness": "10m", "pipeline": False},
             "api": {"tokens": [{"name": "demo", "scopes": ["admin"], "token_env": TOKEN_ENV}]},
-            "scheduler": {"evaluate_interval_s": 1, "lease_s": 30},
+            "scheduler": {"evaluate_interval_s": 1, "lease_s": 180},
             "alerts": {
                 "external_url": "http://127.0.0.1",
                 "grouping": {

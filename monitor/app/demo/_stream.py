@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 from sqlalchemy.engine import Engine
 
-from monitor.app.demo._traffic import Scorer, TrafficPlan, windows
+from monitor.app.demo._traffic import Builds, Scorer, TrafficPlan, windows
 from monitor.errors import ServiceError
 from monitor.storage import IngestCounter, session_factory
 
@@ -49,12 +49,13 @@ def stream(
     plan: TrafficPlan,
     scorer: Scorer,
     on_window: Callable[[int], None],
+    builds: Builds | None = None,
 ) -> tuple[int, int]:
     """Append each window's events (and the previous window's labels) to the serving log and
     wait until the collector has committed them; returns (events, labels) sent."""
     sent_events = sent_labels = 0
     pending: list[dict[str, Any]] = []
-    for batch in windows(plan, scorer):
+    for batch in windows(plan, scorer, builds):
         _append(log, batch.events + pending)
         sent_events += len(batch.events)
         sent_labels += len(pending)

@@ -5,6 +5,14 @@ Features f0..f7 feed the reference model (f0 is the "amount"-like feature); `reg
 `channel` are metadata used as slices. From `drift_from` on, region `drift_region` sees f0
 shifted by `shift_sd` standard deviations and its labels lose their relation to the score, so
 both feature drift and an outcome degradation exist only in that slice.
+
+The last windows also carry the releases scenes (`monitor.app.demo._releases`): from
+`canary_from` a share of requests is served by the canary version, whose scores in region
+`drift_region` alone are `canary_boost` times too high (as if it applied that region's fraud
+prior twice: a per-slice regression the whole traffic hides); from `shadow_from`
+every request of the stable version is also scored by the shadow version (`role: shadow`, the
+same request id), paired by shadow mode. Their draws use their own seeded generator, so the
+stable traffic is the same with or without them.
 """
 
 from __future__ import annotations
@@ -22,6 +30,9 @@ REGIONS = ("us", "eu", "apac", "latam")
 REGION_P = (0.4, 0.3, 0.2, 0.1)
 CHANNELS = ("web", "app", "pos")
 
+CANARY_VERSION = "6-canary"
+SHADOW_VERSION = "3-int8"
+
 Scorer = Callable[[np.ndarray], np.ndarray]
 
 
@@ -38,6 +49,23 @@ class TrafficPlan:
     shift_sd: float = 1.5
     label_lag: timedelta = timedelta(minutes=90)
     seed: int = 7
+    canary_from: int = 3
+    canary_share: float = 0.5
+    canary_boost: float = 1.8  # the canary's scores in `drift_region`, times this
+    shadow_from: int = 5
+
+    @property
+    def end(self) -> datetime:
+        """The end of the last window."""
+        return self.start + self.windows * self.window
+
+
+@dataclass(frozen=True)
+class Builds:
+    """The canary's and the shadow's models (None: no such scene)."""
+
+    canary: Scorer | None = None
+    shadow: Scorer | None = None
 
 
 def feature_matrix(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -70,14 +98,16 @@ class Batch:
     labels: list[dict[str, Any]]
 
 
-def windows(plan: TrafficPlan, scorer: Scorer) -> Iterator[Batch]:
+def windows(plan: TrafficPlan, scorer: Scorer, builds: Builds | None = None) -> Iterator[Batch]:
     """Prediction events window by window; each window's labels come `label_lag` later."""
     rng = np.random.default_rng(plan.seed)
     for w in range(plan.windows):
-        yield _window(plan, scorer, rng, w)
+        yield _window(plan, scorer, rng, w, builds or Builds())
 
 
-def _window(plan: TrafficPlan, scorer: Scorer, rng: np.random.Generator, w: int) -> Batch:
+def _window(
+    plan: TrafficPlan, scorer: Scorer, rng: np.random.Generator, w: int, builds: Builds
+) -> Batch:
     n = plan.per_window
     x = feature_matrix(rng, n)
     regions = rng.choice(REGIONS, size=n, p=REGION_P)
@@ -89,20 +119,25 @@ def _window(plan: TrafficPlan, scorer: Scorer, rng: np.random.Generator, w: int)
     base = plan.start + w * plan.window
     events, labels = [], []
     channels = rng.choice(CHANNELS, size=n)
+    versions, served = _releases(plan, builds, x, regions, score, w)
+    shadow = builds.shadow(x) if builds.shadow is not None and w >= plan.shadow_from else None
     for i in range(n):
         ts = base + timedelta(seconds=float(offsets[i]))
         rid = f"w{w}-{i}"
-        events.append(
-            {
-                "request_id": rid,
-                "model": "fraud",
-                "model_version": "1",
-                "timestamp": ts.isoformat(),
-                "features": {f: float(x[i, j]) for j, f in enumerate(FEATURES)},
-                "prediction": float(score[i]),
-                "metadata": {"region": str(regions[i]), "channel": str(channels[i])},
-            }
-        )
+        event = {
+            "request_id": rid,
+            "model": "fraud",
+            "model_version": str(versions[i]),
+            "timestamp": ts.isoformat(),
+            "features": {f: float(x[i, j]) for j, f in enumerate(FEATURES)},
+            "prediction": float(served[i]),
+            "metadata": {"region": str(regions[i]), "channel": str(channels[i])},
+        }
+        events.append(event)
+        if shadow is not None and versions[i] == "1":
+            event["role"] = "primary"
+            pair = {**event, "model_version": SHADOW_VERSION, "prediction": float(shadow[i])}
+            events.append({**pair, "role": "shadow"})
         labels.append(
             {
                 "request_id": rid,
@@ -112,3 +147,26 @@ def _window(plan: TrafficPlan, scorer: Scorer, rng: np.random.Generator, w: int)
             }
         )
     return Batch(w, events, labels)
+
+
+def _releases(
+    plan: TrafficPlan,
+    builds: Builds,
+    x: np.ndarray,
+    regions: np.ndarray,
+    score: np.ndarray,
+    w: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Which version served each request, and its prediction: from `canary_from` a share of
+    requests goes to the canary build, over-confident in `drift_region` only."""
+    versions = np.full(len(score), "1", dtype=object)
+    if builds.canary is None or w < plan.canary_from:
+        return versions, score
+    rng = np.random.default_rng(plan.seed * 1000 + w)  # the stable traffic's draws unchanged
+    canary = rng.random(len(score)) < plan.canary_share
+    boosted = builds.canary(x)
+    local = regions == plan.drift_region
+    boosted[local] = np.minimum(boosted[local] * plan.canary_boost, 1.0)
+    served = np.where(canary, boosted, score)
+    versions[canary] = CANARY_VERSION
+    return versions, served

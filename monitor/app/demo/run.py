@@ -1,4 +1,9 @@
-"""`modelwatch demo`: every capability on embedded defaults, end to end, in about a minute."""
+"""`modelwatch demo`: every capability on embedded defaults, end to end, in about a minute.
+
+The summary lists each scene: drift and outcome alerts, the gates and their rollback, and what
+the daemon watches without being asked (`monitor.app.demo._releases`): a scheduled golden
+replay that catches a swapped bad build and rolls back, a canary failing in one slice while the
+whole traffic passes, and a shadow comparison."""
 
 from __future__ import annotations
 
@@ -27,13 +32,19 @@ from monitor.app.demo._artifacts import drift_report, export_dashboards
 from monitor.app.demo._gates import CANDIDATES, GateOutcome, rollbacks, run_candidate
 from monitor.app.demo._models import fraud_golden, fraud_suite
 from monitor.app.demo._receiver import SignedWebhookReceiver
+from monitor.app.demo._releases import (
+    canary_scene,
+    replay_scene,
+    shadow_scene,
+    swap_in_bad_build,
+)
 from monitor.app.demo._setup import SECRET_ENV, TOKEN_ENV, create_baseline, demo_config, onnx_scorer
 from monitor.app.demo._stream import stream, wait_for
-from monitor.app.demo._traffic import TrafficPlan
+from monitor.app.demo._traffic import Builds, TrafficPlan
 from monitor.config import Config
 from monitor.storage import DriftResultRow, OutcomeResultRow, make_engine, session_factory
 
-STEPS = 6
+STEPS = 7
 
 
 @dataclass
@@ -44,6 +55,7 @@ class DemoState:
     events: int = 0
     labels: int = 0
     gates: list[GateOutcome] = field(default_factory=list)
+    releases: dict[str, Any] = field(default_factory=dict)
     reports: list[Path] = field(default_factory=list)
     dashboards: list[Path] = field(default_factory=list)
 
@@ -128,13 +140,30 @@ def _steps(
     register_version(engine, "fraud", "1", models["reference"], activate=True)
     scorer = onnx_scorer(models["reference"])
     baseline = create_baseline(engine, scorer, wd / "training.parquet")
-    config = demo_config(wd, receiver.url, baseline)
+    config = demo_config(wd, receiver.url, baseline, golden)
+    _gates(state, engine, config, models, golden, step)
+    # After the gates, a bad build is swapped in without one; the daemon's scheduled replay
+    # (its first run comes as it starts) catches it while the traffic streams.
+    swap_in_bad_build(engine, models)
     service = build_service(config, engine)
     port = free_port()
     server = service.serve_in_background("127.0.0.1", port)
+    plan = TrafficPlan()
     try:
-        _traffic(state, engine, scorer, receiver, step)
-        _gates(state, engine, config, models, golden, receiver, step)
+        builds = Builds(canary=onnx_scorer(models["fp16"]), shadow=onnx_scorer(models["int8_good"]))
+        _traffic(state, engine, scorer, receiver, step, plan, builds)
+        if any(g.verdict == "fail" for g in state.gates):
+            wait_for(
+                lambda: _count_alerts(receiver, "GateFailed") > 0,
+                30,
+                "the gate failure alert at the webhook receiver",
+            )
+        step("scheduled replay, canary per slice, shadow pairs")
+        state.releases = {
+            "replay": replay_scene(engine),
+            "canary": canary_scene(engine, config, plan),
+            "shadow": shadow_scene(engine, config, plan),
+        }
         _reports(state, engine, config, step)
         if serve:
             _serve_forever(console, port)
@@ -149,11 +178,12 @@ def _traffic(
     scorer: Any,
     receiver: SignedWebhookReceiver,
     step: Callable[[str], None],
+    plan: TrafficPlan,
+    builds: Builds,
 ) -> None:
-    step("streaming traffic (drift in region=eu from hour 3, late labels)")
-    plan = TrafficPlan()
+    step("streaming traffic (drift in region=eu from hour 3, a canary, shadow pairs, late labels)")
     state.events, state.labels = stream(
-        engine, state.workdir / "logs" / "serving.jsonl", plan, scorer, lambda _w: None
+        engine, state.workdir / "logs" / "serving.jsonl", plan, scorer, lambda _w: None, builds
     )
     step("detecting drift and outcome degradation; delivering signed alerts")
     wait_for(lambda: _has(engine, DriftResultRow, "drift"), 60, "drift to be detected")
@@ -178,20 +208,14 @@ def _gates(
     config: Config,
     models: dict[str, Path],
     golden: Path,
-    receiver: SignedWebhookReceiver,
     step: Callable[[str], None],
 ) -> None:
+    """Gate each build; a failure's alert is delivered once the daemon runs."""
     step("canary gates for the fp16 and int8 builds")
     for key in CANDIDATES:
         outcome = run_candidate(engine, config, models, golden, key, state.workdir / "reports")
         state.gates.append(outcome)
         state.reports += outcome.reports
-    if any(g.verdict == "fail" for g in state.gates):
-        wait_for(
-            lambda: _count_alerts(receiver, "GateFailed") > 0,
-            30,
-            "the gate failure alert at the webhook receiver",
-        )
 
 
 def _reports(state: DemoState, engine: Engine, config: Config, step: Callable[[str], None]) -> None:
@@ -221,6 +245,7 @@ def _summary(state: DemoState, engine: Engine, receiver: SignedWebhookReceiver) 
         "signatures_rejected": len(receiver.received.rejected),
         "gate": {g.candidate: g.verdict for g in state.gates},
         "rollbacks": rollbacks(engine),
+        **state.releases,
         "reports": [str(p) for p in state.reports],
         "dashboards": [str(p) for p in state.dashboards],
     }
@@ -238,6 +263,29 @@ def _print_summary(console: Console, summary: dict[str, Any], receiver: Any) -> 
         table.add_row(f"gate {name}", verdict)
     for rb in summary["rollbacks"]:
         table.add_row("rollback", f"{rb['model']}: {rb['from']} -> {rb['to']}")
+    _print_releases(table, summary)
     table.add_row("reports", str(len(summary["reports"])))
     table.add_row("dashboards", str(len(summary["dashboards"])))
     console.print(table)
+
+
+def _print_releases(table: Table, summary: dict[str, Any]) -> None:
+    replay, canary, shadow = summary["replay"], summary["canary"], summary["shadow"]
+    back = replay["rolled_back_to"]
+    table.add_row(
+        "scheduled replay",
+        f"caught {replay['version']} ({replay['verdict']})"
+        + (f", rolled back to {back}" if back else ", no rollback"),
+    )
+    slices = ", ".join(canary["failed_slices"]) or "none"
+    table.add_row(
+        f"canary {canary['canary']} vs {canary['stable']}",
+        f"{canary['verdict']}: failed in {slices}; overall {canary['overall']}",
+    )
+    low, high = shadow["flip_rate_ci"]
+    rate = "n/a" if shadow["flip_rate"] is None else f"{shadow['flip_rate']:.2%}"
+    interval = "" if low is None or high is None else f" [{low:.2%}, {high:.2%}]"
+    table.add_row(
+        f"shadow {shadow['shadow']} vs {shadow['primary']}",
+        f"{shadow['pairs']} pairs, flip rate {rate}{interval} ({shadow['status']})",
+    )

@@ -27,14 +27,16 @@ def test_demo_delivers_what_it_promises(
     workdir, out = demo
     assert out.returncode == 0, out.stderr[-3000:]
     summary = json.loads((workdir / "summary.json").read_text())
-    assert summary["events_ingested"] == 15_000
+    # 15,000 requests; in the last hour each request of version 1 also has its shadow's event.
+    assert summary["events_ingested"] == 15_000 + summary["shadow"]["pairs"]
     assert summary["drift_alerts_delivered"] >= 1
     assert summary["outcome_alerts_delivered"] >= 1
     assert summary["gate_alerts_delivered"] >= 1
     assert summary["signatures_rejected"] == 0
     assert summary["gate"] == {"fp16": "pass", "int8_good": "pass", "int8_bad": "fail"}
     assert summary["rollbacks"] == [
-        {"model": "fraud", "from": "4-int8-miscalibrated", "to": "3-int8"}
+        {"model": "fraud", "from": "4-int8-miscalibrated", "to": "3-int8"},
+        {"model": "fraud", "from": "5-int8-swapped", "to": "3-int8"},
     ]
     for path in summary["reports"] + summary["dashboards"]:
         assert Path(path).stat().st_size > (500 if path.endswith((".html", ".json")) else 100)
@@ -65,3 +67,42 @@ def test_demo_drift_is_found_in_the_drifted_region_only(
     regions = {a.get("slice") for a in firing if a["alertname"] == "FeatureDrift"}
     assert "region=eu" in regions
     assert regions <= {"region=eu", None}
+
+
+def test_demo_summary_lists_the_release_scenes(
+    demo: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    workdir, out = demo
+    assert out.returncode == 0, out.stderr[-3000:]
+    summary = json.loads((workdir / "summary.json").read_text())
+    # The daemon's scheduled replay (its first run, as it starts) caught the swapped bad build
+    # and rolled back to last-known-good.
+    assert summary["replay"] == {
+        "version": "5-int8-swapped",
+        "verdict": "fail",
+        "replays": 1,
+        "rolled_back_to": "3-int8",
+    }
+    # The canary fails in region=eu alone; the whole traffic passes.
+    canary = summary["canary"]
+    assert (canary["verdict"], canary["overall"]) == ("fail", "pass")
+    assert canary["failed_slices"] == ["region=eu"]
+    assert canary["failed_criteria"] == ["prediction in region=eu"]
+    # Shadow mode: the good int8 build beside version 1, every request paired.
+    shadow = summary["shadow"]
+    assert (shadow["primary"], shadow["shadow"], shadow["unpaired"]) == ("1", "3-int8", 0)
+    assert shadow["pairs"] > 1000 and shadow["status"] == "ok"
+    low, high = shadow["flip_rate_ci"]
+    assert 0 <= low <= shadow["flip_rate"] <= high < 0.05
+    for line in ("caught 5-int8-swapped (fail), rolled back", "failed in region=eu; overall pass"):
+        assert line in " ".join(out.stdout.split()), out.stdout[-3000:]
+    db = sqlite3.connect(workdir / "modelwatch.db")
+    triggers = [t for (t,) in db.execute("SELECT trigger FROM mw_guard_history ORDER BY time")]
+    assert triggers.count("schedule") == 1
+    slices = dict(
+        db.execute(
+            "SELECT slice, verdict FROM mw_canary_slices WHERE version = '6-canary' "
+            "AND pair_verdict = 'fail'"
+        )
+    )
+    assert slices["region=eu"] == "fail" and slices["all"] == "pass"
