@@ -16,7 +16,8 @@ from alerts import SIGNAL_KINDS, DeliveryWorker, Evaluator, Signal, deadline_cli
 from collectors.runner import RunState, run
 from dashboards.metrics import ModelwatchMetrics
 from guards.registry import rollback
-from monitor.app.daemon._canary_job import CanaryWatch, canary_signals
+from monitor.app.daemon._canary_job import CanaryWatch as CanaryWatch  # the demo runs it
+from monitor.app.daemon._canary_job import canary_signals
 from monitor.app.daemon._guard_job import GuardReplays
 from monitor.app.daemon._guard_job import signal_producers as guard_replay_producers
 from monitor.app.daemon._health_signals import (
@@ -26,7 +27,8 @@ from monitor.app.daemon._health_signals import (
     no_data_signals,
 )
 from monitor.app.daemon._scheduler import JobSpec
-from monitor.app.daemon._service import Service, replica_id
+from monitor.app.daemon._service import Service
+from monitor.app.daemon._service import replica_id as replica_id  # the demo names itself
 from monitor.app.daemon._shadow_signals import ShadowSignals
 from monitor.app.daemon._skew_job import SkewWatch, skew_signals
 from monitor.app.daemon._supervisor import Component, SupervisedComponent

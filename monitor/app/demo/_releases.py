@@ -22,8 +22,7 @@ from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
 from guards.registry import register_version
-from monitor.app.daemon._canary_job import CanaryWatch
-from monitor.app.daemon._service import replica_id
+from monitor.app.daemon.wiring import CanaryWatch, replica_id
 from monitor.app.demo._stream import wait_for
 from monitor.app.demo._traffic import CANARY_VERSION, SHADOW_VERSION, TrafficPlan
 from monitor.config import Config

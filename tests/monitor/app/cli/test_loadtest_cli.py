@@ -76,5 +76,7 @@ def test_register_stores_the_capacity_with_the_version(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     listed = json.loads(run_cli("models", "list", "--json", *db).stdout)
     capacity = listed[0]["versions"][0]["settings"]["capacity"]
-    assert capacity["sustained_qps"] == 40 and capacity["knee_qps"] is None
+    # 40/s is far below a 5 ms endpoint's capacity, but a loaded machine may still see a knee:
+    # the registry stores what was measured, whichever it was
+    assert (capacity["sustained_qps"], capacity["knee_qps"]) in ((40, None), (20, 40))
     assert capacity["url"] == url and capacity["service_time_ms"] > 0
