@@ -15,6 +15,9 @@ import pytest
 from bench.calibration_decisions import failures, gate_rows
 from guards._stats import exact_interval
 
+# Null simulations (seconds of CPU each): the full lane's; the fast lane stays under 90 s.
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.parametrize(("n", "limit"), [(30, 0.005), (100, 0.005), (199, 0.03)])
 def test_a_candidate_at_its_limit_fails_small_slices_at_most_at_the_nominal_rate(

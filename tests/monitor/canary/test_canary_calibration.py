@@ -9,7 +9,12 @@ counts (docs/concepts/calibration.md, "Canary criteria").
 
 from __future__ import annotations
 
+import pytest
+
 from bench.calibration_decisions import canary_rows, failures
+
+# Null simulations (seconds of CPU each): the full lane's; the fast lane stays under 90 s.
+pytestmark = pytest.mark.slow
 
 
 def test_the_error_rate_criterion_fails_at_most_at_alpha() -> None:

@@ -19,6 +19,9 @@ from bench.calibration import P_CHECK, Case, exceeds, run_case, wilson
 from monitor.detectors import DEFAULT_ALPHA, evaluate
 from monitor.profiles import profile_frame, specs_for
 
+# Null simulations (seconds of CPU each): the full lane's; the fast lane stays under 90 s.
+pytestmark = pytest.mark.slow
+
 # (case, null pairs): every registered method of the column's kind is run on each pair.
 CASES = [
     # The winner's curse: top-50 buckets of 1,000 equally likely values chosen by the reference

@@ -13,6 +13,9 @@ import pytest
 
 from bench.calibration_decisions import evidence_rows, failures
 
+# Null simulations (seconds of CPU each): the full lane's; the fast lane stays under 90 s.
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.parametrize(
     ("k", "n_ref", "n_cur"), [(2, 10_000, 1_000), (10, 10_000, 100), (100, 10_000, 1_000)]

@@ -15,6 +15,9 @@ import pytest
 
 from bench.calibration_decisions import band_rows, failures
 
+# Null simulations (seconds of CPU each): the full lane's; the fast lane stays under 90 s.
+pytestmark = pytest.mark.slow
+
 MISSES = "CBPE band misses"
 
 

@@ -16,6 +16,9 @@ import pytest
 from monitor.loadtest import LoadtestReport, Target, run_loadtest
 from tests.monitor.loadtest.toy import refused_url, silent, toy_endpoint
 
+# Real load against a loopback endpoint for whole seconds: the full lane's.
+pytestmark = pytest.mark.slow
+
 SERVICE_S = 0.01  # capacity 100/s (a little less: HTTP on loopback adds ~1 ms or more)
 RATES = (25.0, 40.0, 200.0)
 DURATION_S = 0.5

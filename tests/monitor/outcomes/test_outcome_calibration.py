@@ -14,6 +14,9 @@ import pytest
 
 from bench.calibration_decisions import failures, outcome_rows
 
+# Null simulations (seconds of CPU each): the full lane's; the fast lane stays under 90 s.
+pytestmark = pytest.mark.slow
+
 PROPORTIONS = ("accuracy", "precision", "recall")  # Wilson intervals: cheap, more reps
 BOOTSTRAPPED = ("f1", "roc_auc", "log_loss")  # percentile bootstrap: fewer reps
 REGRESSION = ("mae", "rmse", "mape")  # normal intervals from moments

@@ -10,6 +10,9 @@ import pytest
 from tests.conftest import run_cli
 from tests.monitor.loadtest.toy import refused_url, toy_endpoint
 
+# Real load against a loopback endpoint for whole seconds: the full lane's.
+pytestmark = pytest.mark.slow
+
 
 def test_loadtest_writes_json_html_and_markdown(tmp_path: Path) -> None:
     payload = tmp_path / "row.json"
