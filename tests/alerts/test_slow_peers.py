@@ -99,6 +99,7 @@ def notify_both(evaluator: Evaluator, models: list[str], t: float) -> None:
         evaluator.evaluate([drift(model=m) for m in models], at(when))
 
 
+@pytest.mark.slow  # ~8 s of a real trickle up to the deadline: the full lane's
 def test_trickling_receiver_never_delays_another_and_ends_at_its_deadline(
     engine: Engine, slow: TricklingReceiver, fast: RecordingReceiver
 ) -> None:
