@@ -22,6 +22,7 @@ from dashboards._labels import ALL_SLICES, LabelLimiter, SliceLabels
 from dashboards._refresh import Refresh
 from monitor import __version__
 from monitor.config import ModelConfig
+from monitor.profiles.serving import STAGES
 
 # Window evaluation runs from milliseconds (small windows) to minutes (big backfills).
 EVALUATION_BUCKETS: tuple[float, ...] = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
@@ -81,6 +82,7 @@ class ModelwatchMetrics:
         self._define_service_metrics(registry)
         self._define_shadow_metrics(registry)
         self._define_watch_metrics(registry)
+        self._define_latency_stage_metrics(registry)
 
     def keep_model_series(self, family: str, model: str) -> None:
         """Keep `model`'s series of a refreshed family (drift, outcome, estimated, guard, slo,
@@ -106,6 +108,7 @@ class ModelwatchMetrics:
             "guard": (self.guard_verdict, self.guard_flip_rate, self.guard_metric_drop),
             "slo": (self.slo_value, self.slo_threshold),
             "settings": (self.model_version_info,),
+            "latency": (self.latency_stage_p95, self.latency_stage_share),
         }
 
     def end_refresh(self) -> int:
@@ -207,6 +210,34 @@ class ModelwatchMetrics:
             ["model", "version", "metric", "slice"],
             registry=registry,
         )
+
+    def _define_latency_stage_metrics(self, registry: CollectorRegistry) -> None:
+        # `stage` is one of the fixed request stages (monitor.profiles.serving.STAGES).
+        self.latency_stage_p95 = Gauge(
+            "modelwatch_latency_stage_p95_seconds",
+            "Latest window's p95 of one request stage in seconds (queue, preprocess, model, "
+            "postprocess, network; the events' `<stage>_ms`), all slices together.",
+            ["model", "version", "stage"],
+            registry=registry,
+        )
+        self.latency_stage_share = Gauge(
+            "modelwatch_latency_stage_mean_share",
+            "A stage's mean latency over the end-to-end mean in the latest window (means add "
+            "up: the shares sum to 1 when every event reports every stage).",
+            ["model", "version", "stage"],
+            registry=registry,
+        )
+
+    def set_latency_stage(
+        self, model: str, version: str, stage: str, p95_ms: float, mean_share: float | None
+    ) -> None:
+        """Publish one stage's latest p95 (given in ms, exported in seconds) and share of the
+        mean; an unknown stage is a ValueError (the label stays bounded)."""
+        if stage not in STAGES:
+            raise ValueError(f"unknown latency stage {stage!r}; expected one of {STAGES}")
+        self._refresh.set(self.latency_stage_p95, (model, version, stage), p95_ms / 1000.0)
+        if mean_share is not None:
+            self._refresh.set(self.latency_stage_share, (model, version, stage), mean_share)
 
     def _define_guard_metrics(self, registry: CollectorRegistry) -> None:
         self.guard_verdict = Gauge(

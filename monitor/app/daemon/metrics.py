@@ -8,7 +8,8 @@ gauges show the versions with results (SLO: serving statistics) in the model's n
 the one before it (at a window boundary, a version whose new window has no results yet keeps its
 series; one that stopped serving drops out a window later); guard gauges the
 versions gated within `scheduler.retention_days`; `model_version_info` the newest registered
-versions' settings.
+versions' settings; the latency stage gauges each current version's stage p95 and share of the
+mean in its newest window, all slices together (`monitor.slo.breakdown`).
 A series not written in a tick is removed, except where its family's read failed for the model
 (each model's drift, outcome, estimated, guard, SLO and settings read is an item of the job):
 those keep their last values until the read succeeds, and the failure is recorded.
@@ -31,8 +32,9 @@ from dashboards.metrics import ModelwatchMetrics
 from monitor.app.daemon.signals import latest_rows
 from monitor.config.serving import SloConfig
 from monitor.failures import Isolation
-from monitor.profiles import key_of, slice_label
+from monitor.profiles import OVERALL, key_of, slice_label
 from monitor.profiles.serving import ServingSummary
+from monitor.slo.breakdown import latency_breakdown
 from monitor.slo.evaluate import ServingWindow, evaluate_windows, version_prices
 from monitor.storage import (
     AlertNotification,
@@ -131,6 +133,7 @@ class MetricsPublisher:
         ]
         if model in self.slo:
             out.append(("slo", functools.partial(self._slo, model, self.slo[model])))
+        out.append(("latency", functools.partial(self._latency_stages, model)))
         return [*out, ("settings", functools.partial(self._settings, model))]
 
     def _refresh_family(self, family: str, model: str, read: Callable[[], None]) -> None:
@@ -200,6 +203,17 @@ class MetricsPublisher:
                 self.metrics.set_slo(
                     model, r.version, r.slice_key or None, r.objective, r.value, r.threshold
                 )
+
+    def _latency_stages(self, model: str) -> None:
+        """Each current version's stage p95 and mean share, over all slices (bounded labels)."""
+        for r in _current(latest_rows(self.engine, WindowServing, model)):
+            if r.slice_key != OVERALL:
+                continue
+            for stage in latency_breakdown(ServingSummary.from_row(r)).stages:
+                if stage.p95 is not None:
+                    self.metrics.set_latency_stage(
+                        model, r.version, stage.stage, stage.p95, stage.mean_share
+                    )
 
     def _settings(self, model: str) -> None:
         """The newest `MAX_INFO_VERSIONS` versions' optimization settings (bounded labels)."""

@@ -20,7 +20,7 @@ from monitor.config import parse_config
 from monitor.detectors import DriftResult
 from monitor.failures import Isolation
 from monitor.outcomes import OutcomeResult
-from monitor.profiles.serving import ServingSummary
+from monitor.profiles.serving import LatencySketch, ServingSummary
 from monitor.results.store import (
     store_drift_results,
     store_estimated_results,
@@ -184,3 +184,41 @@ def test_a_family_whose_read_fails_keeps_its_series_and_the_others_refresh(
     assert [f.item for f in isolation.failing()] == ["metrics guard m"]
     with pytest.raises(ValueError, match="unknown refreshed family 'guards'; expected one of"):
         metrics.keep_model_series("guards", "m")
+
+
+def test_stage_latency_gauges_follow_each_versions_newest_window(sqlite_engine: Engine) -> None:
+    config = parse_config({"database_url": "sqlite://", "models": [{"name": "m"}]}, env={})
+    registry = CollectorRegistry()
+    metrics = ModelwatchMetrics(registry, config.models)
+    publisher = MetricsPublisher(sqlite_engine, metrics)
+
+    def stage(name: str, version: str = "1") -> tuple[float | None, float | None]:
+        labels = {"model": "m", "version": version, "stage": name}
+        names = ("modelwatch_latency_stage_p95_seconds", "modelwatch_latency_stage_mean_share")
+        p95, share = (registry.get_sample_value(n, labels) for n in names)
+        return p95, share
+
+    def window(w: int, model_ms: float) -> None:
+        # every event: 5 ms queue + the model's time; the total is their sum
+        summary = ServingSummary(
+            requests=100,
+            latency=LatencySketch.of([5.0 + model_ms] * 100),
+            model_latency=LatencySketch.of([model_ms] * 100),
+            stages={"queue": LatencySketch.of([5.0] * 100)},
+        )
+        with transaction(sqlite_engine) as s:
+            s.add(WindowServing(model="m", version="1", window_start=T0 + w * HOUR,
+                                window_end=T0 + (w + 1) * HOUR, slice_key="",
+                                **summary.to_row()))  # fmt: skip
+
+    window(0, 15.0)
+    publisher.publish(["m"])
+    model, queue = stage("model"), stage("queue")
+    assert model[0] == pytest.approx(0.015, rel=0.02) and model[1] == pytest.approx(0.75, rel=0.02)
+    assert queue[0] == pytest.approx(0.005, rel=0.02) and queue[1] == pytest.approx(0.25, rel=0.02)
+    assert stage("network") == (None, None)  # no event reported it: no series
+    window(1, 35.0)  # the model stage slows down: its series follows the newest window
+    publisher.publish(["m"])
+    assert stage("model")[0] == pytest.approx(0.035, rel=0.02)
+    with pytest.raises(ValueError, match="unknown latency stage 'gpu'"):
+        metrics.set_latency_stage("m", "1", "gpu", 1.0, None)

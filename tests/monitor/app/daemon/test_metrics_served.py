@@ -172,7 +172,7 @@ def _published(server: ServerProcess, *needles: str, timeout: float = 60) -> str
 def seeded(server: ServerProcess) -> ServerProcess:
     _seed(server.directory)
     httpx.get(f"{server.url}/v1/models", headers=auth("MW_T_READ"))  # one request to count
-    body = [event(i, latency_ms=20.0 + i) for i in range(5)]
+    body = [event(i, latency_ms=20.0 + i, queue_ms=2.0, model_ms=15.0 + i) for i in range(5)]
     body += [{**event(9), "timestamp": "not a time"}]
     headers = {**auth("MW_T_INGEST"), "Idempotency-Key": "served-1"}
     assert httpx.post(f"{server.url}/v1/events", json=body, headers=headers).status_code == 202
@@ -181,6 +181,18 @@ def seeded(server: ServerProcess) -> ServerProcess:
     # first refresh after the drain aggregated them). Wait for a series, not the family name.
     _published(server, "modelwatch_slo_value{", 'objective="error_rate"', 'slice="all"')
     return server
+
+
+def test_stage_latency_is_published_per_stage(seeded: ServerProcess) -> None:
+    # the events' stage timings: one series per stage they reported, none for the others
+    text = _published(seeded, "modelwatch_latency_stage_p95_seconds{", 'stage="model"')
+    stages = {
+        line.split('stage="')[1].split('"')[0]
+        for line in text.splitlines()
+        if line.startswith("modelwatch_latency_stage_p95_seconds{")
+    }
+    assert stages == {"model", "queue"}
+    assert 'modelwatch_latency_stage_mean_share{model="fraud",stage="queue",version="1"}' in text
 
 
 def test_promtool_accepts_both_formats(seeded: ServerProcess) -> None:
