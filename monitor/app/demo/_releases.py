@@ -6,7 +6,9 @@
   `action: rollback` moves `active` back to last-known-good.
 - Per-slice canary: the canary pair (`canaries:`) judged by the daemon's canary job over the
   last two hours of traffic, overall and per region; the canary build mis-reads f0 in
-  region=eu only, so that slice fails while the whole traffic passes.
+  region=eu only, so that slice fails while the whole traffic passes. Its model stage is also
+  18 ms slower: its p95 latency criterion explains the rise by the stage that moved
+  ("p95 +20 ms, of which model +18 ms"; within the demo's `latency_ratio`).
 - Paired shadow mode: in the last hour the good int8 build scores every stable request as a
   shadow; the pairs' flip rate with its interval.
 """
@@ -25,6 +27,7 @@ from guards.registry import register_version
 from monitor.app.daemon.wiring import CanaryWatch, replica_id
 from monitor.app.demo._stream import wait_for
 from monitor.app.demo._traffic import CANARY_VERSION, SHADOW_VERSION, TrafficPlan
+from monitor.canary import CanaryJudgement
 from monitor.config import Config
 from monitor.profiles import OVERALL, slice_label
 from monitor.shadow import shadow_results
@@ -88,7 +91,18 @@ def canary_scene(engine: Engine, config: Config, plan: TrafficPlan) -> dict[str,
             f"{j.criterion.name} in {slice_label(j.slice_key) or 'all'}" for j in judgement.failed
         ),
         "correction": judgement.correction,
+        "latency": _latency_shift(judgement),
     }
+
+
+def _latency_shift(judgement: CanaryJudgement) -> str | None:
+    """The whole traffic's p95 change and the stage that moved, from its latency criterion."""
+    detail = next(
+        (j.criterion.detail for j in judgement.judged
+         if j.slice_key == OVERALL and j.criterion.name == "latency_p95"),
+        "",
+    )  # fmt: skip
+    return next((part for part in detail.split("; ") if part.startswith("p95 ")), None)
 
 
 def shadow_scene(engine: Engine, config: Config, plan: TrafficPlan) -> dict[str, Any]:

@@ -13,6 +13,12 @@ prior twice: a per-slice regression the whole traffic hides); from `shadow_from`
 every request of the stable version is also scored by the shadow version (`role: shadow`, the
 same request id), paired by shadow mode. Their draws use their own seeded generator, so the
 stable traffic is the same with or without them.
+
+Every request reports its stage timings (`queue_ms`, `preprocess_ms`, `model_ms`,
+`postprocess_ms`, `network_ms`; `latency_ms` is their sum), drawn from their own generator too.
+The canary build's model stage is `canary_model_ms` slower (and its preprocessing 2 ms): a
+latency regression the canary's evaluation explains by its stage ("p95 +20 ms, of which model
++18 ms").
 """
 
 from __future__ import annotations
@@ -53,6 +59,7 @@ class TrafficPlan:
     canary_share: float = 0.5
     canary_boost: float = 1.8  # the canary's scores in `drift_region`, times this
     shadow_from: int = 5
+    canary_model_ms: float = 18.0  # the canary build's model stage, this much slower
 
     @property
     def end(self) -> datetime:
@@ -120,6 +127,7 @@ def _window(
     events, labels = [], []
     channels = rng.choice(CHANNELS, size=n)
     versions, served = _releases(plan, builds, x, regions, score, w)
+    timings = _timings(plan, w, versions)
     shadow = builds.shadow(x) if builds.shadow is not None and w >= plan.shadow_from else None
     for i in range(n):
         ts = base + timedelta(seconds=float(offsets[i]))
@@ -132,6 +140,7 @@ def _window(
             "features": {f: float(x[i, j]) for j, f in enumerate(FEATURES)},
             "prediction": float(served[i]),
             "metadata": {"region": str(regions[i]), "channel": str(channels[i])},
+            **{name: float(ms[i]) for name, ms in timings.items()},
         }
         events.append(event)
         if shadow is not None and versions[i] == "1":
@@ -170,3 +179,22 @@ def _releases(
     served = np.where(canary, boosted, score)
     versions[canary] = CANARY_VERSION
     return versions, served
+
+
+# Each stage's median (ms) and log-normal spread on the stable build.
+STAGE_MS = {"queue_ms": (2.0, 0.6), "preprocess_ms": (3.0, 0.3), "model_ms": (12.0, 0.25),
+            "postprocess_ms": (1.0, 0.3), "network_ms": (6.0, 0.4)}  # fmt: skip
+
+
+def _timings(plan: TrafficPlan, w: int, versions: np.ndarray) -> dict[str, np.ndarray]:
+    """Per request: each stage's time and `latency_ms`, their sum (the canary's model stage
+    `canary_model_ms` slower, its preprocessing 2 ms); rounded to 0.01 ms."""
+    rng = np.random.default_rng(plan.seed * 7919 + w)  # the stable traffic's draws unchanged
+    n = len(versions)
+    out = {k: rng.lognormal(np.log(median), spread, n) for k, (median, spread) in STAGE_MS.items()}
+    canary = versions == CANARY_VERSION
+    out["model_ms"] = out["model_ms"] + plan.canary_model_ms * canary
+    out["preprocess_ms"] = out["preprocess_ms"] + 2.0 * canary
+    out = {k: np.round(v, 2) for k, v in out.items()}
+    out["latency_ms"] = np.round(sum(out.values()), 2)
+    return out

@@ -282,6 +282,8 @@ def _print_releases(table: Table, summary: dict[str, Any]) -> None:
         f"canary {canary['canary']} vs {canary['stable']}",
         f"{canary['verdict']}: failed in {slices}; overall {canary['overall']}",
     )
+    if canary["latency"]:
+        table.add_row(f"canary {canary['canary']} latency", canary["latency"])
     low, high = shadow["flip_rate_ci"]
     rate = "n/a" if shadow["flip_rate"] is None else f"{shadow['flip_rate']:.2%}"
     interval = "" if low is None or high is None else f" [{low:.2%}, {high:.2%}]"
