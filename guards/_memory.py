@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import logging
 import os
 import resource
 import subprocess
@@ -27,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+log = logging.getLogger(__name__)
 
 RUNS = 3
 TIMEOUT_S = 120.0
@@ -64,8 +67,11 @@ def _child(path: Path, batch: Path, providers: Sequence[str], threads: int) -> M
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
     except subprocess.TimeoutExpired:
+        log.warning("peak memory of %s: no answer in %.0f s", path.name, TIMEOUT_S)
         return None
     if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1][:200]
+        log.warning("peak memory of %s: the child failed: %s", path.name, last)
         return None
     doc = json.loads(done.stdout.strip().splitlines()[-1])
     return MemoryUse(int(doc["rss_bytes"]), doc["device_bytes"])

@@ -6,8 +6,10 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from guards._memory import peak_memory
 from guards.candidates import parse_prices, throughput_at_slo
 from guards.registry import version_settings
 from guards.results import LatencyStats
@@ -36,8 +38,9 @@ def args(suite: Suite, *extra: str) -> list[str]:
 def test_table_per_candidate_with_metric_latency_cost_and_slo(suite: Suite, tmp_path: Path) -> None:
     out = tmp_path / "compare.json"
     # A budget no build misses on any machine: the verdict does not depend on speed.
+    # peak memory (a child process per build) is measured in the store-settings test below
     run = run_cli(*args(suite, "--slo", "latency_p95_ms=60000", "--slo", "metric_drop=5",
-                        "--json", str(out)))  # fmt: skip
+                        "--no-memory", "--json", str(out)))  # fmt: skip
     assert run.returncode == 0, run.stderr
     rows = json.loads(out.read_text())
     assert [r["candidate"] for r in rows] == [
@@ -63,7 +66,7 @@ def test_table_per_candidate_with_metric_latency_cost_and_slo(suite: Suite, tmp_
         assert r["meets_slo"] is True and r["missed"] == []
         assert r["metric"] is not None
         assert r["file_bytes"] == os.path.getsize(suite.models[name])
-        assert r["peak_rss_bytes"] > 0 and r["device_memory_bytes"] is None  # CPU here
+        assert r["peak_rss_bytes"] is None  # --no-memory
         # 60 s p95 bound: the largest batch meets it, at that batch's throughput
         at_slo = {"batch_size": 32, "rows_per_s": top["rows_per_s"], "p95_ms": top["p95_ms"],
                   "latency_slo_ms": 60000}  # fmt: skip
@@ -170,10 +173,24 @@ def test_store_settings_writes_each_build_to_the_registry_in_one_step(
     assert (stored["precision"], stored["hourly_price"], stored["replicas"]) == ("fp16", 0.35, 1)
     measured = stored["compare"]
     assert measured["file_bytes"] == candidate["file_bytes"] == os.path.getsize(fp16)
+    # each build's own child process: some memory on the host, no device here (CPU)
     assert measured["peak_rss_bytes"] == candidate["peak_rss_bytes"] > 0
+    assert reference["peak_rss_bytes"] > 0
+    assert measured["device_memory_bytes"] is candidate["device_memory_bytes"] is None
     assert measured["throughput_at_slo"] == candidate["throughput_at_slo"]
     assert measured["cost_per_1k"] == candidate["cost_per_1k"] and measured["verdict"] == "pass"
     ref = version_settings(engine, "fraud", "fraud_fp32")
     assert "hourly_price" not in ref and ref["compare"]["role"] == "reference"
     assert ref["compare"]["peak_rss_bytes"] == reference["peak_rss_bytes"]
     engine.dispose()
+
+
+@pytest.mark.slow
+def test_a_build_whose_child_fails_has_no_memory_figure(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    broken = tmp_path / "broken.onnx"
+    broken.write_bytes(b"not a model")
+    feeds = {"features": np.zeros((4, 8), np.float32)}
+    assert peak_memory([broken], feeds, ["CPUExecutionProvider"]) == [None]
+    assert "peak memory of broken.onnx: the child failed" in caplog.text
