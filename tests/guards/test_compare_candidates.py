@@ -154,6 +154,10 @@ def test_store_settings_writes_each_build_to_the_registry_in_one_step(
 ) -> None:
     db = ["--database-url", f"sqlite:///{tmp_path / 'mw.db'}"]
     assert run_cli("db", "upgrade", *db).returncode == 0
+    # the registry and the model's latency SLO (throughput at the SLO) come from the config
+    config = tmp_path / "mw.yaml"
+    config.write_text(f"database_url: {db[1]}\nmodels:\n  - name: fraud\n"
+                      "    slo: {latency_p95_ms: 60000}\n")  # fmt: skip
     fp16 = str(suite.models["fp16"])
     assert run_cli("models", "register", "--model", "fraud", "--version", "2", fp16,
                    *db).returncode == 0  # fmt: skip
@@ -161,8 +165,8 @@ def test_store_settings_writes_each_build_to_the_registry_in_one_step(
         "compare", "--reference", str(suite.models["reference"]), "--candidate", fp16,
         "--preset", "fp16", "--golden", str(suite.golden), "--id-column", "id",
         "--label-column", "label", "--features", ",".join(f"f{i}" for i in range(8)),
-        "--batch-size", "1", "--hourly-price", "fraud_fp16=0.35", "--latency-slo-ms", "60000",
-        "--model", "fraud", "--store-settings", "--json", "-", *db,
+        "--batch-size", "1", "--hourly-price", "fraud_fp16=0.35", "--model", "fraud",
+        "--store-settings", "--json", "-", "--config", str(config),
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     assert "stored settings of fraud fraud_fp32, 2" in run.stderr
@@ -178,11 +182,23 @@ def test_store_settings_writes_each_build_to_the_registry_in_one_step(
     assert reference["peak_rss_bytes"] > 0
     assert measured["device_memory_bytes"] is candidate["device_memory_bytes"] is None
     assert measured["throughput_at_slo"] == candidate["throughput_at_slo"]
+    assert candidate["throughput_at_slo"]["latency_slo_ms"] == 60000
     assert measured["cost_per_1k"] == candidate["cost_per_1k"] and measured["verdict"] == "pass"
     ref = version_settings(engine, "fraud", "fraud_fp32")
     assert "hourly_price" not in ref and ref["compare"]["role"] == "reference"
     assert ref["compare"]["peak_rss_bytes"] == reference["peak_rss_bytes"]
     engine.dispose()
+    # another file whose stem is a version already registered with a different file: stops
+    # before anything is measured, naming both
+    other = tmp_path / "fraud_fp32.onnx"
+    other.write_bytes(suite.models["reference"].read_bytes())
+    clash = run_cli("compare", "--reference", str(other), "--candidate", fp16, "--golden",
+                    str(suite.golden), "--model", "fraud", "--store-settings", "--config",
+                    str(config))  # fmt: skip
+    assert clash.returncode == 2 and "version 'fraud_fp32' holds" in clash.stderr
+    alone = run_cli("compare", "--reference", str(other), "--candidate", fp16, "--golden",
+                    str(suite.golden), "--store-settings")  # fmt: skip
+    assert alone.returncode == 2 and "--store-settings needs --model" in alone.stderr
 
 
 @pytest.mark.slow
