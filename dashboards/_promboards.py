@@ -177,6 +177,11 @@ SPECS: dict[str, tuple[str, str, list[Panel]]] = {
             ),
             ("Running builds", "short", [("modelwatch_build_info", "{{version}}")]),
             *[_slo_panel(*spec) for spec in SLO_PANELS],
+            (
+                "Latency p95 by stage",
+                "s",
+                [(f"modelwatch_latency_stage_p95_seconds{{{SEL}}}", "{{version}} {{stage}}")],
+            ),
         ],
     ),
 }
