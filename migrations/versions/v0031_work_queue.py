@@ -30,7 +30,11 @@ TABLES = (
     "procrastinate_jobs",
     "procrastinate_workers",
 )
-TYPES = ("procrastinate_job_to_defer_v1", "procrastinate_job_event_type", "procrastinate_job_status")
+TYPES = (
+    "procrastinate_job_to_defer_v1",
+    "procrastinate_job_event_type",
+    "procrastinate_job_status",
+)
 # Every function procrastinate's schema created (their names and signatures vary by version).
 DROP_FUNCTIONS = r"""
 DO $$

@@ -1,0 +1,138 @@
+"""Two `serve` processes on one PostgreSQL share each tick's evaluation, one unit per model:
+both take units, no window is evaluated twice, and when one is killed mid-unit the other
+takes its unit over within the lease."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
+
+from migrations import upgrade
+from monitor.config import ModelConfig
+from monitor.storage import make_engine, pending_changes
+from tests.monitor.app.daemon.conftest import ServerProcess
+from tests.monitor.app.daemon.isolation_data import START, WINDOW, baseline, events, ingest
+from tests.services.postgres import PostgresServer
+from tests.waiting import wait_until
+
+MODELS = ["m0", "m1", "m2", "m3"]
+FEATURES = ["f0", "f1"]
+LEASE_S = 6
+CONFIG = (
+    "database_url: {url}\nmodels:\n"
+    + "".join(f"  - name: {m}\n" for m in MODELS)
+    + f"scheduler:\n  evaluate_interval_s: 1\n  lease_s: {LEASE_S}\n"
+)
+# A unit's first write of results; held back by the test's lock, it shows a worker mid-unit.
+BLOCKED_UNITS = """SELECT count(*) FROM pg_stat_activity
+WHERE datname = current_database() AND wait_event_type = 'Lock'
+  AND query ILIKE 'INSERT INTO drift_results%'"""
+
+
+def _windows(model: str, first: int, last: int) -> list[dict[str, object]]:
+    """Events of windows `first`..`last` (inclusive) of `model`."""
+    begin, end = START + first * WINDOW, START + (last + 1) * WINDOW
+    return [
+        e
+        for e in events(model, FEATURES, last + 1, 30)
+        if begin.isoformat() <= str(e["timestamp"]) < end.isoformat()
+    ]
+
+
+@contextmanager
+def _results_held(engine: Engine) -> Iterator[None]:
+    """Hold back every write of drift results (units block mid-unit) until the block ends."""
+    with engine.connect() as conn:
+        conn.execute(text("LOCK TABLE drift_results IN SHARE MODE"))
+        yield
+        conn.rollback()
+
+
+def _blocked(engine: Engine, n: int) -> bool:
+    with engine.connect() as conn:
+        return int(conn.execute(text(BLOCKED_UNITS)).scalar_one()) >= n
+
+
+def _counts(url: str, family: str) -> dict[str, float]:
+    """Per model, a counter of the server's /metrics (its sum over other labels)."""
+    out: dict[str, float] = {}
+    for line in httpx.get(f"{url}/metrics", timeout=5).text.splitlines():
+        found = re.match(rf'{family}\{{.*model="([^"]+)".*\}} (\S+)', line)
+        if found:
+            out[found[1]] = out.get(found[1], 0.0) + float(found[2])
+    return out
+
+
+def _scalar(url: str, family: str) -> float:
+    found = re.search(rf"^{family} (\S+)$", httpx.get(f"{url}/metrics", timeout=5).text, re.M)
+    return float(found[1]) if found else 0.0
+
+
+def _settled(engine: Engine) -> bool:
+    return not any(pending_changes(engine, m, "drift") for m in MODELS)
+
+
+WINDOWS_DONE = "modelwatch_window_evaluation_seconds_count"
+
+
+def test_replicas_share_units_and_take_over_a_killed_ones(
+    postgres: PostgresServer, tmp_path: Path
+) -> None:
+    url = postgres.create_database()
+    engine = make_engine(url)
+    upgrade(engine)
+    configs = [ModelConfig(name=m) for m in MODELS]
+    for m in MODELS:
+        baseline(engine, m, FEATURES)
+    first = [e for m in MODELS for e in _windows(m, 0, 1)]
+    ingest(engine, configs, first)
+    cfg = tmp_path / "mw.yaml"
+    cfg.write_text(CONFIG.format(url=url))
+    a = ServerProcess(cfg, log=tmp_path / "a.log")
+    b = ServerProcess(cfg, log=tmp_path / "b.log")
+    try:
+        with _results_held(engine):
+            a.wait_ready()
+            b.wait_ready()
+            # each replica's worker is mid-unit: the tick's work is split between them
+            wait_until(lambda: _blocked(engine, 2), "both replicas mid-unit", 30, 0.1)
+        wait_until(lambda: _settled(engine), "every window evaluated", 30, 0.2)
+
+        def all_counts() -> list[dict[str, float]] | None:
+            counts = [_counts(s.url, WINDOWS_DONE) for s in (a, b)]
+            return counts if sum(sum(c.values()) for c in counts) >= 2 * len(MODELS) else None
+
+        done = wait_until(all_counts, "every window counted", 10)
+        assert all(sum(d.values()) >= 2 for d in done), done  # each took a model's 2 windows
+        for m in MODELS:  # and no window was evaluated twice
+            assert sum(d.get(m, 0) for d in done) == 2, done
+
+        before = _counts(b.url, WINDOWS_DONE)
+        with _results_held(engine):
+            ingest(engine, configs, [e for m in MODELS for e in _windows(m, 2, 2)], len(first))
+            wait_until(lambda: _blocked(engine, 2), "both replicas mid-unit again", 30, 0.1)
+            a.proc.kill()  # a replica dies mid-unit, without a goodbye
+            a.proc.wait(10)
+        # its unit waits for the lease's takeover; the survivor evaluates every new window once
+        wait_until(lambda: _settled(engine), "the killed replica's unit taken over", LEASE_S + 10)
+
+        def survivor_counts() -> dict[str, float] | None:
+            counts = _counts(b.url, WINDOWS_DONE)
+            return counts if sum(counts.values()) - sum(before.values()) >= len(MODELS) else None
+
+        after = wait_until(survivor_counts, "the survivor's counts", 10)
+        assert {m: after[m] - before.get(m, 0) for m in MODELS} == dict.fromkeys(MODELS, 1)
+        assert _scalar(b.url, "modelwatch_evaluation_units_retried_total") >= 1
+        ready = httpx.get(f"{b.url}/readyz", timeout=5)
+        assert ready.status_code == 200, ready.text
+        assert ready.json()["checks"]["evaluation"] == "ok"
+    finally:
+        a.terminate()
+        assert b.terminate() == 0
+        engine.dispose()
