@@ -5,8 +5,6 @@ takes its unit over within the lease."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -23,7 +21,7 @@ from tests.waiting import wait_until
 
 MODELS = ["m0", "m1", "m2", "m3"]
 FEATURES = ["f0", "f1"]
-LEASE_S = 6
+LEASE_S = 4
 CONFIG = (
     "database_url: {url}\nmodels:\n"
     + "".join(f"  - name: {m}\n" for m in MODELS)
@@ -45,13 +43,17 @@ def _windows(model: str, first: int, last: int) -> list[dict[str, object]]:
     ]
 
 
-@contextmanager
-def _results_held(engine: Engine) -> Iterator[None]:
-    """Hold back every write of drift results (units block mid-unit) until the block ends."""
-    with engine.connect() as conn:
-        conn.execute(text("LOCK TABLE drift_results IN SHARE MODE"))
-        yield
-        conn.rollback()
+class ResultsHeld:
+    """Holds back every write of drift results (units block mid-unit) until `release`."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.conn = engine.connect()
+        self.conn.execute(text("LOCK TABLE drift_results IN SHARE MODE"))
+
+    def release(self) -> None:
+        if not self.conn.closed:
+            self.conn.rollback()
+            self.conn.close()
 
 
 def _blocked(engine: Engine, n: int) -> bool:
@@ -87,21 +89,22 @@ def test_replicas_share_units_and_take_over_a_killed_ones(
     url = postgres.create_database()
     engine = make_engine(url)
     upgrade(engine)
-    configs = [ModelConfig(name=m) for m in MODELS]
-    for m in MODELS:
-        baseline(engine, m, FEATURES)
-    first = [e for m in MODELS for e in _windows(m, 0, 1)]
-    ingest(engine, configs, first)
     cfg = tmp_path / "mw.yaml"
     cfg.write_text(CONFIG.format(url=url))
+    held = ResultsHeld(engine)
     a = ServerProcess(cfg, log=tmp_path / "a.log")
     b = ServerProcess(cfg, log=tmp_path / "b.log")
     try:
-        with _results_held(engine):
-            a.wait_ready()
-            b.wait_ready()
-            # each replica's worker is mid-unit: the tick's work is split between them
-            wait_until(lambda: _blocked(engine, 2), "both replicas mid-unit", 30, 0.1)
+        configs = [ModelConfig(name=m) for m in MODELS]
+        for m in MODELS:  # while the servers start
+            baseline(engine, m, FEATURES)
+        first = [e for m in MODELS for e in _windows(m, 0, 1)]
+        ingest(engine, configs, first)
+        a.wait_ready()
+        b.wait_ready()
+        # each replica's worker is mid-unit: the tick's work is split between them
+        wait_until(lambda: _blocked(engine, 2), "both replicas mid-unit", 30, 0.1)
+        held.release()
         wait_until(lambda: _settled(engine), "every window evaluated", 30, 0.2)
 
         def all_counts() -> list[dict[str, float]] | None:
@@ -114,11 +117,12 @@ def test_replicas_share_units_and_take_over_a_killed_ones(
             assert sum(d.get(m, 0) for d in done) == 2, done
 
         before = _counts(b.url, WINDOWS_DONE)
-        with _results_held(engine):
-            ingest(engine, configs, [e for m in MODELS for e in _windows(m, 2, 2)], len(first))
-            wait_until(lambda: _blocked(engine, 2), "both replicas mid-unit again", 30, 0.1)
-            a.proc.kill()  # a replica dies mid-unit, without a goodbye
-            a.proc.wait(10)
+        held = ResultsHeld(engine)
+        ingest(engine, configs, [e for m in MODELS for e in _windows(m, 2, 2)], len(first))
+        wait_until(lambda: _blocked(engine, 2), "both replicas mid-unit again", 30, 0.1)
+        a.proc.kill()  # a replica dies mid-unit, without a goodbye
+        a.proc.wait(10)
+        held.release()
         # its unit waits for the lease's takeover; the survivor evaluates every new window once
         wait_until(lambda: _settled(engine), "the killed replica's unit taken over", LEASE_S + 10)
 
@@ -133,6 +137,7 @@ def test_replicas_share_units_and_take_over_a_killed_ones(
         assert ready.status_code == 200, ready.text
         assert ready.json()["checks"]["evaluation"] == "ok"
     finally:
+        held.release()
         a.terminate()
         assert b.terminate() == 0
         engine.dispose()
