@@ -1,6 +1,6 @@
 """Two `serve` processes on one PostgreSQL share each tick's evaluation, one unit per model:
-both take units, no window is evaluated twice, and when one is killed mid-unit the other
-takes its unit over within the lease."""
+both take units, no window is evaluated twice, when one is killed mid-unit the other takes its
+unit over within the lease, and after a PostgreSQL restart evaluation goes on, nothing lost."""
 
 from __future__ import annotations
 
@@ -83,10 +83,27 @@ def _settled(engine: Engine) -> bool:
 WINDOWS_DONE = "modelwatch_window_evaluation_seconds_count"
 
 
-def test_replicas_share_units_and_take_over_a_killed_ones(
-    postgres: PostgresServer, tmp_path: Path
+def _each_once_more(server: ServerProcess, before: dict[str, float]) -> dict[str, float]:
+    """The server's window counts once each model's one new window is counted: exactly one."""
+
+    def counted() -> dict[str, float] | None:
+        counts = _counts(server.url, WINDOWS_DONE)
+        return counts if sum(counts.values()) - sum(before.values()) >= len(MODELS) else None
+
+    after = wait_until(counted, "the survivor's counts", 10)
+    assert {m: after[m] - before.get(m, 0) for m in MODELS} == dict.fromkeys(MODELS, 1)
+    return after
+
+
+def _ready(url: str) -> bool:
+    answer = httpx.get(f"{url}/readyz", timeout=5)
+    return answer.status_code == 200 and answer.json()["checks"]["evaluation"] == "ok"
+
+
+def test_replicas_share_units_take_over_a_killed_ones_and_survive_a_restart(
+    own_postgres: PostgresServer, tmp_path: Path
 ) -> None:
-    url = postgres.create_database()
+    url = own_postgres.create_database()
     engine = make_engine(url)
     upgrade(engine)
     cfg = tmp_path / "mw.yaml"
@@ -125,17 +142,18 @@ def test_replicas_share_units_and_take_over_a_killed_ones(
         held.release()
         # its unit waits for the lease's takeover; the survivor evaluates every new window once
         wait_until(lambda: _settled(engine), "the killed replica's unit taken over", LEASE_S + 10)
-
-        def survivor_counts() -> dict[str, float] | None:
-            counts = _counts(b.url, WINDOWS_DONE)
-            return counts if sum(counts.values()) - sum(before.values()) >= len(MODELS) else None
-
-        after = wait_until(survivor_counts, "the survivor's counts", 10)
-        assert {m: after[m] - before.get(m, 0) for m in MODELS} == dict.fromkeys(MODELS, 1)
+        after = _each_once_more(b, before)
         assert _scalar(b.url, "modelwatch_evaluation_units_retried_total") >= 1
-        ready = httpx.get(f"{b.url}/readyz", timeout=5)
-        assert ready.status_code == 200, ready.text
-        assert ready.json()["checks"]["evaluation"] == "ok"
+
+        # PostgreSQL restarts: what is ingested after it is evaluated, once, and /readyz is 200
+        own_postgres.pause()
+        own_postgres.resume()
+        engine.dispose()
+        offset = len(first) + len(MODELS) * len(_windows(MODELS[0], 2, 2))
+        ingest(engine, configs, [e for m in MODELS for e in _windows(m, 3, 3)], offset)
+        wait_until(lambda: _settled(engine), "evaluation after the restart", 30, 0.2)
+        _each_once_more(b, after)
+        wait_until(lambda: _ready(b.url), "/readyz 200 after the restart", 30, 0.3)
     finally:
         held.release()
         a.terminate()
