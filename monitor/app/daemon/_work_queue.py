@@ -121,10 +121,10 @@ class WorkQueue:
     # -- the producer ----------------------------------------------------------------------
 
     def evaluate(self) -> int:
-        """Defer a unit per model and wait (up to the lease) until none of them is pending;
-        how many units this tick deferred (a model whose unit already waits gets none)."""
+        """Defer a unit per model and wait (up to the lease) until none of the units pending
+        then is; how many units this tick deferred (a model whose unit waits already gets none)."""
         app = self._app()
-        deferred = []
+        deferred: list[int] = []
         for model in self._models:
             task = app.configure_task(
                 TASK, queue=QUEUE, lock=_key(model), queueing_lock=_key(model)
@@ -133,7 +133,9 @@ class WorkQueue:
                 deferred.append(task.defer(model=model))
         if self._metrics is not None:
             self._metrics.record_units_deferred(len(deferred))
-        self._wait(app, set(deferred))
+        # Ours and those deferred before (a model's waiting unit, one still running): the
+        # tick's rules then see every unit's results.
+        self._wait(app, {job.id for job in self.depth(app) if job.id is not None})
         return len(deferred)
 
     def _wait(self, app: App, ids: set[int]) -> None:

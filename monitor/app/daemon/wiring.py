@@ -134,7 +134,8 @@ class Monitoring:
     Every step is an isolated item: the windows (per model, version and window, see
     `WindowEvaluator`), each signal producer per model, the rules, the metrics. A producer
     that fails re-presents its last good signals, so its alerts keep their state instead of
-    resolving, and the rest of the tick goes on.
+    resolving, and the rest of the tick goes on. On PostgreSQL (`share`) the windows are
+    evaluated as units by every replica's worker (`unit`), the tick waiting for them.
     """
 
     def __init__(
@@ -188,15 +189,17 @@ class Monitoring:
         """This tick's windows: evaluated here, or by the replicas' workers (then none here)."""
         if self.queue is None:
             return self._observed(self.windows.run(now))
-        shared = self._isolation(EVALUATE_JOB)
+        # A queue that fails (the database is away) is recorded and tried again next tick.
+        shared = self._isolation(EVALUATE_JOB, Backoff(0.0, 0.0))
         shared.begin(now)
         shared.attempt("queue", self.queue.evaluate)
         return []
 
-    def _isolation(self, job: str) -> Isolation:
+    def _isolation(self, job: str, backoff: Backoff | None = None) -> Isolation:
         cfg = self.config.scheduler
+        backoff = backoff or Backoff(cfg.retry_initial_s, cfg.retry_max_s)
         failed = self.metrics.record_job_failure if self.metrics is not None else None
-        return Isolation(self.engine, job, Backoff(cfg.retry_initial_s, cfg.retry_max_s), failed)
+        return Isolation(self.engine, job, backoff, failed)
 
     def __call__(
         self, _window: datetime | None = None, now: datetime | None = None
