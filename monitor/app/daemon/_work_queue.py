@@ -225,6 +225,8 @@ class WorkQueue:
             )
             for job in stalled:
                 retried += await self._retry(app, job)
+            # forget dead workers (their units were just put back), as a starting worker does
+            await manager.prune_stalled_workers(self.timings.stalled_s)
         except ProcrastinateException as exc:  # the database is away: the next beat retries
             log.warning("cannot take over stalled evaluation units: %s", redact(exc))
         if retried and self._metrics is not None:

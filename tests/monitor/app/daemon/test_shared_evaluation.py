@@ -26,6 +26,7 @@ CONFIG = (
     "database_url: {url}\nmodels:\n"
     + "".join(f"  - name: {m}\n" for m in MODELS)
     + f"scheduler:\n  evaluate_interval_s: 1\n  lease_s: {LEASE_S}\n"
+    + "  retry_initial_s: 1\n"  # an item failing while PostgreSQL restarts is retried soon
 )
 # A unit's first write of results; held back by the test's lock, it shows a worker mid-unit.
 BLOCKED_UNITS = """SELECT count(*) FROM pg_stat_activity
