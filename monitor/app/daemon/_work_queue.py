@@ -32,6 +32,7 @@ from procrastinate.jobs import Job
 from sqlalchemy.engine import Engine
 
 from dashboards.metrics import ModelwatchMetrics
+from monitor.app.daemon._supervisor import Component
 from monitor.failures import redact
 
 log = logging.getLogger(__name__)
@@ -98,6 +99,9 @@ class WorkQueue:
         self._metrics = metrics
         self._producer: App | None = None
         self._producer_lock = threading.Lock()
+        # Set when the worker is asked to stop: a tick waiting for units gives up at once (no
+        # worker here runs them any more, and the process must exit within its grace period).
+        self._stopping = threading.Event()
 
     def _pool_args(self) -> dict[str, Any]:
         return {
@@ -147,7 +151,8 @@ class WorkQueue:
             if time.monotonic() >= deadline:
                 log.warning("evaluation units still pending after %.0f s", self.timings.wait_s)
                 return
-            time.sleep(POLL_S)
+            if self._stopping.wait(POLL_S):
+                return
 
     def depth(self, app: App | None = None) -> list[Job]:
         """The queue's units waiting or running (finished ones are deleted), and its gauge."""
@@ -156,6 +161,10 @@ class WorkQueue:
             todo = sum(1 for j in jobs if j.status == "todo")
             self._metrics.set_queue_depth(todo, len(jobs) - todo)
         return jobs
+
+    def stop_waiting(self) -> None:
+        """A tick waiting for units returns at once, and later ones do not wait (stopping)."""
+        self._stopping.set()
 
     def close(self) -> None:
         with self._producer_lock:
@@ -264,3 +273,26 @@ class WorkQueue:
             raise
         if self._metrics is not None:
             self._metrics.record_unit(model, "done")
+
+
+class Worker(Component):
+    """This replica's worker of the queue, supervised (`queue.work` under `supervised`);
+    stopping it also ends a tick's wait for units, which no worker here would run any more."""
+
+    def __init__(self, queue: WorkQueue, supervised: Component) -> None:
+        self.name = supervised.name
+        self._queue = queue
+        self._supervised = supervised
+
+    def start(self) -> None:
+        self._supervised.start()
+
+    def stop(self, timeout: float) -> None:
+        self._queue.stop_waiting()
+        self._supervised.stop(timeout)
+
+    def running(self) -> bool:
+        return self._supervised.running()
+
+    def problem(self) -> str | None:
+        return self._supervised.problem()

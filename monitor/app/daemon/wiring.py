@@ -32,7 +32,7 @@ from monitor.app.daemon._service import replica_id as replica_id  # the demo nam
 from monitor.app.daemon._shadow_signals import ShadowSignals
 from monitor.app.daemon._skew_job import SkewWatch, skew_signals
 from monitor.app.daemon._supervisor import Component, SupervisedComponent
-from monitor.app.daemon._work_queue import WorkQueue
+from monitor.app.daemon._work_queue import Worker, WorkQueue
 from monitor.app.daemon.metrics import MetricsPublisher
 from monitor.app.daemon.signals import (
     drift_signals,
@@ -265,7 +265,7 @@ class Monitoring:
 
 def shared_evaluation(
     engine: Engine, config: Config, monitoring: Monitoring, holder: str, health: ComponentHealth
-) -> SupervisedComponent:
+) -> Component:
     """Evaluation shared by every replica on one PostgreSQL (`_work_queue`): `monitoring`'s
     ticks defer units, and the returned component (this replica's worker) takes them."""
     names = [m.name for m in config.models]
@@ -273,7 +273,7 @@ def shared_evaluation(
         engine, names, monitoring.unit, config.scheduler.lease_s, holder, monitoring.metrics
     )
     monitoring.share(queue)
-    return health.supervise("evaluation", queue.work)
+    return Worker(queue, health.supervise("evaluation", queue.work))
 
 
 def build_service(
