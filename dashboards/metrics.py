@@ -83,6 +83,7 @@ class ModelwatchMetrics:
         self._define_shadow_metrics(registry)
         self._define_watch_metrics(registry)
         self._define_latency_stage_metrics(registry)
+        self._define_queue_metrics(registry)
 
     def keep_model_series(self, family: str, model: str) -> None:
         """Keep `model`'s series of a refreshed family (drift, outcome, estimated, guard, slo,
@@ -370,6 +371,47 @@ class ModelwatchMetrics:
             ["check", "model", "column"],
             registry=registry,
         )
+
+    def _define_queue_metrics(self, registry: CollectorRegistry) -> None:
+        # The evaluation work queue shared by replicas on PostgreSQL: each replica counts what
+        # it did, so the split between replicas is read across their /metrics.
+        self.evaluation_units = Counter(
+            "modelwatch_evaluation_units",
+            "Evaluation units (one model's changed windows) this replica ran from the shared "
+            "queue (PostgreSQL), by outcome: done, failed.",
+            ["model", "outcome"],
+            registry=registry,
+        )
+        self.evaluation_units_deferred = Counter(
+            "modelwatch_evaluation_units_deferred",
+            "Evaluation units this replica put on the shared queue as an evaluate tick's producer.",
+            registry=registry,
+        )
+        self.evaluation_units_retried = Counter(
+            "modelwatch_evaluation_units_retried",
+            "Units of a replica that stopped beating (it died) this replica put back on the queue.",
+            registry=registry,
+        )
+        self.evaluation_queue_depth = Gauge(
+            "modelwatch_evaluation_queue_depth",
+            "Evaluation units waiting (todo) or running (doing), as last seen by this replica.",
+            ["status"],
+            registry=registry,
+        )
+
+    def record_unit(self, model: str, outcome: str) -> None:
+        """Count one evaluation unit this replica ran (`done` or `failed`)."""
+        self.evaluation_units.labels(model=model, outcome=outcome).inc()
+
+    def record_units_deferred(self, count: int) -> None:
+        self.evaluation_units_deferred.inc(count)
+
+    def record_units_retried(self, count: int) -> None:
+        self.evaluation_units_retried.inc(count)
+
+    def set_queue_depth(self, todo: int, doing: int) -> None:
+        self.evaluation_queue_depth.labels(status="todo").set(todo)
+        self.evaluation_queue_depth.labels(status="doing").set(doing)
 
     def set_canary(self, model: str, version: str, stable: str, verdict: str,
                    failed: Mapping[str, int]) -> None:  # fmt: skip

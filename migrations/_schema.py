@@ -32,6 +32,16 @@ class SchemaState:
         return self.current == self.head
 
 
+# Tables, types and functions of a library's own schema (the work queue, migration 0031): applied
+# by our migrations, but not modelled by our ORM.
+FOREIGN_PREFIX = "procrastinate_"
+
+
+def ours(name: str | None, _type: str, _parents: object) -> bool:
+    """Whether a schema object is modelled by `monitor.storage` (Alembic's `include_name`)."""
+    return not (name or "").startswith(FOREIGN_PREFIX)
+
+
 def alembic_config(engine: Engine) -> AlembicConfig:
     """An Alembic config bound to an engine, with the packaged migrations."""
     cfg = AlembicConfig()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy.engine import Connection, Engine
 
+from migrations._schema import ours
 from monitor.storage import Base, make_engine
 
 target_metadata = Base.metadata
@@ -17,6 +18,7 @@ def _configure_and_run(connection: Connection) -> None:
         # SQLite cannot ALTER constraints; batch mode recreates tables instead.
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,
+        include_name=ours,
     )
     with context.begin_transaction():
         context.run_migrations()

@@ -194,7 +194,8 @@ class SchedulerConfig(StrictModel):
         le=_YEAR_S,
         allow_inf_nan=False,
         description=(
-            "A job run claimed by a replica that died is taken over after this many seconds."
+            "A job run claimed by a replica that died is taken over after this many seconds; "
+            "on PostgreSQL, a dead replica's evaluation unit within two thirds of it."
         ),
     )
     # A failing item of a job (a window, a model) is retried after retry_initial_s, doubling

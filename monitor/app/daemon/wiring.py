@@ -32,6 +32,7 @@ from monitor.app.daemon._service import replica_id as replica_id  # the demo nam
 from monitor.app.daemon._shadow_signals import ShadowSignals
 from monitor.app.daemon._skew_job import SkewWatch, skew_signals
 from monitor.app.daemon._supervisor import Component, SupervisedComponent
+from monitor.app.daemon._work_queue import Worker, WorkQueue
 from monitor.app.daemon.metrics import MetricsPublisher
 from monitor.app.daemon.signals import (
     drift_signals,
@@ -133,7 +134,8 @@ class Monitoring:
     Every step is an isolated item: the windows (per model, version and window, see
     `WindowEvaluator`), each signal producer per model, the rules, the metrics. A producer
     that fails re-presents its last good signals, so its alerts keep their state instead of
-    resolving, and the rest of the tick goes on.
+    resolving, and the rest of the tick goes on. On PostgreSQL (`share`) the windows are
+    evaluated as units by every replica's worker (`unit`), the tick waiting for them.
     """
 
     def __init__(
@@ -141,15 +143,13 @@ class Monitoring:
     ) -> None:
         self.engine = engine
         self.config = config
-        backoff = Backoff(config.scheduler.retry_initial_s, config.scheduler.retry_max_s)
-        failed = metrics.record_job_failure if metrics is not None else None
+        self.metrics = metrics
         window_s = config.collect.window.total_seconds()
         self.windows = WindowEvaluator(
-            engine, config.models, window_s, Isolation(engine, EVALUATE_JOB, backoff, failed)
+            engine, config.models, window_s, self._isolation(EVALUATE_JOB)
         )
-        self.isolation = Isolation(engine, ALERTS_JOB, backoff, failed)
+        self.isolation = self._isolation(ALERTS_JOB)
         self.alerts = Evaluator(engine, config.alerts)
-        self.metrics = metrics
         slo = {m.name: m.slo for m in config.models if m.slo is not None}
         keep = timedelta(days=config.scheduler.retention_days)
         self.publisher = (
@@ -164,12 +164,48 @@ class Monitoring:
             if m.shadow is not None
         }
         self._last: dict[str, list[Signal]] = {}
+        self.queue: WorkQueue | None = None
+
+    def share(self, queue: WorkQueue) -> None:
+        """Evaluate through `queue`: each tick defers a unit per model, and this replica's
+        worker (`queue.work`) takes units of every tick, whichever replica produced it."""
+        self.queue = queue
+
+    def unit(self, model: str) -> list[WindowEvaluation]:
+        """Evaluate one model's changed windows (a unit of the shared queue)."""
+        cfg = next(m for m in self.config.models if m.name == model)
+        windows = WindowEvaluator(
+            self.engine, [cfg], self.windows.window_s, self._isolation(EVALUATE_JOB)
+        )
+        return self._observed(windows.run(utcnow()))
+
+    def _observed(self, evaluated: list[WindowEvaluation]) -> list[WindowEvaluation]:
+        if self.metrics is not None:
+            for done in evaluated:
+                self.metrics.observe_window_evaluation(done.window.model, done.seconds)
+        return evaluated
+
+    def _evaluate(self, now: datetime) -> list[WindowEvaluation]:
+        """This tick's windows: evaluated here, or by the replicas' workers (then none here)."""
+        if self.queue is None:
+            return self._observed(self.windows.run(now))
+        # A queue that fails (the database is away) is recorded and tried again next tick.
+        shared = self._isolation(EVALUATE_JOB, Backoff(0.0, 0.0))
+        shared.begin(now)
+        shared.attempt("queue", self.queue.evaluate)
+        return []
+
+    def _isolation(self, job: str, backoff: Backoff | None = None) -> Isolation:
+        cfg = self.config.scheduler
+        backoff = backoff or Backoff(cfg.retry_initial_s, cfg.retry_max_s)
+        failed = self.metrics.record_job_failure if self.metrics is not None else None
+        return Isolation(self.engine, job, backoff, failed)
 
     def __call__(
         self, _window: datetime | None = None, now: datetime | None = None
     ) -> list[WindowEvaluation]:
         now = now or utcnow()
-        evaluated = self.windows.run(now)
+        evaluated = self._evaluate(now)
         self.isolation.begin(now)
         signals = [
             s for name, produce in self.producers() for s in self._signals(name, produce, now)
@@ -178,8 +214,6 @@ class Monitoring:
             "rules", functools.partial(self.alerts.evaluate, signals, now, kinds=SIGNAL_KINDS)
         )
         if self.publisher is not None and self.metrics is not None:
-            for done in evaluated:
-                self.metrics.observe_window_evaluation(done.window.model, done.seconds)
             names = [m.name for m in self.config.models]
             self.isolation.attempt("metrics", functools.partial(self.publisher.publish, names))
         return evaluated
@@ -229,6 +263,19 @@ class Monitoring:
         return got
 
 
+def shared_evaluation(
+    engine: Engine, config: Config, monitoring: Monitoring, holder: str, health: ComponentHealth
+) -> Component:
+    """Evaluation shared by every replica on one PostgreSQL (`_work_queue`): `monitoring`'s
+    ticks defer units, and the returned component (this replica's worker) takes them."""
+    names = [m.name for m in config.models]
+    queue = WorkQueue(
+        engine, names, monitoring.unit, config.scheduler.lease_s, holder, monitoring.metrics
+    )
+    monitoring.share(queue)
+    return Worker(queue, health.supervise("evaluation", queue.work))
+
+
 def build_service(
     config: Config, engine: Engine, registry: CollectorRegistry | None = None
 ) -> Service:
@@ -244,6 +291,8 @@ def build_service(
     restart = Backoff(config.scheduler.restart_initial_s, config.scheduler.restart_max_s)
     health = ComponentHealth(engine, metrics, restart)
     components: list[Component] = [*collectors_components(engine, config, health)]
+    if engine.dialect.name == "postgresql":  # SQLite: evaluation stays in the tick's process
+        components.append(shared_evaluation(engine, config, monitoring, holder, health))
     if config.alerts.receivers:
         components.append(delivery_component(engine, config, health))
     if config.guards.schedule:

@@ -50,10 +50,19 @@ def events(model: str, features: list[str], windows: int, per_window: int) -> li
     return out
 
 
-def ingest(engine: Engine, models: list[ModelConfig], batch: list[dict[str, Any]]) -> None:
+def ingest(
+    engine: Engine, models: list[ModelConfig], batch: list[dict[str, Any]], first: int = 0
+) -> None:
+    """Ingest `batch` as the test source's offsets from `first` on (offsets already ingested
+    are skipped, as a source's replay would be)."""
     settings = CollectConfig(pipeline=False, allowed_lateness=timedelta(days=3650))
     ingestor = Ingestor(engine, "test", "http", models, settings)
-    ingestor.ingest([RawRecord(e["model"], i, i + 1, orjson.dumps(e)) for i, e in enumerate(batch)])
+    ingestor.ingest(
+        [
+            RawRecord(e["model"], first + i, first + i + 1, orjson.dumps(e))
+            for i, e in enumerate(batch)
+        ]
+    )
 
 
 def poison_window(engine: Engine, model: str, window: int) -> Callable[[], None]:

@@ -1,0 +1,298 @@
+"""Evaluation shared across replicas: one unit per model on a procrastinate queue (PostgreSQL).
+
+The replica that wins an `evaluate` tick's (job, window) claim is its producer: it defers one
+unit per configured model and waits, up to the lease, for them to finish, so that the tick's
+alert rules see their results. Every replica runs a worker (a supervised component) that takes
+units one at a time. procrastinate (`SELECT ... FOR UPDATE SKIP LOCKED` on its own tables) gives:
+
+- a `lock` per model: no two units of a model run at once, on any replica;
+- a `queueing_lock` per model: at most one unit of a model waits, however many ticks defer;
+- worker heartbeats: a unit whose worker stopped beating for `stalled_s` (the replica died) is
+  put back by any live worker (`take_over`), well within the lease.
+
+A unit evaluates what changed since it was last evaluated and stores results with upserts, so a
+unit done again after a takeover finds only what the dead replica had not committed.
+SQLite keeps evaluation in the tick's process (`WindowEvaluator.run`); nothing here runs there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from procrastinate import App, PsycopgConnector, SyncPsycopgConnector
+from procrastinate.exceptions import AlreadyEnqueued, ProcrastinateException, UniqueViolation
+from procrastinate.jobs import Job
+from sqlalchemy.engine import Engine
+
+from dashboards.metrics import ModelwatchMetrics
+from monitor.app.daemon._supervisor import Component
+from monitor.failures import redact
+
+log = logging.getLogger(__name__)
+
+QUEUE = "evaluate"
+TASK = "modelwatch.evaluate_model"
+# How often the producer looks whether its units are done.
+POLL_S = 0.2
+# Seconds to open a connection, and to wait for one from a pool (psycopg_pool).
+CONNECT_TIMEOUT_S = 10
+# A unit still running when its worker stops has this long to finish; else it is put back.
+SHUTDOWN_GRACE_S = 2.0
+
+UnitFunc = Callable[[str], object]
+
+
+@dataclass(frozen=True)
+class Timings:
+    """The worker's heartbeat, when a silent worker's units are taken over, and how long the
+    producer waits for its units: all derived from the scheduler's lease."""
+
+    heartbeat_s: float
+    stalled_s: float
+    wait_s: float
+
+    @classmethod
+    def of(cls, lease_s: float) -> Timings:
+        """A dead replica's unit is put back within `stalled_s + heartbeat_s` (2/3 of the
+        lease): its heartbeat has been silent `stalled_s`, and a live worker looks each beat."""
+        heartbeat = max(0.5, lease_s / 6)
+        return cls(heartbeat_s=heartbeat, stalled_s=max(2 * heartbeat, lease_s / 2), wait_s=lease_s)
+
+
+def conninfo(engine: Engine) -> str:
+    """libpq's URL of the engine's PostgreSQL database (procrastinate speaks psycopg)."""
+    return engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def _key(model: str) -> str:
+    return f"evaluate:{model}"
+
+
+class WorkQueue:
+    """Defers, takes and takes over evaluation units (see the module's docstring).
+
+    `unit(model)` evaluates one model's changed windows; it runs on the worker's thread and
+    must not raise for a bad window (it isolates its items, see `monitor.failures`).
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        models: Sequence[str],
+        unit: UnitFunc,
+        lease_s: float,
+        holder: str,
+        metrics: ModelwatchMetrics | None = None,
+    ) -> None:
+        self._conninfo = conninfo(engine)
+        self._models = list(models)
+        self._unit = unit
+        self.timings = Timings.of(lease_s)
+        self._holder = holder
+        self._metrics = metrics
+        self._producer: App | None = None
+        self._producer_lock = threading.Lock()
+        # Set when the worker is asked to stop: a tick waiting for units gives up at once (no
+        # worker here runs them any more, and the process must exit within its grace period).
+        self._stopping = threading.Event()
+
+    def _pool_args(self) -> dict[str, Any]:
+        return {
+            "conninfo": self._conninfo,
+            "min_size": 1,
+            "max_size": 2,
+            "timeout": CONNECT_TIMEOUT_S,
+            "kwargs": {"connect_timeout": CONNECT_TIMEOUT_S},
+        }
+
+    def _app(self) -> App:
+        """The producer's (synchronous) app, opened on first use; a broken connection is
+        replaced by the pool on the next use."""
+        with self._producer_lock:
+            if self._producer is None:
+                app = App(connector=SyncPsycopgConnector(**self._pool_args()))
+                app.open()
+                self._producer = app
+            return self._producer
+
+    # -- the producer ----------------------------------------------------------------------
+
+    def evaluate(self) -> int:
+        """Defer a unit per model and wait (up to the lease) until none of the units pending
+        then is; how many units this tick deferred (a model whose unit waits already gets none)."""
+        app = self._app()
+        deferred: list[int] = []
+        for model in self._models:
+            task = app.configure_task(
+                TASK, queue=QUEUE, lock=_key(model), queueing_lock=_key(model)
+            )
+            with contextlib.suppress(AlreadyEnqueued):  # it waits already: it will see ours
+                deferred.append(task.defer(model=model))
+        if self._metrics is not None:
+            self._metrics.record_units_deferred(len(deferred))
+        # Ours and those deferred before (a model's waiting unit, one still running): the
+        # tick's rules then see every unit's results.
+        self._wait(app, {job.id for job in self.depth(app) if job.id is not None})
+        return len(deferred)
+
+    def _wait(self, app: App, ids: set[int]) -> None:
+        deadline = time.monotonic() + self.timings.wait_s
+        while True:
+            pending = self.depth(app)
+            if not ids & {job.id for job in pending}:
+                return
+            if time.monotonic() >= deadline:
+                log.warning("evaluation units still pending after %.0f s", self.timings.wait_s)
+                return
+            if self._stopping.wait(POLL_S):
+                return
+
+    def depth(self, app: App | None = None) -> list[Job]:
+        """The queue's units waiting or running (finished ones are deleted), and its gauge."""
+        jobs = (app or self._app()).job_manager.list_jobs(queue=QUEUE)
+        if self._metrics is not None:
+            todo = sum(1 for j in jobs if j.status == "todo")
+            self._metrics.set_queue_depth(todo, len(jobs) - todo)
+        return jobs
+
+    def stop_waiting(self) -> None:
+        """A tick waiting for units returns at once, and later ones do not wait (stopping)."""
+        self._stopping.set()
+
+    def close(self) -> None:
+        with self._producer_lock:
+            if self._producer is not None:
+                self._producer.close()
+                self._producer = None
+
+    # -- the worker ------------------------------------------------------------------------
+
+    def work(self, stop: threading.Event) -> None:
+        """Take units until `stop` (a supervised component's target); raises when the worker
+        dies (the database went away), so that supervision restarts it after its backoff."""
+        asyncio.run(self._work(stop))
+
+    async def _work(self, stop: threading.Event) -> None:
+        if not log.isEnabledFor(logging.DEBUG):  # its lines per unit would flood the log
+            logging.getLogger("procrastinate").setLevel(logging.WARNING)
+        app = App(connector=PsycopgConnector(**self._pool_args()))
+        app.task(name=TASK, queue=QUEUE)(self._run_unit)
+        t = self.timings
+        async with app.open_async():
+            worker = asyncio.create_task(
+                app.run_worker_async(
+                    queues=[QUEUE],
+                    name=self._holder,
+                    concurrency=1,  # evaluation is CPU-bound: a replica takes one unit at a time
+                    install_signal_handlers=False,  # the daemon owns SIGTERM
+                    delete_jobs="always",  # the queue holds only what is pending
+                    shutdown_graceful_timeout=SHUTDOWN_GRACE_S,
+                    update_heartbeat_interval=t.heartbeat_s,
+                    stalled_worker_timeout=t.stalled_s,
+                    fetch_job_polling_interval=t.heartbeat_s,
+                    abort_job_polling_interval=t.heartbeat_s,
+                )
+            )
+            try:
+                await self._watch(app, worker, stop)
+            finally:
+                worker.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await worker
+
+    async def _watch(self, app: App, worker: asyncio.Task[None], stop: threading.Event) -> None:
+        """Until `stop`: put back units of silent workers each heartbeat; raise if the worker
+        ended unasked."""
+        next_check = 0.0
+        while not stop.is_set():
+            if worker.done():
+                worker.result()  # raises what killed it
+                raise RuntimeError("the evaluation worker stopped")
+            if time.monotonic() >= next_check:
+                await self.take_over(app)
+                next_check = time.monotonic() + self.timings.heartbeat_s
+            await asyncio.wait({worker}, timeout=POLL_S)
+
+    async def take_over(self, app: App) -> int:
+        """Put back the units of workers silent for `stalled_s` (their replica died); how many.
+
+        A model whose next unit already waits would break procrastinate's queueing lock: that
+        waiting unit is cancelled first (the stalled one evaluates the same changed windows).
+        """
+        manager = app.job_manager
+        retried = 0
+        try:
+            stalled = await manager.get_stalled_jobs(
+                queue=QUEUE, seconds_since_heartbeat=self.timings.stalled_s
+            )
+            for job in stalled:
+                retried += await self._retry(app, job)
+            # forget dead workers (their units were just put back), as a starting worker does
+            await manager.prune_stalled_workers(self.timings.stalled_s)
+        except ProcrastinateException as exc:  # the database is away: the next beat retries
+            log.warning("cannot take over stalled evaluation units: %s", redact(exc))
+        if retried and self._metrics is not None:
+            self._metrics.record_units_retried(retried)
+        return retried
+
+    async def _retry(self, app: App, job: Job) -> int:
+        manager = app.job_manager
+        assert job.id is not None
+        try:
+            await manager.retry_job(job)
+        except UniqueViolation:
+            waiting = await manager.list_jobs_async(
+                queue=QUEUE, status="todo", queueing_lock=job.queueing_lock
+            )
+            for other in waiting:
+                assert other.id is not None
+                await manager.cancel_job_by_id_async(other.id, delete_job=True)
+            await manager.retry_job(job)
+        except ProcrastinateException:  # another replica put it back first
+            return 0
+        log.info("took over evaluation unit %s (%s)", job.id, job.task_kwargs.get("model"))
+        return 1
+
+    def _run_unit(self, model: str) -> None:
+        if model not in self._models:  # deferred before a restart that removed the model
+            log.info("evaluation unit of model %s skipped: not configured", model)
+            return
+        try:
+            self._unit(model)
+        except Exception:  # a unit isolates its items; this is a bug, counted and logged
+            log.exception("evaluation unit of model %s failed", model)
+            if self._metrics is not None:
+                self._metrics.record_unit(model, "failed")
+            raise
+        if self._metrics is not None:
+            self._metrics.record_unit(model, "done")
+
+
+class Worker(Component):
+    """This replica's worker of the queue, supervised (`queue.work` under `supervised`);
+    stopping it also ends a tick's wait for units, which no worker here would run any more."""
+
+    def __init__(self, queue: WorkQueue, supervised: Component) -> None:
+        self.name = supervised.name
+        self._queue = queue
+        self._supervised = supervised
+
+    def start(self) -> None:
+        self._supervised.start()
+
+    def stop(self, timeout: float) -> None:
+        self._queue.stop_waiting()
+        self._supervised.stop(timeout)
+
+    def running(self) -> bool:
+        return self._supervised.running()
+
+    def problem(self) -> str | None:
+        return self._supervised.problem()
