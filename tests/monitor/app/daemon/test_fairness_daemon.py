@@ -49,7 +49,9 @@ def _events(n: int = 300) -> list[dict[str, Any]]:
             "features": {"x": 1.0}, "prediction": score, "metadata": {"gender": gender},
         })  # fmt: skip
         label = int(rng.random() < score)
-        labels.append({"request_id": f"r{i}", "model": "credit", "label": label, "timestamp": stamp})
+        labels.append(
+            {"request_id": f"r{i}", "model": "credit", "label": label, "timestamp": stamp}
+        )
     return out + labels
 
 
