@@ -265,3 +265,26 @@ def test_calibration_at_the_bound_stays_within_alpha() -> None:
         found = evaluate_fairness({"g": groups}, config)
         hits += sum(r.status == "violation" for r in found if r.metric == "calibration_error")
     assert hits / 1000 <= 0.05
+
+
+@pytest.mark.parametrize(
+    ("fairness", "extra", "message"),
+    [
+        ({"attributes": ["gender"], "treshold": 1}, {}, "treshold"),
+        ({"attributes": ["age"]}, {}, "'age' must also be in slices"),
+        ({"attributes": ["gender"]}, {"outcomes": {"task": "regression"}}, "not regression"),
+        ({"attributes": ["gender"], "reference_group": {"age": "30"}}, {}, "'age' is not an"),
+        ({"attributes": ["gender"], "thresholds": "three_quarters"}, {}, "thresholds"),
+        ({"attributes": []}, {}, "attributes"),
+    ],
+)
+def test_bad_config_names_the_key(
+    fairness: dict[str, Any], extra: dict[str, Any], message: str
+) -> None:
+    from monitor.config import parse_config
+    from monitor.errors import ConfigError
+
+    model = {"name": "m", "slices": ["gender"], "fairness": fairness, **extra}
+    with pytest.raises(ConfigError, match=message) as caught:
+        parse_config({"models": [model]}, env={})
+    assert "fairness" in str(caught.value)

@@ -93,6 +93,10 @@ def test_fairness_is_served_and_alerted(tmp_path: Path) -> None:
         assert {r["status"] for r in age} == {"insufficient_data"}
         assert age[0]["reason"] == "every labelled row's 'age_band' is null"
 
+        for bad in ({"metric": "accuracy"}, {"granularity": "1d"}):
+            resp = httpx.get(f"{server.url}{path}", params=bad, headers=auth("MW_T_READ"))
+            assert resp.status_code == 422 and next(iter(bad)) in resp.text
+
         def alerted() -> list[dict[str, Any]]:
             alerts = _get(server, "/v1/alerts", state="firing")["alerts"]
             return [a for a in alerts if a["rule"] == "Unfair"]
