@@ -229,6 +229,7 @@ def _false_alarms(metric: str, rates: list[float], n: int, reps: int, **cfg: Any
     return hits / reps
 
 
+@pytest.mark.slow  # calibration simulations run in the full lane
 @pytest.mark.parametrize(
     ("metric", "rates", "n"),
     [
@@ -246,12 +247,14 @@ def test_violations_at_the_bound_stay_within_alpha(metric: str, rates: list[floa
     assert _false_alarms(metric, rates, n, reps=1000) <= 0.05
 
 
+@pytest.mark.slow
 def test_a_real_disparity_is_found() -> None:
     """Twice the bound's disparity in 1,000 rows a group is nearly always called."""
     assert _false_alarms("demographic_parity_difference", [0.2, 0.4], 1000, reps=200) > 0.95
     assert _false_alarms("demographic_parity_ratio", [0.3, 0.5], 1000, reps=200) > 0.95
 
 
+@pytest.mark.slow
 def test_calibration_at_the_bound_stays_within_alpha() -> None:
     """Groups whose observed rate is 0.1 off their mean score (the bound): few violations."""
     rng = np.random.default_rng(3)
