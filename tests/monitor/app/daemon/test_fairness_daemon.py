@@ -106,5 +106,15 @@ def test_fairness_is_served_and_alerted(tmp_path: Path) -> None:
         assert {"demographic_parity_difference", "demographic_parity_ratio"} <= metrics
         assert {a["labels"]["group"] for a in firing} >= {"all"}
         assert {a["labels"]["attribute"] for a in firing} == {"gender"}
+
+        def published() -> bool:
+            text = httpx.get(f"{server.url}/metrics", timeout=10).text
+            series = (
+                'modelwatch_fairness_value{attribute="gender",'
+                'metric="demographic_parity_ratio",model="credit",slice="all",version="1"}'
+            )
+            return series in text
+
+        wait_until(published, "the fairness gauge", 30)
     finally:
         server.terminate()
