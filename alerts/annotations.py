@@ -84,6 +84,11 @@ _DEFAULTS: dict[str, tuple[str, str]] = {
         "{value} of the entities joined by skew check {check} of model {model} differ between "
         "serving and offline values of feature {column} (threshold {threshold}).",
     ),
+    "fairness": (
+        "{metric} of {model} {version} violated for {attribute} (group {group})",
+        "{metric} of protected attribute {attribute} (group {group}) of model {model} version "
+        "{version} is {value} against a bound of {threshold} in the newest labelled window.",
+    ),
     "evaluation_failed": (
         "Evaluation of {model} {version} failing",
         "{value} windows of model {model} version {version} failed to evaluate; see /readyz "

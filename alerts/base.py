@@ -34,6 +34,7 @@ SignalKind = Literal[
     "guard_divergence",
     "canary",
     "skew",
+    "fairness",
 ]
 SIGNAL_KINDS: tuple[str, ...] = get_args(SignalKind)
 
@@ -147,6 +148,15 @@ SIGNAL_KIND_DOCS: Mapping[str, KindDoc] = MappingProxyType(
             "share of joined entities whose serving and offline values of a feature differ in"
             " the newest run of a skew check; threshold: the check's `threshold`",
             "mismatch rate above the threshold",
+        ),
+        "fairness": KindDoc(
+            ("model", "version", "attribute", "metric", "group"),
+            "a fairness metric of a protected attribute in the newest labelled window: the"
+            " comparison of its groups (group `all`: demographic parity difference and ratio,"
+            " equal opportunity and equalized odds differences) or one group's calibration"
+            " error; threshold: its bound (`fairness.thresholds`); `insufficient_data` sends none",
+            "status `violation`: the whole simultaneous (1 - `fairness.alpha`) interval is past"
+            " the bound",
         ),
     }
 )

@@ -87,8 +87,8 @@ class ModelwatchMetrics:
 
     def keep_model_series(self, family: str, model: str) -> None:
         """Keep `model`'s series of a refreshed family (drift, outcome, estimated, guard, slo,
-        settings) through this refresh, as they are: its read failed. An unknown family is a
-        ValueError."""
+        settings, fairness) through this refresh, as they are: its read failed. An unknown
+        family is a ValueError."""
         families = self._families()
         gauges = families.get(family)
         if gauges is None:
@@ -110,6 +110,7 @@ class ModelwatchMetrics:
             "slo": (self.slo_value, self.slo_threshold),
             "settings": (self.model_version_info,),
             "latency": (self.latency_stage_p95, self.latency_stage_share),
+            "fairness": (self.fairness_value, self.fairness_threshold),
         }
 
     def end_refresh(self) -> int:
@@ -180,6 +181,21 @@ class ModelwatchMetrics:
             "modelwatch_outcome_baseline",
             "Baseline the latest outcome metric was compared with.",
             ["model", "version", "metric", "slice"],
+            registry=registry,
+        )
+        # `attribute` is a configured protected attribute (a slice column), `metric` a fixed
+        # fairness name (monitor.fairness.METRICS), `slice` "all" for the groups' comparison.
+        self.fairness_value = Gauge(
+            "modelwatch_fairness_value",
+            "Latest labelled window's fairness metric per protected attribute (slice all: the "
+            "comparison of its groups) or group.",
+            ["model", "version", "attribute", "metric", "slice"],
+            registry=registry,
+        )
+        self.fairness_threshold = Gauge(
+            "modelwatch_fairness_threshold",
+            "Bound the latest fairness metric was judged against.",
+            ["model", "version", "attribute", "metric", "slice"],
             registry=registry,
         )
 
@@ -455,6 +471,22 @@ class ModelwatchMetrics:
         self._refresh.set(self.outcome_value, labels, value)
         if baseline is not None:
             self._refresh.set(self.outcome_baseline, labels, baseline)
+
+    def set_fairness(
+        self,
+        model: str,
+        version: str,
+        attribute: str,
+        metric: str,
+        slice_key: str | None,
+        value: float,
+        threshold: float | None,
+    ) -> None:
+        """Publish one fairness metric of one attribute (or group) and its bound, if any."""
+        labels = (model, version, attribute, metric, self.slices.label(model, slice_key))
+        self._refresh.set(self.fairness_value, labels, value)
+        if threshold is not None:
+            self._refresh.set(self.fairness_threshold, labels, threshold)
 
     def set_estimated(self, model: str, version: str, slice_key: str | None,
                       row: EstimatedSeries) -> None:  # fmt: skip

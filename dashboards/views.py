@@ -207,6 +207,25 @@ VIEW_COLUMNS: Mapping[str, tuple[str, ...]] = {
         "pair_verdict",
         "correction",
     ),
+    # Fairness per protected attribute (0034_fairness): the comparisons of its groups (slice
+    # "all") and each group's rates and calibration (slice `gender=f`), with their intervals.
+    "mw_fairness": (
+        "time",
+        "window_start",
+        "model",
+        "version",
+        "attribute",
+        "slice",
+        "metric",
+        "value",
+        "ci_low",
+        "ci_high",
+        "threshold",
+        "n",
+        "status",
+        "reason",
+        "violated",
+    ),
 }
 
 # state_code in mw_alerts, drawn by the alert timeline.

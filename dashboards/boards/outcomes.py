@@ -1,5 +1,6 @@
 """Outcome dashboard: per-slice outcome metrics against their baseline, with confidence bands,
-and the metric estimated without labels (CBPE, `mw_estimated`) next to the realized one."""
+the metric estimated without labels (CBPE, `mw_estimated`) next to the realized one, and the
+fairness of protected attributes (`mw_fairness`) in the latest labelled window."""
 
 from __future__ import annotations
 
@@ -62,6 +63,18 @@ LATEST_TABLE = f"""SELECT slice, metric, value, ci_low, ci_high, baseline_value,
 FROM mw_outcomes
 WHERE {MODEL_VERSION} AND time = {LATEST}
 ORDER BY degraded DESC, slice, metric"""
+
+FAIRNESS_LATEST = f"""(SELECT max(time) FROM mw_fairness WHERE {MODEL_VERSION})"""
+
+FAIRNESS_NOW = f"""SELECT count(*) AS fairness_violations
+FROM mw_fairness
+WHERE {MODEL_VERSION} AND violated = 1 AND time = {FAIRNESS_LATEST}"""
+
+FAIRNESS_TABLE = f"""SELECT attribute, slice AS grp, metric, value, ci_low, ci_high, threshold, n,
+  status, reason
+FROM mw_fairness
+WHERE {MODEL_VERSION} AND time = {FAIRNESS_LATEST}
+ORDER BY violated DESC, attribute, slice, metric"""
 
 SLICES = """SELECT DISTINCT slice FROM mw_outcomes
 WHERE model = ${model:sqlstring} AND version = ${version:sqlstring} AND $__timeFilter(time)
@@ -132,11 +145,29 @@ def build(datasource: dm.DataSourceRef) -> dm.Dashboard:
         datasource,
         18,
     )
+    unfair = stat_panel(
+        "Fairness violations now",
+        "Fairness metrics whose whole simultaneous interval is past their bound in the latest "
+        "labelled window (each promises at most `fairness.alpha` false alarms).",
+        FAIRNESS_NOW,
+        datasource,
+    )
+    fairness = table_panel(
+        "Fairness, latest labelled window",
+        "Per protected attribute: the comparisons of its groups (grp `all`: demographic parity "
+        "difference and ratio, equal opportunity and equalized odds differences) and each "
+        "group's rates and calibration error; `insufficient_data` says why.",
+        FAIRNESS_TABLE,
+        datasource,
+        18,
+    )
     return (
         board.with_panel(band)
         .with_panel(estimated)
         .with_panel(by_slice)
         .with_panel(degraded)
         .with_panel(latest)
+        .with_panel(unfair)
+        .with_panel(fairness)
         .build()
     )

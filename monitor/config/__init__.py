@@ -20,6 +20,8 @@ from monitor.config._sources import (
     KafkaSourceConfig,
     SourceConfig,
 )
+from monitor.config.fairness import PRESETS as FAIRNESS_PRESETS
+from monitor.config.fairness import FairnessConfig, FairnessThresholds
 from monitor.config.guards import GatePolicyConfig, GuardsConfig
 from monitor.config.watch import CanaryPairConfig, FeatureSourceConfig, SkewCheckConfig
 
@@ -37,6 +39,9 @@ __all__ = [
     "FeatureSourceConfig",
     "SkewCheckConfig",
     "Config",
+    "FAIRNESS_PRESETS",
+    "FairnessConfig",
+    "FairnessThresholds",
     "GatePolicyConfig",
     "GuardsConfig",
     "JsonlSourceConfig",

@@ -19,6 +19,7 @@ from monitor.config._sources import CollectConfig, SourceConfig
 from monitor.config._suggest import problems
 from monitor.config.alerts import AlertsConfig
 from monitor.config.columns import ColumnsConfig
+from monitor.config.fairness import FairnessConfig
 from monitor.config.guards import GuardsConfig
 from monitor.config.serving import CanaryConfig, SloConfig
 from monitor.config.shadow import ShadowConfig
@@ -89,6 +90,13 @@ class ModelConfig(StrictModel):
             "paired and compared (optional; without it roles are validated but not paired)."
         ),
     )
+    fairness: FairnessConfig | None = Field(
+        default=None,
+        description=(
+            "Fairness metrics between the groups of protected attributes in each labelled "
+            "window (optional; binary classification)."
+        ),
+    )
 
     @field_validator("name")
     @classmethod
@@ -107,6 +115,22 @@ class ModelConfig(StrictModel):
         if any(len(s) > 200 or not s.isprintable() for s in value):
             raise ValueError("slice column names are at most 200 printable characters")
         return value
+
+    @model_validator(mode="after")
+    def _fairness_attributes_sliced(self) -> ModelConfig:
+        if self.fairness is None:
+            return self
+        if self.outcomes.task != "classification":
+            raise ValueError(
+                f"fairness: needs outcomes.task classification (binary), not {self.outcomes.task}"
+            )
+        unsliced = [a for a in self.fairness.attributes if a not in self.slices]
+        if unsliced:
+            raise ValueError(
+                f"fairness.attributes: {', '.join(map(repr, unsliced))} must also be in slices "
+                "(a protected attribute's groups are a slice column's values)"
+            )
+        return self
 
 
 class Config(StrictModel):

@@ -18,6 +18,7 @@ from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
 from monitor.config import ModelConfig
+from monitor.evaluation._fairness import store_window_fairness
 from monitor.outcomes import OutcomeResult
 from monitor.results.store import store_outcome_windows
 from monitor.storage import Change, OutcomeSummaryRow, consume_changes, fetch_rows, transaction
@@ -38,8 +39,11 @@ def outcome_batch(
         rows: dict[datetime, list[tuple[str, bytes]]] = defaultdict(list)
         for start, key, payload in fetch_rows(s, stmt):
             rows[start].append((key, payload))
-        done = [results_of(cfg, merged_by_slice(rows[c.start])) for c in changes]
+        merged = [merged_by_slice(rows[c.start]) for c in changes]
+        done = [results_of(cfg, m) for m in merged]
         spans = [((c.start, c.end), r) for c, r in zip(changes, done, strict=True) if r]
         store_outcome_windows(s, model, version, spans)
+        windows = [((c.start, c.end), m) for c, m in zip(changes, merged, strict=True)]
+        store_window_fairness(s, cfg, version, windows)
         consume_changes(s, "outcome", changes)
     return done

@@ -33,6 +33,7 @@ from monitor.evaluation._drift_batch import (
     thresholds_for,
     where_of,
 )
+from monitor.evaluation._fairness import store_window_fairness
 from monitor.evaluation._outcome_batch import outcome_batch
 from monitor.evaluation.period_jobs import WINDOW_ITEMS, evaluate_periods, mark_periods
 from monitor.evaluation.periods import DayMerges, Period, stored_drift, stored_outcomes
@@ -50,7 +51,7 @@ from monitor.storage import (
     session_factory,
     transaction,
 )
-from monitor.summaries import outcome_results, rebuild_pending
+from monitor.summaries import outcome_results, rebuild_pending, window_summaries
 
 log = logging.getLogger(__name__)
 
@@ -372,6 +373,10 @@ class WindowEvaluator:
             if not results:
                 return WindowEvaluation(window)
             store_outcome_results(s, cfg.name, window.version, (window.start, window.end), results)
+            if cfg.fairness is not None:
+                span = (window.start, window.end)
+                summaries = window_summaries(s, cfg.name, window.version, *span)
+                store_window_fairness(s, cfg, window.version, [(span, summaries)])
         return WindowEvaluation(window, outcomes=results)
 
     def outcomes(

@@ -41,6 +41,7 @@ from monitor.storage import (
     DriftPeriodResultRow,
     DriftResultRow,
     EstimatedResultRow,
+    FairnessResultRow,
     OutcomePeriodResultRow,
     OutcomeResultRow,
     SloResultRow,
@@ -49,12 +50,14 @@ from monitor.storage import (
 )
 
 if TYPE_CHECKING:
+    from monitor.fairness import FairnessResult
     from monitor.outcomes import OutcomeResult
 
 _DRIFT_KEY = ["model", "version", "window_start", "slice_key", "column", "method"]
 _OUTCOME_KEY = ["model", "version", "window_start", "slice_key", "metric"]
 _SLO_KEY = ["model", "version", "window_start", "slice_key", "objective"]
 _ESTIMATED_KEY = ["model", "version", "window_start", "slice_key", "metric"]
+_FAIRNESS_KEY = ["model", "version", "window_start", "attribute", "slice_key", "metric"]
 _PERIOD_KEY = ["model", "version", "period", "period_start", "slice_key"]
 
 
@@ -114,15 +117,32 @@ def store_outcome_windows(
     return _store_windows(engine, table, _OUTCOME_KEY, (model, version), windows, computed_at)
 
 
+def store_fairness_windows(
+    engine: Engine | Session,
+    model: str,
+    version: str,
+    windows: Sequence[tuple[tuple[datetime, datetime], Sequence[FairnessResult]]],
+    computed_at: datetime | None = None,
+) -> int:
+    """Upsert several windows' fairness results of one version in ONE statement."""
+    table: Table = FairnessResultRow.__table__  # type: ignore[assignment]
+    return _store_windows(engine, table, _FAIRNESS_KEY, (model, version), windows, computed_at)
+
+
 def _store_windows(
     engine: Engine | Session,
     table: Table,
     key: list[str],
     ident: tuple[str, str],
-    windows: Sequence[tuple[tuple[datetime, datetime], Sequence[DriftResult | OutcomeResult]]],
+    windows: Sequence[
+        tuple[
+            tuple[datetime, datetime],
+            Sequence[DriftResult] | Sequence[OutcomeResult] | Sequence[FairnessResult],
+        ]
+    ],
     computed_at: datetime | None,
 ) -> int:
-    results: list[DriftResult | OutcomeResult] = []
+    results: list[Any] = []
     starts: list[datetime] = []
     ends: list[datetime] = []
     for window, found in windows:
@@ -243,7 +263,7 @@ def result_rows(
 
 
 def result_columns(
-    results: Sequence[DriftResult | OutcomeResult], table: Table
+    results: Sequence[DriftResult | OutcomeResult | FairnessResult], table: Table
 ) -> dict[str, Sequence[Any]]:
     """The columns of `result_rows(results, table)` (one list per stored field, and the slice
     keys), without a dict per row; {} for no results. One result type per call (the first

@@ -44,6 +44,7 @@ from monitor.storage._engine import (
     transaction,
 )
 from monitor.storage._estimates import EstimatedResultRow
+from monitor.storage._fairness import FairnessResultRow
 from monitor.storage._guards import GateRun, RollbackEvent
 from monitor.storage._intake import IntakeEntry
 from monitor.storage._results import (
@@ -65,6 +66,7 @@ __all__ = [
     "CHANGE_KINDS",
     "Change",
     "EstimatedResultRow",
+    "FairnessResultRow",
     "OutcomeSummaryRow",
     "ShadowPending",
     "ShadowWindow",

@@ -27,17 +27,19 @@ from guards.history import record_gate
 from guards.registry import optimization_settings, register_version
 from guards.results import Criterion, GuardVerdict, LatencyStats
 from monitor.canary import CanaryCriterion, CanaryJudgement, JudgedCriterion, store_judgement
-from monitor.config import CollectConfig, ModelConfig
+from monitor.config import CollectConfig, FairnessConfig, ModelConfig
 from monitor.config.alerts import AlertsConfig
 from monitor.config.serving import CostConfig, SloConfig
 from monitor.config.shadow import ShadowConfig
 from monitor.detectors import DriftResult
 from monitor.evaluation.periods import PERIODS, period_of
 from monitor.evaluation.windows import WindowEvaluator
+from monitor.fairness import GroupCounts, evaluate_fairness
 from monitor.outcomes._base import OutcomeResult
 from monitor.results.store import (
     store_drift_results,
     store_estimated_results,
+    store_fairness_windows,
     store_outcome_results,
     store_period_results,
 )
@@ -239,6 +241,18 @@ def seed_shadow(engine: Engine, t0: datetime) -> None:
     ingestor.ingest(records)
 
 
+def seed_fairness(engine: Engine, t0: datetime) -> None:
+    """Fairness by region in the last hour: eu selected at 0.2, us at 0.5 (a violation)."""
+
+    groups = {
+        "eu": GroupCounts(tp=60, fp=20, tn=300, fn=20, score_sum=120.0),
+        "us": GroupCounts(tp=150, fp=50, tn=180, fn=20, score_sum=190.0),
+    }
+    results = evaluate_fairness({"region": groups}, FairnessConfig(attributes=["region"]))
+    window = (t0 + timedelta(hours=HOURS - 1), t0 + timedelta(hours=HOURS))
+    store_fairness_windows(engine, MODEL, VERSION, [(window, results)])
+
+
 def seed_all(engine: Engine, tmp: Path, now: datetime) -> datetime:
     """Seed everything; returns t0, the start of the seeded hours."""
     t0 = now.replace(minute=0, second=0, microsecond=0) - timedelta(hours=HOURS)
@@ -249,4 +263,5 @@ def seed_all(engine: Engine, tmp: Path, now: datetime) -> datetime:
     seed_slo(engine)
     seed_shadow(engine, t0)
     seed_canary(engine, t0)
+    seed_fairness(engine, t0)
     return t0

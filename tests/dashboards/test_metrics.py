@@ -83,6 +83,7 @@ def test_exposition_lists_every_metric_with_help(
     metrics.set_drifted_columns("fraud", "3", "", 2)
     metrics.set_guard_flip_rate("fraud", "4-int8", "region=eu", 0.01)
     metrics.set_slo("fraud", "3", None, "latency_p95_ms", 41.5, 50.0)
+    metrics.set_fairness("fraud", "3", "region", "demographic_parity_ratio", None, 0.7, 0.8)
     text = generate_latest(registry).decode()
     for name in (
         "modelwatch_events_ingested",
@@ -104,6 +105,9 @@ def test_exposition_lists_every_metric_with_help(
     slo = 'model="fraud",objective="latency_p95_ms",slice="all",version="3"'
     assert f"modelwatch_slo_value{{{slo}}} 41.5" in text
     assert f"modelwatch_slo_threshold{{{slo}}} 50.0" in text
+    fair = 'attribute="region",metric="demographic_parity_ratio",model="fraud",slice="all"'
+    assert f'modelwatch_fairness_value{{{fair},version="3"}} 0.7' in text
+    assert f'modelwatch_fairness_threshold{{{fair},version="3"}} 0.8' in text
 
 
 def test_gate_slices_are_separate_series_even_when_not_monitoring_slices(

@@ -124,3 +124,15 @@ def test_views_read_the_same_facts_on_both_backends(engine: Engine, tmp_path: Pa
             ("3", "2", "region=eu", "fail", 1, 1, "prediction", "fail", "holm"),
             ("3", "2", "region=us", "pass", 0, 0, None, "fail", "holm"),
         ]
+        # Migration 0034: fairness per protected attribute, the comparison and each group.
+        [(attribute, slice_, status, violated, value)] = rows(
+            "SELECT attribute, slice, status, violated, value FROM mw_fairness "
+            "WHERE metric = 'demographic_parity_difference'"
+        )
+        assert (attribute, slice_, status, violated) == ("region", "all", "violation", 1)
+        assert value == pytest.approx(0.3)
+        rates = rows("SELECT slice, value FROM mw_fairness WHERE metric = 'selection_rate'")
+        assert sorted(rates) == [
+            ("region=eu", pytest.approx(0.2)),
+            ("region=us", pytest.approx(0.5)),
+        ]

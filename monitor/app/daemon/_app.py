@@ -21,6 +21,7 @@ from monitor.app.daemon._common import DaemonState, error_name, errors
 from monitor.app.daemon._dead_letters_api import router as dead_letters_router
 from monitor.app.daemon._docs import install_docs
 from monitor.app.daemon._exposition import RequestMetricsMiddleware, install_metrics_route
+from monitor.app.daemon._fairness_api import router as fairness_router
 from monitor.app.daemon._gate_api import router as gate_router
 from monitor.app.daemon._guard_api import router as guard_router
 from monitor.app.daemon._ingest_api import router as ingest_router
@@ -204,6 +205,7 @@ def create_app(state: DaemonState) -> FastAPI:
         slo_router,
         shadow_router,
         latency_router,
+        fairness_router,
     )
     declare_scopes(app)
     for router in routers:

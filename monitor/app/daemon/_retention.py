@@ -33,6 +33,7 @@ from monitor.storage import (
     DriftPeriodResultRow,
     DriftResultRow,
     EstimatedResultRow,
+    FairnessResultRow,
     IntakeEntry,
     JobFailure,
     JobRun,
@@ -82,6 +83,7 @@ def purge(
         "estimated_results": delete(EstimatedResultRow).where(
             EstimatedResultRow.computed_at < cutoff
         ),
+        "fairness_results": delete(FairnessResultRow).where(FairnessResultRow.computed_at < cutoff),
         "labeled_predictions": delete(LabeledPrediction).where(
             LabeledPrediction.joined_at < joined
         ),

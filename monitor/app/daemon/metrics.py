@@ -42,6 +42,7 @@ from monitor.storage import (
     DeadLetter,
     DriftResultRow,
     EstimatedResultRow,
+    FairnessResultRow,
     GateRun,
     IngestCounter,
     Model,
@@ -130,6 +131,7 @@ class MetricsPublisher:
             ("outcome", functools.partial(self._outcomes, model)),
             ("estimated", functools.partial(self._estimated, model)),
             ("guard", functools.partial(self._guards, model)),
+            ("fairness", functools.partial(self._fairness, model)),
         ]
         if model in self.slo:
             out.append(("slo", functools.partial(self._slo, model, self.slo[model])))
@@ -237,6 +239,12 @@ class MetricsPublisher:
     def _estimated(self, model: str) -> None:
         for r in _current(latest_rows(self.engine, EstimatedResultRow, model)):
             self.metrics.set_estimated(model, r.version, r.slice_key or None, r)
+
+    def _fairness(self, model: str) -> None:
+        for r in _current(latest_rows(self.engine, FairnessResultRow, model)):
+            if r.value is not None:
+                self.metrics.set_fairness(model, r.version, r.attribute, r.metric,
+                                          r.slice_key or None, r.value, r.threshold)  # fmt: skip
 
     def _guards(self, model: str) -> None:
         newest = (

@@ -16,12 +16,13 @@ from sqlalchemy.engine import Engine
 from alerts import Signal
 from monitor.config import ModelConfig
 from monitor.estimation import MULTIVARIATE_METRIC
-from monitor.profiles import key_of, slice_label
+from monitor.profiles import key_of, parse_slice_key, slice_label
 from monitor.profiles.serving import ServingSummary
 from monitor.slo.evaluate import ServingWindow, evaluate_windows, version_prices
 from monitor.storage import (
     DriftResultRow,
     EstimatedResultRow,
+    FairnessResultRow,
     GateRun,
     OutcomeResultRow,
     WindowServing,
@@ -124,6 +125,27 @@ def outcome_signals(engine: Engine, models: Iterable[str], now: datetime) -> lis
             out.append(
                 Signal("outcome", labels, r.value, r.baseline_value, r.status == "degraded", now)
             )
+    return out
+
+
+def fairness_signals(engine: Engine, models: Iterable[str], now: datetime) -> list[Signal]:
+    """A `fairness` signal per judged metric, attribute and group of the newest labelled
+    window (per-group rates, which have no bound, and `insufficient_data` send none)."""
+    out: list[Signal] = []
+    for model in models:
+        for r in latest_rows(engine, FairnessResultRow, model):
+            if r.status == "insufficient_data" or r.threshold is None:
+                continue
+            group = parse_slice_key(r.slice_key) or {}
+            labels = {
+                "model": model,
+                "version": r.version,
+                "attribute": r.attribute,
+                "metric": r.metric,
+                "group": group.get(r.attribute, "all"),
+            }
+            firing = r.status == "violation"
+            out.append(Signal("fairness", labels, r.value, r.threshold, firing, now))
     return out
 
 

@@ -37,6 +37,7 @@ from monitor.app.daemon.metrics import MetricsPublisher
 from monitor.app.daemon.signals import (
     drift_signals,
     estimate_signals,
+    fairness_signals,
     guard_signals,
     outcome_signals,
     slo_signals,
@@ -234,6 +235,11 @@ class Monitoring:
             (f"signals slo {m.name}", functools.partial(slo_signals, e, m))
             for m in self.config.models
             if m.slo is not None
+        ]
+        out += [
+            (f"signals fairness {m.name}", functools.partial(fairness_signals, e, [m.name]))
+            for m in self.config.models
+            if m.fairness is not None
         ]
         out += [(f"signals shadow {name}", produce) for name, produce in self.shadow.items()]
         names = [m.name for m in self.config.models]
