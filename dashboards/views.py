@@ -207,7 +207,7 @@ VIEW_COLUMNS: Mapping[str, tuple[str, ...]] = {
         "pair_verdict",
         "correction",
     ),
-    # Fairness per protected attribute (0034_fairness): the comparisons of its groups (slice
+    # Fairness per protected attribute (0032_fairness): the comparisons of its groups (slice
     # "all") and each group's rates and calibration (slice `gender=f`), with their intervals.
     "mw_fairness": (
         "time",

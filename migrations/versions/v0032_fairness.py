@@ -1,7 +1,7 @@
 """Fairness results per protected attribute and group, and their dashboard view.
 
-Revision ID: 0034_fairness
-Revises: 0030_releases_views
+Revision ID: 0032_fairness
+Revises: 0031_work_queue
 Create Date: 2026-12-05
 
 `fairness_results` holds one row per (model, version, window, attribute, slice, metric), written
@@ -16,8 +16,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0034_fairness"
-down_revision = "0030_releases_views"
+revision = "0032_fairness"
+down_revision = "0031_work_queue"
 branch_labels = None
 depends_on = None
 
