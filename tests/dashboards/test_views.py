@@ -124,7 +124,7 @@ def test_views_read_the_same_facts_on_both_backends(engine: Engine, tmp_path: Pa
             ("3", "2", "region=eu", "fail", 1, 1, "prediction", "fail", "holm"),
             ("3", "2", "region=us", "pass", 0, 0, None, "fail", "holm"),
         ]
-        # Migration 0034: fairness per protected attribute, the comparison and each group.
+        # Migration 0032: fairness per protected attribute, the comparison and each group.
         [(attribute, slice_, status, violated, value)] = rows(
             "SELECT attribute, slice, status, violated, value FROM mw_fairness "
             "WHERE metric = 'demographic_parity_difference'"
