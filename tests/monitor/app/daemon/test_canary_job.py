@@ -46,10 +46,13 @@ def test_a_pair_with_a_longer_interval_runs_once_per_its_own(engine: Engine) -> 
     cfg = cfg.model_copy(update={"canaries": [fast, slow]})
     ingest(engine, cfg)
     one, two = CanaryWatch(engine, cfg, "replica-a"), CanaryWatch(engine, cfg, "replica-b")
-    assert one(now=NOW) == 2  # the job's tick claim covers the fast pair (Scheduler.tick)
-    assert two(now=NOW + timedelta(minutes=1)) == 1  # the slow pair ran in this 5m window
+    # the start of a 5-minute window, so that a minute later is still inside it whatever the
+    # clock said when the suite imported NOW (a NOW at minute 4 mod 5 failed one run in five)
+    now = NOW - timedelta(minutes=NOW.minute % 5)
+    assert one(now=now) == 2  # the job's tick claim covers the fast pair (Scheduler.tick)
+    assert two(now=now + timedelta(minutes=1)) == 1  # the slow pair ran in this 5m window
     assert len(canary_history(engine, "fraud", "3", "1", limit=9)) == 1
-    assert one(now=NOW + timedelta(minutes=5)) == 2
+    assert one(now=now + timedelta(minutes=5)) == 2
 
 
 def test_pairs_run_once_per_interval_and_roll_back_only_to_a_target(
