@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from html import escape
 
-from monitor.segments._find import SegmentReport
+from monitor.segments._report import SegmentReport
 
 _HEAD = ("segment", "support", "share", "value", "rest", "effect (95% CI)", "p", "q", "score")
 
