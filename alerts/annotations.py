@@ -84,6 +84,11 @@ _DEFAULTS: dict[str, tuple[str, str]] = {
         "{value} of the entities joined by skew check {check} of model {model} differ between "
         "serving and offline values of feature {column} (threshold {threshold}).",
     ),
+    "segment": (
+        "Weak segment in {model}: {segment} ({persistence}, {check})",
+        "Segment check {check} of model {model} ({mode}) reports the segment {segment}, "
+        "{persistence}, with an effect of {value}.",
+    ),
     "evaluation_failed": (
         "Evaluation of {model} {version} failing",
         "{value} windows of model {model} version {version} failed to evaluate; see /readyz "

@@ -34,6 +34,7 @@ SignalKind = Literal[
     "guard_divergence",
     "canary",
     "skew",
+    "segment",
 ]
 SIGNAL_KINDS: tuple[str, ...] = get_args(SignalKind)
 
@@ -147,6 +148,14 @@ SIGNAL_KIND_DOCS: Mapping[str, KindDoc] = MappingProxyType(
             "share of joined entities whose serving and offline values of a feature differ in"
             " the newest run of a skew check; threshold: the check's `threshold`",
             "mismatch rate above the threshold",
+        ),
+        "segment": KindDoc(
+            ("model", "check", "mode", "segment", "persistence"),
+            "one segment reported by the newest run of a segment check (`segment` its"
+            " predicates, `persistence` `new` or `persisting`: also in the run before): the"
+            " size of its effect (labels: loss inside minus outside; estimated: expected error"
+            " inside minus outside; drift: the change of its share); threshold 0",
+            "while the newest run reports it (its q-value below the check's `alpha`)",
         ),
     }
 )

@@ -21,6 +21,7 @@ from monitor.config._sources import (
     SourceConfig,
 )
 from monitor.config.guards import GatePolicyConfig, GuardsConfig
+from monitor.config.segments import SegmentCheckConfig
 from monitor.config.watch import CanaryPairConfig, FeatureSourceConfig, SkewCheckConfig
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "CanaryPairConfig",
     "CollectConfig",
     "FeatureSourceConfig",
+    "SegmentCheckConfig",
     "SkewCheckConfig",
     "Config",
     "GatePolicyConfig",

@@ -18,6 +18,7 @@ from monitor.segments._label_free import (
 )
 from monitor.segments._render import render_segments_html, render_segments_markdown
 from monitor.segments._report import MODES, Segment, SegmentReport
+from monitor.segments._runs import mark_persistence, search_check, segment_history, store_segments
 
 __all__ = [
     "METRICS",
@@ -31,5 +32,9 @@ __all__ = [
     "find_segments",
     "render_segments_html",
     "render_segments_markdown",
+    "mark_persistence",
     "row_losses",
+    "search_check",
+    "segment_history",
+    "store_segments",
 ]
