@@ -44,7 +44,10 @@ class SegmentCheckConfig(StrictModel):
     current: FeatureSourceConfig = Field(description="The rows searched (the current window).")
     reference: FeatureSourceConfig | None = Field(
         default=None,
-        description="Labelled reference rows (`estimated`) or the baseline's rows (`drift`).",
+        description=(
+            "Labelled reference rows (`estimated`) or the baseline's rows (`drift`); in every "
+            "mode numeric features are binned on its quantiles (optional for `labels`)."
+        ),
     )
     label: str | None = Field(default=None, min_length=1, description="The label column.")
     prediction: str | None = Field(

@@ -18,7 +18,11 @@ from monitor.errors import InputError
 from monitor.estimation import fit_calibration
 from monitor.segments._find import find_segments
 from monitor.segments._inputs import Options
-from monitor.segments._label_free import find_drift_segments, find_estimated_segments
+from monitor.segments._label_free import (
+    find_drift_segments,
+    find_estimated_segments,
+    reference_edges,
+)
 from monitor.segments._report import Segment, SegmentReport
 from monitor.storage import SegmentRun, session_factory, transaction
 
@@ -46,7 +50,8 @@ def _require(check: SegmentCheckConfig, current: Any, reference: Any | None,
     }
     windows: list[tuple[Any, list[str], str]] = [(current, needs[check.mode], "current")]
     if reference is not None:
-        ref_needs = {"labels": [], "estimated": [label, prediction], "drift": list(features)}
+        ref_needs = {"labels": list(features), "estimated": [*features, label, prediction],
+                     "drift": list(features)}  # fmt: skip
         windows.append((reference, ref_needs[check.mode], "reference"))
     for frame, cols, where in windows:
         for col in cols:
@@ -58,14 +63,17 @@ def _search(check: SegmentCheckConfig, current: Any, reference: Any | None,
             features: list[str]) -> SegmentReport:  # fmt: skip
     opts = Options(check.max_predicates, check.min_support, check.min_share, check.top,
                    check.alpha, None, check.bins)  # fmt: skip
+    # Numeric bins on the reference's quantiles: the same predicates run after run, so a
+    # segment that persists is recognised as such.
+    edges = reference_edges(reference, features, check.bins) if reference is not None else None
     if check.mode == "labels":
         assert check.label is not None and check.prediction is not None
         return find_segments(current, check.label, check.prediction, features, check.metric,
                              check.max_predicates, check.min_support, check.min_share,
-                             check.top, check.alpha, bins=check.bins)  # fmt: skip
+                             check.top, check.alpha, bins=check.bins, edges=edges)  # fmt: skip
     assert reference is not None
     if check.mode == "drift":
-        return find_drift_segments(reference, current, features, opts)
+        return find_drift_segments(reference, current, features, opts, edges)
     assert check.label is not None and check.prediction is not None
     labels = reference[check.label]
     if labels.nunique() < 2:
@@ -76,7 +84,7 @@ def _search(check: SegmentCheckConfig, current: Any, reference: Any | None,
                                       check.threshold)  # fmt: skip
     except (TypeError, ValueError) as exc:  # InputError is a ValueError: the reason as it is
         raise InputError(f"reference: {exc}") from None
-    return find_estimated_segments(current, check.prediction, calibration, features, opts)
+    return find_estimated_segments(current, check.prediction, calibration, features, opts, edges)
 
 
 def unsearched(check: SegmentCheckConfig, n_rows: int, reason: str) -> SegmentReport:

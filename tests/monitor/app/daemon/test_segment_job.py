@@ -26,6 +26,7 @@ def test_segment_checks_store_new_then_persisting_segments(
     sqlite_engine: Engine, tmp_path: Path
 ) -> None:
     planted_frame(6000).to_parquet(tmp_path / "scored.parquet")
+    planted_frame(3000, seed=9).to_parquet(tmp_path / "scored-ref.parquet")
     planted_frame(600).drop(columns="f").to_parquet(tmp_path / "narrow.parquet")
     shifted_frame(4000, 1).to_parquet(tmp_path / "ref.parquet")
     shifted_frame(4000, 2, extra=2.0).to_parquet(tmp_path / "cur.parquet")
@@ -35,7 +36,8 @@ def test_segment_checks_store_new_then_persisting_segments(
     cfg = parse_config({
         "database_url": str(sqlite_engine.url), "models": [{"name": "fraud"}],
         "segments": [
-            {**labelled, "name": "errors", "current": {"path": str(tmp_path / "scored.parquet")}},
+            {**labelled, "name": "errors", "current": {"path": str(tmp_path / "scored.parquet")},
+             "reference": {"path": str(tmp_path / "scored-ref.parquet")}},
             {**labelled, "name": "narrow", "current": {"path": str(tmp_path / "narrow.parquet")}},
             {**labelled, "name": "gone", "current": {"path": str(tmp_path / "gone.parquet")}},
             {**common, "name": "shift", "mode": "drift",
@@ -59,18 +61,22 @@ def test_segment_checks_store_new_then_persisting_segments(
     [drift] = segment_history(sqlite_engine, "shift")
     assert drift.report["estimated"] and drift.mode == "drift" and drift.n_segments >= 1
 
-    assert watch(now=NOW + timedelta(hours=1)) == 3  # the same data again: persisting
+    # The next window: other rows, binned on the same reference, the same weak segment
+    planted_frame(6000, seed=5).to_parquet(tmp_path / "scored.parquet")
+    assert watch(now=NOW + timedelta(hours=1)) == 3
     second = segment_history(sqlite_engine, "errors")[0]
-    assert second.n_new == 0 and second.n_segments == 3
-    assert {s["persistence"] for s in second.report["segments"]} == {"persisting"}
+    again = second.report["segments"][0]
+    assert again["description"] == top["description"] and again["persistence"] == "persisting"
+    assert second.n_new < second.n_segments
 
     registry = CollectorRegistry()
     signals = segment_signals(sqlite_engine, cfg, ModelwatchMetrics(registry, cfg.models), NOW)
     seg = [s for s in signals if s.kind == "segment" and s.labels["check"] == "errors"]
-    assert len(seg) == 3 and all(s.firing for s in seg)
+    assert len(seg) == second.n_segments and all(s.firing for s in seg)
     assert seg[0].labels["persistence"] == "persisting" and seg[0].value > 0.5
     assert seg[0].labels["segment"].startswith("a = 3 AND b = x AND c = ")
     labels = {"check": "errors", "model": "fraud", "mode": "labels", "persistence": "persisting"}
-    assert registry.get_sample_value("modelwatch_segments_found", labels) == 3
+    persisting = second.n_segments - second.n_new
+    assert registry.get_sample_value("modelwatch_segments_found", labels) == persisting
     [failed] = [s for s in signals if s.kind == "evaluation_failed"]
     assert failed.labels["item"] == f"segments gone source {tmp_path}/gone.parquet"
