@@ -117,10 +117,10 @@ def test_the_cli_lists_the_package_modes() -> None:
 def test_label_free_modes_name_the_planted_segment_as_estimates(tmp_path: Path) -> None:
     from tests.monitor.segments.conftest import scored_frame, shifted_frame
 
-    scored_frame(5000, 1).to_parquet(tmp_path / "ref.parquet")
-    scored_frame(10_000, 2).drop(columns="label").to_parquet(tmp_path / "cur.parquet")
-    shifted_frame(8000, 1).to_parquet(tmp_path / "dref.parquet")
-    shifted_frame(8000, 2, extra=1.5).to_parquet(tmp_path / "dcur.parquet")
+    scored_frame(3000, 1).to_parquet(tmp_path / "ref.parquet")
+    scored_frame(6000, 2).drop(columns="label").to_parquet(tmp_path / "cur.parquet")
+    shifted_frame(5000, 1).to_parquet(tmp_path / "dref.parquet")
+    shifted_frame(5000, 2, extra=2.0).to_parquet(tmp_path / "dcur.parquet")
     runs = [("estimated", "cur", "ref", ["--label", "label", "--prediction", "score"]),
             ("drift", "dcur", "dref", [])]  # fmt: skip
     for mode, cur, ref, roles in runs:
