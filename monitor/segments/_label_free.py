@@ -135,10 +135,14 @@ def find_drift_segments(
                              tested, counted, pruned, segments, reason, "drift", True,
                              insufficient, skipped)  # fmt: skip
 
-    short = too_few(min(n_ref, n_cur) * 2, sigma, feats)
+    # each window needs a segment's worth of rows, or no share of either could be measured
+    which, fewest = ("reference", n_ref) if n_ref <= n_cur else ("current", n_cur)
+    short = too_few(n, sigma, feats) or (
+        f"{which}: {fewest} rows, fewer than the minimum support ({sigma})"
+        if fewest < sigma else None
+    )  # fmt: skip
     if short:
-        which = "reference" if n_ref <= n_cur else "current"
-        return report([], f"{which}: {short}", insufficient=True)
+        return report([], short, insufficient=True)
     cut = edges if edges is not None else reference_edges(reference, feats, opts.bins)
     enc = encode(frame, feats, bins=opts.bins, edges=cut)
     is_current = np.r_[np.zeros(n_ref), np.ones(n_cur)]
