@@ -89,6 +89,11 @@ _DEFAULTS: dict[str, tuple[str, str]] = {
         "{metric} of protected attribute {attribute} (group {group}) of model {model} version "
         "{version} is {value} against a bound of {threshold} in the newest labelled window.",
     ),
+    "segment": (
+        "Weak segment in {model}: {segment} ({persistence}, {check})",
+        "Segment check {check} of model {model} ({mode}) reports the segment {segment}, "
+        "{persistence}, with an effect of {value}.",
+    ),
     "evaluation_failed": (
         "Evaluation of {model} {version} failing",
         "{value} windows of model {model} version {version} failed to evaluate; see /readyz "

@@ -35,6 +35,7 @@ SignalKind = Literal[
     "canary",
     "skew",
     "fairness",
+    "segment",
 ]
 SIGNAL_KINDS: tuple[str, ...] = get_args(SignalKind)
 
@@ -157,6 +158,14 @@ SIGNAL_KIND_DOCS: Mapping[str, KindDoc] = MappingProxyType(
             " error; threshold: its bound (`fairness.thresholds`); `insufficient_data` sends none",
             "status `violation`: the whole simultaneous (1 - `fairness.alpha`) interval is past"
             " the bound",
+        ),
+        "segment": KindDoc(
+            ("model", "check", "mode", "segment", "persistence"),
+            "one segment reported by the newest run of a segment check (`segment` its"
+            " predicates, `persistence` `new` or `persisting`: also in the run before): the"
+            " size of its effect (labels: loss inside minus outside; estimated: expected error"
+            " inside minus outside; drift: the change of its share); threshold 0",
+            "while the newest run reports it (its q-value below the check's `alpha`)",
         ),
     }
 )

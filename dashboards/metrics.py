@@ -387,6 +387,13 @@ class ModelwatchMetrics:
             ["check", "model", "column"],
             registry=registry,
         )
+        self.segments_found = Gauge(
+            "modelwatch_segments_found",
+            "Segments reported by the newest run of a scheduled segment check, by persistence "
+            "(`new`, or `persisting`: also in the run before).",
+            ["check", "model", "mode", "persistence"],
+            registry=registry,
+        )
 
     def _define_queue_metrics(self, registry: CollectorRegistry) -> None:
         # The evaluation work queue shared by replicas on PostgreSQL: each replica counts what
@@ -443,6 +450,11 @@ class ModelwatchMetrics:
         """Publish the mismatch rate of each compared feature of a skew check's newest run."""
         for column, rate in rates.items():
             self._refresh.set(self.skew_mismatch_rate, (check, model, column), rate)
+
+    def set_segments(self, check: str, model: str, mode: str, new: int, persisting: int) -> None:
+        """Publish how many segments a segment check's newest run reported, new and persisting."""
+        for persistence, count in (("new", new), ("persisting", persisting)):
+            self._refresh.set(self.segments_found, (check, model, mode, persistence), count)
 
     def set_alert_states(self, counts: dict[tuple[str, str], int]) -> None:
         """Publish alert counts per (rule, state); each state of a rule is written."""

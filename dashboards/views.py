@@ -226,6 +226,30 @@ VIEW_COLUMNS: Mapping[str, tuple[str, ...]] = {
         "reason",
         "violated",
     ),
+    # Scheduled segment checks (0033_segment_runs): one row per run, and one per segment a run
+    # reported (`persistence`: `new`, or `persisting` when the run before reported it too).
+    "mw_segment_runs": (
+        "time",
+        "model",
+        "check_name",
+        "mode",
+        "status",
+        "n_rows",
+        "n_segments",
+        "n_new",
+        "n_persisting",
+    ),
+    "mw_segments": (
+        "time",
+        "model",
+        "check_name",
+        "mode",
+        "segment",
+        "persistence",
+        "effect",
+        "q_value",
+        "support",
+    ),
 }
 
 # state_code in mw_alerts, drawn by the alert timeline.

@@ -27,13 +27,14 @@ CONNECT_TIMEOUT_S = 10
 
 
 def read_source(
-    src: FeatureSourceConfig, key: str, environ: Mapping[str, str] | None = None
+    src: FeatureSourceConfig, key: str | None, environ: Mapping[str, str] | None = None
 ) -> Any:
-    """The source's rows as a pandas DataFrame; InputError naming the source."""
+    """The source's rows as a pandas DataFrame; InputError naming the source (or its `key`
+    column when one is given and missing)."""
     frame = _read_sql(src, environ or os.environ) if src.sql is not None else _read_files(src)
     if len(frame) > src.max_rows:
         raise InputError(f"{src.name}: more than max_rows={src.max_rows} rows")
-    if key not in frame.columns:
+    if key is not None and key not in frame.columns:
         raise InputError(f"{src.name}: key column '{key}' not found")
     return frame
 

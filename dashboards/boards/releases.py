@@ -3,7 +3,9 @@
 Guard verdict history (every gate run, the scheduled golden replays marked `schedule`, from
 `mw_guard_history`), the scheduled canary pairs' verdicts per judged slice (`mw_canary_slices`:
 a regression confined to `region=eu` shows as that slice's failure under a passing `all`), and
-paired shadow mode: `$version` as a shadow against its primary on live traffic (`mw_shadow`).
+paired shadow mode: `$version` as a shadow against its primary on live traffic (`mw_shadow`),
+and the scheduled segment checks: the segments each check's newest run reported, new or
+persisting (`mw_segments`), and how many per run (`mw_segment_runs`).
 """
 
 from __future__ import annotations
@@ -71,6 +73,23 @@ WHERE {MODEL_VERSION}
 GROUP BY primary_version, slice
 ORDER BY primary_version, slice"""
 
+# Each check's newest run, segment by segment (a newest run that reported none shows none).
+SEGMENTS_NEWEST = f"""SELECT time, check_name, mode, segment, persistence, effect, q_value,
+  support
+FROM mw_segments s
+WHERE {MODEL} AND time = (SELECT max(n.time) FROM mw_segment_runs n
+  WHERE n.model = s.model AND n.check_name = s.check_name)
+ORDER BY check_name, effect DESC
+LIMIT 200"""
+
+# A run's counts; zoomed out, the most any run in the interval reported.
+SEGMENT_COUNTS = f"""SELECT $__timeGroupAlias(time, $__interval), check_name AS metric,
+  max(n_new) AS new, max(n_persisting) AS persisting
+FROM mw_segment_runs
+WHERE {MODEL}
+GROUP BY 1, 2
+ORDER BY 1"""
+
 
 def build(datasource: dm.DataSourceRef) -> dm.Dashboard:
     """The releases dashboard: guard history, canary per slice, shadow pairs."""
@@ -120,6 +139,22 @@ def build(datasource: dm.DataSourceRef) -> dm.Dashboard:
             "Pairs, flip rate, sides unpaired after shadow.pair_horizon, and labelled pairs "
             "where only one side was right (McNemar's b and c) in range.",
             SHADOW_PAIRS,
+            datasource,
+        ),
+        table_panel(
+            "Weak segments, newest run",
+            "Segments each scheduled segment check (segments:) reported in its newest run: "
+            "`persisting` when the run before reported it too; label-free modes (estimated, "
+            "drift) are estimates.",
+            SEGMENTS_NEWEST,
+            datasource,
+            12,
+        ),
+        time_series(
+            "Segments per run",
+            "New and persisting segments reported by each segment check's runs (zoomed out: "
+            "the most one run in the interval reported).",
+            [SEGMENT_COUNTS],
             datasource,
         ),
     ]

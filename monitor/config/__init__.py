@@ -23,6 +23,7 @@ from monitor.config._sources import (
 from monitor.config.fairness import PRESETS as FAIRNESS_PRESETS
 from monitor.config.fairness import FairnessConfig, FairnessThresholds
 from monitor.config.guards import GatePolicyConfig, GuardsConfig
+from monitor.config.segments import SegmentCheckConfig
 from monitor.config.watch import CanaryPairConfig, FeatureSourceConfig, SkewCheckConfig
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "CanaryPairConfig",
     "CollectConfig",
     "FeatureSourceConfig",
+    "SegmentCheckConfig",
     "SkewCheckConfig",
     "Config",
     "FAIRNESS_PRESETS",

@@ -21,6 +21,7 @@ from monitor.config.alerts import AlertsConfig
 from monitor.config.columns import ColumnsConfig
 from monitor.config.fairness import FairnessConfig
 from monitor.config.guards import GuardsConfig
+from monitor.config.segments import SegmentCheckConfig
 from monitor.config.serving import CanaryConfig, SloConfig
 from monitor.config.shadow import ShadowConfig
 from monitor.config.watch import CanaryPairConfig, SkewCheckConfig
@@ -175,6 +176,10 @@ class Config(StrictModel):
         default_factory=list,
         description="Training-serving skew checks the daemon runs on schedule.",
     )
+    segments: list[SegmentCheckConfig] = Field(
+        default_factory=list,
+        description="Weak-segment searches the daemon runs on schedule (labelled or label-free).",
+    )
 
     @field_validator("models")
     @classmethod
@@ -208,13 +213,17 @@ class Config(StrictModel):
         known = {m.name for m in self.models}
         watched = [("canaries", i, p.model) for i, p in enumerate(self.canaries)]
         watched += [("skew", i, c.model) for i, c in enumerate(self.skew)]
+        watched += [("segments", i, c.model) for i, c in enumerate(self.segments)]
         for what, i, model in watched:
             if model not in known:
                 listed = ", ".join(sorted(known)) or "none"
                 raise ValueError(f"{what}[{i}]: no model {model!r} (models: {listed})")
         pairs = [p.key for p in self.canaries]
         checks = [c.name for c in self.skew]
-        for kind, names in (("canary pairs", pairs), ("skew check names", checks)):
+        searches = [c.name for c in self.segments]
+        unique = (("canary pairs", pairs), ("skew check names", checks),
+                  ("segment check names", searches))  # fmt: skip
+        for kind, names in unique:
             dupes = sorted({n for n in names if names.count(n) > 1})
             if dupes:
                 raise ValueError(f"{kind} must be unique; repeated: {', '.join(dupes)}")

@@ -4,65 +4,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from monitor.errors import InputError
+from monitor.segments._cells import Tested, build, lattice, pick
 from monitor.segments._encode import encode
-from monitor.segments._search import Scorer, search
+from monitor.segments._inputs import Options, features_of, require, too_few, usable
+from monitor.segments._report import SegmentReport
 from monitor.segments._stats import bh_qvalues, mean_tests, rate_tests
 
 METRICS = ("error_rate", "accuracy", "absolute_error", "log_loss")
 RATES = ("error_rate", "accuracy")
 EPS = 1e-15
-
-
-@dataclass(frozen=True)
-class Segment:
-    """A reported segment: its predicates, support, metric inside and outside, and its test."""
-
-    predicates: list[tuple[str, str]]
-    support: int
-    share: float
-    value: float  # the metric inside the segment
-    rest_value: float  # the metric on every other row
-    effect: float  # loss inside minus loss outside (> 0: worse inside)
-    ci_low: float
-    ci_high: float
-    p_value: float
-    q_value: float
-    score: float
-
-    def describe(self) -> str:
-        return " AND ".join(f"{f} = {v}" for f, v in self.predicates)
-
-
-@dataclass(frozen=True)
-class SegmentReport:
-    """What the search found, and how much it looked at (the family the q-values control)."""
-
-    metric: str
-    n_rows: int
-    overall: float | None
-    features: list[str]
-    min_support: int
-    max_predicates: int
-    alpha: float
-    candidates_tested: int
-    combinations_counted: int
-    combinations_pruned: int
-    segments: list[Segment] = field(default_factory=list)
-    reason: str | None = None  # why nothing is reported, when nothing is
-
-    def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        for seg, raw in zip(self.segments, out["segments"], strict=True):
-            raw["predicates"] = [{"feature": f, "value": v} for f, v in seg.predicates]
-            raw["description"] = seg.describe()
-        return out
 
 
 def row_losses(labels: Any, predictions: Any, metric: str, names: tuple[str, str]) -> NDArray[Any]:
@@ -117,71 +73,50 @@ def find_segments(
     Reported: the `top` segments by SliceLine score whose Benjamini–Hochberg q-value (over every
     slice evaluated) is below `alpha`. `edges` bins numeric features on a baseline's edges.
     """
-    for col in (label, prediction, *(features or ())):
-        if col not in frame.columns:
-            raise InputError(f"column '{col}' not found")
-    if not 1 <= max_predicates <= 5:
-        raise InputError(f"max_predicates {max_predicates}: use 1 to 5")
-    if min_support < 1 or not 0 <= min_share < 1 or top < 1 or not 0 < alpha < 1:
-        raise InputError("min_support and top must be positive, min_share and alpha in (0, 1)")
-    feats = (
-        list(features) if features else [c for c in frame.columns if c not in (label, prediction)]
-    )
+    require(frame, (label, prediction, *(features or ())))
+    opts = Options(max_predicates, min_support, min_share, top, alpha, score_alpha, bins)
+    feats, skipped = usable([frame], features_of(frame, features, (label, prediction)))
     n = len(frame)
-    sigma = max(min_support, math.ceil(min_share * n))
+    sigma = opts.sigma(n)
     err = row_losses(
         frame[label].to_numpy(), frame[prediction].to_numpy(), metric, (label, prediction)
     )
     overall = _metric_value(float(err.mean()), metric) if n else None
 
-    def empty(reason: str, tested: int = 0, counted: int = 0, pruned: int = 0) -> SegmentReport:
-        return SegmentReport(metric, n, overall, feats, sigma, max_predicates, alpha, tested,
-                             counted, pruned, [], reason)  # fmt: skip
+    def empty(reason: str, insufficient: bool = True) -> SegmentReport:
+        return SegmentReport(metric, n, overall, feats, sigma, max_predicates, alpha, 0, 0, 0,
+                             [], reason, insufficient=insufficient, skipped=skipped)  # fmt: skip
 
-    if n == 0:
-        return empty("no rows")
-    if not feats:
-        return empty("no features to search")
-    if n < 2 * sigma:
-        return empty(f"{n} rows: fewer than twice the minimum support ({sigma})")
+    short = too_few(n, sigma, feats) or _single_class(frame[label], label)
+    if short:
+        return empty(short)
     if not err.any():
-        return empty("no errors: every row's loss is 0")
+        return empty("no errors: every row's loss is 0", insufficient=False)
     enc = encode(frame, feats, bins=bins, edges=edges)
-    codes = [np.ascontiguousarray(enc.codes[:, j]) for j in range(len(feats))]
-    scorer = Scorer(n, float(err.mean()), float(err.max()), score_alpha, sigma)
-    result = search(codes, enc.cardinalities, err, scorer, max_predicates, top, metric not in RATES)
-    ev = result.evaluated
-    count = np.concatenate(ev.count) if ev.count else np.empty(0)
-    errsum = np.concatenate(ev.errsum) if ev.errsum else np.empty(0)
-    sqsum = np.concatenate(ev.sqsum) if ev.sqsum else np.empty(0)
+    cells = lattice(enc, err, sigma, score_alpha, max_predicates, top, metric not in RATES)
+    count, errsum, total = cells.count, cells.errsum, float(err.sum())
     if metric in RATES:
-        p, effect, half = rate_tests(count, errsum, n, float(err.sum()))
+        p, effect, half = rate_tests(count, errsum, n, total)
     else:
-        p, effect, half = mean_tests(
-            count, errsum, sqsum, n, float(err.sum()), float((err * err).sum())
-        )
+        p, effect, half = mean_tests(count, errsum, cells.sqsum, n, total, float((err * err).sum()))
     q = bh_qvalues(p)
-    scores = scorer.score(count, errsum)
-    keep = np.flatnonzero((q < alpha) & (scores > 0) & (effect > 0))
-    keep = keep[np.lexsort((q[keep], -scores[keep]))][:top]
-    wanted = set(keep.tolist())
-    where = {pos: (combo, cell) for combo, cell, pos in ev.rows() if pos in wanted}
-    segments = []
-    for i in keep.tolist():
-        combo, cell = where[i]
-        idx = np.unravel_index(cell, tuple(enc.cardinalities[f] for f in combo))
-        preds = [(feats[f], enc.labels[f][int(c)]) for f, c in zip(combo, idx, strict=True)]
-        inside = float(errsum[i] / count[i])
-        outside = float((err.sum() - errsum[i]) / (n - count[i]))
-        segments.append(Segment(
-            preds, int(count[i]), float(count[i] / n), _metric_value(inside, metric),
-            _metric_value(outside, metric), float(effect[i]), float(effect[i] - half[i]),
-            float(effect[i] + half[i]), float(p[i]), float(q[i]), float(scores[i]),
-        ))  # fmt: skip
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inside, outside = errsum / count, (total - errsum) / (n - count)
+    tested = Tested(_metric_value(inside, metric), _metric_value(outside, metric), effect, half,
+                    p, q)  # fmt: skip
+    segments = build(cells, pick(q, cells.scores, effect, alpha, top), n, tested)
     reason = None if segments else f"no segment worse than the rest with q < {alpha}"
     return SegmentReport(metric, n, overall, feats, sigma, max_predicates, alpha, int(p.size),
-                         result.combos_counted, result.combos_pruned, segments, reason)  # fmt: skip
+                         cells.counted, cells.pruned, segments, reason,
+                         skipped=skipped)  # fmt: skip
 
 
-def _metric_value(mean_loss: float, metric: str) -> float:
+def _single_class(labels: Any, name: str) -> str | None:
+    """Why one label value for every row cannot be searched, or None."""
+    if labels.nunique() < 2:
+        return f"a single class in '{name}': every label is the same"
+    return None
+
+
+def _metric_value(mean_loss: Any, metric: str) -> Any:
     return 1.0 - mean_loss if metric == "accuracy" else mean_loss

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from html import escape
 
-from monitor.segments._find import SegmentReport
+from monitor.segments._report import SegmentReport
 
 _HEAD = ("segment", "support", "share", "value", "rest", "effect (95% CI)", "p", "q", "score")
 
@@ -18,12 +18,23 @@ def _cells(report: SegmentReport) -> list[list[str]]:
     ]  # fmt: skip
 
 
+_FLAGS = {
+    "labels": "",
+    "estimated": " Estimated without labels: each row's expected error under the reference's "
+    "calibration (CBPE); the interval assumes the calibration holds within the segment.",
+    "drift": " Estimated without labels: value is the segment's share of the current rows, "
+    "rest its share of the reference rows.",
+}
+
+
 def _summary(report: SegmentReport) -> str:
     overall = "n/a" if report.overall is None else f"{report.overall:.4g}"
+    skipped = f" Skipped: {'; '.join(report.skipped)}." if report.skipped else ""
     return (
-        f"{report.n_rows} rows, {report.metric} overall {overall}; up to "
-        f"{report.max_predicates} predicates, minimum support {report.min_support}; "
-        f"{report.candidates_tested} slices tested, FDR {report.alpha} (Benjamini–Hochberg)"
+        f"{report.n_rows} rows, {report.metric} overall {overall} (mode {report.mode}, status "
+        f"{report.status}); up to {report.max_predicates} predicates, minimum support "
+        f"{report.min_support}; {report.candidates_tested} slices tested, FDR {report.alpha} "
+        f"(Benjamini–Hochberg).{_FLAGS.get(report.mode, '')}{skipped}"
     )
 
 

@@ -56,11 +56,12 @@ from monitor.storage._results import (
 )
 from monitor.storage._shadow import ShadowPending, ShadowWindow
 from monitor.storage._summaries import OutcomeSummaryRow
-from monitor.storage._watch import CanaryRun, SkewRun
+from monitor.storage._watch import CanaryRun, SegmentRun, SkewRun
 from monitor.storage.base import NAMING_CONVENTION, Base, UTCDateTime, utcnow
 
 __all__ = [
     "CanaryRun",
+    "SegmentRun",
     "SkewRun",
     "ALIASES",
     "CHANGE_KINDS",

@@ -1,4 +1,4 @@
-"""History of the judgements the daemon makes on schedule: canary pairs and skew checks."""
+"""History of the judgements the daemon makes on schedule: canary pairs, skew and segment checks."""
 
 from __future__ import annotations
 
@@ -51,5 +51,29 @@ class SkewRun(Base):
     status: Mapped[str] = mapped_column(String(20))
     n_joined: Mapped[int] = mapped_column(Integer)
     worst_rate: Mapped[float | None] = mapped_column(Float)
+    report: Mapped[dict[str, Any]] = mapped_column(JSONDoc)
+    evaluated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class SegmentRun(Base):
+    """One scheduled weak-segment search: its status, how many segments (new ones among them)
+    and the whole report, each segment marked `new` or `persisting`."""
+
+    __tablename__ = "segment_runs"
+    __table_args__ = (
+        Index("ix_segment_runs_check", "check_name", "evaluated_at"),
+        Index("ix_segment_runs_model", "model", "evaluated_at"),
+        Index("ix_segment_runs_evaluated_at", "evaluated_at"),  # retention
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    check_name: Mapped[str] = mapped_column(String(100))
+    model: Mapped[str] = mapped_column(String(200))
+    mode: Mapped[str] = mapped_column(String(20))
+    # `segments`, `ok` (searched, none reported) or `insufficient_data` (the report says why).
+    status: Mapped[str] = mapped_column(String(20))
+    n_rows: Mapped[int] = mapped_column(Integer)
+    n_segments: Mapped[int] = mapped_column(Integer)
+    n_new: Mapped[int] = mapped_column(Integer)
     report: Mapped[dict[str, Any]] = mapped_column(JSONDoc)
     evaluated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

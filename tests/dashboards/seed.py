@@ -29,6 +29,7 @@ from guards.results import Criterion, GuardVerdict, LatencyStats
 from monitor.canary import CanaryCriterion, CanaryJudgement, JudgedCriterion, store_judgement
 from monitor.config import CollectConfig, FairnessConfig, ModelConfig
 from monitor.config.alerts import AlertsConfig
+from monitor.config.segments import SegmentCheckConfig
 from monitor.config.serving import CostConfig, SloConfig
 from monitor.config.shadow import ShadowConfig
 from monitor.detectors import DriftResult
@@ -42,6 +43,13 @@ from monitor.results.store import (
     store_fairness_windows,
     store_outcome_results,
     store_period_results,
+)
+from monitor.segments import (
+    Segment,
+    SegmentReport,
+    mark_persistence,
+    segment_history,
+    store_segments,
 )
 from monitor.storage import transaction
 
@@ -253,6 +261,28 @@ def seed_fairness(engine: Engine, t0: datetime) -> None:
     store_fairness_windows(engine, MODEL, VERSION, [(window, results)])
 
 
+def seed_segments(engine: Engine, t0: datetime) -> None:
+    """Two runs of the segment check `errors`: region=eu AND age = [60, inf) in both (then
+    persisting), device = ios in the second only (new)."""
+    check = SegmentCheckConfig(name="errors", model=MODEL, label="label", prediction="pred",
+                               current={"path": "scored.parquet"})  # fmt: skip
+
+    def segment(preds: list[tuple[str, str]], effect: float) -> Segment:
+        return Segment(preds, 400, 0.04, 0.3 + effect, 0.3, effect, effect - 0.05,
+                       effect + 0.05, 1e-9, 1e-7, 1.5)  # fmt: skip
+
+    weak = segment([("region", "eu"), ("age", "[60, inf)")], 0.25)
+    for hour, found in (
+        (HOURS - 3, [weak]),
+        (HOURS - 2, [weak, segment([("device", "ios")], 0.1)]),
+    ):
+        report = SegmentReport("error_rate", 10_000, 0.05, ["region", "age", "device"], 100, 3,
+                               0.05, 800, 40, 12, found)  # fmt: skip
+        previous = segment_history(engine, "errors")
+        doc = mark_persistence(report, previous[0] if previous else None)
+        store_segments(engine, check, doc, t0 + timedelta(hours=hour))
+
+
 def seed_all(engine: Engine, tmp: Path, now: datetime) -> datetime:
     """Seed everything; returns t0, the start of the seeded hours."""
     t0 = now.replace(minute=0, second=0, microsecond=0) - timedelta(hours=HOURS)
@@ -264,4 +294,5 @@ def seed_all(engine: Engine, tmp: Path, now: datetime) -> datetime:
     seed_shadow(engine, t0)
     seed_canary(engine, t0)
     seed_fairness(engine, t0)
+    seed_segments(engine, t0)
     return t0

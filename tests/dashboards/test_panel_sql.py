@@ -288,3 +288,17 @@ def test_releases_panels_show_the_seeded_facts(seeded: tuple[Engine, GrafanaCont
         (f"{VERSION} vs 2 region=eu", 0),
         (f"{VERSION} vs 2 region=us", 1),
     ]
+
+
+def test_segment_panels_show_new_and_persisting_segments(
+    seeded: tuple[Engine, GrafanaContext],
+) -> None:
+    columns, rows = run(seeded, panel_sql("modelwatch-releases", "Weak segments, newest run"))
+    newest = [dict(zip(columns, r, strict=True)) for r in rows]
+    assert [(r["segment"], r["persistence"]) for r in newest] == [
+        ("region = eu AND age = [60, inf)", "persisting"),
+        ("device = ios", "new"),
+    ]
+    assert newest[0]["effect"] == pytest.approx(0.25) and newest[0]["support"] == 400
+    _, counts = run(seeded, panel_sql("modelwatch-releases", "Segments per run"))
+    assert [(r[1], r[2], r[3]) for r in counts] == [("errors", 1, 0), ("errors", 1, 1)]

@@ -1,21 +1,32 @@
-"""`modelwatch segments DATA --label COL --prediction COL`: weak-segment discovery."""
+"""`modelwatch segments DATA [--reference REF] --mode labels|estimated|drift`: weak segments."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
 from monitor.app.cli._options import baseline_options, output_options
 
 METRICS = ("error_rate", "accuracy", "absolute_error", "log_loss")  # monitor.segments.METRICS
+MODES = ("labels", "estimated", "drift")  # monitor.segments.MODES
 
 
 @click.command("segments")
 @click.argument("data", type=click.Path(path_type=Path))
-@click.option("--label", required=True, metavar="COL", help="Label column.")
-@click.option("--prediction", required=True, metavar="COL", help="Prediction column "
-              "(the positive class's probability for log_loss).")  # fmt: skip
+@click.option("--mode", type=click.Choice(MODES), default="labels", show_default=True,
+              help="labels: DATA's errors; estimated: DATA's expected errors under a CBPE "
+              "calibration fitted on --reference; drift: segments whose share moved from "
+              "--reference to DATA.")  # fmt: skip
+@click.option("--reference", "reference_path", type=click.Path(path_type=Path), default=None,
+              help="Reference data (with --label for estimated).")  # fmt: skip
+@click.option("--label", default=None, metavar="COL", help="Label column (labels; estimated: "
+              "of the reference).")  # fmt: skip
+@click.option("--prediction", default=None, metavar="COL", help="Prediction column (the "
+              "positive class's probability for log_loss; the score for estimated).")  # fmt: skip
+@click.option("--threshold", default=0.5, show_default=True, type=float,
+              help="estimated: a score at or above this predicts the positive class.")  # fmt: skip
 @click.option("--features", default=None, metavar="C,...", help="Features to search "
               "(default: every other column).")  # fmt: skip
 @click.option("--metric", type=click.Choice(METRICS), default="error_rate", show_default=True,
@@ -36,8 +47,11 @@ METRICS = ("error_rate", "accuracy", "absolute_error", "log_loss")  # monitor.se
 @baseline_options
 def segments(
     data: Path,
-    label: str,
-    prediction: str,
+    mode: str,
+    reference_path: Path | None,
+    label: str | None,
+    prediction: str | None,
+    threshold: float,
     features: str | None,
     metric: str,
     max_predicates: int,
@@ -57,32 +71,33 @@ def segments(
 ) -> None:
     """Search conjunctions of feature predicates in DATA for segments worse than the rest.
 
-    With --baseline, numeric features are binned on the baseline's quantile edges (coarsened to
-    --bins shares of the baseline's reference).
+    Without labels, --mode estimated searches each row's expected error (calibrated on the
+    labelled --reference) and --mode drift the segments whose share of the rows moved from
+    --reference to DATA; both reports are flagged estimated. With --baseline, numeric features
+    are binned on the baseline's quantile edges (coarsened to --bins shares of its reference).
     """
     from monitor.app.cli._output import on_stdout
-    from monitor.data.datafile import read_frame, require_columns
-    from monitor.errors import InputError
     from monitor.reports import write_json, write_text
-    from monitor.segments import find_segments, render_segments_html, render_segments_markdown
+    from monitor.segments import Options, render_segments_html, render_segments_markdown
 
-    wanted = [c.strip() for c in features.split(",") if c.strip()] if features else None
-    frame = read_frame(data, [label, prediction])
-    require_columns(frame, wanted or (), data)
     if not 0 < alpha < 1:
         raise click.BadParameter("must be between 0 and 1 (exclusive)", param_hint="--alpha")
+    _require_options(mode, reference_path, label, prediction)
     edges = None
     if baseline_name is not None:
         if model is None:
             raise click.UsageError("--baseline needs --model")
         edges = _baseline_edges(baseline_name, model, model_version, database_url, config_path)
         edges = {c: _coarsen(e, bins) for c, e in edges.items()}
-    try:
-        report = find_segments(frame, label, prediction, wanted, metric, max_predicates,
-                               min_support, min_share, top, alpha, bins=bins,
-                               edges=edges)  # fmt: skip
-    except InputError as exc:
-        raise InputError(f"{data}: {exc}") from None
+    wanted = [c.strip() for c in features.split(",") if c.strip()] if features else None
+    opts = Options(max_predicates, min_support, min_share, top, alpha, None, bins)
+    if mode == "labels":
+        assert label is not None and prediction is not None
+        report = _labels(data, label, prediction, wanted, metric, opts, edges)
+    else:
+        assert reference_path is not None
+        report = _label_free(data, reference_path, mode, label, prediction, threshold, wanted,
+                             opts, edges)  # fmt: skip
     if json_path is not None:
         write_json(json_path, report.to_dict())
     if html_path is not None:
@@ -92,7 +107,8 @@ def segments(
     err = on_stdout(json_path, html_path, markdown_path)
     overall = "n/a" if report.overall is None else f"{report.overall:.4g}"
     click.echo(
-        f"rows={report.n_rows} {report.metric}={overall} tested={report.candidates_tested} "
+        f"mode={report.mode} rows={report.n_rows} {report.metric}={overall} "
+        f"tested={report.candidates_tested} status={report.status} "
         f"reported={len(report.segments)}",
         err=err,
     )
@@ -101,9 +117,69 @@ def segments(
     for s in report.segments:
         click.echo(
             f"  {s.describe()}: support={s.support} {report.metric}={s.value:.4g} "
-            f"(rest {s.rest_value:.4g}) q={s.q_value:.3g}",
+            f"({'reference' if report.mode == 'drift' else 'rest'} {s.rest_value:.4g}) "
+            f"q={s.q_value:.3g}",
             err=err,
         )
+
+
+def _require_options(mode: str, reference: Path | None, label: str | None,
+                     prediction: str | None) -> None:  # fmt: skip
+    """A usage error naming the option `mode` needs and did not get."""
+    needs = {"labels": ("--label", "--prediction"),
+             "estimated": ("--reference", "--label", "--prediction"),
+             "drift": ("--reference",)}[mode]  # fmt: skip
+    given = {"--reference": reference, "--label": label, "--prediction": prediction}
+    for option in needs:
+        if given[option] is None:
+            raise click.UsageError(f"--mode {mode} needs {option}")
+
+
+def _labels(data: Path, label: str, prediction: str, wanted: list[str] | None, metric: str,
+            opts: Any, edges: dict[str, list[float]] | None) -> Any:  # fmt: skip
+    from monitor.data.datafile import read_frame, require_columns
+    from monitor.errors import InputError
+    from monitor.segments import find_segments
+
+    frame = read_frame(data, [label, prediction])
+    require_columns(frame, wanted or (), data)
+    try:
+        return find_segments(frame, label, prediction, wanted, metric, opts.max_predicates,
+                             opts.min_support, opts.min_share, opts.top, opts.alpha,
+                             bins=opts.bins, edges=edges)  # fmt: skip
+    except InputError as exc:
+        raise InputError(f"{data}: {exc}") from None
+
+
+def _label_free(data: Path, reference: Path, mode: str, label: str | None,
+                prediction: str | None, threshold: float, wanted: list[str] | None, opts: Any,
+                edges: dict[str, list[float]] | None) -> Any:  # fmt: skip
+    """The estimated or drift report of DATA against REFERENCE."""
+    from monitor.data.datafile import read_frame, require_columns
+    from monitor.errors import InputError
+    from monitor.estimation import fit_calibration
+    from monitor.segments import find_drift_segments, find_estimated_segments
+
+    roles = [c for c in (label, prediction) if c is not None]
+    current, ref = read_frame(data), read_frame(reference)
+    require_columns(current, wanted or (), data)
+    require_columns(ref, wanted or (), reference)
+    feats = wanted or [c for c in current.columns if c not in roles]
+    if mode == "drift":
+        return find_drift_segments(ref, current, feats, opts, edges)
+    assert label is not None and prediction is not None
+    require_columns(ref, (label, prediction), reference)
+    require_columns(current, (prediction,), data)
+    try:
+        scores, labels = (ref[c].to_numpy(dtype=float, na_value=float("nan"))
+                          for c in (prediction, label))  # fmt: skip
+        cal = fit_calibration(scores, labels, threshold)
+    except (InputError, TypeError, ValueError) as exc:
+        raise InputError(f"{reference}: {exc}") from None
+    try:
+        return find_estimated_segments(current, prediction, cal, feats, opts, edges)
+    except InputError as exc:
+        raise InputError(f"{data}: {exc}") from None
 
 
 def _baseline_edges(

@@ -30,6 +30,7 @@ from monitor.app.daemon._limits import BodyLimitMiddleware
 from monitor.app.daemon._models_api import router as models_router
 from monitor.app.daemon._release_api import router as release_router
 from monitor.app.daemon._results_api import router as results_router
+from monitor.app.daemon._segments_api import router as segments_router
 from monitor.app.daemon._shadow_api import router as shadow_router
 from monitor.app.daemon._slo_api import router as slo_router
 from monitor.app.daemon.canary_api import router as canary_router
@@ -206,6 +207,7 @@ def create_app(state: DaemonState) -> FastAPI:
         shadow_router,
         latency_router,
         fairness_router,
+        segments_router,
     )
     declare_scopes(app)
     for router in routers:

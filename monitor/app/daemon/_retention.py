@@ -2,7 +2,7 @@
 
 Age is the time a row was last written, not its event time, so a backfill of old traffic is kept
 for the whole period. Windows (profiles, counts, outcome and shadow-pair summaries, change
-markers, drift, outcome and estimated results), scheduled canary and skew runs, joined
+markers, drift, outcome and estimated results), scheduled canary, skew and segment runs, joined
 predictions (after `scheduler.labeled_retention_days`, default 14: they are drill-down data,
 metrics come from the summaries), dead letters, delivered or dead notifications, finished job
 runs, and the positions of HTTP idempotency keys and of replicas' own HTTP keys. Positions of
@@ -41,6 +41,7 @@ from monitor.storage import (
     OutcomePeriodResultRow,
     OutcomeResultRow,
     OutcomeSummaryRow,
+    SegmentRun,
     ShadowWindow,
     SkewRun,
     SloResultRow,
@@ -96,6 +97,7 @@ def purge(
         "window_changes": delete(WindowChange).where(WindowChange.changed_at < cutoff),
         "canary_runs": delete(CanaryRun).where(CanaryRun.evaluated_at < cutoff),
         "skew_runs": delete(SkewRun).where(SkewRun.evaluated_at < cutoff),
+        "segment_runs": delete(SegmentRun).where(SegmentRun.evaluated_at < cutoff),
         "dead_letters": delete(DeadLetter).where(DeadLetter.created_at < cutoff),
         "alert_notifications": delete(AlertNotification).where(
             AlertNotification.created_at < cutoff,

@@ -27,6 +27,7 @@ from monitor.app.daemon._health_signals import (
     no_data_signals,
 )
 from monitor.app.daemon._scheduler import JobSpec
+from monitor.app.daemon._segment_job import SegmentWatch, segment_signals
 from monitor.app.daemon._service import Service
 from monitor.app.daemon._service import replica_id as replica_id  # the demo names itself
 from monitor.app.daemon._shadow_signals import ShadowSignals
@@ -258,6 +259,7 @@ class Monitoring:
         out += [
             ("signals canary", functools.partial(canary_signals, e, cfg, metrics)),
             ("signals skew", functools.partial(skew_signals, e, cfg, metrics)),
+            ("signals segment", functools.partial(segment_signals, e, cfg, metrics)),
         ]
         return out
 
@@ -291,7 +293,7 @@ def build_service(
     monitoring = Monitoring(engine, config, metrics)
     jobs = [JobSpec(EVALUATE_JOB, monitoring, config.scheduler.evaluate_interval_s)]
     holder = replica_id()
-    for watch in (CanaryWatch, SkewWatch):
+    for watch in (CanaryWatch, SkewWatch, SegmentWatch):
         spec = watch(engine, config, holder, metrics.record_job_failure).spec()
         jobs += [spec] if spec is not None else []
     restart = Backoff(config.scheduler.restart_initial_s, config.scheduler.restart_max_s)

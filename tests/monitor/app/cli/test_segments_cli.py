@@ -105,3 +105,33 @@ def test_a_baseline_gives_the_numeric_edges(tmp_path: Path) -> None:
     assert c_values(out.stdout).isdisjoint(c_values(own.stdout))
     missing = run_cli(*args, "--baseline", "nope", "--model", "m", "--database-url", db)
     assert missing.returncode == 2 and "no baseline 'nope'" in missing.stderr
+
+
+def test_the_cli_lists_the_package_modes() -> None:
+    from monitor.app.cli._segments import MODES as CLI_MODES
+    from monitor.segments import MODES
+
+    assert CLI_MODES == MODES
+
+
+def test_label_free_modes_name_the_planted_segment_as_estimates(tmp_path: Path) -> None:
+    from tests.monitor.segments.conftest import scored_frame, shifted_frame
+
+    scored_frame(3000, 1).to_parquet(tmp_path / "ref.parquet")
+    scored_frame(6000, 2).drop(columns="label").to_parquet(tmp_path / "cur.parquet")
+    shifted_frame(5000, 1).to_parquet(tmp_path / "dref.parquet")
+    shifted_frame(5000, 2, extra=2.0).to_parquet(tmp_path / "dcur.parquet")
+    runs = [("estimated", "cur", "ref", ["--label", "label", "--prediction", "score"]),
+            ("drift", "dcur", "dref", [])]  # fmt: skip
+    for mode, cur, ref, roles in runs:
+        out = run_cli("segments", str(tmp_path / f"{cur}.parquet"), "--mode", mode,
+                      "--reference", str(tmp_path / f"{ref}.parquet"), *roles, "--bins", "5",
+                      "--json", str(tmp_path / f"{mode}.json"), "--markdown",
+                      str(tmp_path / f"{mode}.md"))  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        doc = json.loads((tmp_path / f"{mode}.json").read_text())
+        assert doc["mode"] == mode and doc["estimated"] and doc["status"] == "segments"
+        assert {p["feature"] for p in doc["segments"][0]["predicates"]} == {"a", "b", "c"}
+        assert "Estimated without labels" in (tmp_path / f"{mode}.md").read_text()
+    out = run_cli("segments", str(tmp_path / "cur.parquet"), "--mode", "drift")
+    assert out.returncode == 2 and "--mode drift needs --reference" in out.stderr

@@ -1,10 +1,11 @@
-"""Canary pairs and skew checks judged by a running `serve` on its own schedule, per backend.
+"""Canary pairs, skew and segment checks judged by a running `serve` on its schedule, per backend.
 
 Traffic arrives over HTTP; the canary job stores each pair's verdict, `GET /v1/canary/...`
 serves it (with its slices) for Argo and Flagger, a regression confined to `region=eu` reaches
 a real receiver as a `canary` alert although the whole traffic passes, a skewed feature as a
 `skew` alert, and a skew check whose file is missing as an `evaluation_failed` alert naming the
-file, while the other check goes on.
+file, while the other check goes on; a segment check's runs are served by
+`GET /v1/models/{model}/segments` and its segments reach the receiver as `segment` alerts.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from tests.alerts.receiver import RecordingReceiver
 from tests.monitor.app.daemon.conftest import CONFIG, ServerProcess, auth, migrated_url
 from tests.monitor.app.daemon.test_canary import post
 from tests.monitor.canary.traffic import events
+from tests.monitor.segments.conftest import planted_frame
 from tests.monitor.test_skew_runs import frames
 from tests.waiting import wait_until
 
@@ -47,6 +49,9 @@ skew:
     serving: {{path: "{dir}/missing.parquet"}}
     offline: {{path: "{dir}/serving.parquet"}}
     interval: 1s
+segments:
+  - {{name: errors, model: fraud, label: label, prediction: pred, bins: 4, top: 2,
+      current: {{path: "{dir}/scored.parquet"}}, interval: 1s}}
 alerts:
   grouping: {{group_by: [alertname, model], group_wait: 0s, group_interval: 1s}}
   receivers:
@@ -55,6 +60,7 @@ alerts:
     - {{name: CanaryFailed, kind: canary, receivers: [hook]}}
     - {{name: Skewed, kind: skew, receivers: [hook]}}
     - {{name: JobFailing, kind: evaluation_failed, receivers: [hook]}}
+    - {{name: WeakSegment, kind: segment, receivers: [hook]}}
   delivery: {{poll_interval: 0.2s, backoff_initial: 0.2s, backoff_max: 0.5s}}
 """
 
@@ -73,6 +79,7 @@ def _serve(backend: str, tmp_path: Path, hook: str, request: pytest.FixtureReque
     url = migrated_url(backend, tmp_path, request)
     serving, offline = frames()
     serving.to_parquet(tmp_path / "serving.parquet")
+    planted_frame(6000).to_parquet(tmp_path / "scored.parquet")
     with sqlite3.connect(tmp_path / "offline.db") as conn:
         offline.to_sql("features", conn, index=False)
     config = CONFIG.replace("    slices: [region]\n",
@@ -127,10 +134,12 @@ def test_pairs_and_checks_are_judged_on_schedule(
             keys = ("alertname", "slice", "column", "item")
             names = {tuple(a["labels"].get(k) for k in keys) for a in _alerts(receiver)}
             return {("CanaryFailed", "region=eu", None, None), ("Skewed", None, "b", None),
+                    ("WeakSegment", None, None, None),
                     ("JobFailing", None, None,
                      f"skew broken source {tmp_path}/missing.parquet")} <= names  # fmt: skip
 
-        wait_until(delivered, "canary, skew and evaluation_failed alerts", 60)
+        wait_until(delivered, "canary, skew, segment and evaluation_failed alerts", 60)
+        _segments_served(server)
         assert all(r.valid for r in receiver.delivered())
         canary_alerts = [a for a in _alerts(receiver) if a["labels"]["alertname"] == "CanaryFailed"]
         assert {a["labels"]["version"] for a in canary_alerts} == {"2"}
@@ -140,6 +149,7 @@ def test_pairs_and_checks_are_judged_on_schedule(
         assert 'modelwatch_skew_mismatch_rate{check="features",column="b",model="fraud"} 0.2' in (
             metrics
         )
+        assert 'modelwatch_segments_found{check="errors",mode="labels",model="fraud"' in metrics
         engine = make_engine(url)
         with session_factory(engine)() as s:
             checks = set(s.scalars(select(SkewRun.check_name)))
@@ -147,3 +157,26 @@ def test_pairs_and_checks_are_judged_on_schedule(
         assert checks == {"features"}  # the broken check never stopped the other
     finally:
         server.terminate()
+
+
+def _segments_served(server: ServerProcess) -> None:
+    """The segment check's runs through `GET /v1/models/{model}/segments`: new, then persisting."""
+
+    def get(path: str, **params: str) -> httpx.Response:
+        return httpx.get(f"{server.url}{path}", params=params, headers=auth("MW_T_READ"),
+                         timeout=30)  # fmt: skip
+
+    def persisting() -> bool:
+        runs = get("/v1/models/fraud/segments").json()["runs"]
+        return bool(runs) and runs[0]["n_segments"] > runs[0]["n_new"]
+
+    wait_until(persisting, "a run whose segments persist", 60)
+    [run] = get("/v1/models/fraud/segments").json()["runs"]
+    assert run["check"] == "errors" and run["status"] == "segments" and run["mode"] == "labels"
+    top = run["report"]["segments"][0]
+    assert top["description"].startswith("a = 3 AND b = x") and top["q_value"] < 0.05
+    runs = get("/v1/models/fraud/segments", check="errors", limit="2").json()["runs"]
+    assert len(runs) == 2 and runs[0]["evaluated_at"] > runs[1]["evaluated_at"]
+    assert {s["persistence"] for s in runs[0]["report"]["segments"]} == {"persisting"}
+    assert get("/v1/models/nope/segments").status_code == 404
+    assert get("/v1/models/fraud/segments", check="nope").status_code == 404
