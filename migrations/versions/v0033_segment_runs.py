@@ -1,7 +1,7 @@
 """History of scheduled weak-segment searches.
 
 Revision ID: 0033_segment_runs
-Revises: 0030_releases_views
+Revises: 0032_fairness
 Create Date: 2026-12-05
 
 `segment_runs` holds one row per scheduled run of a segment check (`segments` in the config):
@@ -20,7 +20,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision = "0033_segment_runs"
-down_revision = "0030_releases_views"
+down_revision = "0032_fairness"
 branch_labels = None
 depends_on = None
 
