@@ -82,6 +82,14 @@ class ModelConfig(StrictModel):
         default_factory=CanaryConfig,
         description="Live canary analysis of a version against a stable one.",
     )
+    generative: bool = Field(
+        default=False,
+        description=(
+            "A generative model (text generation): its events may carry the generative "
+            "measures (time to first token, time per output token, tokens per second, token "
+            "counts); on any other model those fields are dead letters (`not_generative`)."
+        ),
+    )
     shadow: ShadowConfig | None = Field(
         default=None,
         description=(

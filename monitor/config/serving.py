@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
+from monitor.common.measures import objective_of
 from monitor.config._base import StrictModel
 from monitor.config._names import DriftMethod
 
@@ -50,6 +51,28 @@ class CostConfig(StrictModel):
     )
 
 
+class TokenCostConfig(StrictModel):
+    """Cost per 1,000 tokens (input + output) of a generative model.
+
+    Priced per token (`input_price`/`output_price` per 1,000 tokens), or per hour: without a
+    per-token price the version's hourly cost (`cost_per_1k`'s basis: its own registered price,
+    else its share of the fleet) is divided by the tokens of the window.
+    """
+
+    input_price: float | None = Field(
+        default=None, ge=0, allow_inf_nan=False, description="Dollars per 1,000 input tokens."
+    )
+    output_price: float | None = Field(
+        default=None, ge=0, allow_inf_nan=False, description="Dollars per 1,000 output tokens."
+    )
+    max: float | None = Field(
+        default=None,
+        gt=0,
+        allow_inf_nan=False,
+        description="The objective: at most this per 1,000 tokens; null: reported only.",
+    )
+
+
 class SloConfig(StrictModel):
     """Serving objectives of a model; percentiles, never averages, decide latency."""
 
@@ -83,6 +106,19 @@ class SloConfig(StrictModel):
     cost_per_1k: CostConfig | None = Field(
         default=None, description="Dollars per 1,000 predictions at the window's request rate."
     )
+    measures: dict[str, float] = Field(
+        default_factory=dict,
+        description=(
+            "Objectives on per-event measures, `<measure>_<stat>[_<unit>]: bound` with stat "
+            "min, p5, p50, p95, p99 or max (e.g. `ttft_p95_ms: 500`, `tpot_p95_ms: 50`, "
+            "`gpu_memory_max_mb: 70000`; `tokens_per_s_p5: 20` is a lower bound: higher is "
+            "better). Judged like latency: `insufficient_data` below `min_events` samples."
+        ),
+    )
+    cost_per_1k_tokens: TokenCostConfig | None = Field(
+        default=None,
+        description="Dollars per 1,000 tokens (input and output) of a generative model.",
+    )
     # Fewer requests in a window (and slice) than this: `insufficient_data`.
     min_events: int = Field(
         default=100,
@@ -92,6 +128,15 @@ class SloConfig(StrictModel):
             "latency and error rate."
         ),
     )
+
+    @field_validator("measures")
+    @classmethod
+    def _known_objectives(cls, value: dict[str, float]) -> dict[str, float]:
+        for name, bound in value.items():
+            objective_of(name)  # ValueError naming the unknown objective
+            if not 0 <= bound < float("inf"):
+                raise ValueError(f"{name}: the bound must be a finite number >= 0")
+        return value
 
 
 class CanaryConfig(StrictModel):

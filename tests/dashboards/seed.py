@@ -200,6 +200,7 @@ def seed_ingest(engine: Engine, tmp: Path, t0: datetime) -> None:
             "metadata": {"region": ["eu", "us"][i % 2]},
             "latency_ms": 10.0 + i % 20, "error": "timeout" if i % 40 == 0 else None,
             "queue_ms": 2.0, "model_ms": 5.0 + i % 20,  # stage timings (mw_latency)
+            "gpu_utilization_percent": 40.0 + i % 50,  # a resource sample (mw_measures)
         }  # fmt: skip
         lines.append(orjson.dumps(event))
     lines[10:10] = [b"{not json", b'{"model": "fraud"}']
