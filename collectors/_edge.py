@@ -15,7 +15,7 @@ and restart. Validation (`collectors._validate`, and the column-wise fast path
 | string value, label | `collect.max_value_chars` | `too_long` |
 | features of one event | `collect.max_features_per_event` | `too_many_features` |
 | `role` (paired shadow mode) | `primary` or `shadow` (`collectors._serving`) | `invalid_role` |
-| generative measure (`ttft_ms`, tokens, ...) | only on a model declared `generative` | `not_generative` |
+| generative measure (`ttft_ms`, ...) | a model declared `generative` | `not_generative` |
 
 Strings stored: version, request id, feature names, string values, slice values, labels and
 `error`. Control characters are U+0000-U+001F and U+007F-U+009F.

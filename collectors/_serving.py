@@ -91,6 +91,7 @@ def serving_fields(obj: dict[str, Any], generative: bool = False) -> dict[str, A
 
 def _measures(obj: dict[str, Any], out: dict[str, Any], generative: bool) -> None:
     """Each measure set under any of its names, in its canonical unit, into `out`."""
+    seen: dict[str, str] = {}  # canonical name → the field that set it
     for name in sorted(_MEASURE_FIELDS.intersection(obj)):
         value = obj[name]
         if value is None:
@@ -106,8 +107,11 @@ def _measures(obj: dict[str, Any], out: dict[str, Any], generative: bool) -> Non
                 f"{name}: a generative measure, but the model is not declared generative",
             )
         scaled = float(value) * factor
-        if out.setdefault(canonical, scaled) != scaled:
-            raise DecodeError("wrong_type", f"{name}: differs from {canonical} (one measure)")
+        if not math.isclose(out.setdefault(canonical, scaled), scaled, rel_tol=1e-9):
+            raise DecodeError(
+                "wrong_type", f"{name}: differs from {seen[canonical]} (one measure, two names)"
+            )
+        seen.setdefault(canonical, name)
 
 
 def _role(value: object) -> str:
@@ -162,10 +166,10 @@ def serving_columns(
         if not all(map(_valid[name], present)):
             return None
         out[name] = [_normal(name, v) for v in values]
-    out = _model_alias_column(objs, out)
-    if out is None or all(map(_MEASURE_FIELDS.isdisjoint, objs)):
-        return out
-    return _measure_columns(objs, out, models, generative)
+    merged = _model_alias_column(objs, out)
+    if merged is None or all(map(_MEASURE_FIELDS.isdisjoint, objs)):
+        return merged
+    return _measure_columns(objs, merged, models, generative)
 
 
 def _measure_columns(

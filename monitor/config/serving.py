@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from monitor.common.measures import objective_of
 from monitor.config._base import StrictModel
@@ -137,6 +137,17 @@ class SloConfig(StrictModel):
             if not 0 <= bound < float("inf"):
                 raise ValueError(f"{name}: the bound must be a finite number >= 0")
         return value
+
+    @model_validator(mode="after")
+    def _token_cost_basis(self) -> SloConfig:
+        tokens = self.cost_per_1k_tokens
+        if tokens is not None and tokens.input_price is None and tokens.output_price is None:
+            if self.cost_per_1k is None:
+                raise ValueError(
+                    "cost_per_1k_tokens: give input_price/output_price, or cost_per_1k "
+                    "(its hourly price is then divided by the window's tokens)"
+                )
+        return self
 
 
 class CanaryConfig(StrictModel):

@@ -125,7 +125,9 @@ def _sketches(doc: Mapping[str, Any] | None) -> dict[str, LatencySketch]:
     return {k: LatencySketch.from_json(v) for k, v in (doc or {}).items()}
 
 
-def _measures(columns: Mapping[str, Sequence[Any]], rows: Sequence[int]) -> dict[str, LatencySketch]:
+def _measures(
+    columns: Mapping[str, Sequence[Any]], rows: Sequence[int]
+) -> dict[str, LatencySketch]:
     """A sketch per measure column some of `rows` set (tokens/s derived where it can be)."""
     out: dict[str, LatencySketch] = {}
     for name in MEASURES:
