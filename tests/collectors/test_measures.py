@@ -70,7 +70,8 @@ def test_bad_measures_are_dead_letters_with_a_reason(engine: Engine) -> None:
          "number, got -0.5"),
         ("wrong_type", "gpu_utilization_percent: expected a non-negative finite number, got -3"),
         ("wrong_type", "input_tokens: expected a non-negative finite number, got '12'"),
-        ("wrong_type", "ttft_ms: differs from time_to_first_token_seconds (one measure, two names)"),
+        ("wrong_type",
+         "ttft_ms: differs from time_to_first_token_seconds (one measure, two names)"),
         ("wrong_type", "ttft_ms: expected a non-negative finite number, got -1"),
     ]  # fmt: skip
     assert summaries(engine)[""].measure("batch_size").n == 1
