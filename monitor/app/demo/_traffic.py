@@ -12,7 +12,8 @@ The last windows also carry the releases scenes (`monitor.app.demo._releases`): 
 prior twice: a per-slice regression the whole traffic hides); from `shadow_from`
 every request of the stable version is also scored by the shadow version (`role: shadow`, the
 same request id), paired by shadow mode. Their draws use their own seeded generator, so the
-stable traffic is the same with or without them.
+stable traffic is the same with or without them. Every window also carries a few requests of the
+generative `assistant` (`monitor.app.demo._generative`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
+
+from monitor.app.demo._generative import assistant_events
 
 N_FEATURES = 8
 FEATURES = tuple(f"f{i}" for i in range(N_FEATURES))
@@ -146,6 +149,7 @@ def _window(
                 "timestamp": (ts + plan.label_lag).isoformat(),
             }
         )
+    events += assistant_events(plan.seed, w, plan.windows, plan.start, plan.window)
     return Batch(w, events, labels)
 
 
