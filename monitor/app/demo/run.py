@@ -300,9 +300,9 @@ def _print_releases(table: Table, summary: dict[str, Any]) -> None:
         f"{shadow['pairs']} pairs, flip rate {rate}{interval} ({shadow['status']})",
     )
     gen = summary["generative"]
+    ttft = gen["ttft_p95_ms"]
     table.add_row(
-        f"generative {gen['model']}: TTFT p95 per hour",
-        " ".join(f"{v}" for v in gen["ttft_p95_ms"])
-        + f" ms (GPU p95 {gen['gpu_utilization_p95'][-1]} % last hour);"
-        + f" ttft_p95_ms {gen['ttft_slo_ms']:g} breached in {gen['ttft_breached_windows']} hour(s)",
+        f"{gen['model']} TTFT p95 (generative)",
+        f"{ttft[0]} .. {ttft[-1]} ms by hour, GPU p95 {gen['gpu_utilization_p95'][-1]}% at "
+        f"the end; ttft_p95_ms {gen['ttft_slo_ms']:g} breached in {gen['ttft_breached_windows']}",
     )
