@@ -178,21 +178,31 @@ def _measure_columns(
     models: Sequence[str],
     generative: Collection[str],
 ) -> dict[str, list[Any]] | None:
-    """The measures as columns under their canonical names (the per-event rules, per event)."""
-    flags = [m in generative for m in models] if models else [False] * len(objs)
-    rows: list[tuple[int, dict[str, Any]]] = []
-    for i, obj in enumerate(objs):
-        if _MEASURE_FIELDS.isdisjoint(obj):
+    """The measures as columns under their canonical names, checked column by column (the
+    per-event rules); None if one value is bad (the per-event path then names it)."""
+    allowed: list[bool] | None = None
+    carried = set().union(*map(_MEASURE_FIELDS.intersection, objs))
+    for name in sorted(carried):  # the per-event path's order: the same conflicts found
+        canonical, factor = ALIASES[name]
+        values = [o.get(name) for o in objs]
+        present = [v for v in values if v is not None]
+        if not present:
             continue
-        found: dict[str, Any] = {}
-        try:
-            _measures(obj, found, flags[i])
-        except DecodeError:
+        if not all(map(_nonnegative, present)):
             return None
-        rows.append((i, found))
-    for i, found in rows:
-        for name, value in found.items():
-            out.setdefault(name, [None] * len(objs))[i] = value
+        if MEASURES[canonical].kind == "generative":
+            if allowed is None:
+                allowed = [m in generative for m in models] if models else [False] * len(objs)
+            if not all(a for a, v in zip(allowed, values, strict=True) if v is not None):
+                return None
+        scaled = [None if v is None else float(v) * factor for v in values]
+        column = out.get(canonical)
+        if column is not None:
+            if any(a is not None and b is not None and not math.isclose(a, b, rel_tol=1e-9)
+                   for a, b in zip(column, scaled, strict=True)):  # fmt: skip
+                return None
+            scaled = [b if a is None else a for a, b in zip(column, scaled, strict=True)]
+        out[canonical] = scaled
     return out
 
 
