@@ -20,7 +20,7 @@ from monitor.config._suggest import problems
 from monitor.config.alerts import AlertsConfig
 from monitor.config.columns import ColumnsConfig
 from monitor.config.guards import GuardsConfig
-from monitor.config.serving import CanaryConfig, SloConfig
+from monitor.config.serving import CanaryConfig, ResourceScrapeConfig, SloConfig
 from monitor.config.shadow import ShadowConfig
 from monitor.config.watch import CanaryPairConfig, SkewCheckConfig
 from monitor.errors import ConfigError
@@ -88,6 +88,13 @@ class ModelConfig(StrictModel):
             "A generative model (text generation): its events may carry the generative "
             "measures (time to first token, time per output token, tokens per second, token "
             "counts); on any other model those fields are dead letters (`not_generative`)."
+        ),
+    )
+    resources: list[ResourceScrapeConfig] = Field(
+        default_factory=list,
+        description=(
+            "Replicas whose Prometheus endpoint the daemon scrapes for resource samples "
+            "(GPU utilisation and memory, CPU, queue depth...), per version."
         ),
     )
     shadow: ShadowConfig | None = Field(

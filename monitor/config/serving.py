@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from monitor.common.measures import objective_of
+from monitor.common.measures import MEASURES, objective_of
 from monitor.config._base import StrictModel
+from monitor.config._durations import Duration
 from monitor.config._names import DriftMethod
 
 
@@ -207,3 +209,57 @@ class CanaryConfig(StrictModel):
             "stable one, if that is a verified known-good version; the GET never acts."
         ),
     )
+
+
+class ResourceScrapeConfig(StrictModel):
+    """Resource samples of one replica, scraped from its Prometheus text endpoint.
+
+    Every `interval` the daemon reads `url` (a DCGM exporter's, vLLM's or NIM's `/metrics`) and
+    adds each configured metric's sample values (every series of it: one per GPU, say) to the
+    resource measures of `version`'s current window (whole window, no slice), beside what events
+    carry. A sample that is negative or not finite is skipped; a failed scrape is a failure of
+    the job (`modelwatch_job_failures_total`) and tried again at the next interval.
+    """
+
+    url: str = Field(
+        description="The endpoint (http:// or https://), e.g. `http://gpu0:9400/metrics`."
+    )
+    version: str = Field(
+        min_length=1, max_length=100, description="The model version this replica serves."
+    )
+    metrics: dict[str, str] = Field(
+        description=(
+            "Resource measure → metric name in the exposition, e.g. `gpu_utilization_percent: "
+            "DCGM_FI_DEV_GPU_UTIL`, `queue_depth: 'vllm:num_requests_waiting'`; values are "
+            "taken in the measure's unit."
+        ),
+    )
+    interval: Duration = Field(default=timedelta(seconds=15), description="Time between scrapes.")
+    timeout: Duration = Field(default=timedelta(seconds=5), description="Per scrape, at most.")
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError(f"url must start with http:// or https://, got {value[:100]!r}")
+        return value
+
+    @field_validator("metrics")
+    @classmethod
+    def _resource_measures(cls, value: dict[str, str]) -> dict[str, str]:
+        if not value:
+            raise ValueError("name at least one measure to scrape")
+        resources = [m.name for m in MEASURES.values() if m.kind == "resource"]
+        for name in value:
+            if name not in resources:
+                raise ValueError(
+                    f"{name!r} is not a resource measure; valid: {', '.join(resources)}"
+                )
+        return value
+
+    @field_validator("interval", "timeout")
+    @classmethod
+    def _positive(cls, value: timedelta) -> timedelta:
+        if value < timedelta(seconds=1):
+            raise ValueError("must be at least 1s")
+        return value
