@@ -15,19 +15,18 @@ from collectors import Ingestor
 from collectors._base import DecodeError
 from collectors._serving import serving_fields
 from monitor.config import CollectConfig, ModelConfig
-from monitor.storage import DeadLetter
+from monitor.profiles.serving import ServingSummary
+from monitor.storage import DeadLetter, WindowServing
 from tests.collectors.conftest import event
 from tests.collectors.test_serving import records, summaries
 
 MODELS = [ModelConfig(name="fraud", slices=["region"]), ModelConfig(name="chat", generative=True)]
 
 
-@pytest.mark.parametrize("columnar", [True, False])
-def test_aliases_are_stored_under_the_canonical_name_in_its_unit(
-    engine: Engine, columnar: bool
+def test_aliases_are_stored_under_the_canonical_name_in_its_unit_on_both_paths(
+    engine: Engine,
 ) -> None:
     ing = Ingestor(engine, "src", "kafka", MODELS, CollectConfig())
-    ing.planner.columnar = columnar
     batch = [
         event(0, model="chat", ttft_ms=200.0, input_tokens=10, output_tokens=50, latency_ms=1000),
         event(1, model="chat", **{"gen_ai.server.time_to_first_token": 0.2,
@@ -37,8 +36,15 @@ def test_aliases_are_stored_under_the_canonical_name_in_its_unit(
         event(3, model="chat", ttft_ms=None, latency_ms=None),  # null: not carried
         event(4, model="chat", ttft_ms=200.0, **{"gen_ai.server.time_to_first_token": 0.2}),
     ]  # fmt: skip
-    assert ing.ingest(records(batch)).events == 5
-    got = summaries(engine)[""].measures
+    for version, columnar in (("1", True), ("2", False)):  # each path its own version
+        ing.planner.columnar = columnar
+        got = [{**e, "model_version": version} for e in batch]
+        assert ing.ingest(records(got, first=10 * int(version))).events == 5
+    with Session(engine) as s:
+        rows = s.scalars(select(WindowServing).where(WindowServing.slice_key == "")).all()
+    by_version = {r.version: ServingSummary.from_row(r).measures for r in rows}
+    assert by_version["1"] == by_version["2"]  # both paths accept and store the same
+    got = by_version["1"]
     assert {k: v.n for k, v in got.items()} == {
         "ttft_ms": 4, "tpot_ms": 1, "tokens_per_s": 2, "input_tokens": 1, "output_tokens": 3,
         "gpu_memory_mb": 1,

@@ -13,14 +13,15 @@ from typing import Any
 import httpx
 import pytest
 from pydantic import ValidationError
-from sqlalchemy import select
+from sqlalchemy import create_engine, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from collectors import ScrapeError, scrape_resources
+from migrations import upgrade
 from monitor.config.serving import ResourceScrapeConfig
 from monitor.profiles.serving import ServingSummary
-from monitor.storage import WindowServing
+from monitor.storage import WindowServing, make_engine
 
 EXPOSITION = b"""\
 # TYPE DCGM_FI_DEV_GPU_UTIL gauge
@@ -57,6 +58,15 @@ def endpoint() -> Iterator[str]:
     server.shutdown()
 
 
+@pytest.fixture(scope="module")
+def scraped_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
+    """One migrated SQLite database for the module (a migration per test costs ~1 s)."""
+    eng = make_engine(f"sqlite:///{tmp_path_factory.mktemp('scrape') / 'mw.db'}")
+    upgrade(eng)
+    yield eng
+    eng.dispose()
+
+
 def target(url: str) -> ResourceScrapeConfig:
     return ResourceScrapeConfig(
         url=url, version="2",
@@ -67,13 +77,13 @@ def target(url: str) -> ResourceScrapeConfig:
 
 
 def test_every_series_of_a_metric_is_a_sample_of_the_current_window(
-    sqlite_engine: Engine, endpoint: str
+    scraped_db: Engine, endpoint: str
 ) -> None:
     with httpx.Client() as client:
         for _ in range(2):  # two scrapes of one window merge
-            assert scrape_resources(client, sqlite_engine, "chat", target(f"{endpoint}/metrics"),
+            assert scrape_resources(client, scraped_db, "chat", target(f"{endpoint}/metrics"),
                                     3600, NOW) == 4  # fmt: skip
-    with Session(sqlite_engine) as s:
+    with Session(scraped_db) as s:
         (row,) = s.scalars(select(WindowServing)).all()
     assert (row.model, row.version, row.slice_key) == ("chat", "2", "")
     assert row.window_start.replace(tzinfo=UTC) == datetime(2026, 1, 1, tzinfo=UTC)
@@ -85,11 +95,11 @@ def test_every_series_of_a_metric_is_a_sample_of_the_current_window(
     assert summary.measure("gpu_utilization_percent").quantile(1.0) == pytest.approx(97, rel=0.01)
 
 
-def test_a_failing_endpoint_is_one_error_naming_it(sqlite_engine: Engine, endpoint: str) -> None:
+def test_a_failing_endpoint_is_one_error_naming_it(scraped_db: Engine, endpoint: str) -> None:
     with httpx.Client() as client:
         for path in ("/down", "/garbage"):
             with pytest.raises(ScrapeError, match=f"resource endpoint {endpoint}{path}"):
-                scrape_resources(client, sqlite_engine, "chat", target(endpoint + path), 3600, NOW)
+                scrape_resources(client, scraped_db, "chat", target(endpoint + path), 3600, NOW)
 
 
 def test_only_resource_measures_are_scraped() -> None:
@@ -99,7 +109,7 @@ def test_only_resource_measures_are_scraped() -> None:
         ResourceScrapeConfig(url="x", version="1", metrics={"rss_mb": "rss"})
 
 
-def test_the_daemon_schedules_a_job_per_endpoint(sqlite_engine: Engine) -> None:
+def test_the_daemon_schedules_a_job_per_endpoint() -> None:
     from monitor.app.daemon._scrape_job import scrape_jobs
     from monitor.config import parse_config
 
@@ -108,5 +118,5 @@ def test_the_daemon_schedules_a_job_per_endpoint(sqlite_engine: Engine) -> None:
          "metrics": {"gpu_utilization_percent": "DCGM_FI_DEV_GPU_UTIL"}},
     ]}]})  # fmt: skip
     with httpx.Client() as client:
-        jobs = scrape_jobs(sqlite_engine, config, client)
+        jobs = scrape_jobs(create_engine("sqlite://"), config, client)
     assert [(j.name, j.interval_s) for j in jobs] == [("scrape chat 2 0", 30.0)]
