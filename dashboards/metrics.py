@@ -262,11 +262,13 @@ class ModelwatchMetrics:
             ["model", "version"],
             registry=registry,
         )
-        # `objective` is one of the fixed SLO keys (monitor.slo.evaluate.OBJECTIVES).
+        # `objective` is one of the fixed SLO keys (monitor.slo.evaluate.OBJECTIVES) or a
+        # configured measure objective (`slo.measures`: ttft_p95_ms, ...), bounded by config.
         self.slo_value = Gauge(
             "modelwatch_slo_value",
             "Latest window's value of a serving objective (latency percentile in ms, error "
-            "rate, requests per second, dollars per 1,000 predictions) per slice.",
+            "rate, requests per second, dollars per 1,000 predictions or tokens, a measure's "
+            "statistic in its unit) per slice.",
             ["model", "version", "slice", "objective"],
             registry=registry,
         )
