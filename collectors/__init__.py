@@ -43,6 +43,7 @@ if TYPE_CHECKING:
         stored_key,
     )
     from collectors._profiling import ProfileBackend
+    from collectors._scrape import ScrapeError, scrape_resources
     from collectors.runner import RunState, run
     from collectors.status import CollectStatus, ModelStatus, SourceStatus, collect_status
 
@@ -71,6 +72,7 @@ __all__ = [
     "RunState",
     "Source",
     "SourceStatus",
+    "ScrapeError",
     "adapter_names",
     "check_idempotency_key",
     "check_request",
@@ -82,6 +84,7 @@ __all__ = [
     "request_dead_letters",
     "request_state",
     "run",
+    "scrape_resources",
     "stored_key",
 ]
 
@@ -130,6 +133,7 @@ __getattr__ = lazy_surface(
             "stored_key",
         ),
         "collectors._profiling": ("ProfileBackend",),
+        "collectors._scrape": ("ScrapeError", "scrape_resources"),
         "collectors.runner": (
             "RunState",
             "run",

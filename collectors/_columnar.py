@@ -72,7 +72,7 @@ def fast_table(
     types = {c: set(map(type, v)) for c, v in columns.items()}
     if attrs is None or not all(t <= _VALUES for t in types.values()):
         return None
-    serving = serving_columns(objs)
+    serving = serving_columns(objs, model, limits.generative)
     if serving is None:
         return None
     columns["prediction"] = list(prediction)

@@ -15,6 +15,7 @@ and restart. Validation (`collectors._validate`, and the column-wise fast path
 | string value, label | `collect.max_value_chars` | `too_long` |
 | features of one event | `collect.max_features_per_event` | `too_many_features` |
 | `role` (paired shadow mode) | `primary` or `shadow` (`collectors._serving`) | `invalid_role` |
+| generative measure (`ttft_ms`, ...) | a model declared `generative` | `not_generative` |
 
 Strings stored: version, request id, feature names, string values, slice values, labels and
 `error`. Control characters are U+0000-U+001F and U+007F-U+009F.
@@ -77,12 +78,14 @@ _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 @dataclass(frozen=True, slots=True)
 class EdgeLimits:
-    """The configurable caps (`collect.max_features_per_event`, `collect.max_value_chars`)
-    and the slice columns of every model (their values become slice keys)."""
+    """The configurable caps (`collect.max_features_per_event`, `collect.max_value_chars`),
+    the slice columns of every model (their values become slice keys) and the models declared
+    `generative` (the only ones whose events may carry generative measures)."""
 
     max_features: int = 1000
     max_value_chars: int = 1000
     slices: tuple[str, ...] = ()
+    generative: frozenset[str] = frozenset()
 
 
 DEFAULT_LIMITS = EdgeLimits()

@@ -136,7 +136,10 @@ class Planner:
         self.slice_columns = list(dict.fromkeys(c for m in models.values() for c in m.slices))
         settings = settings or CollectConfig()
         self.limits = EdgeLimits(
-            settings.max_features_per_event, settings.max_value_chars, tuple(self.slice_columns)
+            settings.max_features_per_event,
+            settings.max_value_chars,
+            tuple(self.slice_columns),
+            frozenset(name for name, m in models.items() if m.generative),
         )
         self.cardinality = Cardinality(
             window_s,

@@ -6,18 +6,25 @@ All optional: `latency_ms` (end to end) and the stage timings `queue_ms`, `prepr
 a string or null (an errored request still counts as a request); `attributions`,
 `{feature: finite number}` (e.g. SHAP values); `role`, `primary` or `shadow` (paired shadow
 mode, `collectors._pairs`; anything else is an `invalid_role` dead letter). `model_ms` and
-`model_latency_ms` set to different values on one event is a dead letter. Checked by both the
-per-event path (:func:`serving_fields`) and the column-wise fast path (:func:`serving_columns`),
-which accept exactly the same events.
+`model_latency_ms` set to different values on one event is a dead letter.
+
+Measures (`monitor.common.measures`: time to first token, time per output token, tokens per
+second, token counts, resource samples) come under their canonical name or any registered alias
+(`gen_ai.server.time_to_first_token` in seconds is `ttft_ms` × 1000), non-negative finite
+numbers or null, stored under the canonical name; two names of one measure with different values
+is a dead letter (`wrong_type`), and a generative measure on a model not declared `generative`
+is a dead letter (`not_generative`). Checked by both the per-event path (:func:`serving_fields`)
+and the column-wise fast path (:func:`serving_columns`), which accept exactly the same events.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from collectors._base import DecodeError
+from monitor.common.measures import ALIASES, MEASURES
 
 __all__ = [
     "ROLES",
@@ -35,7 +42,8 @@ SERVING_FIELDS = (
 )  # fmt: skip
 ROLES = ("primary", "shadow")
 _MODEL_ALIAS = "model_ms"  # accepted as `model_latency_ms`, the column it is stored in
-_FIELD_SET = frozenset((*SERVING_FIELDS, _MODEL_ALIAS))
+_MEASURE_FIELDS = frozenset(ALIASES)
+_FIELD_SET = frozenset((*SERVING_FIELDS, _MODEL_ALIAS, *_MEASURE_FIELDS))
 _LATENCY = ("latency_ms", "model_latency_ms", *STAGE_FIELDS)
 _NONE = type(None)
 
@@ -50,8 +58,9 @@ def _kind(value: object) -> str:
     )
 
 
-def serving_fields(obj: dict[str, Any]) -> dict[str, Any] | None:
-    """The event's operational fields that are set (None if none); DecodeError names a bad one."""
+def serving_fields(obj: dict[str, Any], generative: bool = False) -> dict[str, Any] | None:
+    """The event's operational fields that are set (None if none); DecodeError names a bad one.
+    `generative`: whether the event's model is declared generative (takes token measures)."""
     if _FIELD_SET.isdisjoint(obj) or all(obj.get(name) is None for name in _FIELD_SET):
         return None
     out: dict[str, Any] = {}
@@ -76,7 +85,33 @@ def serving_fields(obj: dict[str, Any]) -> dict[str, Any] | None:
     role = obj.get("role")
     if role is not None:
         out["role"] = _role(role)
+    _measures(obj, out, generative)
     return out
+
+
+def _measures(obj: dict[str, Any], out: dict[str, Any], generative: bool) -> None:
+    """Each measure set under any of its names, in its canonical unit, into `out`."""
+    seen: dict[str, str] = {}  # canonical name → the field that set it
+    for name in sorted(_MEASURE_FIELDS.intersection(obj)):
+        value = obj[name]
+        if value is None:
+            continue
+        if not _nonnegative(value):
+            raise DecodeError(
+                "wrong_type", f"{name}: expected a non-negative finite number, got {value!r:.40}"
+            )
+        canonical, factor = ALIASES[name]
+        if MEASURES[canonical].kind == "generative" and not generative:
+            raise DecodeError(
+                "not_generative",
+                f"{name}: a generative measure, but the model is not declared generative",
+            )
+        scaled = float(value) * factor
+        if not math.isclose(out.setdefault(canonical, scaled), scaled, rel_tol=1e-9):
+            raise DecodeError(
+                "wrong_type", f"{name}: differs from {seen[canonical]} (one measure, two names)"
+            )
+        seen.setdefault(canonical, name)
 
 
 def _role(value: object) -> str:
@@ -112,9 +147,14 @@ def _attributions(value: object) -> dict[str, float]:
     return {k: float(v) for k, v in value.items()}
 
 
-def serving_columns(objs: Sequence[dict[str, Any]]) -> dict[str, list[Any]] | None:
+def serving_columns(
+    objs: Sequence[dict[str, Any]],
+    models: Sequence[str] = (),
+    generative: Collection[str] = frozenset(),
+) -> dict[str, list[Any]] | None:
     """Each set operational field as a column (None where absent) if all of them are valid,
-    else None (the per-event path then names the bad one); {} when no event has any."""
+    else None (the per-event path then names the bad one); {} when no event has any.
+    `models`: each event's model; `generative`: the models declared generative."""
     if all(map(_FIELD_SET.isdisjoint, objs)):  # the common case, one C-level pass
         return {}
     out: dict[str, list[Any]] = {}
@@ -126,7 +166,44 @@ def serving_columns(objs: Sequence[dict[str, Any]]) -> dict[str, list[Any]] | No
         if not all(map(_valid[name], present)):
             return None
         out[name] = [_normal(name, v) for v in values]
-    return _model_alias_column(objs, out)
+    merged = _model_alias_column(objs, out)
+    if merged is None or all(map(_MEASURE_FIELDS.isdisjoint, objs)):
+        return merged
+    return _measure_columns(objs, merged, models, generative)
+
+
+def _measure_columns(
+    objs: Sequence[dict[str, Any]],
+    out: dict[str, list[Any]],
+    models: Sequence[str],
+    generative: Collection[str],
+) -> dict[str, list[Any]] | None:
+    """The measures as columns under their canonical names, checked column by column (the
+    per-event rules); None if one value is bad (the per-event path then names it)."""
+    allowed: list[bool] | None = None
+    carried = set().union(*map(_MEASURE_FIELDS.intersection, objs))
+    for name in sorted(carried):  # the per-event path's order: the same conflicts found
+        canonical, factor = ALIASES[name]
+        values = [o.get(name) for o in objs]
+        present = [v for v in values if v is not None]
+        if not present:
+            continue
+        if not all(map(_nonnegative, present)):
+            return None
+        if MEASURES[canonical].kind == "generative":
+            if allowed is None:
+                allowed = [m in generative for m in models] if models else [False] * len(objs)
+            if not all(a for a, v in zip(allowed, values, strict=True) if v is not None):
+                return None
+        scaled = [None if v is None else float(v) * factor for v in values]
+        column = out.get(canonical)
+        if column is not None:
+            if any(a is not None and b is not None and not math.isclose(a, b, rel_tol=1e-9)
+                   for a, b in zip(column, scaled, strict=True)):  # fmt: skip
+                return None
+            scaled = [b if a is None else a for a, b in zip(column, scaled, strict=True)]
+        out[canonical] = scaled
+    return out
 
 
 def _model_alias_column(
@@ -169,7 +246,7 @@ _valid = {
 def serving_from_events(serving: Sequence[Any]) -> dict[str, list[Any]]:
     """Columns of the per-event path's `PredictionEvent.serving` mappings (None: none set)."""
     out: dict[str, list[Any]] = {}
-    for name in SERVING_FIELDS:
+    for name in (*SERVING_FIELDS, *MEASURES):
         values = [s.get(name) if s else None for s in serving]
         if any(v is not None for v in values):
             out[name] = values

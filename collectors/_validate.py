@@ -149,7 +149,7 @@ _NUMBER = (int, float)
 def validate(obj: object, models: Collection[str], limits: EdgeLimits = DEFAULT_LIMITS) -> Event:
     """One decoded object as a prediction or label event; DecodeError names what is wrong
     (`collectors._edge` checks the strings and counts storage would take)."""
-    fast = _fast_prediction(obj, models)
+    fast = _fast_prediction(obj, models, limits)
     event = fast if fast is not None else _validate(obj, models, limits)
     if isinstance(event, PredictionEvent):
         check_event(event, limits)
@@ -159,7 +159,9 @@ def validate(obj: object, models: Collection[str], limits: EdgeLimits = DEFAULT_
     return event
 
 
-def _fast_prediction(obj: Any, models: Collection[str]) -> PredictionEvent | None:
+def _fast_prediction(
+    obj: Any, models: Collection[str], limits: EdgeLimits
+) -> PredictionEvent | None:
     """The common case (well-typed prediction, epoch or RFC 3339 time) without detours."""
     if type(obj) is not dict:
         return None
@@ -195,8 +197,9 @@ def _fast_prediction(obj: Any, models: Collection[str]) -> PredictionEvent | Non
     else:
         return None
     return PredictionEvent(
-        rid, model, version, ts, features, prediction, metadata, serving_fields(obj)
-    )
+        rid, model, version, ts, features, prediction, metadata,
+        serving_fields(obj, model in limits.generative),
+    )  # fmt: skip
 
 
 def _validate(obj: object, models: Collection[str], limits: EdgeLimits) -> Event:
@@ -229,7 +232,7 @@ def _validate(obj: object, models: Collection[str], limits: EdgeLimits) -> Event
         raise DecodeError("missing_field", "prediction: required")
     prediction = _check_prediction(obj["prediction"])
     metadata = _scalar_map(obj, "metadata") if obj.get("metadata") is not None else {}
-    serving = serving_fields(obj)
+    serving = serving_fields(obj, model in limits.generative)
     return PredictionEvent(request_id, model, version, ts, features, prediction, metadata, serving)
 
 

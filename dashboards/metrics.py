@@ -21,6 +21,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from dashboards._labels import ALL_SLICES, LabelLimiter, SliceLabels
 from dashboards._refresh import Refresh
 from monitor import __version__
+from monitor.common.measures import MEASURES
 from monitor.config import ModelConfig
 from monitor.profiles.serving import STAGES
 
@@ -39,6 +40,8 @@ OUTBOX_STATES: tuple[str, ...] = ("pending", "sending", "sent", "dead")
 # its keys are unbounded); values are cut to this many characters.
 VERSION_INFO_KEYS: tuple[str, ...] = ("precision", "quantization", "batching", "runtime")
 MAX_INFO_VALUE = 64
+# The quantiles each measure gauge shows (1: the window's largest value, within 1 %).
+MEASURE_QUANTILES: tuple[float, ...] = (0.5, 0.95, 0.99, 1.0)
 
 
 class EstimatedSeries(Protocol):
@@ -58,6 +61,12 @@ class EstimatedSeries(Protocol):
     def threshold_low(self) -> float | None: ...
     @property
     def threshold_high(self) -> float | None: ...
+
+
+class Quantiles(Protocol):
+    """What `set_measure` reads of a window's sketch (monitor.profiles' LatencySketch)."""
+
+    def quantile(self, q: float) -> float | None: ...
 
 
 class ModelwatchMetrics:
@@ -84,6 +93,7 @@ class ModelwatchMetrics:
         self._define_watch_metrics(registry)
         self._define_latency_stage_metrics(registry)
         self._define_queue_metrics(registry)
+        self._define_measure_metrics(registry)
 
     def keep_model_series(self, family: str, model: str) -> None:
         """Keep `model`'s series of a refreshed family (drift, outcome, estimated, guard, slo,
@@ -108,6 +118,7 @@ class ModelwatchMetrics:
             ),
             "guard": (self.guard_verdict, self.guard_flip_rate, self.guard_metric_drop),
             "slo": (self.slo_value, self.slo_threshold),
+            "measures": tuple(self.measures.values()),
             "settings": (self.model_version_info,),
             "latency": (self.latency_stage_p95, self.latency_stage_share),
             "fairness": (self.fairness_value, self.fairness_threshold),
@@ -299,11 +310,13 @@ class ModelwatchMetrics:
             ["model", "version"],
             registry=registry,
         )
-        # `objective` is one of the fixed SLO keys (monitor.slo.evaluate.OBJECTIVES).
+        # `objective` is one of the fixed SLO keys (monitor.slo.evaluate.OBJECTIVES) or a
+        # configured measure objective (`slo.measures`: ttft_p95_ms, ...), bounded by config.
         self.slo_value = Gauge(
             "modelwatch_slo_value",
             "Latest window's value of a serving objective (latency percentile in ms, error "
-            "rate, requests per second, dollars per 1,000 predictions) per slice.",
+            "rate, requests per second, dollars per 1,000 predictions or tokens, a measure's "
+            "statistic in its unit) per slice.",
             ["model", "version", "slice", "objective"],
             registry=registry,
         )
@@ -623,6 +636,32 @@ class ModelwatchMetrics:
         """Publish the latest reference-vs-candidate flip rate for one gate slice."""
         labels = (model, version, self.gate_slice(model, slice_key), output)
         self._refresh.set(self.guard_flip_rate, labels, rate)
+
+    def _define_measure_metrics(self, registry: CollectorRegistry) -> None:
+        # One gauge per registered measure, named after the OpenTelemetry GenAI metric where
+        # there is one (`gen_ai_server_time_to_first_token_seconds`), in that metric's unit;
+        # `quantile` is one of MEASURE_QUANTILES (a bounded label).
+        self.measures: dict[str, Gauge] = {
+            m.name: Gauge(
+                m.prometheus,
+                f"Newest window: {m.description[:-1].lower()} per version and slice, at the "
+                "quantiles 0.5, 0.95, 0.99 and 1 (the largest), from the window's sketch.",
+                ["model", "version", "slice", "quantile"],
+                registry=registry,
+            )
+            for m in MEASURES.values()
+        }
+
+    def set_measure(
+        self, model: str, version: str, slice_key: str | None, measure: str, sketch: Quantiles
+    ) -> None:
+        """Publish a measure's quantiles of one window and slice, in the metric's unit."""
+        scale = MEASURES[measure].prometheus_scale
+        where = (model, version, self.slices.label(model, slice_key))
+        for q in MEASURE_QUANTILES:
+            value = sketch.quantile(q)
+            if value is not None:
+                self._refresh.set(self.measures[measure], (*where, str(q)), value * scale)
 
     def _define_shadow_metrics(self, registry: CollectorRegistry) -> None:
         # `statistic` is one of SHADOW_STATISTICS: a bounded label.

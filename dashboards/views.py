@@ -139,6 +139,21 @@ VIEW_COLUMNS: Mapping[str, tuple[str, ...]] = {
         "p95",
         "p99",
     ),
+    # Migration 0035_measures: per-event measures (TTFT, tokens, GPU...) per window, version,
+    # slice and measure (`monitor.common.measures`), in the measure's canonical unit.
+    "mw_measures": (
+        "time",
+        "window_start",
+        "model",
+        "version",
+        "slice",
+        "measure",
+        "n",
+        "p50",
+        "p95",
+        "p99",
+        "max",
+    ),
     "mw_model_settings": (
         "time",
         "model",

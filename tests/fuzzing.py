@@ -56,6 +56,7 @@ JSONISH = nested(SCALARS)
 FIELDS = ["request_id", "model", "model_version", "timestamp", "features", "prediction"]
 FIELDS += ["metadata", "label", "latency_ms", "model_latency_ms", "error", "attributions"]
 FIELDS += ["queue_ms", "model_ms", "network_ms"]  # stage timings (any subset)
+FIELDS += ["ttft_ms", "gen_ai.usage.output_tokens", "gpu_memory_mb"]  # measures (aliases too)
 
 
 @st.composite

@@ -1,7 +1,10 @@
 """Latency per stage on the operations dashboard, from the `mw_latency` view (migration 0028):
 each stage's p95 over time beside the total's, and the newest window's breakdown per slice with
 each stage's share of p95 (stage p95 / total p95; percentiles do not add, so the shares need not
-sum to 1: monitor/slo/breakdown.py explains them)."""
+sum to 1: monitor/slo/breakdown.py explains them). Then latency beside utilisation (`mw_measures`,
+migration 0035): end-to-end p95 and the p95 of GPU and CPU utilisation on one panel (percent on
+the right axis), so a rise of latency with a saturated GPU reads off one panel, and time to
+first token / per output token of generative models."""
 
 from __future__ import annotations
 
@@ -32,6 +35,46 @@ ORDER BY s.version, s.slice, s.p95 DESC
 LIMIT 200"""
 
 
+TOTAL_P95 = f"""SELECT $__timeGroupAlias(time, $__interval), version || ' latency p95' AS metric,
+  max(p95) AS p95
+FROM mw_latency
+WHERE {MODEL} AND slice = 'all' AND stage = 'total'
+GROUP BY 1, 2
+ORDER BY 1"""
+
+
+def _measure_p95(measures: tuple[str, ...]) -> str:
+    """p95 per version of some measures over time (whole windows), named `<version> <stem>`."""
+    names = ", ".join(f"'{m}'" for m in measures)
+    return f"""SELECT $__timeGroupAlias(time, $__interval), version || ' ' || measure || ' p95'
+  AS metric, max(p95) AS p95
+FROM mw_measures
+WHERE {MODEL} AND slice = 'all' AND measure IN ({names})
+GROUP BY 1, 2
+ORDER BY 1"""
+
+
+UTILISATION_P95 = _measure_p95(("gpu_utilization_percent", "cpu_percent"))
+TOKEN_TIMES_P95 = _measure_p95(("ttft_ms", "tpot_ms"))
+
+
+def _utilisation(datasource: dm.DataSourceRef) -> Any:
+    """Latency (ms, left axis) and utilisation (query B: percent, right axis) on one panel."""
+    right = [
+        dm.DynamicConfigValue(id_val="unit", value="percent"),
+        dm.DynamicConfigValue(id_val="custom.axisPlacement", value="right"),
+    ]
+    return time_series(
+        "Latency p95 beside utilisation",
+        "End-to-end p95 per version (ms, left) and the p95 of the GPU and CPU utilisation its "
+        "events reported (percent, right): latency rising with a saturated GPU is capacity, "
+        "not the model.",
+        [TOTAL_P95, UTILISATION_P95],
+        datasource,
+        unit="ms",
+    ).override_by_query("B", right)
+
+
 def latency_panels(datasource: dm.DataSourceRef) -> list[Any]:
     """p95 per stage over time, and the newest window's breakdown by slice."""
     return [
@@ -50,5 +93,14 @@ def latency_panels(datasource: dm.DataSourceRef) -> list[Any]:
             NEWEST,
             datasource,
             12,
+        ),
+        _utilisation(datasource),
+        time_series(
+            "Time to first token and per output token, p95",
+            "Generative models: p95 per version of the time to first token (prefill and "
+            "queueing) and of the time per output token after it (decoding).",
+            [TOKEN_TIMES_P95],
+            datasource,
+            unit="ms",
         ),
     ]

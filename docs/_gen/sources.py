@@ -33,6 +33,10 @@ def metric_collectors() -> list[MetricWrapperBase]:
     registry = CollectorRegistry()
     metrics = ModelwatchMetrics(registry)
     found = [v for v in vars(metrics).values() if isinstance(v, MetricWrapperBase)]
+    found += [  # families of one gauge per registered name (the measures)
+        g for v in vars(metrics).values() if isinstance(v, dict)
+        for g in v.values() if isinstance(g, MetricWrapperBase)
+    ]  # fmt: skip
     return [*found, http_request_histogram(registry)]
 
 

@@ -1,7 +1,8 @@
 """Canary analysis: a canary version's live windows against the stable version's.
 
 Both versions are read over the same range [since, now): prediction distribution and each
-feature (on the stable version's specs), latency p95/p99 (ratio and SLO), error rate
+feature (on the stable version's specs), latency p95/p99 (ratio and SLO), the tail of each
+measure canaries judge (time to first token, time per output token, tokens per second), error rate
 (two-proportion test) and outcome metrics where labels exist. The verdict is `fail` when any
 criterion fails, else `inconclusive` when any lacks evidence, else `pass`.
 """
@@ -16,6 +17,7 @@ from sqlalchemy.engine import Engine
 
 from monitor.canary import _criteria as c
 from monitor.canary._evidence import Evidence, load_evidence
+from monitor.common.measures import MEASURES
 from monitor.config import ModelConfig, parse_duration
 from monitor.errors import InputError, NotFoundError
 from monitor.summaries import window_of
@@ -93,6 +95,11 @@ def criteria_of(
     if stable.serving.latency.n:
         out.append(c.latency(0.95, slo.latency_p95_ms if slo else None, stable, canary, cfg))
         out.append(c.latency(0.99, slo.latency_p99_ms if slo else None, stable, canary, cfg))
+    out += [
+        c.measure(m, stable, canary, cfg)
+        for m in MEASURES.values()
+        if m.canary and stable.serving.measure(m.name).n
+    ]
     if stable.serving.requests:
         out.append(c.error_rate(stable, canary, cfg))
     out += c.outcomes(stable, canary, cfg)

@@ -3,20 +3,25 @@
 Every criterion needs minimum evidence from both versions (`canary.min_events` events or
 latency samples, `canary.min_labels` labels), else it is `insufficient_data`. Latency and error
 rate criteria exist only where the stable version reports those fields; outcome criteria only
-where its predictions have labels.
+where its predictions have labels; a measure criterion (`ttft_p95`, `tpot_p95`,
+`tokens_per_s_p5`: the registered measures judged by canaries) only where the stable version's
+events carry the measure.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Literal
 
 from monitor.canary._evidence import Evidence
+from monitor.common.measures import OBJECTIVE_STATS, Measure
 from monitor.config import ModelConfig
 from monitor.detectors import compare, get_detector, rebin
 from monitor.outcomes import get_metric
 from monitor.profiles import Profile
+from monitor.profiles.serving import LatencySketch
 from monitor.slo.breakdown import latency_shift
 
 CriterionStatus = Literal["ok", "fail", "insufficient_data"]
@@ -83,20 +88,44 @@ def latency(q: float, slo: float | None, stable: Evidence, canary: Evidence, cfg
             ) -> CanaryCriterion:  # fmt: skip
     """Canary latency at quantile `q` against `latency_ratio` × the stable's and the SLO."""
     name = f"latency_p{round(q * 100)}"
-    a, b = canary.serving.latency, stable.serving.latency
+    out = _ratio(name, q, canary.serving.latency, stable.serving.latency, slo, cfg, False,
+                 "latency")  # fmt: skip
+    if out.status == "insufficient_data":
+        return out
+    # which stage moved: "p95 +18 ms, of which model +16 ms" (monitor.slo.breakdown)
+    detail = "; ".join(
+        filter(None, (out.detail, latency_shift(stable.serving, canary.serving, q).text()))
+    )
+    return dataclasses.replace(out, detail=detail)
+
+
+def measure(m: Measure, stable: Evidence, canary: Evidence, cfg: ModelConfig) -> CanaryCriterion:
+    """A measure's tail (`ttft_p95`; `tokens_per_s_p5` from below) against `latency_ratio` ×
+    the stable's and the measure's SLO objective of that statistic, if configured."""
+    stat = m.canary_stat
+    slo = cfg.slo.measures.get(m.objective(stat)) if cfg.slo is not None else None
+    a, b = canary.serving.measure(m.name), stable.serving.measure(m.name)
+    return _ratio(f"{m.stem}_{stat}", OBJECTIVE_STATS[stat], a, b, slo, cfg, m.higher_is_better,
+                  m.name)  # fmt: skip
+
+
+def _ratio(name: str, q: float, a: LatencySketch, b: LatencySketch, slo: float | None,
+           cfg: ModelConfig, higher_is_better: bool, what: str) -> CanaryCriterion:  # fmt: skip
+    """Canary quantile `q` of `a` within `latency_ratio` of the stable's `b` and the SLO."""
     value, base = a.quantile(q), b.quantile(q)
     if value is None or base is None or min(a.n, b.n) < cfg.canary.min_events:
         return CanaryCriterion(name, "insufficient_data", value, base, slo, a.n, b.n,
-                               "too few latency samples")  # fmt: skip
-    bound = base * cfg.canary.latency_ratio
-    threshold = bound if slo is None else min(bound, slo)
-    status: CriterionStatus = "fail" if value > threshold else "ok"
+                               f"too few {what} samples")  # fmt: skip
+    ratio = cfg.canary.latency_ratio
+    if higher_is_better:
+        threshold = base / ratio if slo is None else max(base / ratio, slo)
+        failed = value < threshold
+    else:
+        threshold = base * ratio if slo is None else min(base * ratio, slo)
+        failed = value > threshold
     detail = f"ratio {value / base:.3g}" if base else ""
-    # which stage moved: "p95 +18 ms, of which model +16 ms" (monitor.slo.breakdown)
-    detail = "; ".join(
-        filter(None, (detail, latency_shift(stable.serving, canary.serving, q).text()))
-    )
-    return CanaryCriterion(name, status, value, base, threshold, a.n, b.n, detail)
+    return CanaryCriterion(name, "fail" if failed else "ok", value, base, threshold, a.n, b.n,
+                           detail)  # fmt: skip
 
 
 def error_rate(stable: Evidence, canary: Evidence, cfg: ModelConfig) -> CanaryCriterion:

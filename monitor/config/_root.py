@@ -22,7 +22,7 @@ from monitor.config.columns import ColumnsConfig
 from monitor.config.fairness import FairnessConfig
 from monitor.config.guards import GuardsConfig
 from monitor.config.segments import SegmentCheckConfig
-from monitor.config.serving import CanaryConfig, SloConfig
+from monitor.config.serving import CanaryConfig, ResourceScrapeConfig, SloConfig
 from monitor.config.shadow import ShadowConfig
 from monitor.config.watch import CanaryPairConfig, SkewCheckConfig
 from monitor.errors import ConfigError
@@ -83,6 +83,21 @@ class ModelConfig(StrictModel):
     canary: CanaryConfig = Field(
         default_factory=CanaryConfig,
         description="Live canary analysis of a version against a stable one.",
+    )
+    generative: bool = Field(
+        default=False,
+        description=(
+            "A generative model (text generation): its events may carry the generative "
+            "measures (time to first token, time per output token, tokens per second, token "
+            "counts); on any other model those fields are dead letters (`not_generative`)."
+        ),
+    )
+    resources: list[ResourceScrapeConfig] = Field(
+        default_factory=list,
+        description=(
+            "Replicas whose Prometheus endpoint the daemon scrapes for resource samples "
+            "(GPU utilisation and memory, CPU, queue depth...), per version."
+        ),
     )
     shadow: ShadowConfig | None = Field(
         default=None,

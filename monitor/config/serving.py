@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator, model_validator
 
+from monitor.common.measures import MEASURES, objective_of
 from monitor.config._base import StrictModel
+from monitor.config._durations import Duration
 from monitor.config._names import DriftMethod
 
 
@@ -50,6 +53,28 @@ class CostConfig(StrictModel):
     )
 
 
+class TokenCostConfig(StrictModel):
+    """Cost per 1,000 tokens (input + output) of a generative model.
+
+    Priced per token (`input_price`/`output_price` per 1,000 tokens), or per hour: without a
+    per-token price the version's hourly cost (`cost_per_1k`'s basis: its own registered price,
+    else its share of the fleet) is divided by the tokens of the window.
+    """
+
+    input_price: float | None = Field(
+        default=None, ge=0, allow_inf_nan=False, description="Dollars per 1,000 input tokens."
+    )
+    output_price: float | None = Field(
+        default=None, ge=0, allow_inf_nan=False, description="Dollars per 1,000 output tokens."
+    )
+    max: float | None = Field(
+        default=None,
+        gt=0,
+        allow_inf_nan=False,
+        description="The objective: at most this per 1,000 tokens; null: reported only.",
+    )
+
+
 class SloConfig(StrictModel):
     """Serving objectives of a model; percentiles, never averages, decide latency."""
 
@@ -83,6 +108,19 @@ class SloConfig(StrictModel):
     cost_per_1k: CostConfig | None = Field(
         default=None, description="Dollars per 1,000 predictions at the window's request rate."
     )
+    measures: dict[str, float] = Field(
+        default_factory=dict,
+        description=(
+            "Objectives on per-event measures, `<measure>_<stat>[_<unit>]: bound` with stat "
+            "min, p5, p50, p95, p99 or max (e.g. `ttft_p95_ms: 500`, `tpot_p95_ms: 50`, "
+            "`gpu_memory_max_mb: 70000`; `tokens_per_s_p5: 20` is a lower bound: higher is "
+            "better). Judged like latency: `insufficient_data` below `min_events` samples."
+        ),
+    )
+    cost_per_1k_tokens: TokenCostConfig | None = Field(
+        default=None,
+        description="Dollars per 1,000 tokens (input and output) of a generative model.",
+    )
     # Fewer requests in a window (and slice) than this: `insufficient_data`.
     min_events: int = Field(
         default=100,
@@ -92,6 +130,26 @@ class SloConfig(StrictModel):
             "latency and error rate."
         ),
     )
+
+    @field_validator("measures")
+    @classmethod
+    def _known_objectives(cls, value: dict[str, float]) -> dict[str, float]:
+        for name, bound in value.items():
+            objective_of(name)  # ValueError naming the unknown objective
+            if not 0 <= bound < float("inf"):
+                raise ValueError(f"{name}: the bound must be a finite number >= 0")
+        return value
+
+    @model_validator(mode="after")
+    def _token_cost_basis(self) -> SloConfig:
+        tokens = self.cost_per_1k_tokens
+        if tokens is not None and tokens.input_price is None and tokens.output_price is None:
+            if self.cost_per_1k is None:
+                raise ValueError(
+                    "cost_per_1k_tokens: give input_price/output_price, or cost_per_1k "
+                    "(its hourly price is then divided by the window's tokens)"
+                )
+        return self
 
 
 class CanaryConfig(StrictModel):
@@ -151,3 +209,57 @@ class CanaryConfig(StrictModel):
             "stable one, if that is a verified known-good version; the GET never acts."
         ),
     )
+
+
+class ResourceScrapeConfig(StrictModel):
+    """Resource samples of one replica, scraped from its Prometheus text endpoint.
+
+    Every `interval` the daemon reads `url` (a DCGM exporter's, vLLM's or NIM's `/metrics`) and
+    adds each configured metric's sample values (every series of it: one per GPU, say) to the
+    resource measures of `version`'s current window (whole window, no slice), beside what events
+    carry. A sample that is negative or not finite is skipped; a failed scrape is a failure of
+    the job (`modelwatch_job_failures_total`) and tried again at the next interval.
+    """
+
+    url: str = Field(
+        description="The endpoint (http:// or https://), e.g. `http://gpu0:9400/metrics`."
+    )
+    version: str = Field(
+        min_length=1, max_length=100, description="The model version this replica serves."
+    )
+    metrics: dict[str, str] = Field(
+        description=(
+            "Resource measure → metric name in the exposition, e.g. `gpu_utilization_percent: "
+            "DCGM_FI_DEV_GPU_UTIL`, `queue_depth: 'vllm:num_requests_waiting'`; values are "
+            "taken in the measure's unit."
+        ),
+    )
+    interval: Duration = Field(default=timedelta(seconds=15), description="Time between scrapes.")
+    timeout: Duration = Field(default=timedelta(seconds=5), description="Per scrape, at most.")
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError(f"url must start with http:// or https://, got {value[:100]!r}")
+        return value
+
+    @field_validator("metrics")
+    @classmethod
+    def _resource_measures(cls, value: dict[str, str]) -> dict[str, str]:
+        if not value:
+            raise ValueError("name at least one measure to scrape")
+        resources = [m.name for m in MEASURES.values() if m.kind == "resource"]
+        for name in value:
+            if name not in resources:
+                raise ValueError(
+                    f"{name!r} is not a resource measure; valid: {', '.join(resources)}"
+                )
+        return value
+
+    @field_validator("interval", "timeout")
+    @classmethod
+    def _positive(cls, value: timedelta) -> timedelta:
+        if value < timedelta(seconds=1):
+            raise ValueError("must be at least 1s")
+        return value

@@ -4,7 +4,9 @@ Mergeable like every other summary: counts and sums add, latency sketches merge,
 merge of its windows. Stage timings have a sketch each: the model stage in `model_latency`
 (events' `model_ms`, also named `model_latency_ms`), the others in `stages` by name (STAGES,
 without the `_ms`), only those some event carried. `attributions` maps a feature to
-`(n, sum of |attribution|)`; its mean absolute attribution is `sum / n`.
+`(n, sum of |attribution|)`; its mean absolute attribution is `sum / n`. `measures` holds one
+sketch per measure some event carried (`monitor.common.measures`, by canonical name); an event
+with `output_tokens` and `latency_ms` but no `tokens_per_s` counts output_tokens / latency.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from monitor.common.measures import MEASURES
 from monitor.profiles._latency import RELATIVE_ERROR, LatencySketch
 
 # The sketch and its accuracy are public here, for the judgements built on serving summaries.
@@ -33,6 +36,11 @@ class ServingSummary:
     model_latency: LatencySketch = field(default_factory=LatencySketch)
     attributions: Mapping[str, tuple[int, float]] = field(default_factory=dict)
     stages: Mapping[str, LatencySketch] = field(default_factory=dict)
+    measures: Mapping[str, LatencySketch] = field(default_factory=dict)
+
+    def measure(self, name: str) -> LatencySketch:
+        """The sketch of one registered measure (empty when no event carried it)."""
+        return self.measures.get(name, LatencySketch())
 
     def stage(self, name: str) -> LatencySketch:
         """The sketch of one of STAGES (empty when no event carried it)."""
@@ -61,6 +69,7 @@ class ServingSummary:
             model_latency=LatencySketch.of(present("model_latency_ms")),
             attributions=sums,
             stages={s: sketch for s, sketch in stages.items() if sketch.n},
+            measures=_measures(columns, rows),
         )
 
     def merge(self, other: ServingSummary) -> ServingSummary:
@@ -77,6 +86,7 @@ class ServingSummary:
             self.model_latency.merge(other.model_latency),
             sums,
             {s: self.stage(s).merge(other.stage(s)) for s in names},
+            {m: self.measure(m).merge(other.measure(m)) for m in {*self.measures, *other.measures}},
         )
 
     def mean_abs_attribution(self) -> dict[str, float]:
@@ -92,6 +102,7 @@ class ServingSummary:
             "model_latency": self.model_latency.to_json(),
             "attributions": {f: [n, t] for f, (n, t) in self.attributions.items()},
             "stages": {name: sketch.to_json() for name, sketch in self.stages.items()},
+            "measures": {name: sketch.to_json() for name, sketch in self.measures.items()},
         }
 
     @classmethod
@@ -104,8 +115,43 @@ class ServingSummary:
             LatencySketch.from_json(row.latency),
             LatencySketch.from_json(row.model_latency),
             attrs,
-            {
-                k: LatencySketch.from_json(v)
-                for k, v in (getattr(row, "stages", None) or {}).items()
-            },
+            _sketches(getattr(row, "stages", None)),
+            _sketches(getattr(row, "measures", None)),
         )
+
+
+def _sketches(doc: Mapping[str, Any] | None) -> dict[str, LatencySketch]:
+    """A stored `{name: sketch}` document (NULL on rows written before it existed: none)."""
+    return {k: LatencySketch.from_json(v) for k, v in (doc or {}).items()}
+
+
+def _measures(
+    columns: Mapping[str, Sequence[Any]], rows: Sequence[int]
+) -> dict[str, LatencySketch]:
+    """A sketch per measure column some of `rows` set (tokens/s derived where it can be)."""
+    out: dict[str, LatencySketch] = {}
+    for name in MEASURES:
+        values = columns.get(name)
+        if name == "tokens_per_s":
+            values = _tokens_per_s(columns, values)
+        if values is not None:
+            present = [values[i] for i in rows if values[i] is not None]
+            if present:
+                out[name] = LatencySketch.of(present)
+    return out
+
+
+def _tokens_per_s(
+    columns: Mapping[str, Sequence[Any]], given: Sequence[Any] | None
+) -> Sequence[Any] | None:
+    """`tokens_per_s` as given, else output tokens per second of end-to-end latency."""
+    tokens, latency = columns.get("output_tokens"), columns.get("latency_ms")
+    if tokens is None or latency is None:
+        return given
+    derived = [
+        t * 1000 / ms if t is not None and ms else None
+        for t, ms in zip(tokens, latency, strict=True)
+    ]
+    if given is None:
+        return derived
+    return [d if g is None else g for g, d in zip(given, derived, strict=True)]

@@ -25,6 +25,11 @@ most in the total's direction ("p95 +18 ms, of which model +16 ms"). A change sm
 sketch errors (2 × 1 % of the larger value) is not counted as a move. Stage changes are of the
 stage's own quantile, so they can exceed the total's: read "of which" as "the stage whose tail
 moved", not as an exact split.
+
+Next to latency stand the window's measures (`monitor.common.measures`: GPU utilisation and
+memory, CPU, queue depth, batch size, time to first token...), each with its p50/p95/p99 and
+largest value over the events that carried it, so "latency up because the GPU saturated" reads
+off one breakdown; the text adds the resource measures' p95 ("gpu_utilization p95 98 percent").
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
+from monitor.common.measures import MEASURES
 from monitor.profiles.serving import RELATIVE_ERROR, STAGES, LatencySketch, ServingSummary
 from monitor.storage import WindowServing, session_factory
 
@@ -43,6 +49,7 @@ __all__ = [
     "QUANTILES",
     "LatencyBreakdown",
     "LatencyShift",
+    "MeasureStats",
     "StageLatency",
     "StageShift",
     "WindowBreakdown",
@@ -77,17 +84,49 @@ class StageLatency:
 
 
 @dataclass(frozen=True)
+class MeasureStats:
+    """One measure's percentiles and largest value in its unit (`monitor.common.measures`)."""
+
+    measure: str
+    unit: str
+    n: int
+    p50: float | None
+    p95: float | None
+    p99: float | None
+    max: float | None
+
+    def text(self) -> str:
+        """E.g. "gpu_utilization p95 98 percent"."""
+        stem = MEASURES[self.measure].stem
+        return f"{stem} p95 {self.p95:.3g} {self.unit}".rstrip()
+
+
+def measure_stats(summary: ServingSummary) -> tuple[MeasureStats, ...]:
+    """Each registered measure some event of `summary` carried, in registry order."""
+    out = []
+    for m in MEASURES.values():
+        sketch = summary.measure(m.name)
+        if sketch.n:
+            p50, p95, p99, top = (sketch.quantile(q) for q in (*QUANTILES, 1.0))
+            out.append(MeasureStats(m.name, m.unit, sketch.n, p50, p95, p99, top))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
 class LatencyBreakdown:
-    """End-to-end percentiles (ms) and the stages some event reported, in STAGES order."""
+    """End-to-end percentiles (ms), the stages some event reported in STAGES order, and the
+    measures some event carried (registry order)."""
 
     n: int
     p50: float | None
     p95: float | None
     p99: float | None
     stages: tuple[StageLatency, ...]
+    measures: tuple[MeasureStats, ...] = ()
 
     def text(self) -> str:
-        """E.g. "p95 250 ms; stage p95: model 200 ms (80 %), queue 40 ms (16 %)"."""
+        """E.g. "p95 250 ms; stage p95: model 200 ms (80 %), queue 40 ms (16 %); gpu_utilization
+        p95 98 percent" (resource measures last, where events carried them)."""
         if self.p95 is None:
             return "no latency"
         parts = [
@@ -96,7 +135,9 @@ class LatencyBreakdown:
             if s.p95 is not None and s.p95_share is not None
         ]
         head = f"p95 {self.p95:.3g} ms"
-        return f"{head}; stage p95: {', '.join(parts)}" if parts else head
+        text = f"{head}; stage p95: {', '.join(parts)}" if parts else head
+        resources = [m.text() for m in self.measures if MEASURES[m.measure].kind == "resource"]
+        return "; ".join([text, *resources])
 
 
 def latency_breakdown(summary: ServingSummary) -> LatencyBreakdown:
@@ -115,7 +156,7 @@ def latency_breakdown(summary: ServingSummary) -> LatencyBreakdown:
                 name, sketch.n, s50, s95, s99, _ratio(s95, p95), _ratio(_mean(sketch), mean)
             )
         )
-    return LatencyBreakdown(total.n, p50, p95, p99, tuple(stages))
+    return LatencyBreakdown(total.n, p50, p95, p99, tuple(stages), measure_stats(summary))
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ does not change again.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,7 +34,8 @@ from sqlalchemy import Select, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
-from monitor.config.serving import CostConfig, SloConfig
+from monitor.common.measures import objective_of
+from monitor.config.serving import CostConfig, SloConfig, TokenCostConfig
 from monitor.failures import Isolation, failing_windows, window_item
 from monitor.profiles import OVERALL
 from monitor.profiles.serving import ServingSummary
@@ -48,7 +50,11 @@ from monitor.storage import (
     utcnow,
 )
 
-OBJECTIVES = ("latency_p95_ms", "latency_p99_ms", "error_rate", "min_rps", "cost_per_1k")
+# The fixed objectives; `slo.measures` adds one per configured measure objective.
+OBJECTIVES = (
+    "latency_p95_ms", "latency_p99_ms", "error_rate", "min_rps", "cost_per_1k",
+    "cost_per_1k_tokens",
+)  # fmt: skip
 SLO_ITEM = "slo"  # the kind of a window's SLO evaluation item (`window_item`)
 
 
@@ -159,7 +165,60 @@ def evaluate_slo(
         bound = cfg.cost_per_1k.max
         values.append(("cost_per_1k", cost, bound, s.requests, cost is not None,
                        cost is not None and bound is not None and cost > bound))  # fmt: skip
-    return [_result(window, *v) for v in values]
+    if cfg.cost_per_1k_tokens is not None:
+        tokens = _token_cost(window, cfg, basis or cost_basis([window]), elapsed)
+        bound = cfg.cost_per_1k_tokens.max
+        values.append(("cost_per_1k_tokens", tokens, bound, s.requests, tokens is not None,
+                       tokens is not None and bound is not None and tokens > bound))  # fmt: skip
+    results = [_result(window, *v) for v in values]
+    return results + [
+        dataclasses.replace(r, detail=measure_gap(s, r.objective, cfg.min_events))
+        for r in (_result(window, *v) for v in _measure_values(s, cfg))
+    ]
+
+
+def _measure_values(
+    s: ServingSummary, cfg: SloConfig
+) -> list[tuple[str, float | None, float | None, int, bool, bool]]:
+    """Each `slo.measures` objective: the statistic of its measure's sketch against the bound."""
+    out: list[tuple[str, float | None, float | None, int, bool, bool]] = []
+    for name, bound in cfg.measures.items():
+        objective = objective_of(name)
+        sketch = s.measure(objective.measure.name)
+        v = sketch.quantile(objective.q)
+        breached = v is not None and objective.breached(v, bound)
+        out.append((name, v, bound, sketch.n, sketch.n >= cfg.min_events, breached))
+    return out
+
+
+def measure_gap(summary: ServingSummary, objective: str, min_events: int) -> str | None:
+    """Why a measure objective lacks evidence ("no event carried ttft_ms"), else None."""
+    measure = objective_of(objective).measure.name
+    n = summary.measure(measure).n
+    if n >= min_events:
+        return None
+    if n == 0:
+        return f"no event carried {measure}"
+    return f"{n} events carried {measure}, fewer than slo.min_events ({min_events})"
+
+
+def _token_cost(
+    window: ServingWindow, cfg: SloConfig, basis: CostBasis, elapsed: float
+) -> float | None:
+    """Dollars per 1,000 tokens of the window: at per-token prices, else its hourly cost."""
+    token_cfg: TokenCostConfig | None = cfg.cost_per_1k_tokens
+    assert token_cfg is not None
+    inputs = window.summary.measure("input_tokens").total()
+    outputs = window.summary.measure("output_tokens").total()
+    if inputs + outputs <= 0:
+        return None
+    if token_cfg.input_price is not None or token_cfg.output_price is not None:
+        spent = inputs * (token_cfg.input_price or 0) + outputs * (token_cfg.output_price or 0)
+        return spent / (inputs + outputs)
+    hourly = None if cfg.cost_per_1k is None else basis.hourly(cfg.cost_per_1k, window)
+    if hourly is None or elapsed <= 0:
+        return None
+    return hourly * elapsed / 3600 / (inputs + outputs) * 1000
 
 
 def _result(w: ServingWindow, objective: str, value: float | None, threshold: float | None,

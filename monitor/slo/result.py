@@ -26,3 +26,5 @@ class SloResult:
     threshold: float | None
     n: int
     status: SloStatus
+    # For people (not stored): why a measure objective lacks evidence.
+    detail: str | None = None

@@ -63,7 +63,8 @@ class WindowServing(Base):
 
     `latency`/`model_latency` are log-scale sketches (`monitor.profiles._latency`) as JSON;
     `attributions` maps a feature to `[n, sum of |attribution|]`; `stages` maps the other
-    stages' names (queue, preprocess, postprocess, network) to their sketches (NULL: none).
+    stages' names (queue, preprocess, postprocess, network) to their sketches (NULL: none);
+    `measures` the registered measures' names (`monitor.common.measures`) to theirs.
     """
 
     __tablename__ = "window_serving"
@@ -81,6 +82,7 @@ class WindowServing(Base):
     model_latency: Mapped[dict[str, Any]] = mapped_column(JSONDoc)
     attributions: Mapped[dict[str, Any]] = mapped_column(JSONDoc)
     stages: Mapped[dict[str, Any] | None] = mapped_column(JSONDoc, nullable=True)
+    measures: Mapped[dict[str, Any] | None] = mapped_column(JSONDoc, nullable=True)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 

@@ -88,7 +88,8 @@ class OutcomeResultRow(_OutcomeFields, _WindowResult, Base):
 
 
 class SloResultRow(_WindowResult, Base):
-    """One serving objective (`monitor.slo.evaluate.OBJECTIVES`) of one slice in one window."""
+    """One serving objective (`monitor.slo.evaluate.OBJECTIVES`, or a measure objective of
+    `slo.measures`) of one slice in one window."""
 
     __tablename__ = "slo_results"
     __table_args__ = (

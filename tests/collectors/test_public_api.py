@@ -50,6 +50,8 @@ PINNED = {
     "make_adapter",
     "register_adapter",
     "run",
+    "ScrapeError",  # resource samples from a Prometheus endpoint (the daemon's scrape jobs)
+    "scrape_resources",
 }
 
 

@@ -54,7 +54,8 @@ from monitor.segments import (
 from monitor.storage import transaction
 
 MODEL, VERSION = "fraud", "3"
-MODELS = [ModelConfig(name=MODEL, slices=["region"])]
+# generative: the seeded events also carry a time to first token (the token-times panel)
+MODELS = [ModelConfig(name=MODEL, slices=["region"], generative=True)]
 HOURS = 6
 
 
@@ -210,6 +211,8 @@ def seed_ingest(engine: Engine, tmp: Path, t0: datetime) -> None:
             "metadata": {"region": ["eu", "us"][i % 2]},
             "latency_ms": 10.0 + i % 20, "error": "timeout" if i % 40 == 0 else None,
             "queue_ms": 2.0, "model_ms": 5.0 + i % 20,  # stage timings (mw_latency)
+            "gpu_utilization_percent": 40.0 + i % 50,  # a resource sample (mw_measures)
+            "ttft_ms": 100.0 + i % 10,
         }  # fmt: skip
         lines.append(orjson.dumps(event))
     lines[10:10] = [b"{not json", b'{"model": "fraud"}']

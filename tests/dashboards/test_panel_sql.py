@@ -252,6 +252,13 @@ def test_latency_stage_panels_show_the_seeded_facts(seeded: tuple[Engine, Grafan
     newest = [dict(zip(columns, r, strict=True)) for r in rows if r[2] == "all"]
     assert [r["stage"] for r in newest] == ["model", "queue"]  # slowest first
     assert float(newest[0]["p95_share"]) == pytest.approx(23 / 28, rel=0.02)
+    # Latency beside GPU utilisation (seeded 40..89 %).
+    title = "Latency p95 beside utilisation"
+    _, total = run(seeded, panel_sql("modelwatch-operations", title))
+    assert {m for _, m, _ in total} == {f"{VERSION} latency p95"}
+    _, gpu = run(seeded, panel_sql("modelwatch-operations", title, "B"))
+    assert {m for _, m, _ in gpu} == {f"{VERSION} gpu_utilization_percent p95"}
+    assert gpu and all(40 <= float(v) <= 90 for _, _, v in gpu)
 
 
 def test_releases_panels_show_the_seeded_facts(seeded: tuple[Engine, GrafanaContext]) -> None:

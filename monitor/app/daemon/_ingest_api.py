@@ -71,6 +71,19 @@ class Event(BaseModel):
     network_ms: float | None = Field(default=None, ge=0, description="On the network")
     error: str | None = Field(default=None, description="Set on an errored request")
     attributions: dict[str, float] | None = Field(default=None, description="e.g. SHAP values")
+    # Measures (monitor.common.measures), any subset; each also under its registered aliases
+    # (`gen_ai.server.time_to_first_token` in seconds, `prompt_tokens`, `DCGM_FI_DEV_FB_USED`).
+    ttft_ms: float | None = Field(default=None, ge=0, description="Time to first token")
+    tpot_ms: float | None = Field(default=None, ge=0, description="Time per output token")
+    tokens_per_s: float | None = Field(default=None, ge=0, description="Output tokens/s")
+    input_tokens: float | None = Field(default=None, ge=0, description="Prompt tokens")
+    output_tokens: float | None = Field(default=None, ge=0, description="Generated tokens")
+    cpu_percent: float | None = Field(default=None, ge=0, description="CPU (100 = one core)")
+    rss_mb: float | None = Field(default=None, ge=0, description="Resident memory, MiB")
+    gpu_utilization_percent: float | None = Field(default=None, ge=0, description="GPU use")
+    gpu_memory_mb: float | None = Field(default=None, ge=0, description="GPU memory, MiB")
+    batch_size: float | None = Field(default=None, ge=0, description="Batch of this request")
+    queue_depth: float | None = Field(default=None, ge=0, description="Requests waiting")
 
 
 class CloudEvent(BaseModel):

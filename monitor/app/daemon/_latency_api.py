@@ -4,7 +4,9 @@ Each window's end-to-end p50/p95/p99 and the same percentiles of each stage its 
 (`queue`, `preprocess`, `model`, `postprocess`, `network`), each stage's `p95_share` and
 `mean_share` (defined in monitor/slo/breakdown.py: percentiles do not add), and the change of
 p95 since the same version's and slice's previous window in the range, naming the stage that
-moved ("p95 +18 ms, of which model +16 ms").
+moved ("p95 +18 ms, of which model +16 ms"). Beside them, each measure the window's events
+carried (`measures`: GPU utilisation and memory, CPU, queue depth, time to first token...) with
+its p50/p95/p99 and largest value, so a latency rise and a saturated GPU show side by side.
 """
 
 from __future__ import annotations
@@ -40,6 +42,18 @@ class StageOut(BaseModel):
     mean_share: float | None = Field(description="This stage's mean / the total mean")
 
 
+class MeasureOut(BaseModel):
+    """One measure's percentiles over the window's events that carried it."""
+
+    measure: str = Field(description="The measure's canonical name (`gpu_utilization_percent`)")
+    unit: str = Field(description="ms, percent, mb, or empty (counts, tokens per second)")
+    n: int = Field(description="Events that carried it")
+    p50: float | None
+    p95: float | None
+    p99: float | None
+    max: float | None = Field(description="The largest value (within the sketch's 1 %)")
+
+
 class ChangeOut(BaseModel):
     """How p95 moved since the previous window of the same version and slice."""
 
@@ -63,6 +77,7 @@ class WindowLatency(BaseModel):
     p95: float | None = Field(description=_MS)
     p99: float | None = Field(description=_MS)
     stages: list[StageOut]
+    measures: list[MeasureOut] = Field(description="Measures the window's events carried")
     change: ChangeOut | None = Field(description="null for the first window in the range")
 
 
@@ -94,6 +109,7 @@ def _window(w: WindowBreakdown) -> WindowLatency:
         p95=b.p95,
         p99=b.p99,
         stages=[StageOut.model_validate(st, from_attributes=True) for st in b.stages],
+        measures=[MeasureOut.model_validate(m, from_attributes=True) for m in b.measures],
         change=change,
     )
 

@@ -36,7 +36,11 @@ class SloRow(BaseModel):
     n: int
     status: str
     detail: str | None = Field(
-        None, description="Latency objectives: which stage moved and each stage's p95"
+        None,
+        description=(
+            "Latency objectives: which stage moved and each stage's p95; measure objectives "
+            "without enough samples: why (`no event carried ttft_ms`)"
+        ),
     )
 
 
@@ -78,5 +82,5 @@ def list_slo(
 def _detail(texts: dict[tuple[str, datetime, str], str], r: SloResult) -> str | None:
     """The latency breakdown of a latency objective's window and slice."""
     if not r.objective.startswith("latency_"):
-        return None
+        return r.detail
     return texts.get((r.version, r.window_start, r.slice_key))

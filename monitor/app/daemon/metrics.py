@@ -4,7 +4,8 @@ Reading the shared tables (rather than counting in-process) makes every replica 
 numbers, whichever of them ingested or evaluated. Counters advance by the growth of the stored
 totals since the previous tick. `events_ingested` counts per source; its `model` label is `*`
 because a source's counter spans every model it carries. Drift, outcome, estimated and SLO
-gauges show the versions with results (SLO: serving statistics) in the model's newest window or
+gauges (and the measure gauges, `gen_ai_server_time_to_first_token_seconds`, ...) show the
+versions with results (SLO, measures: serving statistics) in the model's newest window or
 the one before it (at a window boundary, a version whose new window has no results yet keeps its
 series; one that stopped serving drops out a window later); guard gauges the
 versions gated within `scheduler.retention_days`; `model_version_info` the newest registered
@@ -30,10 +31,11 @@ from sqlalchemy.orm import Session
 
 from dashboards.metrics import ModelwatchMetrics
 from monitor.app.daemon.signals import latest_rows
+from monitor.common.measures import MEASURES
 from monitor.config.serving import SloConfig
 from monitor.failures import Isolation
 from monitor.profiles import OVERALL, key_of, slice_label
-from monitor.profiles.serving import ServingSummary
+from monitor.profiles.serving import LatencySketch, ServingSummary
 from monitor.slo.breakdown import latency_breakdown
 from monitor.slo.evaluate import ServingWindow, evaluate_windows, version_prices
 from monitor.storage import (
@@ -136,6 +138,7 @@ class MetricsPublisher:
         if model in self.slo:
             out.append(("slo", functools.partial(self._slo, model, self.slo[model])))
         out.append(("latency", functools.partial(self._latency_stages, model)))
+        out.append(("measures", functools.partial(self._measures, model)))
         return [*out, ("settings", functools.partial(self._settings, model))]
 
     def _refresh_family(self, family: str, model: str, read: Callable[[], None]) -> None:
@@ -216,6 +219,14 @@ class MetricsPublisher:
                     self.metrics.set_latency_stage(
                         model, r.version, stage.stage, stage.p95, stage.mean_share
                     )
+
+    def _measures(self, model: str) -> None:
+        """Each measure's quantiles of the newest windows, per version and slice."""
+        for r in _current(latest_rows(self.engine, WindowServing, model)):
+            for name, doc in (r.measures or {}).items():
+                if name in MEASURES:  # a measure since unregistered stays stored, unexported
+                    sketch = LatencySketch.from_json(doc)
+                    self.metrics.set_measure(model, r.version, r.slice_key or None, name, sketch)
 
     def _settings(self, model: str) -> None:
         """The newest `MAX_INFO_VERSIONS` versions' optimization settings (bounded labels)."""

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
+import httpx
 from prometheus_client import CollectorRegistry
 from sqlalchemy.engine import Engine
 
@@ -27,6 +28,7 @@ from monitor.app.daemon._health_signals import (
     no_data_signals,
 )
 from monitor.app.daemon._scheduler import JobSpec
+from monitor.app.daemon._scrape_job import scrape_jobs
 from monitor.app.daemon._segment_job import SegmentWatch, segment_signals
 from monitor.app.daemon._service import Service
 from monitor.app.daemon._service import replica_id as replica_id  # the demo names itself
@@ -296,6 +298,8 @@ def build_service(
     for watch in (CanaryWatch, SkewWatch, SegmentWatch):
         spec = watch(engine, config, holder, metrics.record_job_failure).spec()
         jobs += [spec] if spec is not None else []
+    if any(m.resources for m in config.models):  # resource endpoints, each its own job
+        jobs += scrape_jobs(engine, config, httpx.Client(follow_redirects=False))
     restart = Backoff(config.scheduler.restart_initial_s, config.scheduler.restart_max_s)
     health = ComponentHealth(engine, metrics, restart)
     components: list[Component] = [*collectors_components(engine, config, health)]

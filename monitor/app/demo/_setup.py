@@ -10,6 +10,8 @@ import numpy as np
 from sqlalchemy.engine import Engine
 
 from monitor.app.daemon.names import registry_names
+from monitor.app.demo._generative import MODEL as GENERATIVE_MODEL
+from monitor.app.demo._generative import TTFT_SLO_MS
 from monitor.app.demo._traffic import CANARY_VERSION, FEATURES, Scorer, training_frame
 from monitor.baselines.store import save_baseline
 from monitor.config import Config, parse_config
@@ -44,7 +46,12 @@ def demo_config(
                     # slower, a regression the summary explains by its stage without failing.
                     "canary": {"metric_tolerance": 0.05, "latency_ratio": 2.0},
                     "shadow": {},
-                }
+                },
+                {  # a generative model: time to first token and GPU beside latency
+                    "name": GENERATIVE_MODEL,
+                    "generative": True,
+                    "slo": {"min_events": 50, "measures": {"ttft_p95_ms": TTFT_SLO_MS}},
+                },
             ],
             "guards": {
                 "golden_sets": {

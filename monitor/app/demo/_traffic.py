@@ -19,6 +19,8 @@ Every request reports its stage timings (`queue_ms`, `preprocess_ms`, `model_ms`
 The canary build's model stage is `canary_model_ms` slower (and its preprocessing 2 ms): a
 latency regression the canary's evaluation explains by its stage ("p95 +20 ms, of which model
 +18 ms").
+stable traffic is the same with or without them. Every window also carries a few requests of the
+generative `assistant` (`monitor.app.demo._generative`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
+
+from monitor.app.demo._generative import assistant_events
 
 N_FEATURES = 8
 FEATURES = tuple(f"f{i}" for i in range(N_FEATURES))
@@ -155,6 +159,7 @@ def _window(
                 "timestamp": (ts + plan.label_lag).isoformat(),
             }
         )
+    events += assistant_events(plan.seed, w, plan.windows, plan.start, plan.window)
     return Batch(w, events, labels)
 
 

@@ -30,6 +30,8 @@ from migrations import upgrade
 from monitor.app.daemon.wiring import build_service
 from monitor.app.demo._artifacts import drift_report, export_dashboards
 from monitor.app.demo._gates import CANDIDATES, GateOutcome, rollbacks, run_candidate
+from monitor.app.demo._generative import MODEL as GENERATIVE_MODEL
+from monitor.app.demo._generative import generative_scene
 from monitor.app.demo._models import fraud_golden, fraud_suite
 from monitor.app.demo._receiver import SignedWebhookReceiver
 from monitor.app.demo._releases import (
@@ -42,6 +44,7 @@ from monitor.app.demo._setup import SECRET_ENV, TOKEN_ENV, create_baseline, demo
 from monitor.app.demo._stream import stream, wait_for
 from monitor.app.demo._traffic import Builds, TrafficPlan
 from monitor.config import Config
+from monitor.config.serving import SloConfig
 from monitor.storage import DriftResultRow, OutcomeResultRow, make_engine, session_factory
 
 STEPS = 7
@@ -163,6 +166,9 @@ def _steps(
             "replay": replay_scene(engine),
             "canary": canary_scene(engine, config, plan),
             "shadow": shadow_scene(engine, config, plan),
+            "generative": generative_scene(
+                engine, _slo(config, GENERATIVE_MODEL), plan.start, plan.end
+            ),
         }
         _reports(state, engine, config, step)
         if serve:
@@ -170,6 +176,10 @@ def _steps(
     finally:
         service.stop_background(server)
     return _summary(state, engine, receiver)
+
+
+def _slo(config: Config, model: str) -> SloConfig:
+    return next(m.slo for m in config.models if m.name == model and m.slo is not None)
 
 
 def _traffic(
@@ -290,4 +300,11 @@ def _print_releases(table: Table, summary: dict[str, Any]) -> None:
     table.add_row(
         f"shadow {shadow['shadow']} vs {shadow['primary']}",
         f"{shadow['pairs']} pairs, flip rate {rate}{interval} ({shadow['status']})",
+    )
+    gen = summary["generative"]
+    ttft = gen["ttft_p95_ms"]
+    table.add_row(
+        f"{gen['model']} TTFT p95 (generative)",
+        f"{ttft[0]} .. {ttft[-1]} ms by hour, GPU p95 {gen['gpu_utilization_p95'][-1]}% at "
+        f"the end; ttft_p95_ms {gen['ttft_slo_ms']:g} breached in {gen['ttft_breached_windows']}",
     )

@@ -1,9 +1,15 @@
 """`GET /v1/models/{model}/latency` and the SLO route's latency detail, through a running `serve`:
-stage timings posted over HTTP, percentiles per stage and the stage that moved between windows."""
+stage timings posted over HTTP, percentiles per stage and the stage that moved between windows.
+
+Measures end to end on the same server: a generative model's events with OpenTelemetry GenAI
+names and GPU samples; TTFT percentiles and GPU utilisation beside latency, the TTFT and GPU
+memory SLOs, the Prometheus gauges named after the OTel metrics, and tokens on a model that is
+not generative rejected with a reason."""
 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -11,11 +17,19 @@ from typing import Any
 import httpx
 import pytest
 
+from monitor.app.daemon._ingest_api import Event
+from monitor.common.measures import MEASURES
 from tests.monitor.app.daemon.conftest import CONFIG, ServerProcess, _serve, auth
 from tests.monitor.app.daemon.test_canary import post
 
+# `chat`: a generative model, for test_measures_served.py (which shares this server)
+CHAT = """\
+  - name: chat
+    generative: true
+    slo: {{min_events: 50, measures: {{ttft_p95_ms: 400, gpu_memory_max_mb: 70000}}}}
+"""
 LATENCY_CONFIG = CONFIG.replace(
-    "    slices: [region]\n", "    slices: [region]\n    slo: {{latency_p95_ms: 40}}\n"
+    "    slices: [region]\n", "    slices: [region]\n    slo: {{latency_p95_ms: 40}}\n" + CHAT
 ).replace("collect:\n", "collect:\n  window: 1m\n")
 
 
@@ -93,3 +107,63 @@ def test_bad_requests_are_one_line_errors(latency_server: ServerProcess) -> None
     assert get(latency_server, "nope/latency").status_code == 404
     anonymous = httpx.get(f"{latency_server.url}/v1/models/fraud/latency")
     assert anonymous.status_code == 401
+
+
+@pytest.fixture(scope="module")
+def served(latency_server: ServerProcess) -> ServerProcess:
+    server = latency_server
+    now = datetime.now(UTC).isoformat()
+
+    def chat(i: int) -> dict[str, Any]:
+        return {
+            "request_id": f"c{i}", "model": "chat", "model_version": "1", "timestamp": now,
+            "features": {"prompt_chars": 100.0 + i}, "prediction": "ok", "latency_ms": 900.0,
+            "gen_ai.server.time_to_first_token": 0.25 if i < 90 else 0.6,  # seconds
+            "gen_ai.usage.input_tokens": 40, "gen_ai.usage.output_tokens": 120,
+            "gpu_utilization_percent": 97.0, "DCGM_FI_DEV_FB_USED": 60_000,
+        }  # fmt: skip
+
+    post(server, [chat(i) for i in range(100)])
+    return server
+
+
+def test_ttft_and_gpu_beside_latency_slos_and_metrics(served: ServerProcess) -> None:
+    windows = get(served, "chat/latency", since="1h").json()["windows"]
+    measures = {m["measure"]: m for m in windows[0]["measures"]}
+    assert measures["ttft_ms"]["n"] == 100
+    assert measures["ttft_ms"]["p50"] == pytest.approx(250, rel=0.01)
+    assert measures["ttft_ms"]["p95"] == pytest.approx(600, rel=0.01)
+    assert measures["gpu_utilization_percent"]["p95"] == pytest.approx(97, rel=0.01)
+    assert measures["tokens_per_s"]["p50"] == pytest.approx(120 / 0.9, rel=0.01)  # derived
+    slo = {r["objective"]: r for r in get(served, "chat/slo", since="1h").json()[
+        "results"] if r["slice"] is None}  # fmt: skip
+    assert slo["ttft_p95_ms"]["status"] == "breach" and slo["ttft_p95_ms"]["threshold"] == 400
+    assert slo["gpu_memory_max_mb"]["status"] == "ok"
+    wanted = 'gen_ai_server_time_to_first_token_seconds{model="chat",quantile="0.5"'
+    deadline = time.monotonic() + 60  # published on the next evaluation tick (every second)
+    while wanted not in (text := httpx.get(f"{served.url}/metrics").text):
+        assert time.monotonic() < deadline, "no measure metric published"
+        time.sleep(0.5)
+    line = next(x for x in text.splitlines() if x.startswith(wanted))
+    assert float(line.split()[-1]) == pytest.approx(0.25, rel=0.01)  # seconds, as OTel's
+    assert "modelwatch_resource_gpu_memory_megabytes{" in text
+    assert "gen_ai_usage_output_tokens{" in text
+
+
+def test_tokens_on_a_model_not_generative_are_a_dead_letter(served: ServerProcess) -> None:
+    bad = {"request_id": "f1", "model": "fraud", "model_version": "1", "timestamp": time.time(),
+           "features": {"amount": 1.0}, "prediction": 0.5, "output_tokens": 10}  # fmt: skip
+    resp = httpx.post(f"{served.url}/v1/events", json=[bad], params={"wait": "10"},
+                      headers=auth("MW_T_INGEST"), timeout=60)  # fmt: skip
+    assert resp.status_code == 200, resp.text
+    result = resp.json()["result"]
+    assert result["valid"] == 0 and result["dead_letters"] == 1, result
+    (dead,) = result["first_dead_letters"]
+    assert (dead["reason"], dead["detail"]) == (
+        "not_generative", "output_tokens: a generative measure, but the model is not declared "
+        "generative",
+    )  # fmt: skip
+
+
+def test_the_ingest_schema_documents_every_measure() -> None:
+    assert set(MEASURES) <= set(Event.model_fields)

@@ -27,8 +27,17 @@ def test_demo_delivers_what_it_promises(
     workdir, out = demo
     assert out.returncode == 0, out.stderr[-3000:]
     summary = json.loads((workdir / "summary.json").read_text())
-    # 15,000 requests; in the last hour each request of version 1 also has its shadow's event.
-    assert summary["events_ingested"] == 15_000 + summary["shadow"]["pairs"]
+    # 15,000 requests; in the last hour each request of version 1 also has its shadow's event;
+    # and the generative assistant's requests.
+    generative = summary["generative"]
+    assert summary["events_ingested"] == (
+        15_000 + summary["shadow"]["pairs"] + generative["events"]
+    )
+    # The assistant's time to first token: ~200 ms, then tripled on a saturated GPU.
+    *before, last = generative["ttft_p95_ms"]
+    assert len(before) == 5 and all(v < 600 for v in before) and last > 600
+    assert generative["gpu_utilization_p95"][-1] >= 95
+    assert generative["ttft_breached_windows"] == 1
     assert summary["drift_alerts_delivered"] >= 1
     assert summary["outcome_alerts_delivered"] >= 1
     assert summary["gate_alerts_delivered"] >= 1
