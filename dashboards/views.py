@@ -139,7 +139,7 @@ VIEW_COLUMNS: Mapping[str, tuple[str, ...]] = {
         "p95",
         "p99",
     ),
-    # Migration 0035_measures: per-event measures (TTFT, tokens, GPU...) per window, version,
+    # Migration 0034_measures: per-event measures (TTFT, tokens, GPU...) per window, version,
     # slice and measure (`monitor.common.measures`), in the measure's canonical unit.
     "mw_measures": (
         "time",

@@ -1,7 +1,7 @@
 """Per-event measures: one sketch per generative or resource measure per window and slice.
 
-Revision ID: 0035_measures
-Revises: 0030_releases_views
+Revision ID: 0034_measures
+Revises: 0033_segment_runs
 Create Date: 2026-12-05
 
 Events may carry measures (`monitor.common.measures`: time to first token, time per output
@@ -20,8 +20,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision = "0035_measures"
-down_revision = "0030_releases_views"
+revision = "0034_measures"
+down_revision = "0033_segment_runs"
 branch_labels = None
 depends_on = None
 
