@@ -2,7 +2,7 @@
 each stage's p95 over time beside the total's, and the newest window's breakdown per slice with
 each stage's share of p95 (stage p95 / total p95; percentiles do not add, so the shares need not
 sum to 1: monitor/slo/breakdown.py explains them). Then latency beside utilisation (`mw_measures`,
-migration 0035): end-to-end p95 and the p95 of GPU and CPU utilisation on one panel (percent on
+migration 0034): end-to-end p95 and the p95 of GPU and CPU utilisation on one panel (percent on
 the right axis), so a rise of latency with a saturated GPU reads off one panel, and time to
 first token / per output token of generative models."""
 

@@ -18,9 +18,8 @@ Every request reports its stage timings (`queue_ms`, `preprocess_ms`, `model_ms`
 `postprocess_ms`, `network_ms`; `latency_ms` is their sum), drawn from their own generator too.
 The canary build's model stage is `canary_model_ms` slower (and its preprocessing 2 ms): a
 latency regression the canary's evaluation explains by its stage ("p95 +20 ms, of which model
-+18 ms").
-stable traffic is the same with or without them. Every window also carries a few requests of the
-generative `assistant` (`monitor.app.demo._generative`).
++18 ms"). Every window also carries a few requests of the generative `assistant`
+(`monitor.app.demo._generative`).
 """
 
 from __future__ import annotations
