@@ -31,7 +31,7 @@ from monitor.errors import ConflictError
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
-    from guards.candidates import CandidateRow
+    from guards._candidate_row import CandidateRow
 
 
 @dataclass(frozen=True)
