@@ -15,7 +15,6 @@ the two agree.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -25,7 +24,7 @@ import numpy as np
 from monitor.errors import InputError
 from monitor.estimation._calibration import Array
 from monitor.estimation._encoding import Scorer, ShareLookup, build_scorer
-from monitor.estimation._results import THRESHOLD_K, Chunk, chunk_bounds
+from monitor.estimation._results import Chunk, band_k, chunk_bounds
 
 DEFAULT_VARIANCE = 0.65
 MultivariateStatus = Literal["ok", "drift", "insufficient_data"]
@@ -169,18 +168,6 @@ def judge_mean(
         return MultivariateResult(chunk, None, low, high, n, "insufficient_data")
     drifted = (low is not None and mean < low) or (high is not None and mean > high)
     return MultivariateResult(chunk, mean, low, high, n, "drift" if drifted else "ok")
-
-
-def band_k(chunks: int) -> float:
-    """How many (population) std of `chunks` reference values a new chunk's value may lie from
-    their mean before it is drift: the normal two-sided tail at THRESHOLD_K (0.27%) as a
-    Student-t prediction interval, ``t(m - 1) quantile * sqrt((m + 1) / (m - 1))``; 4.53 at
-    10 chunks, 3.22 at 50 and THRESHOLD_K in the limit."""
-    from scipy.stats import norm, t
-
-    m = chunks
-    tail = float(norm.sf(THRESHOLD_K))
-    return float(t.isf(tail, m - 1)) * math.sqrt((m + 1) / (m - 1))
 
 
 def _bounds(means: Array) -> tuple[float | None, float | None]:

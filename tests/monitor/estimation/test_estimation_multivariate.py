@@ -11,7 +11,7 @@ import pytest
 from bench.calibration_decisions import failures, multivariate_rows
 from monitor.errors import InputError
 from monitor.estimation import fit_reconstruction, multivariate_drift, reconstruction_errors
-from monitor.estimation._reconstruction import band_k
+from monitor.estimation._results import band_k
 
 
 def _frame(n: int, seed: int, correlated: bool = True) -> pd.DataFrame:

@@ -34,8 +34,7 @@ from monitor.estimation import (
     fit_regression,
     multivariate_drift,
 )
-from monitor.estimation._reconstruction import band_k
-from monitor.estimation._results import THRESHOLD_K, chunk_bounds
+from monitor.estimation._results import THRESHOLD_K, band_k, chunk_bounds
 
 pytestmark = pytest.mark.nannyml
 CHUNK = 5000
