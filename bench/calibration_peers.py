@@ -1,8 +1,9 @@
 """Power against peers at an equal false-alarm rate: modelwatch, Evidently and NannyML drift
 detectors on the same simulated columns.
 
-`PYTHONPATH=. python bench/calibration_peers.py [--quick] [--sizes 100,1000,10000,100000]
-[--kinds continuous,cat10u] [--refs 20] [--per-ref 10] [--far 0.05] [--markdown]`
+`PYTHONPATH=. python bench/calibration_peers.py [--quick] [--sizes 100,1000,10000]
+[--kinds continuous,cat10u] [--refs 10] [--per-ref 10] [--far 0.05] [--tools Evidently,NannyML]
+[--markdown]`
 
 For each column kind and window size, ``--refs`` references are drawn, and against each
 ``--per-ref`` current windows of the same distribution (null) and as many of a shifted one
@@ -30,10 +31,16 @@ every window size (a fixed shift is detected by everyone at 100k rows): continuo
 mean + 3/sqrt(n) sd; discrete binomial(9, 0.4), p + 0.5/sqrt(n); binary 30% ones,
 + 1.4/sqrt(n); categorical (10 uniform values, ``cat10u``; 1,000 Zipf values, ``cat1000z``):
 every other value by rank x (1 + c/sqrt(n)), c = 6 and 20. The reference holds
-``max(10 n, 10,000)`` rows, at most 200,000 (at 100k-row windows NannyML's default threshold
-then comes from two reference chunks). No nulls: missing values are another method's job.
+``max(10 n, 10,000)`` rows, at most 200,000 (``--sizes 100000`` works, but NannyML's default
+threshold then comes from two reference chunks, and a cell costs ~10 minutes). No nulls:
+missing values are another method's job. References per cell default to 10 up to 1,000-row
+windows, 5 at 10,000 (`default_refs`), ``--per-ref`` 10: 100 null and 100 shifted windows per
+cell at most; ~15 minutes on 2 shared cores. Printed: the long table (`rows`), one compact
+table per profile kind (`compact`: what bench/README.md shows) and modelwatch's gap to the
+best peer per method (`summary`).
 
-Evidently's import (~4 s) happens once, in `evidently_tool`. Runs are seeded: rerunning gives
+Evidently's import (~4 s) happens once, in `evidently_tool`; NannyML's import starts a Spark
+JVM (through flaml), once. Runs are seeded: rerunning gives
 the same table. The fast version of the matched-rate machinery:
 tests/monitor/detectors/test_calibration_peers.py.
 """
@@ -368,6 +375,29 @@ def summary(cells: Sequence[Cell], far: float) -> list[list[str]]:
     return out
 
 
+TOOLS = ("modelwatch", "Evidently", "NannyML")
+
+
+def compact(cells: Sequence[Cell], far: float, kind: str) -> tuple[list[str], list[list[str]]]:
+    """The README's table for one profile kind: per (column, window) and shared method, the
+    power at matched FAR of modelwatch / Evidently / NannyML ("—": the tool lacks the method),
+    and each tool's worst false-alarm rate at its default decision over those methods."""
+    methods = list(SHARED[kind])
+    header = ["column", "window", *methods, "worst FAR at default"]
+    out = []
+    for c in (c for c in cells if KINDS[c.kind].kind == kind):
+        row = [c.kind, f"{c.size:,}"]
+        for m in methods:
+            arms = [c.arms.get((m, t)) for t in TOOLS]
+            row.append(" / ".join("—" if a is None else f"{matched_power(a.null, a.shift, far):.2f}"
+                                  for a in arms))  # fmt: skip
+        worst = [max((a.null_alarms / len(a.null) for (_, t), a in c.arms.items() if t == tool),
+                     default=float("nan")) for tool in TOOLS]  # fmt: skip
+        row.append(" / ".join(f"{w:.2f}" for w in worst))
+        out.append(row)
+    return header, out
+
+
 def markdown(header: Sequence[str], table: Sequence[Sequence[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in table])
@@ -415,6 +445,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"# {kind} {size}: {cells[-1].seconds:.1f} s", file=sys.stderr, flush=True)
     show = markdown if args.markdown else plain
     print(show(HEADER, rows(cells, args.far)))
+    for kind in SHARED:
+        print()
+        print(show(*compact(cells, args.far, kind)))
     print()
     print(show(["column", "window", "modelwatch - best peer, power at matched FAR"],
                summary(cells, args.far)))  # fmt: skip
