@@ -35,9 +35,9 @@ every other value by rank x (1 + c/sqrt(n)), c = 6 and 20. The reference holds
 threshold then comes from two reference chunks, and a cell costs ~10 minutes). No nulls:
 missing values are another method's job. References per cell default to 10 up to 1,000-row
 windows, 5 at 10,000 (`default_refs`), ``--per-ref`` 10: 100 null and 100 shifted windows per
-cell at most; ~15 minutes on 2 shared cores. Printed: the long table (`rows`), one compact
-table per profile kind (`compact`: what bench/README.md shows) and modelwatch's gap to the
-best peer per method (`summary`).
+cell up to 1,000 rows, 50 and 50 at 10,000; ~15 minutes on 2 shared cores. Printed: the long
+table (`rows`), one compact table per profile kind (`compact`: what bench/README.md shows)
+and modelwatch's gap to the best peer per method (`summary`).
 
 Evidently's import (~4 s) happens once, in `evidently_tool`; NannyML's import starts a Spark
 JVM (through flaml), once. Runs are seeded: rerunning gives
