@@ -16,8 +16,13 @@ lies above the nominal rate, `exceeds`), applied to each decision under its null
   Whole windows and 4 equal random slices; "any" counts evaluations with any degraded result.
 * **bands** (`monitor.estimation.estimate_binary`): CBPE fitted on a fresh labelled 5,000-row
   reference per rep, chunks of the same distribution with labels; a miss is a realized metric
-  outside the ±3 SE band (nominal 0.0027, the normal two-sided tail at 3 SE); `degraded` (the
-  estimate under the reference chunks' mean - 3 sd) nominal 0.00135.
+  outside the band (±3 SE widened by sqrt(1 + chunk / reference); nominal 0.0027, the normal
+  two-sided tail at 3 SE); `degraded` (the estimate under the reference chunks' mean - 3 sd)
+  nominal 0.00135.
+* **dle_bands** (`monitor.estimation.estimate_regression`): the same for DLE's MAE and RMSE
+  bands, loss models fitted on a fresh labelled 5,000-row reference of `regression_rows`.
+* **multivariate** (`monitor.estimation.multivariate_drift`): clean chunks of `factor_frame`
+  (false alarms, nominal 0.0027) and chunks with x1 decorrelated in half the rows (power).
 * **evidence** (`homogeneity_p`, the evidence rule's test): 2 x k tables of two multinomial
   samples of one distribution; the rate of p < 1e-6 (the rule), and of p < 1e-3 and p < 1e-2
   (the tail levels a simulation can count).
@@ -36,6 +41,7 @@ from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
+import pandas as pd
 
 from bench.calibration import exceeds, seed_of, wilson
 from monitor.estimation import EstimateOptions, fit_calibration
@@ -176,6 +182,92 @@ def band_rows(chunk: int, chunks: int, reps: int) -> list[Row]:
     ]  # fmt: skip
 
 
+def regression_rows(
+    rng: np.random.Generator, n: int
+) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    """A regressor whose error depends on its features, as DLE assumes: (columns, prediction,
+    targets); x1, x2 ~ N(0, 1), kind a/b; prediction 10 + 2 x1 + x2; error N(0, 0.5 + 0.5 |x1|
+    + 0.5 [kind = b])."""
+    x1, x2 = rng.normal(size=n), rng.normal(size=n)
+    kind = np.where(rng.random(n) < 0.5, "a", "b").astype(object)
+    prediction = 10.0 + 2.0 * x1 + x2
+    sd = 0.5 + 0.5 * np.abs(x1) + 0.5 * (kind == "b")
+    return {"x1": x1, "x2": x2, "kind": kind}, prediction, prediction + rng.normal(size=n) * sd
+
+
+DLE_METRICS = ("mae", "rmse")
+
+
+def dle_band_rows(chunk: int, chunks: int, reps: int) -> list[Row]:
+    """DLE band misses of the realized MAE and RMSE over same-distribution labelled chunks,
+    with the loss models fitted on a fresh 5,000-row labelled reference per rep."""
+    from monitor.estimation import RegressionData, estimate_regression, fit_regression
+
+    rng = np.random.default_rng(seed_of("dle bands", chunk))
+    miss = dict.fromkeys(DLE_METRICS, 0)
+    trials = dict.fromkeys(DLE_METRICS, 0)
+    how = EstimateOptions(chunk_size=chunk, metrics=DLE_METRICS)
+    for _ in range(reps):
+        ref_cols, ref_pred, ref_y = regression_rows(rng, REFERENCE_ROWS)
+        cur_cols, cur_pred, cur_y = regression_rows(rng, chunk * chunks)
+        model = fit_regression(ref_cols, ["kind"], ref_pred, ref_y)
+        reference = RegressionData(ref_cols, ref_pred, ref_y)
+        current = RegressionData(cur_cols, cur_pred, cur_y)
+        for r in estimate_regression(model, reference, current, how):
+            if r.realized is None or r.ci_low is None or r.ci_high is None:
+                continue
+            trials[r.metric] += 1
+            miss[r.metric] += not (r.ci_low <= r.realized <= r.ci_high)
+    case = f"chunks of {chunk:,} rows, reference {REFERENCE_ROWS:,}"
+    return [
+        *(Row(f"DLE band misses realized: {m}", case, miss[m], trials[m], 0.0027)
+          for m in DLE_METRICS),
+    ]  # fmt: skip
+
+
+def factor_frame(rng: np.random.Generator, n: int, broken: float = 0.0) -> pd.DataFrame:
+    """Six correlated features (two latent factors plus noise) and a categorical one from the
+    first factor; `broken`: the share of rows whose x1 is replaced by another row's (each
+    column keeps its distribution, the correlation weakens)."""
+
+    factors = rng.normal(size=(n, 2))
+    loadings = np.array([[1.0, 0.8, 0.6, 0.0, 0.0, 0.3], [0.0, 0.3, 0.5, 1.0, 0.8, 0.4]])
+    x = factors @ loadings + rng.normal(scale=0.6, size=(n, 6))
+    swap = rng.random(n) < broken
+    x[swap, 1] = rng.permutation(x[:, 1])[swap]
+    frame = pd.DataFrame(x, columns=[f"x{i}" for i in range(6)])
+    frame["c"] = np.select([factors[:, 0] > 0.5, factors[:, 0] < -0.5], ["a", "b"], "c")
+    return frame
+
+
+MULTIVARIATE_SHIFT = 0.5  # x1 taken from another row in half the rows
+
+
+def multivariate_rows(chunk: int, chunks: int, reps: int) -> list[Row]:
+    """Multivariate drift (PCA reconstruction error) on same-distribution chunks (false
+    alarms, nominal: the normal two-sided tail at 3 sd, 0.0027) and on chunks whose x1 is
+    decorrelated in half the rows (power); the reference holds `chunks` chunks."""
+    from monitor.estimation import fit_reconstruction, multivariate_drift
+
+    rng = np.random.default_rng(seed_of("multivariate", chunk, chunks))
+    alarms = found = trials = 0
+    for _ in range(reps):
+        reference = factor_frame(rng, chunk * chunks)
+        model = fit_reconstruction(reference, list(reference.columns))
+        null = multivariate_drift(model, reference, factor_frame(rng, chunk * 10), chunk)
+        shifted = factor_frame(rng, chunk * 10, MULTIVARIATE_SHIFT)
+        moved = multivariate_drift(model, reference, shifted, chunk)
+        trials += len(null)
+        alarms += sum(r.status == "drift" for r in null)
+        found += sum(r.status == "drift" for r in moved)
+    case = f"chunks of {chunk:,} rows, {chunks} reference chunks"
+    return [
+        Row("multivariate drift on clean chunks", case, alarms, trials, 0.0027),
+        Row(f"multivariate drift, x1 decorrelated in {MULTIVARIATE_SHIFT:.0%} of rows (power)",
+            case, found, trials, None),
+    ]  # fmt: skip
+
+
 def evidence_rows(k: int, n_ref: int, n_cur: int, tests: int) -> list[Row]:
     """Rates of p under 1e-6, 1e-3 and 1e-2 of the evidence rule's test on clean tables."""
     from monitor.detectors._evidence import DEFAULT_EVIDENCE_ALPHA, homogeneity_p
@@ -262,6 +354,16 @@ DECISIONS: dict[str, Callable[[int], list[Row]]] = {
     ],
     "bands": lambda reps: [
         row for chunk in (100, 1_000, 10_000) for row in band_rows(chunk, 10, max(reps // 4, 1))
+    ],
+    "dle_bands": lambda reps: [
+        row
+        for chunk in (100, 1_000, 10_000)
+        for row in dle_band_rows(chunk, 10, max(reps // 10, 1))
+    ],
+    "multivariate": lambda reps: [
+        row
+        for chunk, chunks in ((100, 10), (1_000, 10), (100, 50))
+        for row in multivariate_rows(chunk, chunks, max(reps // 2, 1))
     ],
     "evidence": lambda reps: [
         row

@@ -16,6 +16,15 @@ METRICS = ("roc_auc", "accuracy", "precision", "recall", "f1", "specificity")
 BAND_Z = 3.0  # band = estimate ± 3 standard errors (as NannyML's sampling-error bands)
 
 
+def widening(n: int, n_reference: int) -> float:
+    """How much wider than ±BAND_Z sampling errors a band of `n` rows is: sqrt(1 + n /
+    n_reference). The sampling error is the realized metric's spread *given* the calibration
+    map (or loss model); the map's own error, from `n_reference` labelled rows, adds the same
+    order of spread at n / n_reference of it. Without it, chunks twice the reference's size
+    missed 5-9% of the time (nominal 0.27%); with it 0 of 500 (docs, Calibration)."""
+    return math.sqrt(1.0 + n / n_reference) if n_reference > 0 else 1.0
+
+
 @dataclass(frozen=True)
 class Estimate:
     """One estimated metric: value, standard error, band and the rows it stands on."""
@@ -59,17 +68,17 @@ def estimate_metrics(
     """Estimate each of `metrics` for the window `counts` describes."""
     e = expected(calibration, counts)
     n = counts.n
+    n_reference = sum(calibration.counts)
     out = []
     for name in metrics:
         value, se = _ESTIMATORS[name](e)
-        out.append(_band(name, value, se, n))
+        out.append(_band(name, value, se, n, n_reference))
     return out
 
 
-def _band(name: str, value: float, se: float, n: int) -> Estimate:
-    low = max(0.0, value - BAND_Z * se)
-    high = min(1.0, value + BAND_Z * se)
-    return Estimate(name, value, se, low, high, n)
+def _band(name: str, value: float, se: float, n: int, n_reference: int) -> Estimate:
+    half = BAND_Z * se * widening(n, n_reference)
+    return Estimate(name, value, se, max(0.0, value - half), min(1.0, value + half), n)
 
 
 def _ratio(num: float, den: float) -> float:
@@ -123,9 +132,10 @@ def soft_auc(pos: Array, neg: Array) -> tuple[float, float]:
     return auc, math.sqrt(max(var, 0.0))
 
 
-def band(name: str, value: float, se: float, n: int) -> Estimate:
-    """The estimate with its band of ±BAND_Z standard errors, clipped to [0, 1]."""
-    return _band(name, value, se, n)
+def band(name: str, value: float, se: float, n: int, n_reference: int) -> Estimate:
+    """The estimate with its band of ±BAND_Z standard errors, widened for a calibration on
+    `n_reference` rows (`widening`), clipped to [0, 1]."""
+    return _band(name, value, se, n, n_reference)
 
 
 _ESTIMATORS: dict[str, Callable[[_Expected], tuple[float, float]]] = {

@@ -52,6 +52,11 @@ class MulticlassCalibration:
     classes: tuple[str, ...]
     maps: tuple[Calibration, ...]
 
+    @property
+    def reference_rows(self) -> int:
+        """The labelled reference rows the maps were fitted on (every map sees them all)."""
+        return sum(self.maps[0].counts) if self.maps else 0
+
     def calibrate(self, scores: NDArray[np.float64]) -> NDArray[np.float64]:
         """Calibrated probabilities per row and class, normalised to sum to one per row."""
         return self.normalised(self.bins(scores))
@@ -153,7 +158,7 @@ def _estimate(
 ) -> list[Estimate]:  # fmt: skip
     rows = rows[finite[rows]]
     sums = multiclass_sums(c, q[rows], data.scores[rows], data.predicted[rows])
-    return estimate_sums(sums, metrics)
+    return estimate_sums(sums, metrics, c.reference_rows)
 
 
 @dataclass(frozen=True)
@@ -191,15 +196,18 @@ def multiclass_sums(
     )  # fmt: skip
 
 
-def estimate_sums(sums: MulticlassSums, metrics: tuple[str, ...]) -> list[Estimate]:
-    """The estimated multiclass `metrics` of the rows `sums` describe, each with its band."""
+def estimate_sums(
+    sums: MulticlassSums, metrics: tuple[str, ...], n_reference: int
+) -> list[Estimate]:
+    """The estimated multiclass `metrics` of the rows `sums` describe, each with its band
+    (widened for maps fitted on `n_reference` rows)."""
     values = {
         "accuracy": _accuracy(sums),
         "roc_auc": _macro_auc(sums),
         "specificity": _macro_specificity(sums),
         **_macro_confusion(sums),
     }
-    return [band(name, *values[name], sums.n) for name in metrics]
+    return [band(name, *values[name], sums.n, n_reference) for name in metrics]
 
 
 def _accuracy(sums: MulticlassSums) -> tuple[float, float]:

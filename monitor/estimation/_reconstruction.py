@@ -4,7 +4,13 @@ Fitted once on the reference: missing values imputed (numeric: mean, categorical
 categories encoded as their reference share (unseen: 0), every column standardised, and the
 principal components kept that explain `variance` of the total. A row's error is the distance
 between it and its projection back from those components; a chunk's value is its mean error,
-compared with mean ± 3 std of the same value over the reference's chunks.
+compared with the band the same value over the reference's chunks gives a new chunk.
+
+The band is NannyML's mean ± 3 std of the reference chunks' values, widened to a prediction
+interval for one more chunk (`band_k`): with m reference chunks the spread is itself an
+estimate from m values, and ± 3 of it alarmed on 1-3% of clean chunks with 10 reference
+chunks (nominal 0.27%: bench/calibration_decisions.py, docs "Calibration"). With many chunks
+the two agree.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import numpy as np
 from monitor.errors import InputError
 from monitor.estimation._calibration import Array
 from monitor.estimation._encoding import Scorer, ShareLookup, build_scorer
-from monitor.estimation._results import THRESHOLD_K, Chunk, chunk_bounds
+from monitor.estimation._results import Chunk, band_k, chunk_bounds
 
 DEFAULT_VARIANCE = 0.65
 MultivariateStatus = Literal["ok", "drift", "insufficient_data"]
@@ -139,7 +145,7 @@ def multivariate_drift(
 def chunk_mean_bounds(
     errors: Array, chunks: Sequence[Chunk], min_n: int = 2
 ) -> tuple[float | None, float | None]:
-    """Mean ± 3 std of the chunks' mean errors (None, None: fewer than 2 chunks)."""
+    """Mean ± `band_k` std of the chunks' mean errors (None, None: fewer than 2 chunks)."""
     means = [errors[c.start : c.end].mean() for c in chunks if c.end - c.start >= min_n]
     return _bounds(np.asarray(means, dtype=np.float64))
 
@@ -168,7 +174,8 @@ def _bounds(means: Array) -> tuple[float | None, float | None]:
     if means.size < 2:
         return None, None
     centre, spread = float(means.mean()), float(means.std())
-    return max(0.0, centre - THRESHOLD_K * spread), centre + THRESHOLD_K * spread
+    k = band_k(means.size)
+    return max(0.0, centre - k * spread), centre + k * spread
 
 
 def _is_categorical(column: Any) -> bool:

@@ -9,7 +9,8 @@ loss, Σ expected squared loss): sums that add across windows, slices and replic
 
 The band is NannyML's sampling error at the chunk's size, from the reference's per-row losses:
 σ_abs/√n for MAE, σ_sq/√n for MSE, √(σ_sq² / (4·n·mean_sq)) for RMSE (σ: population standard
-deviation), ±3 of them around the estimate (the lower end clipped at 0).
+deviation), ±3 of them around the estimate (the lower end clipped at 0), widened by
+√(1 + n / reference rows) for the loss models' own error (`widening`).
 
 The fitted boosters are kept as LightGBM's own text model format (parsed by LightGBM, never
 unpickled). LightGBM is the optional extra `regression`; without it fitting or applying a loss
@@ -28,7 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from monitor.errors import CorruptProfileError, InputError
-from monitor.estimation._metrics import BAND_Z, Estimate
+from monitor.estimation._metrics import BAND_Z, Estimate, widening
 from monitor.estimation._results import LOSS_METRICS, EstimationResult
 from monitor.estimation._run import EstimateOptions, Rows, Side, run
 from monitor.profiles import value_text
@@ -247,11 +248,12 @@ def estimate_losses(
         "mse": (mse, sq.std / math.sqrt(n)),
         "rmse": (math.sqrt(mse), math.sqrt(sq.std**2 / (4 * n * sq.mean)) if sq.mean > 0 else 0.0),
     }
+    wider = widening(n, model.rows)
     out = []
     for name in metrics:
         value, se = values[name]
-        out.append(Estimate(name, value, se, max(0.0, value - BAND_Z * se), value + BAND_Z * se,
-                            n))  # fmt: skip
+        half = BAND_Z * se * wider
+        out.append(Estimate(name, value, se, max(0.0, value - half), value + half, n))
     return out
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -55,6 +56,18 @@ class EstimationResult:
     n: int
     status: EstimateStatus
     threshold_high: float | None = None  # losses only (regression)
+
+
+def band_k(chunks: int) -> float:
+    """How many (population) std of `chunks` reference values a new chunk's value may lie from
+    their mean before it is out of band: the normal two-sided tail at THRESHOLD_K (0.27%) as a
+    Student-t prediction interval, ``t(m - 1) quantile * sqrt((m + 1) / (m - 1))``; 4.53 at
+    10 chunks, 3.22 at 50 and THRESHOLD_K in the limit."""
+    from scipy.stats import norm, t
+
+    m = chunks
+    tail = float(norm.sf(THRESHOLD_K))
+    return float(t.isf(tail, m - 1)) * math.sqrt((m + 1) / (m - 1))
 
 
 def lower_threshold(values: Array, k: float = THRESHOLD_K) -> float | None:

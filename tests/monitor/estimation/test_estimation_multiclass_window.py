@@ -69,7 +69,7 @@ def test_profiles_give_the_estimates_of_the_raw_rows(seed: int) -> None:
     raw = estimate_multiclass(cal, data, data, EstimateOptions(metrics=MULTICLASS_METRICS))
     sums = multiclass_sums_of(cal, _profiles(cal, scores))
     assert sums.n == scores.shape[0] - 2  # the rows with a non-finite score are left out
-    ours = estimate_sums(sums, MULTICLASS_METRICS)
+    ours = estimate_sums(sums, MULTICLASS_METRICS, cal.reference_rows)
     for want, got in zip((r for r in raw if r.slice is None), ours, strict=True):
         assert want.metric == got.metric and want.n == got.n
         assert got.estimated == pytest.approx(want.estimated, abs=1e-12)
@@ -82,9 +82,9 @@ def test_profiles_merge_into_the_sums_of_the_concatenation() -> None:
     a, b = _awkward(4), _awkward(5)[:9]
     pa, pb = _profiles(cal, a), _profiles(cal, b)
     merged = {c: pa[c].merge(pb[c]) for c in pa}
-    got = estimate_sums(multiclass_sums_of(cal, merged), MULTICLASS_METRICS)
+    got = estimate_sums(multiclass_sums_of(cal, merged), MULTICLASS_METRICS, cal.reference_rows)
     want = estimate_sums(multiclass_sums_of(cal, _profiles(cal, np.concatenate([a, b]))),
-                         MULTICLASS_METRICS)  # fmt: skip
+                         MULTICLASS_METRICS, cal.reference_rows)  # fmt: skip
     for g, w in zip(got, want, strict=True):
         assert g.estimated == pytest.approx(w.estimated, abs=1e-12) and g.n == w.n
         assert g.ci_low == pytest.approx(w.ci_low, abs=1e-12)
@@ -191,8 +191,10 @@ def test_an_events_own_class_is_its_prediction_else_the_highest_score() -> None:
     data = MulticlassData(scores, predicted)
     raw = estimate_multiclass(cal, data, data, EstimateOptions(metrics=MULTICLASS_METRICS))
     ours = estimate_sums(multiclass_sums_of(cal, _profiles(cal, scores, predictions)),
-                         MULTICLASS_METRICS)  # fmt: skip
+                         MULTICLASS_METRICS, cal.reference_rows)  # fmt: skip
     for want, got in zip((r for r in raw if r.slice is None), ours, strict=True):
         assert got.estimated == pytest.approx(want.estimated, abs=1e-12), want.metric
-    by_top = estimate_sums(multiclass_sums_of(cal, _profiles(cal, scores)), MULTICLASS_METRICS)
+    by_top = estimate_sums(
+        multiclass_sums_of(cal, _profiles(cal, scores)), MULTICLASS_METRICS, cal.reference_rows
+    )
     assert ours[1].metric == "accuracy" and ours[1].estimated < by_top[1].estimated - 0.3

@@ -1,0 +1,47 @@
+"""The matched false-alarm machinery of bench/calibration_peers.py, on tiny cases.
+
+Power compared at an equal false-alarm rate is only fair if every tool's null rate is exactly
+that rate (ties randomised) and if two tests of the same statistic come out level. Our binned
+KS against scipy's exact `ks_2samp` on the same simulated windows is that pair.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from scipy.stats import ks_2samp
+
+from bench.calibration_peers import MODELWATCH, Scores, Tool, matched_power, run_cell
+
+
+def test_matched_power_randomises_ties_to_the_exact_rate() -> None:
+    null = [0.0] * 90 + [1.0] * 10  # 10% of the null at the top value: half of it rejected
+    assert matched_power(null, null, 0.05) == pytest.approx(0.05)
+    assert matched_power(null, [1.0] * 4 + [2.0] * 6, 0.05) == pytest.approx(0.6 + 0.4 * 0.5)
+    assert matched_power(list(range(100)), [50.0, 99.5], 0.05) == pytest.approx(0.5)
+
+
+class _ScipyKS:
+    def __init__(self, reference: Any) -> None:
+        self.reference = np.asarray(reference)
+
+    def score(self, current: Any) -> Scores:
+        p = float(ks_2samp(self.reference, np.asarray(current)).pvalue)
+        return {"ks": (-np.log10(max(p, 1e-300)), p < 0.05)}
+
+
+SCIPY = Tool("scipy", lambda reference, kind, methods, window: _ScipyKS(reference))
+
+
+@pytest.mark.slow  # ~1-2 s: 200 windows through both tests
+def test_our_ks_has_scipys_power_at_the_same_false_alarm_rate() -> None:
+    shared = {"ks": {"modelwatch": "ks", "scipy": "ks"}}
+    cell = run_cell("continuous", 100, [MODELWATCH, SCIPY], refs=4, per_ref=25, shared=shared)
+    ours, theirs = cell.arms["ks", "modelwatch"], cell.arms["ks", "scipy"]
+    assert len(ours.null) == len(theirs.shift) == 100
+    power = [matched_power(a.null, a.shift, 0.05) for a in (ours, theirs)]
+    # The shift (mean + 0.3 sd at 100 rows) is found about half the time by both.
+    assert 0.2 < power[1] < 0.9
+    assert power[0] == pytest.approx(power[1], abs=0.12)
