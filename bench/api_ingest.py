@@ -6,14 +6,20 @@ A real `modelwatch serve` on loopback; N client threads (httpx) post batches of 
 counted every event in the window aggregates: the sustained rate). Before the clients start,
 one request posted with `?wait=` makes sure the drain's worker process is up (its start-up is
 no part of the measured seconds), and each server process's CPU per request while
-acknowledging is read from /proc.
+acknowledging is read from /proc, as is the drain worker's until everything is counted.
+*Sustained* = events / seconds until all are counted: what the API keeps up with.
+
+The floor and the API run side by side: both servers are up together and the batches go in
+`--slices` parts, each to the floor and then to the API (until counted), so the load of a shared
+machine, which moves by 2-3x within a minute, falls on both alike; the rates are events over the
+summed seconds of the slices.
 
 The floor is a minimal endpoint on the same stack (FastAPI + uvicorn in its own process, the
 same engine settings) that parses the same JSON and INSERTs the raw body with its key, one
 transaction per request, posted to by the same clients. Usage:
 
     PYTHONPATH=. python bench/api_ingest.py [--events 40000] [--clients 4] \\
-        [--db sqlite,postgresql] [--rounds 2]
+        [--db sqlite,postgresql] [--rounds 2] [--slices 4]
 """
 
 from __future__ import annotations
@@ -230,7 +236,12 @@ class Rates:
 
 
 def over_http(
-    base: str, batches: list[list[bytes]], clients: int, pid: int, url: str | None = None
+    base: str,
+    batches: list[list[bytes]],
+    clients: int,
+    pid: int,
+    url: str | None = None,
+    prefix: str = "b",
 ) -> Rates:
     """Acked and aggregated events per second with `clients` threads posting the batches, the
     server process's CPU ms per request while acknowledging, and its drain worker's CPU ms per
@@ -248,11 +259,13 @@ def over_http(
                     i, body = work.get_nowait()
                 except queue.Empty:
                     return
-                resp = http.post("/v1/events", content=body, headers={"Idempotency-Key": f"b{i}"})
+                key = {"Idempotency-Key": f"{prefix}{i}"}
+                resp = http.post("/v1/events", content=body, headers=key)
                 resp.raise_for_status()
                 accepted[slot] += resp.json()["queued"]
 
     threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
+    counted = 0 if url is None else aggregated(url)  # what earlier slices posted
     started, cpu, drain_cpu = time.perf_counter(), cpu_seconds(pid), children_cpu(pid)
     for t in threads:
         t.start()
@@ -265,7 +278,7 @@ def over_http(
     if url is None:
         return Rates(total / acked, total / acked, cpu_ms)
     engine = make_engine(url)  # one connection, polled: no connection set-up per poll
-    while aggregated(engine) < total + WARM_UP_EVENTS:
+    while aggregated(engine) < counted + total:
         time.sleep(0.02)
     done = time.perf_counter() - started
     engine.dispose()
@@ -279,6 +292,7 @@ def main() -> None:
     parser.add_argument("--clients", default="4")
     parser.add_argument("--db", default="sqlite,postgresql")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--slices", type=int, default=4, help="floor/API alternations per run")
     parser.add_argument("--serve-floor", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -296,15 +310,29 @@ def main() -> None:
         for r in range(args.rounds):
             for kind in args.db.split(","):
                 for clients in (int(c) for c in args.clients.split(",")):
-                    _one(kind, directory, batches, clients, r)
+                    _one(kind, directory, batches, clients, r, args.slices)
 
 
-def _one(kind: str, directory: Path, batches: list[list[bytes]], clients: int, r: int) -> None:
-    with database(kind, directory, f"floor{clients}-{r}") as url, floor_server(url) as (base, pid):
-        floor = over_http(base, batches, clients, pid)
-    with database(kind, directory, f"http{clients}-{r}") as url:
-        with server(url, directory) as (base, pid):
-            api = over_http(base, batches, clients, pid, url)
+def _one(
+    kind: str, directory: Path, batches: list[list[bytes]], clients: int, r: int, slices: int
+) -> None:
+    """The floor and the API side by side: both servers up, the batches posted in `slices`
+    parts, each part to the floor and then to the API (until counted), so a shared machine's
+    changing load falls on both alike."""
+    size = -(-len(batches) // slices)
+    parts = [batches[i : i + size] for i in range(0, len(batches), size)]
+    floors: list[Rates] = []
+    apis: list[Rates] = []
+    with (
+        database(kind, directory, f"floor{clients}-{r}") as floor_url,
+        floor_server(floor_url) as (floor_base, floor_pid),
+        database(kind, directory, f"http{clients}-{r}") as url,
+        server(url, directory) as (base, pid),
+    ):
+        for n, part in enumerate(parts):
+            floors.append(over_http(floor_base, part, clients, floor_pid, prefix=f"s{n}-"))
+            apis.append(over_http(base, part, clients, pid, url, prefix=f"s{n}-"))
+    floor, api = _combined(floors, parts), _combined(apis, parts)
     ack, done, fl = api.acked, api.aggregated, floor.acked
     print(
         f"round {r + 1} {kind:10s} {clients} client(s): floor {fl:9,.0f} ev/s; "
@@ -312,6 +340,19 @@ def _one(kind: str, directory: Path, batches: list[list[bytes]], clients: int, r
         f"sustained (all counted) {done:9,.0f} ev/s ({done / fl:.0%} of floor); CPU per "
         f"request: floor {floor.cpu_ms:.2f} ms, API {api.cpu_ms:.2f} ms, drain "
         f"{api.drain_ms:.2f} ms; load {os.getloadavg()[0]:.1f}"
+    )
+
+
+def _combined(rates: list[Rates], parts: list[list[list[bytes]]]) -> Rates:
+    """The rates of all slices together: events over the summed seconds; CPU per request."""
+    events = [sum(len(b) for b in part) for part in parts]
+    requests = [len(part) for part in parts]
+    total, n = sum(events), sum(requests)
+    return Rates(
+        total / sum(e / r.acked for e, r in zip(events, rates, strict=True)),
+        total / sum(e / r.aggregated for e, r in zip(events, rates, strict=True)),
+        sum(r.cpu_ms * k for r, k in zip(rates, requests, strict=True)) / n,
+        sum(r.drain_ms * k for r, k in zip(rates, requests, strict=True)) / n,
     )
 
 
