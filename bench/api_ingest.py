@@ -6,19 +6,26 @@ A real `modelwatch serve` on loopback; N client threads (httpx) post batches of 
 counted every event in the window aggregates: the sustained rate). Before the clients start,
 one request posted with `?wait=` makes sure the drain's worker process is up (its start-up is
 no part of the measured seconds), and each server process's CPU per request while
-acknowledging is read from /proc.
+acknowledging is read from /proc, as is the drain worker's until everything is counted.
+*Sustained* = events / seconds until all are counted: what the API keeps up with.
+
+The floor and the API run side by side: both servers are up together and the batches go in
+`--slices` parts, each to the floor and then to the API (until counted), so the load of a shared
+machine, which moves by 2-3x within a minute, falls on both alike; the rates are events over the
+summed seconds of the slices.
 
 The floor is a minimal endpoint on the same stack (FastAPI + uvicorn in its own process, the
 same engine settings) that parses the same JSON and INSERTs the raw body with its key, one
 transaction per request, posted to by the same clients. Usage:
 
     PYTHONPATH=. python bench/api_ingest.py [--events 40000] [--clients 4] \\
-        [--db sqlite,postgresql] [--rounds 2]
+        [--db sqlite,postgresql] [--rounds 2] [--slices 4]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import queue
@@ -29,12 +36,14 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import orjson
 from fastapi import FastAPI, Request
+from sqlalchemy.engine import Engine
 from starlette.concurrency import run_in_threadpool
 
 REPO = Path(__file__).resolve().parent.parent
@@ -184,19 +193,20 @@ def _wait_up(url: str) -> None:
             time.sleep(0.1)
 
 
-def aggregated(url: str) -> int:
-    """Events the drain has counted so far."""
+def aggregated(url: str | Engine) -> int:
+    """Events the drain has counted so far (`url`: polled often, pass an engine)."""
     from sqlalchemy.orm import Session
 
     from monitor.storage import IngestCounter
 
-    engine = make_engine(url)
+    engine = make_engine(url) if isinstance(url, str) else url
     try:
         with Session(engine) as session:
-            row = session.get(IngestCounter, "http")
+            row = session.get(IngestCounter, "http", populate_existing=True)
             return row.events if row else 0
     finally:
-        engine.dispose()
+        if isinstance(url, str):
+            engine.dispose()
 
 
 def cpu_seconds(pid: int) -> float:
@@ -205,12 +215,37 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def children_cpu(pid: int) -> float:
+    """CPU seconds so far of the live child processes of `pid` (serve: the drain's worker)."""
+    total = 0.0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            with contextlib.suppress(OSError):  # exited meanwhile
+                total += cpu_seconds(int(child))
+    return total
+
+
+@dataclass(frozen=True)
+class Rates:
+    """One run's rates (events/s) and CPU per request (ms): the API's and its drain's."""
+
+    acked: float
+    aggregated: float
+    cpu_ms: float
+    drain_ms: float = 0.0
+
+
 def over_http(
-    base: str, batches: list[list[bytes]], clients: int, pid: int, url: str | None = None
-) -> tuple[float, float, float]:
-    """(acked, aggregated) events per second with `clients` threads posting the batches, and the
-    server process's CPU ms per request while acknowledging (the API process: the drain's worker
-    is a process of its own); without `url` (the floor) both rates are the acked rate."""
+    base: str,
+    batches: list[list[bytes]],
+    clients: int,
+    pid: int,
+    url: str | None = None,
+    prefix: str = "b",
+) -> Rates:
+    """Acked and aggregated events per second with `clients` threads posting the batches, the
+    server process's CPU ms per request while acknowledging, and its drain worker's CPU ms per
+    request until all is counted; without `url` (the floor) both rates are the acked rate."""
     work: queue.Queue[tuple[int, bytes]] = queue.Queue()
     for i, batch in enumerate(batches):
         work.put((i, b"[" + b",".join(batch) + b"]"))
@@ -224,12 +259,14 @@ def over_http(
                     i, body = work.get_nowait()
                 except queue.Empty:
                     return
-                resp = http.post("/v1/events", content=body, headers={"Idempotency-Key": f"b{i}"})
+                key = {"Idempotency-Key": f"{prefix}{i}"}
+                resp = http.post("/v1/events", content=body, headers=key)
                 resp.raise_for_status()
                 accepted[slot] += resp.json()["queued"]
 
     threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
-    started, cpu = time.perf_counter(), cpu_seconds(pid)
+    counted = 0 if url is None else aggregated(url)  # what earlier slices posted
+    started, cpu, drain_cpu = time.perf_counter(), cpu_seconds(pid), children_cpu(pid)
     for t in threads:
         t.start()
     for t in threads:
@@ -239,11 +276,14 @@ def over_http(
     total = sum(len(b) for b in batches)
     assert sum(accepted) == total, (sum(accepted), total)
     if url is None:
-        return total / acked, total / acked, cpu_ms
-    while aggregated(url) < total + WARM_UP_EVENTS:
+        return Rates(total / acked, total / acked, cpu_ms)
+    engine = make_engine(url)  # one connection, polled: no connection set-up per poll
+    while aggregated(engine) < counted + total:
         time.sleep(0.02)
     done = time.perf_counter() - started
-    return total / acked, total / done, cpu_ms
+    engine.dispose()
+    drain_ms = (children_cpu(pid) - drain_cpu) * 1e3 / len(batches)
+    return Rates(total / acked, total / done, cpu_ms, drain_ms)
 
 
 def main() -> None:
@@ -252,6 +292,7 @@ def main() -> None:
     parser.add_argument("--clients", default="4")
     parser.add_argument("--db", default="sqlite,postgresql")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--slices", type=int, default=4, help="floor/API alternations per run")
     parser.add_argument("--serve-floor", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -269,20 +310,49 @@ def main() -> None:
         for r in range(args.rounds):
             for kind in args.db.split(","):
                 for clients in (int(c) for c in args.clients.split(",")):
-                    _one(kind, directory, batches, clients, r)
+                    _one(kind, directory, batches, clients, r, args.slices)
 
 
-def _one(kind: str, directory: Path, batches: list[list[bytes]], clients: int, r: int) -> None:
-    with database(kind, directory, f"floor{clients}-{r}") as url, floor_server(url) as (base, pid):
-        floor, _, floor_cpu = over_http(base, batches, clients, pid)
-    with database(kind, directory, f"http{clients}-{r}") as url:
-        with server(url, directory) as (base, pid):
-            acked, done, cpu = over_http(base, batches, clients, pid, url)
+def _one(
+    kind: str, directory: Path, batches: list[list[bytes]], clients: int, r: int, slices: int
+) -> None:
+    """The floor and the API side by side: both servers up, the batches posted in `slices`
+    parts, each part to the floor and then to the API (until counted), so a shared machine's
+    changing load falls on both alike."""
+    size = -(-len(batches) // slices)
+    parts = [batches[i : i + size] for i in range(0, len(batches), size)]
+    floors: list[Rates] = []
+    apis: list[Rates] = []
+    with (
+        database(kind, directory, f"floor{clients}-{r}") as floor_url,
+        floor_server(floor_url) as (floor_base, floor_pid),
+        database(kind, directory, f"http{clients}-{r}") as url,
+        server(url, directory) as (base, pid),
+    ):
+        for n, part in enumerate(parts):
+            floors.append(over_http(floor_base, part, clients, floor_pid, prefix=f"s{n}-"))
+            apis.append(over_http(base, part, clients, pid, url, prefix=f"s{n}-"))
+    floor, api = _combined(floors, parts), _combined(apis, parts)
+    ack, done, fl = api.acked, api.aggregated, floor.acked
     print(
-        f"round {r + 1} {kind:10s} {clients} client(s): floor {floor:9,.0f} ev/s; "
-        f"POST /v1/events acked {acked:9,.0f} ev/s ({acked / floor:.0%} of floor), "
-        f"aggregated {done:9,.0f} ev/s ({done / floor:.0%} of floor); server CPU per request "
-        f"floor {floor_cpu:.2f} ms, API {cpu:.2f} ms; load {os.getloadavg()[0]:.1f}"
+        f"round {r + 1} {kind:10s} {clients} client(s): floor {fl:9,.0f} ev/s; "
+        f"POST /v1/events acked {ack:9,.0f} ev/s ({ack / fl:.0%} of floor), "
+        f"sustained (all counted) {done:9,.0f} ev/s ({done / fl:.0%} of floor); CPU per "
+        f"request: floor {floor.cpu_ms:.2f} ms, API {api.cpu_ms:.2f} ms, drain "
+        f"{api.drain_ms:.2f} ms; load {os.getloadavg()[0]:.1f}"
+    )
+
+
+def _combined(rates: list[Rates], parts: list[list[list[bytes]]]) -> Rates:
+    """The rates of all slices together: events over the summed seconds; CPU per request."""
+    events = [sum(len(b) for b in part) for part in parts]
+    requests = [len(part) for part in parts]
+    total, n = sum(events), sum(requests)
+    return Rates(
+        total / sum(e / r.acked for e, r in zip(events, rates, strict=True)),
+        total / sum(e / r.aggregated for e, r in zip(events, rates, strict=True)),
+        sum(r.cpu_ms * k for r, k in zip(rates, requests, strict=True)) / n,
+        sum(r.drain_ms * k for r, k in zip(rates, requests, strict=True)) / n,
     )
 
 

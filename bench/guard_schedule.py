@@ -121,8 +121,9 @@ def measure(
                     time.sleep(0.2)
             before = replays(url)
             with Sampler(pid) as sampler:
-                acked, done, cpu_ms = over_http(base, batches, clients, pid, url)
-            return acked, done, replays(url) - before, sampler.share, cpu_ms
+                rates = over_http(base, batches, clients, pid, url)
+            share = sampler.share
+            return rates.acked, rates.aggregated, replays(url) - before, share, rates.cpu_ms
 
 
 def main() -> None:

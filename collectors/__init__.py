@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         HttpIntake,
         IntakeFull,
         check_idempotency_key,
+        read_backlog,
     )
     from collectors._ingest import Ingestor
     from collectors._intake_requests import (
@@ -80,6 +81,7 @@ __all__ = [
     "count_dead_letters",
     "keyed_request_state",
     "make_adapter",
+    "read_backlog",
     "register_adapter",
     "request_dead_letters",
     "request_state",
@@ -121,6 +123,7 @@ __getattr__ = lazy_surface(
             "HttpIntake",
             "IntakeFull",
             "check_idempotency_key",
+            "read_backlog",
         ),
         "collectors._ingest": ("Ingestor",),
         "collectors._intake_requests": (

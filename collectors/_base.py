@@ -30,6 +30,9 @@ class RawRecord:
     start: int
     end: int
     payload: bytes
+    # The payload already decoded, when the source had to parse it anyway (the HTTP drain parses
+    # each request body once): the planner then skips decoding it again. None: decode `payload`.
+    decoded: Any = None
 
 
 @dataclass(slots=True)

@@ -81,17 +81,23 @@ def check_request(body: bytes, headers: Mapping[str, str]) -> RequestBody:
     raise InputError('body: expected a JSON array of events, {"events": [...]} or one event')
 
 
-def split(kind: str, body: bytes) -> list[bytes]:
-    """One payload per event of a stored body (an unreadable body: itself, a dead letter)."""
+def split(kind: str, body: bytes) -> tuple[list[bytes], list[Any]]:
+    """One payload and its decoded object per event of a stored body, the body parsed once (an
+    unreadable body: itself and None, a dead letter; a CloudEvent: left to its adapter)."""
     if kind == "cloudevents":
-        return [body]
+        return [body], [None]
     try:
         doc = orjson.loads(body)
     except orjson.JSONDecodeError:
-        return [body]
+        return [body], [None]
     if isinstance(doc, dict) and isinstance(doc.get("events"), list):
         doc = doc["events"]
-    return [_dump(item) for item in doc] if isinstance(doc, list) else [_dump(doc)]
+    items = doc if isinstance(doc, list) else [doc]
+    try:
+        payloads = list(map(orjson.dumps, items))  # one C-level pass in the common case
+    except orjson.JSONEncodeError:
+        payloads = list(map(_dump, items))
+    return payloads, items
 
 
 # orjson writes at most 254 levels; a payload past orjson's 1024-level read limit is one the

@@ -21,6 +21,7 @@ Backpressure: past `collect.http_max_backlog` pending requests a new one is refu
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import threading
 import time
@@ -68,16 +69,34 @@ class Accepted:
 
 @dataclass(frozen=True)
 class Backlog:
-    """Requests (and their events) appended but not yet aggregated, against the bound."""
+    """Requests (and their events) appended but not yet aggregated, against the bound; the
+    drain's lag is the age of the oldest of them (`max_lag_s`: how much /readyz tolerates)."""
 
     requests: int
     events: int
     bound: int
     oldest_age_s: float | None
+    max_lag_s: float = math.inf
 
     @property
     def full(self) -> bool:
         return self.requests >= self.bound
+
+    @property
+    def lag_s(self) -> float:
+        """Seconds the drain is behind what was acknowledged (0 when nothing is pending)."""
+        return self.oldest_age_s or 0.0
+
+    def problem(self) -> str | None:
+        """What /readyz says when the backlog is past a bound; None within both."""
+        if self.full:
+            return f"backlog of {self.requests} requests at http_max_backlog"
+        if self.lag_s > self.max_lag_s:
+            return (
+                f"drain lag {self.lag_s:.0f}s over http_max_lag ({self.max_lag_s:.0f}s): "
+                f"{self.requests} requests, {self.events} events not yet aggregated"
+            )
+        return None
 
 
 class IntakeFull(Exception):
@@ -100,7 +119,7 @@ def check_idempotency_key(value: str | None) -> str | None:
     return value
 
 
-def read_backlog(engine: Engine, bound: int) -> Backlog:
+def read_backlog(engine: Engine, bound: int, max_lag_s: float = math.inf) -> Backlog:
     """The intake log's pending requests and events (served by a partial index)."""
     pending = IntakeEntry.consumed_at.is_(None)
     with Session(engine) as session:
@@ -110,7 +129,7 @@ def read_backlog(engine: Engine, bound: int) -> Backlog:
             ).where(pending)
         ).one()
     age = None if oldest is None else max(0.0, (utcnow() - oldest).total_seconds())
-    return Backlog(int(n), int(events or 0), bound, age)
+    return Backlog(int(n), int(events or 0), bound, age, max_lag_s)
 
 
 class IntakeLog:
@@ -247,6 +266,7 @@ class HttpIntake:
         self._factory = factory or (lambda adapter: make_ingestor(engine, config, adapter))
         self._ingestors: dict[str, Ingestor] = {}
         self.max_backlog = config.collect.http_max_backlog
+        self.max_lag_s = config.collect.http_max_lag.total_seconds()
         self._has_models = bool(config.models)
         self.log = IntakeLog(engine, self.max_backlog)
         replica = replica or uuid.uuid4().hex[:16]
@@ -271,17 +291,12 @@ class HttpIntake:
 
     def backlog(self) -> Backlog:
         """Pending requests and events of the shared intake log."""
-        return read_backlog(self.engine, self.max_backlog)
+        return read_backlog(self.engine, self.max_backlog, self.max_lag_s)
 
     def problem(self) -> str | None:
-        """None while healthy, else what /readyz shows: the drain down or failing, log full."""
-        drain = self._drain_problem()
-        if drain is not None:
-            return drain
-        backlog = self.backlog()
-        if backlog.full:
-            return f"backlog of {backlog.requests} requests at http_max_backlog"
-        return None
+        """None while healthy, else what /readyz shows: the drain down or failing, the log
+        full, or the drain further behind than `collect.http_max_lag`."""
+        return self._drain_problem() or self.backlog().problem()
 
     def _drain_problem(self) -> str | None:
         if self.worker is not None and self._supervised is not None:

@@ -14,6 +14,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from itertools import repeat
 from typing import Any
 
 from sqlalchemy import delete, select, update
@@ -118,11 +119,13 @@ class Drain:
         spans: list[RequestSpan] = []
         offset = start
         for row in rows:
-            first = offset
-            for payload in split(row.kind, row.body or b""):
-                records.append(RawRecord(self.key, offset, offset + 1, payload))
-                offset += 1
-            spans.append(RequestSpan(row.id, row.key, first, offset - first))
+            payloads, decoded = split(row.kind, row.body or b"")
+            n = len(payloads)
+            ends = range(offset + 1, offset + n + 1)
+            records += map(RawRecord, repeat(self.key), range(offset, offset + n), ends,
+                           payloads, decoded)  # fmt: skip
+            spans.append(RequestSpan(row.id, row.key, offset, n))
+            offset += n
         return records, spans
 
     def wake(self) -> None:

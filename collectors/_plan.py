@@ -224,10 +224,12 @@ class Planner:
             if record.start < offsets.get(record.key, 0):
                 return None
             offsets[record.key] = record.end
-        try:
-            objects = list(map(orjson.loads, payloads))
-        except orjson.JSONDecodeError:
-            return None
+        objects = [r.decoded for r in records]
+        if None in objects:  # (a decoded payload is never None: JSON null is not an event)
+            try:
+                objects = list(map(orjson.loads, payloads))
+            except orjson.JSONDecodeError:
+                return None
         if set(map(type, objects)) != {dict}:
             return None
         for key, offset in offsets.items():

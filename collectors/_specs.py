@@ -27,6 +27,7 @@ from collectors._plan import GroupKey, Plan, WindowKey
 from collectors._profiling import Profile, ProfileBackend
 from collectors._windows import WindowBatch
 from monitor.baselines.store import baseline_spec_payload
+from monitor.common.cache import BoundedCache
 from monitor.storage import WindowProfile
 
 SpecKey = tuple[str, str, str]  # (model, version, column)
@@ -58,35 +59,40 @@ def kind_mismatches(plan: Plan, resolver: SpecResolver) -> dict[tuple[str, int],
     return bad
 
 
+# Specs kept per collector process (least recently used dropped first, loaded again on use):
+# a fleet of 1,000 models of 20 columns and two live versions each is 40,000.
+SPEC_CACHE_SIZE = 50_000
+_NONE_STORED = object()  # looked up: neither a baseline nor a window profile holds a spec yet
+
+
 class SpecResolver:
-    """Finds or learns the spec of each (model, version, column)."""
+    """Finds or learns the spec of each (model, version, column), loaded when a model's events
+    first need it and kept in a bounded cache (`cache_size` specs)."""
 
     def __init__(
         self,
         engine: Engine,
         backend: ProfileBackend,
         baselines: Mapping[str, str] | None = None,
+        cache_size: int = SPEC_CACHE_SIZE,
     ) -> None:
         self.engine = engine
         self.backend = backend
         # model -> name of the baseline it is compared with (default "default")
         self.baselines = dict(baselines or {})
-        self.cache: dict[SpecKey, Any] = {}
-        self.missing: set[SpecKey] = set()
+        self.cache: BoundedCache[SpecKey, Any] = BoundedCache(cache_size)
         # Derived columns (`collectors._derived`) of versions whose baseline stores estimation.
         self.derived = Deriver(engine, self.baselines)
 
     def kind_of(self, model: str, version: str, column: str) -> str | None:
         """The kind of an already known spec (baseline or stored window); None if not known yet."""
         key = (model, version, column)
-        if key not in self.cache and key not in self.missing:
-            payload = self._stored(key)
-            if payload is None:
-                self.missing.add(key)
-            else:
-                self.cache[key] = self.backend.spec_of(payload)
         spec = self.cache.get(key)
-        return None if spec is None else self.backend.kind(spec)
+        if spec is None:
+            payload = self._stored(key)
+            spec = _NONE_STORED if payload is None else self.backend.spec_of(payload)
+            self.cache[key] = spec
+        return None if spec is _NONE_STORED else self.backend.kind(spec)
 
     def _stored(self, key: SpecKey) -> bytes | None:
         model, version, column = key
@@ -100,19 +106,18 @@ class SpecResolver:
     def forget(self, model: str, version: str, column: str) -> None:
         """Drop the cached spec of a column whose stored window profile uses another one (a
         replica learned it first): the next batch reads the stored spec (order 2 above)."""
-        self.cache.pop((model, version, column), None)
+        self.cache.pop((model, version, column))
 
     def resolve(self, key: SpecKey, sample: Callable[[], Sequence[Any]]) -> Any:
         """The spec of `key`: cached, stored, or learned from `sample()`."""
         spec = self.cache.get(key)
-        if spec is None:
-            payload = None if key in self.missing else self._stored(key)
+        if spec is None or spec is _NONE_STORED:
+            payload = None if spec is _NONE_STORED else self._stored(key)
             if payload:
                 spec = self.backend.spec_of(payload)
             else:
                 spec = self.backend.learn(key[2], sample())
             self.cache[key] = spec
-            self.missing.discard(key)
         return spec
 
 

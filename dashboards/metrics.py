@@ -149,6 +149,22 @@ class ModelwatchMetrics:
             ["source"],
             registry=registry,
         )
+        self.intake_backlog_requests = Gauge(
+            "modelwatch_intake_backlog_requests",
+            "HTTP ingest requests acknowledged but not yet aggregated by the intake drain.",
+            registry=registry,
+        )
+        self.intake_backlog_events = Gauge(
+            "modelwatch_intake_backlog_events",
+            "Events of those requests (what the drain has still to count).",
+            registry=registry,
+        )
+        self.intake_lag_seconds = Gauge(
+            "modelwatch_intake_lag_seconds",
+            "Age of the oldest HTTP ingest request not yet aggregated (0 when none waits): how "
+            "far the intake drain is behind what the API acknowledged.",
+            registry=registry,
+        )
         self.window_evaluation_seconds = Histogram(
             "modelwatch_window_evaluation_seconds",
             "Wall time to evaluate one window of one model version.",
@@ -570,6 +586,11 @@ class ModelwatchMetrics:
     def set_consumer_lag(self, source: str, lag: int) -> None:
         """Set a source's lag in messages."""
         self.consumer_lag.labels(source=source).set(lag)
+
+    def set_intake_backlog(self, requests: int, events: int, lag_s: float) -> None:
+        self.intake_backlog_requests.set(requests)
+        self.intake_backlog_events.set(events)
+        self.intake_lag_seconds.set(lag_s)
 
     def observe_window_evaluation(self, model: str, seconds: float) -> None:
         """Record how long one window evaluation took."""

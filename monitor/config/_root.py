@@ -27,6 +27,10 @@ from monitor.config.shadow import ShadowConfig
 from monitor.config.watch import CanaryPairConfig, SkewCheckConfig
 from monitor.errors import ConfigError
 
+# libyaml's safe loader where PyYAML was built with it: the pure-Python one takes seconds over a
+# config of a thousand models (issue 40); both build the same plain data.
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 # Environment variables that override config keys (secrets and deployment-specific values).
 ENV_OVERRIDES: Mapping[str, str] = {
     "MODELWATCH_DATABASE_URL": "database_url",
@@ -300,7 +304,7 @@ def load_config(
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{p}: cannot read config file: {exc}") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_LOADER)
     except RecursionError:  # PyYAML recurses once per nesting level
         raise ConfigError(f"{p}: invalid YAML: nested too deeply") from None
     except yaml.YAMLError as exc:

@@ -215,6 +215,15 @@ class CollectConfig(StrictModel):
             "past it `POST /v1/events` and `/v1/labels` answer 503."
         ),
     )
+    # HTTP ingest: how far the drain may fall behind what was acknowledged before /readyz says
+    # so (503, check `intake`): the age of the oldest request not yet aggregated.
+    http_max_lag: Duration = Field(
+        default=timedelta(seconds=60),
+        description=(
+            "Age of the oldest HTTP request not yet aggregated past which `/readyz` answers "
+            "503 (the intake drain is not keeping up)."
+        ),
+    )
     # HTTP ingest: how long a request's Idempotency-Key is remembered after the drain consumed
     # it (a retry within it is answered as a duplicate; after it, it would count again). The
     # retention job deletes consumed intake rows older than this.
@@ -233,7 +242,7 @@ class CollectConfig(StrictModel):
             raise ValueError("must not be negative")
         return value
 
-    @field_validator("window", "label_horizon", "http_dedup_window")
+    @field_validator("window", "label_horizon", "http_dedup_window", "http_max_lag")
     @classmethod
     def _positive(cls, value: timedelta) -> timedelta:
         if value <= timedelta(0):

@@ -24,6 +24,7 @@ PINNED = {
     "RequestBody",
     "check_idempotency_key",
     "check_request",
+    "read_backlog",
     "RequestDeadLetter",
     "RequestState",
     "count_dead_letters",

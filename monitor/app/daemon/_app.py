@@ -173,6 +173,7 @@ def _intake_doc(intake: HttpIntake, checks: dict[str, str]) -> dict[str, Any]:
         "backlog_events": backlog.events,
         "max_backlog": backlog.bound,
         "oldest_age_s": backlog.oldest_age_s,
+        "max_lag_s": backlog.max_lag_s,
     }
 
 

@@ -47,7 +47,12 @@ def list_models(request: Request, cursor: Cursor = None, limit: Limit = 500) -> 
     with session_factory(engine)() as s:
         page = page_of("models", s.scalars(query.limit(limit + 1)).all(), limit, _key)
         models = page.items
-        aliases = s.execute(select(ModelAlias.model_id, ModelAlias.alias, ModelAlias.version_id))
+        # The page's aliases only: a page costs what it shows, not the whole registry.
+        aliases = s.execute(
+            select(ModelAlias.model_id, ModelAlias.alias, ModelAlias.version_id).where(
+                ModelAlias.model_id.in_([m.id for m in models])
+            )
+        )
         by_model: dict[int, dict[str, int]] = {}
         for model_id, alias, version_id in aliases:
             by_model.setdefault(model_id, {})[alias] = version_id

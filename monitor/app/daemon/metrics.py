@@ -29,6 +29,7 @@ from sqlalchemy import case, func, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
+from collectors import read_backlog
 from dashboards.metrics import ModelwatchMetrics
 from monitor.app.daemon.signals import latest_rows
 from monitor.common.measures import MEASURES
@@ -120,6 +121,8 @@ class MetricsPublisher:
             ).all()
             self._alerts(s)
         self._ingest(ingest, dead, lag)
+        backlog = read_backlog(self.engine, 0)  # the counts and the lag; no bound applies here
+        self.metrics.set_intake_backlog(backlog.requests, backlog.events, backlog.lag_s)
         self._failures(failures)
         for model in models:
             for family, read in self._families(model):

@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 from pathlib import Path
 
+import orjson
+import pytest
 from fastapi.testclient import TestClient
 from prometheus_client import CollectorRegistry
+from sqlalchemy import update
 
 from collectors import HttpIntake, collect_status
 from collectors._http_intake import BACKLOG_REFRESH_S
+from dashboards.metrics import ModelwatchMetrics
 from migrations import upgrade
 from monitor.app.daemon._app import create_app
 from monitor.app.daemon._common import DaemonState
+from monitor.app.daemon.metrics import MetricsPublisher
 from monitor.config import parse_config
-from monitor.storage import make_engine
+from monitor.storage import IntakeEntry, make_engine, utcnow
 from tests.monitor.app.daemon.test_api_ingest import event
 
 TOKEN = {"name": "c", "scopes": ["ingest", "read"], "token": "secret-ingest"}
@@ -52,6 +58,7 @@ def test_backlog_at_its_bound_is_503_with_retry_after_and_shown(tmp_path: Path) 
         "backlog_requests": 2,
         "backlog_events": 3,
         "max_backlog": 2,
+        "max_lag_s": 60.0,
     }
     status = collect_status(engine)
     assert status.intake_backlog == 2
@@ -63,6 +70,43 @@ def test_backlog_at_its_bound_is_503_with_retry_after_and_shown(tmp_path: Path) 
     assert client.post("/v1/events", json=[event(5)], headers=HEADERS).status_code == 202
     status = collect_status(engine)
     assert (status.intake_backlog, status.sources[0].events) == (1, 3)
+    engine.dispose()
+
+
+@pytest.mark.slow
+def test_a_drain_behind_http_max_lag_is_not_ready_and_its_lag_is_exported(tmp_path: Path) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path / 'mw.db'}")
+    upgrade(engine)
+    config = parse_config(
+        {
+            "models": [{"name": "fraud"}],
+            "api": {"tokens": [TOKEN]},
+            "collect": {"http_max_lag": "1m"},
+        }
+    )
+    intake = HttpIntake(engine, config)
+    body = orjson.dumps([event(1), event(2)])
+    intake.log.append("events", body, 2, None)  # appended, the drain not started: it waits
+    with engine.begin() as conn:  # acknowledged two minutes ago
+        conn.execute(update(IntakeEntry).values(received_at=utcnow() - timedelta(minutes=2)))
+    client = TestClient(create_app(DaemonState(engine, config, CollectorRegistry(), intake=intake)))
+    registry = CollectorRegistry()
+    publisher = MetricsPublisher(engine, ModelwatchMetrics(registry, config.models))
+
+    ready = client.get("/readyz", headers=HEADERS)
+    assert ready.status_code == 503
+    assert ready.json()["checks"]["intake"].startswith("drain lag 120s over http_max_lag (60s)")
+    assert ready.json()["checks"]["intake"].endswith(": 1 requests, 2 events not yet aggregated")
+    publisher.publish([])
+    assert registry.get_sample_value("modelwatch_intake_backlog_requests") == 1
+    assert registry.get_sample_value("modelwatch_intake_backlog_events") == 2
+    assert registry.get_sample_value("modelwatch_intake_lag_seconds") >= 120  # type: ignore[operator]
+
+    assert intake.drain.drain_once() == 1
+    assert client.get("/readyz", headers=HEADERS).json()["checks"]["intake"] == "ok"
+    publisher.publish([])
+    assert registry.get_sample_value("modelwatch_intake_lag_seconds") == 0
+    assert registry.get_sample_value("modelwatch_intake_backlog_events") == 0
     engine.dispose()
 
 
