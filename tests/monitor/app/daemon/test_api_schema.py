@@ -181,7 +181,7 @@ def test_every_v1_endpoint_is_documented_with_typed_models(server: ServerProcess
         if path.startswith("/v1/")
         for method, op in ops.items()
     ]
-    assert len(operations) == 22  # + shadow, latency, guard and canary history routes
+    assert len(operations) == 24  # + shadow, latency, guard, canary history, fairness, segments
     assert spec["components"]["securitySchemes"]["bearer"] == {
         "type": "http",
         "scheme": "bearer",
