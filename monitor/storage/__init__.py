@@ -46,6 +46,16 @@ from monitor.storage._engine import (
 from monitor.storage._estimates import EstimatedResultRow
 from monitor.storage._guards import GateRun, RollbackEvent
 from monitor.storage._intake import IntakeEntry
+from monitor.storage._partitions import (
+    PARTITIONED,
+    PartitionSpec,
+    drop_expired,
+    ensure_partition,
+    is_partitioned,
+    maintain,
+    next_start,
+    period_start,
+)
 from monitor.storage._results import (
     DriftPeriodResultRow,
     DriftResultRow,
@@ -74,6 +84,14 @@ __all__ = [
     "mark_changed",
     "pending_changes",
     "NAMING_CONVENTION",
+    "PARTITIONED",
+    "PartitionSpec",
+    "drop_expired",
+    "ensure_partition",
+    "is_partitioned",
+    "maintain",
+    "next_start",
+    "period_start",
     "AlertGroup",
     "AlertNotification",
     "AlertSilence",

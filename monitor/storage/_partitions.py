@@ -1,0 +1,194 @@
+"""Time partitions of the large tables on PostgreSQL: which tables, created ahead, dropped whole.
+
+On PostgreSQL the tables that grow with traffic are range-partitioned by a time column
+(migration 0032); SQLite keeps plain tables and every function here does nothing there, so
+callers take one code path on both backends.
+
+- Each partitioned table has a DEFAULT partition: a row whose partition does not exist (an old
+  event's window, a clock far ahead) is stored there, never refused, and `maintain` later moves
+  it into its own partition, created on demand. Writes never run DDL.
+- `maintain` also creates the partitions of the next `AHEAD` periods, so the DEFAULT partition
+  normally stays empty and a move never holds up live writes.
+- `drop_expired` drops a whole partition once its range ended before the retention cutoff and no
+  row in it was written since: a backfill of old traffic is kept, as row retention keeps it.
+
+Partitions are named `<table>_p<YYYYMMDD>` (daily) or `<table>_p<YYYYMM>` (monthly) and
+`<table>_default`; the name is the bound, so no catalogue expression is parsed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
+
+# How long maintenance waits for a table lock before giving up until its next run: a queued
+# ACCESS EXCLUSIVE request would stall every reader and writer of the table behind it.
+LOCK_TIMEOUT = "2s"
+
+
+@dataclass(frozen=True)
+class PartitionSpec:
+    """A partitioned table: its key (event time), the column retention ages rows by, the step."""
+
+    table: str
+    key: str
+    written: str
+    step: str  # "day" or "month"
+
+    def __post_init__(self) -> None:
+        if self.step not in AHEAD:
+            raise ValueError(f"partition step {self.step!r} of {self.table}: not one of {AHEAD}")
+
+
+# Periods created ahead of now, per step.
+AHEAD: dict[str, int] = {"day": 7, "month": 2}
+
+# Daily where a day holds millions of rows at fleet scale (one per window, slice and column,
+# times methods for drift); monthly where rows are fewer (outcome metrics, dead letters).
+PARTITIONED: dict[str, PartitionSpec] = {
+    s.table: s
+    for s in (
+        PartitionSpec("window_profiles", "window_start", "updated_at", "day"),
+        PartitionSpec("drift_results", "window_start", "computed_at", "day"),
+        PartitionSpec("outcome_results", "window_start", "computed_at", "month"),
+        PartitionSpec("dead_letters", "created_at", "created_at", "month"),
+    )
+}
+
+
+def period_start(step: str, t: datetime) -> datetime:
+    """The start (UTC) of the day or month holding `t`."""
+    t = t.astimezone(UTC)
+    day = t.replace(hour=0, minute=0, second=0, microsecond=0)
+    return day if step == "day" else day.replace(day=1)
+
+
+def next_start(step: str, start: datetime) -> datetime:
+    """The start of the period after the one starting at `start`."""
+    if step == "day":
+        return start + timedelta(days=1)
+    return (start.replace(day=28) + timedelta(days=4)).replace(day=1)
+
+
+def partition_name(spec: PartitionSpec, start: datetime) -> str:
+    """The name of `spec.table`'s partition starting at `start`."""
+    return f"{spec.table}_p{start.strftime('%Y%m%d' if spec.step == 'day' else '%Y%m')}"
+
+
+def is_partitioned(conn: Connection, table: str) -> bool:
+    """Whether `table` is a partitioned table here (never on SQLite)."""
+    if conn.dialect.name != "postgresql":
+        return False
+    found = conn.scalar(
+        text(
+            "SELECT EXISTS (SELECT 1 FROM pg_partitioned_table p JOIN pg_class c "
+            "ON c.oid = p.partrelid WHERE c.relname = :t AND pg_table_is_visible(c.oid))"
+        ),
+        {"t": table},
+    )
+    return bool(found)
+
+
+def partitions(conn: Connection, spec: PartitionSpec) -> dict[str, tuple[datetime, datetime]]:
+    """The range partitions of `spec.table` by name, with their bounds `[start, end)`."""
+    names = conn.scalars(
+        text(
+            "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
+            "WHERE i.inhparent = CAST(:t AS regclass)"
+        ),
+        {"t": spec.table},
+    )
+    pattern = re.compile(rf"{re.escape(spec.table)}_p(\d{{8}}|\d{{6}})")
+    found: dict[str, tuple[datetime, datetime]] = {}
+    for name in names:
+        match = pattern.fullmatch(name)
+        if match:
+            digits = match.group(1)
+            start = datetime.strptime(digits, "%Y%m%d" if len(digits) == 8 else "%Y%m")
+            start = start.replace(tzinfo=UTC)
+            found[name] = (start, next_start(spec.step, start))
+    return found
+
+
+def _literal(t: datetime) -> str:
+    # DDL takes no bound parameters; the value is a datetime we formatted, never user text.
+    return f"'{t.astimezone(UTC).isoformat()}'"
+
+
+def ensure_partition(conn: Connection, spec: PartitionSpec, start: datetime) -> bool:
+    """Create the partition starting at `start` unless it exists, moving into it the rows the
+    DEFAULT partition holds for its range; True if created."""
+    name = partition_name(spec, start)
+    if name in partitions(conn, spec):
+        return False
+    low, high = _literal(start), _literal(next_start(spec.step, start))
+    t, key, default = spec.table, spec.key, f"{spec.table}_default"
+    conn.execute(text(f'LOCK TABLE "{default}" IN ACCESS EXCLUSIVE MODE'))
+    conn.execute(
+        text(f'CREATE TABLE "{name}" (LIKE "{t}" INCLUDING DEFAULTS INCLUDING CONSTRAINTS)')
+    )
+    conn.execute(
+        text(
+            f'WITH moved AS (DELETE FROM "{default}" WHERE "{key}" >= {low} AND "{key}" < {high} '
+            f'RETURNING *) INSERT INTO "{name}" SELECT * FROM moved'
+        )
+    )
+    conn.execute(
+        text(f'ALTER TABLE "{t}" ATTACH PARTITION "{name}" FOR VALUES FROM ({low}) TO ({high})')
+    )
+    return True
+
+
+def _lock(conn: Connection, spec: PartitionSpec) -> None:
+    """One maintainer per table at a time (replicas), and never a long wait for a lock."""
+    conn.execute(text(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'"))
+    conn.execute(
+        text("SELECT pg_advisory_xact_lock(hashtext(:t))"), {"t": f"partitions:{spec.table}"}
+    )
+
+
+def maintain(conn: Connection, spec: PartitionSpec, now: datetime) -> int:
+    """Create the partitions of the coming periods and of the rows waiting in the DEFAULT
+    partition (moved into them); returns how many were created. Nothing on plain tables."""
+    if not is_partitioned(conn, spec.table):
+        return 0
+    _lock(conn, spec)
+    waiting = conn.scalars(
+        text(
+            f"SELECT DISTINCT date_trunc('{spec.step}', \"{spec.key}\" AT TIME ZONE 'UTC') "
+            f'FROM "{spec.table}_default"'
+        )
+    )
+    starts = {t.replace(tzinfo=UTC) for t in waiting}
+    start = period_start(spec.step, now)
+    for _ in range(AHEAD[spec.step] + 1):
+        starts.add(start)
+        start = next_start(spec.step, start)
+    return sum(ensure_partition(conn, spec, s) for s in sorted(starts))
+
+
+def drop_expired(conn: Connection, spec: PartitionSpec, cutoff: datetime) -> int:
+    """Drop the partitions whose range ended by `cutoff` and that hold no row written since;
+    returns the rows they held. Nothing on plain tables."""
+    if not is_partitioned(conn, spec.table):
+        return 0
+    _lock(conn, spec)
+    dropped = 0
+    for name, (_, end) in sorted(partitions(conn, spec).items()):
+        if end > cutoff:
+            continue
+        rows, fresh = conn.execute(
+            text(
+                f'SELECT count(*), count(*) FILTER (WHERE "{spec.written}" >= :cutoff) '
+                f'FROM "{name}"'
+            ),
+            {"cutoff": cutoff},
+        ).one()
+        if fresh == 0:
+            conn.execute(text(f'DROP TABLE "{name}"'))
+            dropped += int(rows)
+    return dropped
