@@ -90,7 +90,9 @@ def _rebuild(
         conn.execute(text(f'DROP INDEX "{name}"'))
     by = f' PARTITION BY RANGE ("{spec.key}")' if spec else ""
     conn.execute(
-        text(f'CREATE TABLE "{table}" (LIKE "{old}" INCLUDING DEFAULTS INCLUDING CONSTRAINTS){by}')
+        text(
+            f'CREATE TABLE "{table}" (LIKE "{old}" INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING COMPRESSION INCLUDING STORAGE){by}'
+        )
     )
     for name, kind, definition in constraints:
         if kind == "p":

@@ -129,7 +129,9 @@ def ensure_partition(conn: Connection, spec: PartitionSpec, start: datetime) -> 
     t, key, default = spec.table, spec.key, f"{spec.table}_default"
     conn.execute(text(f'LOCK TABLE "{default}" IN ACCESS EXCLUSIVE MODE'))
     conn.execute(
-        text(f'CREATE TABLE "{name}" (LIKE "{t}" INCLUDING DEFAULTS INCLUDING CONSTRAINTS)')
+        text(
+            f'CREATE TABLE "{name}" (LIKE "{t}" INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING COMPRESSION INCLUDING STORAGE)'
+        )
     )
     conn.execute(
         text(
