@@ -5,7 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy.engine import Connection, Engine
 
-from monitor.storage import Base, make_engine
+from monitor.storage import Base, include_name, make_engine
 
 target_metadata = Base.metadata
 
@@ -17,6 +17,8 @@ def _configure_and_run(connection: Connection) -> None:
         # SQLite cannot ALTER constraints; batch mode recreates tables instead.
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,
+        # Time partitions of the large tables (PostgreSQL) are not tables of the models.
+        include_name=include_name,
     )
     with context.begin_transaction():
         context.run_migrations()

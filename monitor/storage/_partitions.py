@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
@@ -77,6 +78,20 @@ def next_start(step: str, start: datetime) -> datetime:
 def partition_name(spec: PartitionSpec, start: datetime) -> str:
     """The name of `spec.table`'s partition starting at `start`."""
     return f"{spec.table}_p{start.strftime('%Y%m%d' if spec.step == 'day' else '%Y%m')}"
+
+
+_PARTITION_NAME = re.compile(r"(?P<table>\w+)_(?:default|p\d{8}|p\d{6})")
+
+
+def partition_of(name: str) -> str | None:
+    """The partitioned table that a table named `name` is a partition of, else None."""
+    match = _PARTITION_NAME.fullmatch(name)
+    return match["table"] if match and match["table"] in PARTITIONED else None
+
+
+def include_name(name: str | None, type_: str, _parents: Any = None) -> bool:
+    """Alembic's `include_name` hook: partitions are not tables of the ORM models."""
+    return not (type_ == "table" and name is not None and partition_of(name))
 
 
 def is_partitioned(conn: Connection, table: str) -> bool:

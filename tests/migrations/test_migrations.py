@@ -7,7 +7,7 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
 
 from migrations import downgrade, head_revision, schema_state, upgrade
-from monitor.storage import Base, make_engine
+from monitor.storage import Base, include_name, make_engine
 
 
 def test_round_trip_base_head_base_head(database_url: str) -> None:
@@ -28,7 +28,10 @@ def test_orm_models_match_migrated_schema(database_url: str) -> None:
     upgrade(engine)
     with engine.connect() as conn:
         diff = compare_metadata(
-            MigrationContext.configure(conn, opts={"compare_type": True}), Base.metadata
+            MigrationContext.configure(
+                conn, opts={"compare_type": True, "include_name": include_name}
+            ),
+            Base.metadata,
         )
     assert diff == [], f"ORM models and migrations disagree: {diff}"
     engine.dispose()
