@@ -45,6 +45,7 @@ _TABLES = (
     ("dead_letters", "created_at", ("id",), "month"),
 )  # fmt: skip
 _AHEAD = {"day": 7, "month": 2}
+_SHAPE = "INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING COMPRESSION INCLUDING STORAGE"
 
 _VIEWS = """WITH RECURSIVE deps(oid) AS (
   SELECT r.ev_class FROM pg_depend d JOIN pg_rewrite r ON r.oid = d.objid
@@ -89,11 +90,7 @@ def _rebuild(
     for name, _ in indexes:
         conn.execute(text(f'DROP INDEX "{name}"'))
     by = f' PARTITION BY RANGE ("{spec.key}")' if spec else ""
-    conn.execute(
-        text(
-            f'CREATE TABLE "{table}" (LIKE "{old}" INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING COMPRESSION INCLUDING STORAGE){by}'
-        )
-    )
+    conn.execute(text(f'CREATE TABLE "{table}" (LIKE "{old}" {_SHAPE}){by}'))
     for name, kind, definition in constraints:
         if kind == "p":
             definition = "PRIMARY KEY ({})".format(", ".join(f'"{c}"' for c in primary_key))

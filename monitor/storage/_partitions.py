@@ -29,6 +29,9 @@ from sqlalchemy.engine import Connection
 # How long maintenance waits for a table lock before giving up until its next run: a queued
 # ACCESS EXCLUSIVE request would stall every reader and writer of the table behind it.
 LOCK_TIMEOUT = "2s"
+# What a new partition copies of its parent before it is attached (ATTACH requires the
+# parent's NOT NULL and CHECK constraints; compression and storage keep migration 0025's lz4).
+_SHAPE = "INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING COMPRESSION INCLUDING STORAGE"
 
 
 @dataclass(frozen=True)
@@ -143,11 +146,7 @@ def ensure_partition(conn: Connection, spec: PartitionSpec, start: datetime) -> 
     low, high = _literal(start), _literal(next_start(spec.step, start))
     t, key, default = spec.table, spec.key, f"{spec.table}_default"
     conn.execute(text(f'LOCK TABLE "{default}" IN ACCESS EXCLUSIVE MODE'))
-    conn.execute(
-        text(
-            f'CREATE TABLE "{name}" (LIKE "{t}" INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING COMPRESSION INCLUDING STORAGE)'
-        )
-    )
+    conn.execute(text(f'CREATE TABLE "{name}" (LIKE "{t}" {_SHAPE})'))
     conn.execute(
         text(
             f'WITH moved AS (DELETE FROM "{default}" WHERE "{key}" >= {low} AND "{key}" < {high} '
