@@ -5,10 +5,10 @@ On PostgreSQL the tables that grow with traffic are range-partitioned by a time 
 callers take one code path on both backends.
 
 - Each partitioned table has a DEFAULT partition: a row whose partition does not exist (an old
-  event's window, a clock far ahead) is stored there, never refused, and `maintain` later moves
-  it into its own partition, created on demand. Writes never run DDL.
-- `maintain` also creates the partitions of the next `AHEAD` periods, so the DEFAULT partition
-  normally stays empty and a move never holds up live writes.
+  event's window, a clock far ahead) is stored there, never refused, and `create_partition`
+  later moves it into its own partition, created on demand. Writes never run DDL.
+- `missing_periods` also lists the next `AHEAD` periods, created before they begin, so the
+  DEFAULT partition normally stays empty and a move never holds up live writes.
 - `drop_expired` drops a whole partition once its range ended before the retention cutoff and no
   row in it was written since: a backfill of old traffic is kept, as row retention keeps it.
 
@@ -160,19 +160,19 @@ def ensure_partition(conn: Connection, spec: PartitionSpec, start: datetime) -> 
 
 
 def _lock(conn: Connection, spec: PartitionSpec) -> None:
-    """One maintainer per table at a time (replicas), and never a long wait for a lock."""
+    """On a live database: one maintainer per table at a time (replicas), and never a long
+    wait for a lock."""
     conn.execute(text(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'"))
     conn.execute(
         text("SELECT pg_advisory_xact_lock(hashtext(:t))"), {"t": f"partitions:{spec.table}"}
     )
 
 
-def maintain(conn: Connection, spec: PartitionSpec, now: datetime) -> int:
-    """Create the partitions of the coming periods and of the rows waiting in the DEFAULT
-    partition (moved into them); returns how many were created. Nothing on plain tables."""
+def missing_periods(conn: Connection, spec: PartitionSpec, now: datetime) -> list[datetime]:
+    """The starts of the periods that need a partition: the coming ones (`AHEAD`) and those of
+    rows waiting in the DEFAULT partition. None on plain tables."""
     if not is_partitioned(conn, spec.table):
-        return 0
-    _lock(conn, spec)
+        return []
     waiting = conn.scalars(
         text(
             f"SELECT DISTINCT date_trunc('{spec.step}', \"{spec.key}\" AT TIME ZONE 'UTC') "
@@ -184,7 +184,15 @@ def maintain(conn: Connection, spec: PartitionSpec, now: datetime) -> int:
     for _ in range(AHEAD[spec.step] + 1):
         starts.add(start)
         start = next_start(spec.step, start)
-    return sum(ensure_partition(conn, spec, s) for s in sorted(starts))
+    have = {s for s, _ in partitions(conn, spec).values()}
+    return sorted(starts - have)
+
+
+def create_partition(conn: Connection, spec: PartitionSpec, start: datetime) -> bool:
+    """`ensure_partition` on a live database: its own transaction (the caller's), a bounded
+    wait for locks and one maintainer at a time."""
+    _lock(conn, spec)
+    return ensure_partition(conn, spec, start)
 
 
 def drop_expired(conn: Connection, spec: PartitionSpec, cutoff: datetime) -> int:
@@ -193,11 +201,13 @@ def drop_expired(conn: Connection, spec: PartitionSpec, cutoff: datetime) -> int
     if not is_partitioned(conn, spec.table):
         return 0
     _lock(conn, spec)
-    dropped = 0
+    rows: dict[str, int] = {}
     for name, (_, end) in sorted(partitions(conn, spec).items()):
         if end > cutoff:
             continue
-        rows, fresh = conn.execute(
+        # No write may land between the look and the drop; other partitions stay writable.
+        conn.execute(text(f'LOCK TABLE "{name}" IN SHARE MODE'))
+        total, fresh = conn.execute(
             text(
                 f'SELECT count(*), count(*) FILTER (WHERE "{spec.written}" >= :cutoff) '
                 f'FROM "{name}"'
@@ -205,6 +215,8 @@ def drop_expired(conn: Connection, spec: PartitionSpec, cutoff: datetime) -> int
             {"cutoff": cutoff},
         ).one()
         if fresh == 0:
-            conn.execute(text(f'DROP TABLE "{name}"'))
-            dropped += int(rows)
-    return dropped
+            rows[name] = int(total)
+    # Dropping a partition locks the whole table: only now, briefly, after every scan.
+    for name in rows:
+        conn.execute(text(f'DROP TABLE "{name}"'))
+    return sum(rows.values())

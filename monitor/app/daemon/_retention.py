@@ -57,8 +57,9 @@ from monitor.storage import (
     WindowCount,
     WindowProfile,
     WindowServing,
+    create_partition,
     drop_expired,
-    maintain,
+    missing_periods,
     transaction,
 )
 
@@ -169,8 +170,13 @@ def maintain_partitions(
 
 
 def _maintain(engine: Engine, spec: PartitionSpec, now: datetime) -> int:
-    with engine.begin() as conn:
-        return maintain(conn, spec, now)
+    with engine.connect() as conn:
+        starts = missing_periods(conn, spec, now)
+    created = 0
+    for start in starts:  # one transaction each: the DEFAULT partition is locked only briefly
+        with engine.begin() as conn:
+            created += create_partition(conn, spec, start)
+    return created
 
 
 def _delete(engine: Engine, stmt: Any) -> int:
