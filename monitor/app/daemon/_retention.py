@@ -14,7 +14,7 @@ as a duplicate; after it, it would count again. Requests not yet consumed are ne
 On PostgreSQL the time-partitioned tables (`monitor.storage.PARTITIONED`) lose whole partitions:
 one whose range ended before the cutoff and that holds no row written since is dropped, and row
 deletes there are bounded by the partition key too (`key < cutoff`), so they touch only the
-partitions before the cutoff. The same job first creates the partitions of the coming periods
+partitions before the cutoff. The same job then creates the partitions of the coming periods
 and moves rows that landed in a table's DEFAULT partition into partitions of their own.
 """
 
