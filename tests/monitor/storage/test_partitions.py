@@ -99,7 +99,7 @@ def pg(postgres: PostgresServer) -> Iterator[Engine]:
 
 def _scanned(conn: Connection, stmt: Any) -> set[str]:
     """The relations a statement's plan reads (PostgreSQL's own EXPLAIN)."""
-    compiled = stmt.compile(dialect=conn.dialect)
+    compiled = stmt.compile(dialect=conn.dialect, compile_kwargs={"render_postcompile": True})
     plan = conn.exec_driver_sql(f"EXPLAIN (FORMAT JSON) {compiled}", compiled.params).scalar()
     found: set[str] = set()
 
@@ -122,6 +122,16 @@ def test_hot_queries_read_only_their_partitions(pg: Engine) -> None:
             WindowProfile.window_start == day,
         )  # fmt: skip
         assert _scanned(conn, window) == {f"window_profiles_p{day:%Y%m%d}"}
+        # A burst's windows (monitor.evaluation._drift_batch) and a day's merge (periods).
+        later = day + timedelta(days=2, hours=5)
+        burst = select(WindowProfile.payload).where(
+            WindowProfile.model == "m", WindowProfile.window_start.in_([day, later])
+        )
+        assert _scanned(conn, burst) == {f"window_profiles_p{t:%Y%m%d}" for t in (day, later)}
+        merge = select(WindowProfile.payload).where(
+            WindowProfile.window_start >= day, WindowProfile.window_start < day + timedelta(1)
+        )
+        assert _scanned(conn, merge) == {f"window_profiles_p{day:%Y%m%d}"}
         # The results API's "since" read (GET /v1/models/{m}/drift?since=): from that day on.
         since = select(DriftResultRow).where(
             DriftResultRow.model == "m", DriftResultRow.window_start >= day + timedelta(days=5)
