@@ -43,6 +43,7 @@ _TABLES = (
     ("drift_results", "window_start", ("id",), "day"),
     ("outcome_results", "window_start", ("id",), "month"),
     ("dead_letters", "created_at", ("id",), "month"),
+    ("labeled_predictions", "ts", ("model", "request_id"), "day"),
 )  # fmt: skip
 _AHEAD = {"day": 7, "month": 2}
 _SHAPE = "INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING COMPRESSION INCLUDING STORAGE"

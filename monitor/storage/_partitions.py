@@ -52,7 +52,8 @@ class PartitionSpec:
 AHEAD: dict[str, int] = {"day": 7, "month": 2}
 
 # Daily where a day holds millions of rows at fleet scale (one per window, slice and column,
-# times methods for drift); monthly where rows are fewer (outcome metrics, dead letters).
+# times methods for drift; one per labeled prediction); monthly where rows are fewer (outcome
+# metrics, dead letters).
 PARTITIONED: dict[str, PartitionSpec] = {
     s.table: s
     for s in (
@@ -60,6 +61,7 @@ PARTITIONED: dict[str, PartitionSpec] = {
         PartitionSpec("drift_results", "window_start", "computed_at", "day"),
         PartitionSpec("outcome_results", "window_start", "computed_at", "month"),
         PartitionSpec("dead_letters", "created_at", "created_at", "month"),
+        PartitionSpec("labeled_predictions", "ts", "joined_at", "day"),
     )
 }
 

@@ -120,7 +120,8 @@ def purge(
     statements["job_failures"] = delete(JobFailure).where(JobFailure.last_failed_at < cutoff)
     consumed_before = cutoff if intake_cutoff is None else intake_cutoff
     statements["intake_log"] = delete(IntakeEntry).where(IntakeEntry.consumed_at < consumed_before)
-    _bound_by_partition_key(statements, cutoff)
+    cutoffs = {t: joined if t == "labeled_predictions" else cutoff for t in PARTITIONED}
+    _bound_by_partition_key(statements, cutoffs)
     # One transaction per table: a table that cannot be purged now (locked, say) is recorded
     # and retried, and never keeps the others from being purged.
     isolation = isolation or Isolation(engine, "retention")
@@ -129,7 +130,7 @@ def purge(
     for table, stmt in statements.items():
         dropped = 0
         if table in PARTITIONED:
-            drop = functools.partial(_drop_partitions, engine, table, cutoff)
+            drop = functools.partial(_drop_partitions, engine, table, cutoffs[table])
             dropped = isolation.attempt(f"drop partitions {table}", drop) or 0
         count = isolation.attempt(f"purge {table}", functools.partial(_delete, engine, stmt))
         if count is not None:
@@ -137,13 +138,13 @@ def purge(
     return deleted
 
 
-def _bound_by_partition_key(statements: dict[str, Delete], cutoff: datetime) -> None:
+def _bound_by_partition_key(statements: dict[str, Delete], cutoffs: dict[str, datetime]) -> None:
     """Deletes from time-partitioned tables also need their key before the cutoff, so that
     PostgreSQL prunes them to the partitions before it (a row whose event time is after the
     cutoff was written at or after it, clocks ahead aside, and waits until the cutoff passes)."""
     for table, spec in PARTITIONED.items():
         stmt = statements[table]
-        statements[table] = stmt.where(stmt.table.c[spec.key] < cutoff)
+        statements[table] = stmt.where(stmt.table.c[spec.key] < cutoffs[table])
 
 
 def _drop_partitions(engine: Engine, table: str, cutoff: datetime) -> int:

@@ -56,6 +56,11 @@ def _fill_plain(conn: Connection) -> None:
         f":t + (g + 1) * interval '1 day', '', now(), 'accuracy', 0.9, 10, 'ok' FROM {hours}"
     ), {"t": OLD})  # fmt: skip
     conn.execute(text(
+        "INSERT INTO labeled_predictions (model, request_id, version, ts, prediction, label, "
+        "slice_values, joined_at) SELECT 'm', 'r' || g, '1', :t + g * interval '1 hour', "
+        f"'1', '0', '{{}}', now() FROM {hours}"
+    ), {"t": OLD})  # fmt: skip
+    conn.execute(text(
         "INSERT INTO dead_letters (source, key, \"offset\", reason, detail, payload, "
         "payload_size, truncated, created_at) SELECT 's', 'k', g, 'decode', 'd', 'x', 1, false, "
         f":t + g * interval '1 day' FROM {hours}"
