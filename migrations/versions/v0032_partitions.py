@@ -5,13 +5,15 @@ Revises: 0030_releases_views
 Create Date: 2026-12-05
 
 `window_profiles`, `drift_results` (by `window_start`, daily), `outcome_results` (by
-`window_start`, monthly) and `dead_letters` (by `created_at`, monthly) are rebuilt as
+`window_start`, monthly), `dead_letters` (by `created_at`, monthly) and `labeled_predictions`
+(by `ts`, daily) are rebuilt as
 `PARTITION BY RANGE` tables, each with a DEFAULT partition, the partitions the stored rows need
 and those of the coming periods (`monitor.storage.PARTITIONED` and `maintain` own the layout from
 here on). PostgreSQL requires the partition key in every unique index: the primary keys `(id)`
 of the result tables and of `dead_letters` become `(id, <key>)` (ids stay unique: they come from
-the same sequence); every other unique key already holds `window_start`, so the upserts' ON
-CONFLICT targets are unchanged.
+the same sequence), that of `labeled_predictions` `(model, request_id, ts)` (the join deletes a
+replaced pair first); every other unique key already holds `window_start`, so the result
+upserts' ON CONFLICT targets are unchanged.
 
 Each table is renamed aside, its empty partitioned successor is created LIKE it (columns,
 defaults, NOT NULL and CHECK constraints), given the same constraint and index names, filled
