@@ -36,35 +36,31 @@ def _drift(start: datetime, computed_at: datetime, column: str = "c") -> DriftRe
     )  # fmt: skip
 
 
+# Rows in the partitioned tables before the migration, over several days and months: 72 each,
+# an hour (`H`) or a day (`D`) apart.
+_PLAIN = (
+    'window_profiles (model, version, window_start, window_end, slice_key, "column", kind, n, '
+    "payload, updated_at) SELECT 'm', '1', H, H + interval '1 hour', '', 'c', 'numeric', 1, 'x', "
+    "now()",
+    "drift_results (model, version, window_start, window_end, slice_key, computed_at, "
+    "\"column\", method, value, threshold, n_reference, n_current, status) SELECT 'm', '1', H, "
+    "H + interval '1 hour', '', now(), 'c', 'psi', 0.1, 0.2, 10, 10, 'ok'",
+    "outcome_results (model, version, window_start, window_end, slice_key, computed_at, metric, "
+    "value, n, status) SELECT 'm', '1', D, D + interval '1 day', '', now(), 'accuracy', 0.9, 10, "
+    "'ok'",
+    "labeled_predictions (model, request_id, version, ts, prediction, label, slice_values, "
+    "joined_at) SELECT 'm', 'r' || g, '1', H, '1', '0', '{}', now()",
+    'dead_letters (source, key, "offset", reason, detail, payload, payload_size, truncated, '
+    "created_at) SELECT 's', 'k', g, 'decode', 'd', 'x', 1, false, D",
+)
+
+
 def _fill_plain(conn: Connection) -> None:
-    """Rows in the four tables before the migration, over several days and months."""
-    hours = "generate_series(0, 71) g"
-    conn.execute(text(
-        "INSERT INTO window_profiles (model, version, window_start, window_end, slice_key, "
-        "\"column\", kind, n, payload, updated_at) SELECT 'm', '1', :t + g * interval '1 hour', "
-        f":t + (g + 1) * interval '1 hour', '', 'c', 'numeric', 1, 'x', now() FROM {hours}"
-    ), {"t": OLD})  # fmt: skip
-    conn.execute(text(
-        "INSERT INTO drift_results (model, version, window_start, window_end, slice_key, "
-        "computed_at, \"column\", method, value, threshold, n_reference, n_current, status) "
-        "SELECT 'm', '1', :t + g * interval '1 hour', :t + (g + 1) * interval '1 hour', '', "
-        f"now(), 'c', 'psi', 0.1, 0.2, 10, 10, 'ok' FROM {hours}"
-    ), {"t": OLD})  # fmt: skip
-    conn.execute(text(
-        "INSERT INTO outcome_results (model, version, window_start, window_end, slice_key, "
-        "computed_at, metric, value, n, status) SELECT 'm', '1', :t + g * interval '1 day', "
-        f":t + (g + 1) * interval '1 day', '', now(), 'accuracy', 0.9, 10, 'ok' FROM {hours}"
-    ), {"t": OLD})  # fmt: skip
-    conn.execute(text(
-        "INSERT INTO labeled_predictions (model, request_id, version, ts, prediction, label, "
-        "slice_values, joined_at) SELECT 'm', 'r' || g, '1', :t + g * interval '1 hour', "
-        f"'1', '0', '{{}}', now() FROM {hours}"
-    ), {"t": OLD})  # fmt: skip
-    conn.execute(text(
-        "INSERT INTO dead_letters (source, key, \"offset\", reason, detail, payload, "
-        "payload_size, truncated, created_at) SELECT 's', 'k', g, 'decode', 'd', 'x', 1, false, "
-        f":t + g * interval '1 day' FROM {hours}"
-    ), {"t": OLD})  # fmt: skip
+    for insert in _PLAIN:
+        sql = insert.replace("H", ":t + g * interval '1 hour'").replace(
+            "D", ":t + g * interval '1 day'"
+        )
+        conn.execute(text(f"INSERT INTO {sql} FROM generate_series(0, 71) g"), {"t": OLD})
 
 
 def _counts(conn: Connection) -> dict[str, int]:
