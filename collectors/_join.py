@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from sqlalchemy import select
+from sqlalchemy import Table, delete
 from sqlalchemy.orm import Session
 
 from collectors import _bulk as bulk
@@ -315,11 +315,17 @@ def _replace_rows(
     """Swap replaced joined rows for the new pairs, in labeled_predictions and the summaries."""
     if not len(pairs):
         return
-    table = LabeledPrediction.__table__
+    table: Table = LabeledPrediction.__table__  # type: ignore[assignment]
     names = ("version", "ts", "prediction", "label", "slice_values")
-    stmt = select(*(table.c[c] for c in names)).where(
-        table.c.model == model,
-        bulk.in_ids(session, "labeled_predictions.request_id", pairs.request_id),
+    # Replaced rows leave before the new ones come: on PostgreSQL the table is partitioned by
+    # `ts` (its unique key holds it), so a pair re-sent with another time would not conflict.
+    stmt = (
+        delete(table)
+        .where(
+            table.c.model == model,
+            bulk.in_ids(session, "labeled_predictions.request_id", pairs.request_id),
+        )
+        .returning(*(table.c[c] for c in names))
     )
     old = [dict(zip(names, row, strict=True)) for row in session.execute(stmt)]
     add_joined(session, model, JoinedPairs.from_rows(old, config.slices), config, window_s, -1)
@@ -331,4 +337,5 @@ def _replace_rows(
          json_text({c: v[i] for c, v in pairs.slice_values.items()}), joined_at)
         for i in range(len(pairs))
     ]  # fmt: skip
-    bulk.upsert(session, "labeled_predictions", _JOINED_COLUMNS, _KEYS, rows)
+    keys = (*_KEYS, "ts") if bulk.is_postgres(session) else _KEYS
+    bulk.upsert(session, "labeled_predictions", _JOINED_COLUMNS, keys, rows)

@@ -18,6 +18,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
 from monitor.errors import SchemaVersionError, StorageError
+from monitor.storage import include_name
 
 
 @dataclass(frozen=True)
@@ -38,8 +39,9 @@ FOREIGN_PREFIX = "procrastinate_"
 
 
 def ours(name: str | None, _type: str, _parents: object) -> bool:
-    """Whether a schema object is modelled by `monitor.storage` (Alembic's `include_name`)."""
-    return not (name or "").startswith(FOREIGN_PREFIX)
+    """Whether a schema object is modelled by `monitor.storage` (Alembic's `include_name`): not
+    a library's own (the work queue) nor a time partition of a large table (PostgreSQL)."""
+    return not (name or "").startswith(FOREIGN_PREFIX) and include_name(name, _type, _parents)
 
 
 def alembic_config(engine: Engine) -> AlembicConfig:

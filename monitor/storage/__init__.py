@@ -47,6 +47,18 @@ from monitor.storage._estimates import EstimatedResultRow
 from monitor.storage._fairness import FairnessResultRow
 from monitor.storage._guards import GateRun, RollbackEvent
 from monitor.storage._intake import IntakeEntry
+from monitor.storage._partitions import (
+    PARTITIONED,
+    PartitionSpec,
+    create_partition,
+    drop_expired,
+    ensure_partition,
+    include_name,
+    is_partitioned,
+    missing_periods,
+    next_start,
+    period_start,
+)
 from monitor.storage._results import (
     DriftPeriodResultRow,
     DriftResultRow,
@@ -77,6 +89,16 @@ __all__ = [
     "mark_changed",
     "pending_changes",
     "NAMING_CONVENTION",
+    "PARTITIONED",
+    "PartitionSpec",
+    "create_partition",
+    "drop_expired",
+    "ensure_partition",
+    "include_name",
+    "is_partitioned",
+    "missing_periods",
+    "next_start",
+    "period_start",
     "AlertGroup",
     "AlertNotification",
     "AlertSilence",

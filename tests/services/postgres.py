@@ -104,9 +104,10 @@ class PostgresServer:
     def admin_url(self, dbname: str = "postgres") -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{dbname}"
 
-    def create_database(self) -> str:
-        """A fresh empty database; returns its SQLAlchemy URL."""
+    def create_database(self, template: str | None = None) -> str:
+        """A fresh empty database (or a copy of the database `template`); returns its URL."""
         name = f"t_{uuid.uuid4().hex[:12]}"
+        copy = f' TEMPLATE "{template}"' if template else ""
         with psycopg.connect(self.admin_url(), autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
+            conn.execute(f'CREATE DATABASE "{name}"{copy}')
         return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{name}"

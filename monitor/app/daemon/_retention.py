@@ -10,6 +10,12 @@ Kafka partitions and log files are never deleted: they are what makes a restart 
 Consumed HTTP intake requests are kept for `collect.http_dedup_window` (default 1 day), measured
 from when the drain consumed them: that long a retry with the same Idempotency-Key is answered
 as a duplicate; after it, it would count again. Requests not yet consumed are never deleted.
+
+On PostgreSQL the time-partitioned tables (`monitor.storage.PARTITIONED`) lose whole partitions:
+one whose range ended before the cutoff and that holds no row written since is dropped, and row
+deletes there are bounded by the partition key too (`key < cutoff`), so they touch only the
+partitions before the cutoff. The same job then creates the partitions of the coming periods
+and moves rows that landed in a table's DEFAULT partition into partitions of their own.
 """
 
 from __future__ import annotations
@@ -21,9 +27,11 @@ from typing import Any
 
 from sqlalchemy import delete, or_
 from sqlalchemy.engine import Engine
+from sqlalchemy.sql.dml import Delete
 
 from monitor.failures import Isolation
 from monitor.storage import (
+    PARTITIONED,
     AlertNotification,
     CanaryRun,
     DayCount,
@@ -41,6 +49,7 @@ from monitor.storage import (
     OutcomePeriodResultRow,
     OutcomeResultRow,
     OutcomeSummaryRow,
+    PartitionSpec,
     SegmentRun,
     ShadowWindow,
     SkewRun,
@@ -50,6 +59,9 @@ from monitor.storage import (
     WindowCount,
     WindowProfile,
     WindowServing,
+    create_partition,
+    drop_expired,
+    missing_periods,
     transaction,
 )
 
@@ -112,16 +124,64 @@ def purge(
     statements["job_failures"] = delete(JobFailure).where(JobFailure.last_failed_at < cutoff)
     consumed_before = cutoff if intake_cutoff is None else intake_cutoff
     statements["intake_log"] = delete(IntakeEntry).where(IntakeEntry.consumed_at < consumed_before)
+    cutoffs = {t: joined if t == "labeled_predictions" else cutoff for t in PARTITIONED}
+    _bound_by_partition_key(statements, cutoffs)
     # One transaction per table: a table that cannot be purged now (locked, say) is recorded
     # and retried, and never keeps the others from being purged.
     isolation = isolation or Isolation(engine, "retention")
     isolation.begin()
     deleted: dict[str, int] = {}
     for table, stmt in statements.items():
+        dropped = 0
+        if table in PARTITIONED:
+            drop = functools.partial(_drop_partitions, engine, table, cutoffs[table])
+            dropped = isolation.attempt(f"drop partitions {table}", drop) or 0
         count = isolation.attempt(f"purge {table}", functools.partial(_delete, engine, stmt))
         if count is not None:
-            deleted[table] = count
+            deleted[table] = dropped + count
     return deleted
+
+
+def _bound_by_partition_key(statements: dict[str, Delete], cutoffs: dict[str, datetime]) -> None:
+    """Deletes from time-partitioned tables also need their key before the cutoff, so that
+    PostgreSQL prunes them to the partitions before it (a row whose event time is after the
+    cutoff was written at or after it, clocks ahead aside, and waits until the cutoff passes)."""
+    for table, spec in PARTITIONED.items():
+        stmt = statements[table]
+        statements[table] = stmt.where(stmt.table.c[spec.key] < cutoffs[table])
+
+
+def _drop_partitions(engine: Engine, table: str, cutoff: datetime) -> int:
+    with engine.begin() as conn:
+        return drop_expired(conn, PARTITIONED[table], cutoff)
+
+
+def maintain_partitions(
+    engine: Engine, now: datetime, isolation: Isolation | None = None
+) -> dict[str, int]:
+    """Create the coming partitions of each time-partitioned table (and those of rows waiting
+    in its DEFAULT partition); returns partitions created per table (none on SQLite)."""
+    if isolation is None:
+        isolation = Isolation(engine, "retention")
+        isolation.begin()
+    created: dict[str, int] = {}
+    for table, spec in PARTITIONED.items():
+        count = isolation.attempt(
+            f"create partitions {table}", functools.partial(_maintain, engine, spec, now)
+        )
+        if count:
+            created[table] = count
+    return created
+
+
+def _maintain(engine: Engine, spec: PartitionSpec, now: datetime) -> int:
+    with engine.connect() as conn:
+        starts = missing_periods(conn, spec, now)
+    created = 0
+    for start in starts:  # one transaction each: the DEFAULT partition is locked only briefly
+        with engine.begin() as conn:
+            created += create_partition(conn, spec, start)
+    return created
 
 
 def _delete(engine: Engine, stmt: Any) -> int:
@@ -144,5 +204,6 @@ def retention_job(
         joined = None if labeled_days is None else window - timedelta(days=labeled_days)
         intake = None if dedup_window is None else window - dedup_window
         purge(engine, window - timedelta(days=days), joined, isolation, intake)
+        maintain_partitions(engine, window, isolation)
 
     return run
