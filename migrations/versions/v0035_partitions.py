@@ -1,7 +1,7 @@
 """The large tables become time-partitioned on PostgreSQL; SQLite is left as it is.
 
-Revision ID: 0032_partitions
-Revises: 0030_releases_views
+Revision ID: 0035_partitions
+Revises: 0034_measures
 Create Date: 2026-12-05
 
 `window_profiles`, `drift_results` (by `window_start`, daily), `outcome_results` (by
@@ -33,8 +33,8 @@ from sqlalchemy.engine import Connection
 
 from monitor.storage import PartitionSpec, ensure_partition, next_start, period_start
 
-revision = "0032_partitions"
-down_revision = "0030_releases_views"
+revision = "0035_partitions"
+down_revision = "0034_measures"
 branch_labels = None
 depends_on = None
 
