@@ -1,7 +1,7 @@
 """Time partitions of the large tables on PostgreSQL: which tables, created ahead, dropped whole.
 
 On PostgreSQL the tables that grow with traffic are range-partitioned by a time column
-(migration 0032); SQLite keeps plain tables and every function here does nothing there, so
+(migration 0035); SQLite keeps plain tables and every function here does nothing there, so
 callers take one code path on both backends.
 
 - Each partitioned table has a DEFAULT partition: a row whose partition does not exist (an old
