@@ -10,6 +10,8 @@ from __future__ import annotations
 from monitor.fairness._base import (
     COMPARISONS,
     METRICS,
+    NO_LABELS,
+    PARITY,
     PER_GROUP,
     FairnessResult,
     FairnessStatus,
@@ -21,6 +23,8 @@ from monitor.fairness._intervals import katz, newcombe, simultaneous_z
 __all__ = [
     "COMPARISONS",
     "METRICS",
+    "NO_LABELS",
+    "PARITY",
     "PER_GROUP",
     "FairnessResult",
     "FairnessStatus",

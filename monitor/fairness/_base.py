@@ -19,6 +19,10 @@ COMPARISONS = (
 # Metrics of each group (one row per group, slice {attribute: group}).
 PER_GROUP = ("selection_rate", "true_positive_rate", "false_positive_rate", "calibration_error")
 METRICS = COMPARISONS + PER_GROUP
+# The metrics over every prediction of a window, labelled or not (the others need labels).
+PARITY = ("demographic_parity_difference", "demographic_parity_ratio", "selection_rate")
+# The reason of a label-based metric of a window none of whose predictions is labelled yet.
+NO_LABELS = "no labels yet"
 
 
 @dataclass(frozen=True)

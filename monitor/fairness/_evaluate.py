@@ -18,7 +18,13 @@ from dataclasses import dataclass
 from itertools import combinations
 
 from monitor.config import FairnessConfig
-from monitor.fairness._base import COMPARISONS, FairnessResult, FairnessStatus, GroupCounts
+from monitor.fairness._base import (
+    COMPARISONS,
+    NO_LABELS,
+    FairnessResult,
+    FairnessStatus,
+    GroupCounts,
+)
 from monitor.fairness._intervals import absolute, folded, katz, newcombe, simultaneous_z
 from monitor.outcomes import wilson
 from monitor.outcomes.summary import ClassificationSummary, OutcomeSummary
@@ -27,7 +33,6 @@ from monitor.profiles import NULL_VALUE, OTHER_VALUE
 Groups = Mapping[str, GroupCounts]
 Interval = tuple[float, float, float]  # value, ci_low, ci_high
 _Z95 = simultaneous_z(0.05, 1)
-NO_LABELS = "no labels yet"
 Selections = Sequence[tuple[dict[str, str] | None, int, int]]  # slice, scored, selected
 
 
