@@ -15,6 +15,7 @@ from sqlalchemy.engine import Engine
 from collectors._plan import Plan
 from collectors._store import mark_windows, merge_counts
 from collectors._windows import WindowBatch
+from monitor.app.daemon.signals import latest_fairness_rows
 from monitor.config import ModelConfig
 from monitor.evaluation.windows import WindowEvaluator
 from monitor.fairness import evaluate_fairness, groups_of
@@ -135,3 +136,8 @@ def test_parity_is_over_every_prediction_before_and_after_labels(engine: Engine)
     assert got[("gender", "", "equal_opportunity_difference")][2] != "insufficient_data"
     labelled = {g: float(np.mean(score[keep][gender[keep] == g] >= 0.5)) for g in ("f", "m")}
     assert abs(labelled["m"] - labelled["f"]) < dp[0] - 0.1
+    _ingest(engine, _pairs(300, 7000, T0 + HOUR), T0 + HOUR)  # the next window, no labels yet
+    evaluator.run(T0 + 3 * HOUR)
+    latest = {r.metric: r.window_start for r in latest_fairness_rows(engine, "m")}
+    assert latest["demographic_parity_ratio"] == latest["selection_rate"] == T0 + HOUR
+    assert latest["equal_opportunity_difference"] == latest["calibration_error"] == T0
