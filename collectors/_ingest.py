@@ -189,7 +189,7 @@ class Ingestor:
                 bump_counters(session, self.source, plan, len(plan.labels))
                 check_positions(session, self.source, plan)
                 merge_profiles(session, built, self.backend, window_s, self.specs.forget)
-                merge_counts(session, plan, window_s)
+                merge_counts(session, plan, window_s, self.models)
                 merge_serving(session, plan, window_s)
                 mark_windows(session, plan, window_s)
                 store_dead_letters(session, dead)

@@ -19,14 +19,18 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from collectors._base import RawRecord, Rejection
+from collectors._derived import PREDICTION
 from collectors._edge import printable
 from collectors._plan import GroupKey, KeyState, Plan, WindowKey
 from collectors._profiling import ProfileBackend
 from collectors._specs import BuiltProfile
 from collectors._validate import utc
+from collectors._windows import WindowBatch
+from monitor.config import ModelConfig
 from monitor.detectors import rebin
 from monitor.errors import CorruptProfileError
 from monitor.estimation import DERIVED_COLUMNS
+from monitor.outcomes.summary import selected_of
 from monitor.storage import (
     DeadLetter,
     IngestCounter,
@@ -217,19 +221,42 @@ def _loaded(
         return None
 
 
-def merge_counts(session: Session, plan: Plan, window_s: float) -> None:
-    """Add the batch's event counts per (model, version, window, slice)."""
+def merge_counts(
+    session: Session, plan: Plan, window_s: float, models: Mapping[str, ModelConfig]
+) -> None:
+    """Add the batch's event counts per (model, version, window, slice), and of a model with
+    `fairness` its scored and positive predictions (demographic parity's selection rates)."""
     table = WindowCount.__table__
     now = utcnow()
     for wkey, window in plan.windows.items():
         stored = _window_rows(session, table, wkey, (table.c.events,))
+        selection = _selection(window, models[wkey[0]])
         new, changed = [], []
         for slice_key in window.slices:
+            scored, selected = selection(slice_key)
+            counts = {"events": window.count(slice_key), "scored": scored, "selected": selected}
             if (slice_key,) in stored:
-                changed.append({"k_slice": slice_key, "v_n": window.count(slice_key)})
+                changed.append({"k_slice": slice_key, **{f"v_{k}": v for k, v in counts.items()}})
             else:
-                new.append({"slice_key": slice_key, "events": window.count(slice_key)})
+                new.append({"slice_key": slice_key, **counts})
         _write_window_rows(session, table, wkey, window_s, now, new, changed)
+
+
+def _selection(window: WindowBatch, config: ModelConfig) -> Callable[[str], tuple[int, int]]:
+    """(scored, selected) predictions of a slice of the window; (0, 0) without `fairness`."""
+    predictions = window.columns.get(PREDICTION)
+    if config.fairness is None or predictions is None:
+        return lambda slice_key: (0, 0)
+    oc = config.outcomes
+    scored, selected = selected_of(predictions, oc.output, oc.threshold)
+
+    def counts(slice_key: str) -> tuple[int, int]:
+        rows = window.slices[slice_key]
+        if rows is None:
+            return int(scored.sum()), int(selected.sum())
+        return int(scored[rows].sum()), int(selected[rows].sum())
+
+    return counts
 
 
 def mark_windows(session: Session, plan: Plan, window_s: float) -> None:
@@ -272,7 +299,8 @@ def _write_window_rows(
 ) -> None:
     """Insert a window's new rows and update its changed ones, one executemany each.
 
-    Profiles (a `column` key) replace payload and n; counts add `v_n` to `events`.
+    Profiles (a `column` key) replace payload and n; counts add `v_events`, `v_scored` and
+    `v_selected` to theirs.
     """
     model, version, start = wkey
     head = {"model": model, "version": version, "window_start": utc(start)}
@@ -287,7 +315,7 @@ def _write_window_rows(
         where.append(table.c.column == bindparam("k_column"))
         values: dict[str, Any] = {"n": bindparam("v_n"), "payload": bindparam("v_payload")}
     else:
-        values = {"events": table.c.events + bindparam("v_n")}
+        values = {c: table.c[c] + bindparam(f"v_{c}") for c in ("events", "scored", "selected")}
     session.execute(update(table).where(*where).values(updated_at=now, **values), changed)
 
 

@@ -288,6 +288,21 @@ def window_summaries(
     return merged_by_slice(rows)
 
 
+def summaries_by_window(
+    session: Session, model: str, version: str, starts: Sequence[datetime]
+) -> list[list[tuple[dict[str, str] | None, OutcomeSummary]]]:
+    """Each window's summaries (`window_summaries`) for the windows starting at `starts`, in
+    their order, in one query."""
+    t = OutcomeSummaryRow
+    stmt = select(t.window_start, t.slice_key, t.payload).where(
+        t.model == model, t.version == version, t.window_start.in_(list(starts))
+    )
+    rows: dict[datetime, list[tuple[str, bytes]]] = {}
+    for start, key, payload in fetch_rows(session, stmt):
+        rows.setdefault(start, []).append((key, payload))
+    return [merged_by_slice(rows.get(start, [])) for start in starts]
+
+
 def merged_by_slice(
     rows: Iterable[tuple[str, bytes]],
 ) -> list[tuple[dict[str, str] | None, OutcomeSummary]]:

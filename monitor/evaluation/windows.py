@@ -1,8 +1,9 @@
 """Window evaluation: compare each changed window with its baseline and score its outcomes.
 
 A window is (re)evaluated when its profiles or its joined labels changed after its last
-evaluation, so a tick does only new work and repeating a tick changes nothing (results are
-upserted per (model, version, window, slice, column, method)).
+evaluation (its fairness on either: demographic parity counts every prediction), so a tick
+does only new work and repeating a tick changes nothing (results are upserted per (model,
+version, window, slice, column, method)).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from monitor.evaluation._drift_batch import (
     thresholds_for,
     where_of,
 )
-from monitor.evaluation._fairness import store_window_fairness
+from monitor.evaluation._fairness import fairness_windows, store_window_fairness
 from monitor.evaluation._outcome_batch import outcome_batch
 from monitor.evaluation.period_jobs import WINDOW_ITEMS, evaluate_periods, mark_periods
 from monitor.evaluation.periods import DayMerges, Period, stored_drift, stored_outcomes
@@ -218,6 +219,8 @@ class WindowEvaluator:
                 for window in batch:
                     record_window_slo(self.isolation, self.engine, cfg.name, cfg.slo, version,
                                       window.start)  # fmt: skip
+            if cfg.fairness is not None:  # demographic parity needs no baseline, nor labels
+                self._fairness(cfg, version, batch)
             found = self._found(cfg, refs, version)
             if found is None:
                 # Without a baseline there is nothing to compare; the window is evaluated when
@@ -238,6 +241,12 @@ class WindowEvaluator:
         drift = functools.partial(self._period_drift, cfg, refs, merges)
         evaluate_periods(self.isolation, self.engine, cfg, "drift", drift)
         return out
+
+    def _fairness(self, cfg: ModelConfig, version: str, batch: list[Window]) -> None:
+        """The fairness of windows whose predictions changed (a failure is the job's item)."""
+        spans = [(w.start, w.end) for w in batch]
+        work = functools.partial(fairness_windows, self.engine, cfg, version, spans)
+        self.isolation.attempt(f"fairness {cfg.name}/{version}", work, cfg.name, version)
 
     def _found(
         self, cfg: ModelConfig, refs: dict[str, Reference | None], version: str

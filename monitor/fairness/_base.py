@@ -19,28 +19,43 @@ COMPARISONS = (
 # Metrics of each group (one row per group, slice {attribute: group}).
 PER_GROUP = ("selection_rate", "true_positive_rate", "false_positive_rate", "calibration_error")
 METRICS = COMPARISONS + PER_GROUP
+# The metrics over every prediction of a window, labelled or not (the others need labels).
+PARITY = ("demographic_parity_difference", "demographic_parity_ratio", "selection_rate")
+# The reason of a label-based metric of a window none of whose predictions is labelled yet.
+NO_LABELS = "no labels yet"
 
 
 @dataclass(frozen=True)
 class GroupCounts:
-    """What fairness metrics need of one group's labelled rows: the confusion counts at the
-    model's threshold and the sum of scores. Counts add, so windows and replicas merge."""
+    """What fairness metrics need of one group: of its labelled rows, the confusion counts at
+    the model's threshold and the sum of scores (the label-based metrics); of all its
+    predictions, labelled or not, those scored and those predicting the positive class (the
+    selection rate). Counts add, so windows and replicas merge."""
 
     tp: int = 0
     fp: int = 0
     tn: int = 0
     fn: int = 0
     score_sum: float = 0.0
+    scored: int = 0
+    selected: int = 0
 
     @property
     def n(self) -> int:
+        """Labelled rows."""
         return self.tp + self.fp + self.tn + self.fn
 
+    @property
+    def size(self) -> int:
+        """Rows of either kind: a group is seen when it has predictions or labelled rows."""
+        return max(self.n, self.scored)
+
     @classmethod
-    def of(cls, summary: ClassificationSummary) -> GroupCounts:
-        """The counts of an outcome summary (invalid pairs are in neither)."""
+    def of(cls, summary: ClassificationSummary, scored: int = 0, selected: int = 0) -> GroupCounts:
+        """The counts of an outcome summary (invalid pairs are in neither) and of the group's
+        predictions."""
         tp, fp, tn, fn = (int(v) for v in summary.confusion.tolist())
-        return cls(tp, fp, tn, fn, float(summary.score_sum.sum()))
+        return cls(tp, fp, tn, fn, float(summary.score_sum.sum()), scored, selected)
 
     def merge(self, other: GroupCounts) -> GroupCounts:
         """The counts of both sets of rows."""
@@ -50,6 +65,8 @@ class GroupCounts:
             self.tn + other.tn,
             self.fn + other.fn,
             self.score_sum + other.score_sum,
+            self.scored + other.scored,
+            self.selected + other.selected,
         )
 
 

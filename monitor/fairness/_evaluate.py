@@ -18,7 +18,13 @@ from dataclasses import dataclass
 from itertools import combinations
 
 from monitor.config import FairnessConfig
-from monitor.fairness._base import COMPARISONS, FairnessResult, FairnessStatus, GroupCounts
+from monitor.fairness._base import (
+    COMPARISONS,
+    NO_LABELS,
+    FairnessResult,
+    FairnessStatus,
+    GroupCounts,
+)
 from monitor.fairness._intervals import absolute, folded, katz, newcombe, simultaneous_z
 from monitor.outcomes import wilson
 from monitor.outcomes.summary import ClassificationSummary, OutcomeSummary
@@ -27,6 +33,7 @@ from monitor.profiles import NULL_VALUE, OTHER_VALUE
 Groups = Mapping[str, GroupCounts]
 Interval = tuple[float, float, float]  # value, ci_low, ci_high
 _Z95 = simultaneous_z(0.05, 1)
+Selections = Sequence[tuple[dict[str, str] | None, int, int]]  # slice, scored, selected
 
 
 @dataclass(frozen=True)
@@ -39,7 +46,7 @@ class _Rate:
     trials: Callable[[GroupCounts], int]
 
 
-SELECTION = _Rate("selection_rate", "rows", lambda c: c.tp + c.fp, lambda c: c.n)
+SELECTION = _Rate("selection_rate", "predictions", lambda c: c.selected, lambda c: c.scored)
 TPR = _Rate("true_positive_rate", "actual positives", lambda c: c.tp, lambda c: c.tp + c.fn)
 FPR = _Rate("false_positive_rate", "actual negatives", lambda c: c.fp, lambda c: c.fp + c.tn)
 
@@ -54,18 +61,33 @@ class _Compared:
 
 
 def groups_of(
-    summaries: Sequence[tuple[dict[str, str] | None, OutcomeSummary]], attributes: Sequence[str]
+    summaries: Sequence[tuple[dict[str, str] | None, OutcomeSummary]],
+    attributes: Sequence[str],
+    selections: Selections = (),
 ) -> dict[str, dict[str, GroupCounts]]:
-    """Counts per attribute and group from a window's merged per-slice outcome summaries; an
-    attribute without any slice summary is absent."""
+    """Counts per attribute and group from a window's merged per-slice outcome summaries
+    (labelled rows) and per-slice selection counts (all predictions: `window_counts`); an
+    attribute with neither is absent."""
     out: dict[str, dict[str, GroupCounts]] = {}
     for slice_, summary in summaries:
-        if not slice_ or len(slice_) != 1 or not isinstance(summary, ClassificationSummary):
-            continue
-        ((column, value),) = slice_.items()
-        if column in attributes:
-            out.setdefault(column, {})[value] = GroupCounts.of(summary)
+        found = _group(slice_, attributes)
+        if found is not None and isinstance(summary, ClassificationSummary):
+            out.setdefault(found[0], {})[found[1]] = GroupCounts.of(summary)
+    for slice_, scored, selected in selections:
+        found = _group(slice_, attributes)
+        if found is not None and scored:
+            groups = out.setdefault(found[0], {})
+            labelled = groups.get(found[1], GroupCounts())
+            groups[found[1]] = labelled.merge(GroupCounts(scored=scored, selected=selected))
     return out
+
+
+def _group(slice_: dict[str, str] | None, attributes: Sequence[str]) -> tuple[str, str] | None:
+    """(attribute, group) of a one-column slice of a protected attribute, else None."""
+    if not slice_ or len(slice_) != 1:
+        return None
+    ((column, value),) = slice_.items()
+    return (column, value) if column in attributes else None
 
 
 def evaluate_fairness(groups: Mapping[str, Groups], cfg: FairnessConfig) -> list[FairnessResult]:
@@ -85,18 +107,18 @@ def evaluate_fairness(groups: Mapping[str, Groups], cfg: FairnessConfig) -> list
 
 def _kept(found: Groups, cap: int) -> dict[str, GroupCounts]:
     """The groups compared: not null or other, the `cap` largest (ties by name), by name."""
-    real = [(g, c) for g, c in found.items() if g not in (NULL_VALUE, OTHER_VALUE) and c.n]
-    real.sort(key=lambda gc: (-gc[1].n, gc[0]))
+    real = [(g, c) for g, c in found.items() if g not in (NULL_VALUE, OTHER_VALUE) and c.size]
+    real.sort(key=lambda gc: (-gc[1].size, gc[0]))
     return dict(sorted(real[:cap]))
 
 
 def _problem(attribute: str, found: Groups, kept: Groups) -> str | None:
     """Why the attribute's groups cannot be compared at all, or None."""
-    if not any(c.n for c in found.values()):
-        return f"attribute {attribute!r} is missing from the window (no labelled rows)"
+    if not any(c.size for c in found.values()):
+        return f"attribute {attribute!r} is missing from the window (no predictions)"
     if not kept:
         if set(found) <= {NULL_VALUE}:
-            return f"every labelled row's {attribute!r} is null"
+            return f"every row's {attribute!r} is null"
         return f"{attribute!r} has no group (only null or other values)"
     if len(kept) == 1:
         return f"only one group of {attribute!r} ({next(iter(kept))!r})"
@@ -125,6 +147,12 @@ def _compare(
 ) -> _Compared | str:
     """The rate's groups with at least `min_n` supporting rows and the pairs compared, or
     why they cannot be compared."""
+    if not any(rate.trials(c) for c in groups.values()):
+        if rate is SELECTION:
+            return ("no predictions counted (a window ingested before selection counts, or "
+                    "before `fairness` was configured)")  # fmt: skip
+        if not any(c.n for c in groups.values()):
+            return NO_LABELS
     eligible = {g: c for g, c in groups.items() if rate.trials(c) >= min_n}
     if ref is not None and ref not in eligible:
         have = rate.trials(groups[ref]) if ref in groups else 0
@@ -209,19 +237,25 @@ def _insufficient(
 
 def _per_group(attribute: str, kept: Groups, cfg: FairnessConfig) -> list[FairnessResult]:
     """Each group's rates (95% Wilson intervals, no verdict) and calibration error."""
-    out = []
-    min_n = cfg.min_group_n
-    for group, c in kept.items():
-        for rate in (SELECTION, TPR, FPR):
-            x, n = rate.successes(c), rate.trials(c)
-            if n < min_n:
-                why = f"{n} {rate.support} (fewer than {min_n})"
-                out.append(_insufficient(attribute, rate.metric, why, None, n, group))
-                continue
-            low, high = wilson(x, n, _Z95)
-            out.append(FairnessResult(attribute, rate.metric, {attribute: group}, x / n, low,
-                                      high, None, n, "ok"))  # fmt: skip
-    return out + _calibration(attribute, kept, cfg)
+    rates = [_group_rate(attribute, g, c, r, cfg.min_group_n)
+             for g, c in kept.items() for r in (SELECTION, TPR, FPR)]  # fmt: skip
+    return rates + _calibration(attribute, kept, cfg)
+
+
+def _group_rate(
+    attribute: str, group: str, c: GroupCounts, rate: _Rate, min_n: int
+) -> FairnessResult:
+    """One group's rate: the selection rate over its predictions, error rates over its
+    labelled rows."""
+    x, n = rate.successes(c), rate.trials(c)
+    if rate is not SELECTION and not c.n:
+        return _insufficient(attribute, rate.metric, NO_LABELS, None, 0, group)
+    if n < min_n:
+        why = f"{n} {rate.support} (fewer than {min_n})"
+        return _insufficient(attribute, rate.metric, why, None, n, group)
+    low, high = wilson(x, n, _Z95)
+    return FairnessResult(attribute, rate.metric, {attribute: group}, x / n, low, high, None, n,
+                          "ok")  # fmt: skip
 
 
 def _calibration(attribute: str, kept: Groups, cfg: FairnessConfig) -> list[FairnessResult]:
@@ -235,7 +269,7 @@ def _calibration(attribute: str, kept: Groups, cfg: FairnessConfig) -> list[Fair
     out = []
     for group, c in kept.items():
         if group not in sized:
-            why = f"{c.n} rows (fewer than {min_n})"
+            why = f"{c.n} labelled rows (fewer than {min_n})" if c.n else NO_LABELS
             out.append(_insufficient(attribute, "calibration_error", why, bound, c.n, group))
             continue
         observed, expected = (c.tp + c.fn) / c.n, c.score_sum / c.n

@@ -77,6 +77,24 @@ def scores_of(values: Sequence[Any], output: str | None) -> Array:
     return np.fromiter((math.nan if s is None else s for s in scored), np.float64, len(values))
 
 
+def predicted_positive(
+    score: Array, threshold: float
+) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+    """Which scores a binary classifier's counts use (finite, in [0, 1]) and which of them
+    predict the positive class (at or above `threshold`): the one rule of the predicted class,
+    for the label join's confusion counts and the selection counted over all predictions."""
+    with np.errstate(invalid="ignore"):
+        scored = np.isfinite(score) & (score >= 0) & (score <= 1)
+        return scored, scored & (score >= threshold)
+
+
+def selected_of(
+    predictions: Sequence[Any], output: str | None, threshold: float
+) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+    """`predicted_positive` of raw predictions (as sent), scored as the label join scores them."""
+    return predicted_positive(scores_of(predictions, output), threshold)
+
+
 @dataclass
 class ClassificationSummary:
     """Binary classification statistics of a set of pairs (see the module docstring)."""
@@ -95,12 +113,11 @@ class ClassificationSummary:
 
     def add(self, y: Array, score: Array, sign: int = 1) -> None:
         """Add (sign=1) or remove (sign=-1) pairs; unusable pairs only count as invalid."""
-        ok = np.isfinite(y) & np.isfinite(score) & np.isin(y, (0.0, 1.0))
-        ok &= (score >= 0) & (score <= 1)
+        scored, positive = predicted_positive(score, self.threshold)
+        ok = scored & np.isfinite(y) & np.isin(y, (0.0, 1.0))
         self.invalid += sign * int((~ok).sum())
-        y, score = y[ok], score[ok]
+        y, score, pred = y[ok], score[ok], positive[ok]
         cls = y.astype(np.intp)
-        pred = score >= self.threshold
         cells = np.bincount(cls * 2 + (~pred).astype(np.intp), minlength=4)
         # cells: 0 = neg & pred (fp), 1 = neg & not pred (tn), 2 = tp, 3 = fn
         self.confusion += sign * cells[[2, 0, 1, 3]].astype(np.int64)

@@ -55,6 +55,10 @@ class WindowCount(Base):
     slice_key: Mapped[str] = mapped_column(String(500), primary_key=True)
     window_end: Mapped[datetime] = mapped_column(UTCDateTime)
     events: Mapped[int] = mapped_column(BigInteger)
+    # Of a model with `fairness`: its predictions with a usable score, and those predicting the
+    # positive class (`monitor.outcomes.summary.predicted_positive`); 0 for other models.
+    scored: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    selected: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 

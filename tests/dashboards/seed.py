@@ -256,8 +256,8 @@ def seed_fairness(engine: Engine, t0: datetime) -> None:
     """Fairness by region in the last hour: eu selected at 0.2, us at 0.5 (a violation)."""
 
     groups = {
-        "eu": GroupCounts(tp=60, fp=20, tn=300, fn=20, score_sum=120.0),
-        "us": GroupCounts(tp=150, fp=50, tn=180, fn=20, score_sum=190.0),
+        "eu": GroupCounts(tp=60, fp=20, tn=300, fn=20, score_sum=120.0, scored=400, selected=80),
+        "us": GroupCounts(tp=150, fp=50, tn=180, fn=20, score_sum=190.0, scored=400, selected=200),
     }
     results = evaluate_fairness({"region": groups}, FairnessConfig(attributes=["region"]))
     window = (t0 + timedelta(hours=HOURS - 1), t0 + timedelta(hours=HOURS))

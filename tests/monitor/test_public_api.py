@@ -100,6 +100,8 @@ PINNED: dict[str, set[str]] = {
     "monitor.fairness": {
         "COMPARISONS",
         "METRICS",
+        "NO_LABELS",
+        "PARITY",
         "PER_GROUP",
         "FairnessResult",
         "FairnessStatus",

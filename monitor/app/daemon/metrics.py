@@ -31,10 +31,11 @@ from sqlalchemy.orm import Session
 
 from collectors import read_backlog
 from dashboards.metrics import ModelwatchMetrics
-from monitor.app.daemon.signals import latest_rows
+from monitor.app.daemon.signals import latest_fairness_rows, latest_rows
 from monitor.common.measures import MEASURES
 from monitor.config.serving import SloConfig
 from monitor.failures import Isolation
+from monitor.fairness import PARITY
 from monitor.profiles import OVERALL, key_of, slice_label
 from monitor.profiles.serving import LatencySketch, ServingSummary
 from monitor.slo.breakdown import latency_breakdown
@@ -45,7 +46,6 @@ from monitor.storage import (
     DeadLetter,
     DriftResultRow,
     EstimatedResultRow,
-    FairnessResultRow,
     GateRun,
     IngestCounter,
     Model,
@@ -255,7 +255,10 @@ class MetricsPublisher:
             self.metrics.set_estimated(model, r.version, r.slice_key or None, r)
 
     def _fairness(self, model: str) -> None:
-        for r in _current(latest_rows(self.engine, FairnessResultRow, model)):
+        rows = latest_fairness_rows(self.engine, model)
+        parity = [r for r in rows if r.metric in PARITY]  # the newest window's, and the
+        labelled = [r for r in rows if r.metric not in PARITY]  # newest labelled window's
+        for r in _current(parity) + _current(labelled):
             if r.value is not None:
                 self.metrics.set_fairness(model, r.version, r.attribute, r.metric,
                                           r.slice_key or None, r.value, r.threshold)  # fmt: skip

@@ -10,12 +10,13 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select
 from sqlalchemy.engine import Engine
 
 from alerts import Signal
 from monitor.config import ModelConfig
 from monitor.estimation import MULTIVARIATE_METRIC
+from monitor.fairness import COMPARISONS, NO_LABELS, PARITY
 from monitor.profiles import key_of, parse_slice_key, slice_label
 from monitor.profiles.serving import ServingSummary
 from monitor.slo.evaluate import ServingWindow, evaluate_windows, version_prices
@@ -52,6 +53,29 @@ def latest_rows(engine: Engine, table: Any, model: str) -> list[Any]:
                     table.model == model, table.version == version, table.window_start == newest
                 )
             )
+    return out
+
+
+def latest_fairness_rows(engine: Engine, model: str) -> list[Any]:
+    """Fairness rows of each version of `model`: demographic parity's (`PARITY`) of its newest
+    window, the label-based metrics' of its newest window with labels (the newest window
+    usually still waits for them: its label-based rows only say "no labels yet")."""
+    t = FairnessResultRow
+    out: list[Any] = []
+    with session_factory(engine)() as s:
+        for version in s.scalars(_versions(t, model)):
+            mine = (t.model == model, t.version == version)
+            newest = select(func.max(t.window_start)).where(*mine).scalar_subquery()
+            labelled = (
+                select(func.max(t.window_start))
+                .where(*mine, t.metric == COMPARISONS[2], or_(t.reason.is_(None),
+                                                              t.reason != NO_LABELS))
+                .scalar_subquery()
+            )  # fmt: skip
+            out += s.scalars(select(t).where(*mine, t.window_start == newest,
+                                             t.metric.in_(PARITY)))  # fmt: skip
+            out += s.scalars(select(t).where(*mine, t.window_start == labelled,
+                                             t.metric.not_in(PARITY)))  # fmt: skip
     return out
 
 
@@ -129,11 +153,12 @@ def outcome_signals(engine: Engine, models: Iterable[str], now: datetime) -> lis
 
 
 def fairness_signals(engine: Engine, models: Iterable[str], now: datetime) -> list[Signal]:
-    """A `fairness` signal per judged metric, attribute and group of the newest labelled
-    window (per-group rates, which have no bound, and `insufficient_data` send none)."""
+    """A `fairness` signal per judged metric, attribute and group of the newest window
+    (demographic parity) or newest labelled window (the others; `latest_fairness_rows`);
+    per-group rates, which have no bound, and `insufficient_data` send none."""
     out: list[Signal] = []
     for model in models:
-        for r in latest_rows(engine, FairnessResultRow, model):
+        for r in latest_fairness_rows(engine, model):
             if r.status == "insufficient_data" or r.threshold is None:
                 continue
             group = parse_slice_key(r.slice_key) or {}

@@ -16,7 +16,7 @@ from monitor.fairness import (
     evaluate_fairness,
     groups_of,
 )
-from monitor.outcomes.summary import ClassificationSummary
+from monitor.outcomes.summary import ClassificationSummary, predicted_positive
 
 THRESHOLD = 0.5
 
@@ -34,12 +34,18 @@ def data() -> dict[str, np.ndarray]:
     return {"y": y.astype(np.float64), "score": score, "group": group}
 
 
-def counts_of(y: np.ndarray, score: np.ndarray, group: np.ndarray) -> dict[str, GroupCounts]:
+def counts_of(
+    y: np.ndarray, score: np.ndarray, group: np.ndarray, labelled: np.ndarray | None = None
+) -> dict[str, GroupCounts]:
+    """Each group's counts: selections over every row, the rest over the `labelled` ones
+    (default: all)."""
+    labelled = np.ones(y.size, bool) if labelled is None else labelled
     out = {}
     for g in np.unique(group):
         summary = ClassificationSummary(THRESHOLD)
-        summary.add(y[group == g], score[group == g])
-        out[str(g)] = GroupCounts.of(summary)
+        summary.add(y[(group == g) & labelled], score[(group == g) & labelled])
+        scored, selected = predicted_positive(score[group == g], THRESHOLD)
+        out[str(g)] = GroupCounts.of(summary, int(scored.sum()), int(selected.sum()))
     return out
 
 
@@ -143,22 +149,65 @@ def test_groups_come_from_per_slice_summaries(data: dict[str, np.ndarray]) -> No
     assert set(found) == {"gender"} and set(found["gender"]) == {"a", "b"}
 
 
+def test_parity_counts_every_prediction_not_only_the_labelled(
+    data: dict[str, np.ndarray],
+) -> None:
+    """Labels that arrive mostly for group b's selected rows (a biased sample) leave
+    demographic parity over all predictions as it is; the error rates use the labelled rows."""
+    y, score, group = data["y"], data["score"], data["group"]
+    pred = score >= THRESHOLD
+    labelled = (group != "b") | pred | (np.arange(y.size) % 5 == 0)
+    got = evaluate(counts_of(y, score, group, labelled))
+    rate = {g: pred[group == g].mean() for g in ("a", "b", "c")}
+    seen = {g: pred[(group == g) & labelled].mean() for g in ("a", "b", "c")}
+    want = max(rate.values()) - min(rate.values())
+    biased = max(seen.values()) - min(seen.values())
+    dp = got[("demographic_parity_difference", None)].value
+    assert dp == pytest.approx(want, abs=1e-12) and abs(dp - biased) > 0.1
+    assert got[("selection_rate", "b")].n == np.sum(group == "b")
+    assert got[("true_positive_rate", "b")].n == np.sum((group == "b") & labelled & (y == 1))
+
+
+def test_without_labels_parity_is_judged_and_the_rest_waits() -> None:
+    groups = {g: GroupCounts(scored=400, selected=k) for g, k in (("f", 80), ("m", 200))}
+    got = evaluate(groups)
+    assert got[("demographic_parity_difference", None)].status == "violation"
+    assert got[("selection_rate", "f")].value == 0.2
+    for key in [("equal_opportunity_difference", None), ("equalized_odds_difference", None),
+                ("true_positive_rate", "f"), ("false_positive_rate", "m"),
+                ("calibration_error", "f")]:  # fmt: skip
+        assert (got[key].status, got[key].reason) == ("insufficient_data", "no labels yet")
+
+
+def test_groups_add_the_selection_counts_of_all_predictions() -> None:
+    labelled = ClassificationSummary(THRESHOLD)
+    labelled.add(np.array([1.0, 0.0]), np.array([0.9, 0.1]))
+    found = groups_of(
+        [({"gender": "f"}, labelled)],
+        ["gender"],
+        [({"gender": "f"}, 50, 20), ({"gender": "m"}, 40, 10), ({"region": "eu"}, 9, 9)],
+    )
+    assert found == {"gender": {"f": GroupCounts(1, 0, 1, 0, 1.0, 50, 20),
+                                "m": GroupCounts(scored=40, selected=10)}}  # fmt: skip
+
+
 def _counts(n: int, selected: int, positives: int = 0, tp: int = 0) -> GroupCounts:
     """Counts of n rows, `selected` predicted positive, `positives` actual positives of which
     `tp` predicted positive."""
     fp = selected - tp
-    return GroupCounts(tp=tp, fp=fp, tn=n - positives - fp, fn=positives - tp, score_sum=n / 2)
+    return GroupCounts(tp=tp, fp=fp, tn=n - positives - fp, fn=positives - tp, score_sum=n / 2,
+                       scored=n, selected=selected)  # fmt: skip
 
 
 @pytest.mark.parametrize(
     ("groups", "reason"),
     [
         (None, "'gender' is missing from the window"),
-        ({"(null)": _counts(500, 100, 200, 50)}, "every labelled row's 'gender' is null"),
+        ({"(null)": _counts(500, 100, 200, 50)}, "every row's 'gender' is null"),
         ({"f": _counts(500, 100, 200, 50)}, "only one group of 'gender' ('f')"),
         (
             {"f": _counts(12, 4, 6, 2), "m": _counts(9, 3, 4, 2)},
-            "fewer than 2 groups of 'gender' with at least 30 rows (f: 12, m: 9)",
+            "fewer than 2 groups of 'gender' with at least 30 predictions (f: 12, m: 9)",
         ),
         ({"(other)": _counts(500, 100), "(null)": _counts(9, 1)}, "has no group"),
     ],
@@ -200,7 +249,7 @@ def test_a_small_group_is_left_out_and_a_small_reference_says_so() -> None:
     assert got[("selection_rate", "x")].status == "insufficient_data"
     small = evaluate(groups, reference_group={"gender": "x"})
     reason = small[("demographic_parity_difference", None)].reason
-    assert reason == "reference group 'x' of 'gender' has 8 rows (fewer than 30)"
+    assert reason == "reference group 'x' of 'gender' has 8 predictions (fewer than 30)"
 
 
 def test_groups_past_the_cap_are_left_out() -> None:

@@ -1,6 +1,6 @@
 """Fairness end to end through `modelwatch serve` on SQLite: a config naming protected
-attributes, events with labels over HTTP, the evaluate job's fairness results over the API,
-and the `fairness` signal firing an alert."""
+attributes, predictions then their labels over HTTP, the evaluate job's fairness results over
+the API (demographic parity before any label), and the `fairness` signal firing an alert."""
 
 from __future__ import annotations
 
@@ -72,17 +72,23 @@ def test_fairness_is_served_and_alerted(tmp_path: Path) -> None:
     try:
         server.wait_ready()
         events = _events()
-        for at in range(0, len(events), 300):
+        path = "/v1/models/credit/fairness"
+
+        def judged(labelled: bool) -> list[dict[str, Any]]:
+            rows = _get(server, path, attribute="gender", slice="overall")["results"]
+            eo = [r for r in rows if r["metric"] == "equal_opportunity_difference"]
+            return rows if eo and (eo[0]["reason"] != "no labels yet") == labelled else []
+
+        for at in range(0, 600, 300):  # predictions first: parity needs no labels
             resp = httpx.post(f"{server.url}/v1/events", json=events[at : at + 300],
                               headers=auth("MW_T_INGEST"), timeout=30)  # fmt: skip
             assert resp.status_code == 202, resp.text
-        path = "/v1/models/credit/fairness"
-
-        def judged() -> list[dict[str, Any]]:
-            rows = _get(server, path, attribute="gender", slice="overall")["results"]
-            return rows if len(rows) == 4 else []
-
-        rows = {r["metric"]: r for r in wait_until(judged, "gender's fairness results", 60)}
+        early = wait_until(lambda: judged(False), "parity before labels", 60)
+        assert {r["metric"]: r["status"] for r in early}["demographic_parity_ratio"] == "violation"
+        resp = httpx.post(f"{server.url}/v1/events", json=events[600:],
+                          headers=auth("MW_T_INGEST"), timeout=30)  # fmt: skip
+        assert resp.status_code == 202, resp.text
+        rows = {r["metric"]: r for r in wait_until(lambda: judged(True), "labelled results", 60)}
         ratio = rows["demographic_parity_ratio"]
         assert ratio["status"] == "violation" and ratio["threshold"] == 0.8
         assert ratio["ci_high"] < 0.8 and 0.2 < ratio["value"] < 0.5
@@ -91,7 +97,7 @@ def test_fairness_is_served_and_alerted(tmp_path: Path) -> None:
         assert {r["slice"]["gender"]: r["n"] for r in groups} == {"f": 300, "m": 300}
         age = _get(server, path, attribute="age_band", slice="overall")["results"]
         assert {r["status"] for r in age} == {"insufficient_data"}
-        assert age[0]["reason"] == "every labelled row's 'age_band' is null"
+        assert age[0]["reason"] == "every row's 'age_band' is null"
 
         for bad in ({"metric": "accuracy"}, {"granularity": "1d"}):
             resp = httpx.get(f"{server.url}{path}", params=bad, headers=auth("MW_T_READ"))
