@@ -1,7 +1,7 @@
 """Selection counts: each window's and slice's scored predictions and positive predictions.
 
-Revision ID: 0035_selection_counts
-Revises: 0034_measures
+Revision ID: 0036_selection_counts
+Revises: 0035_partitions
 Create Date: 2026-12-05
 
 Demographic parity compares the groups' selection rates over all predictions of a window, not
@@ -15,8 +15,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0035_selection_counts"
-down_revision = "0034_measures"
+revision = "0036_selection_counts"
+down_revision = "0035_partitions"
 branch_labels = None
 depends_on = None
 
