@@ -11,6 +11,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from monitor.detectors._base import Counts, Detector, NullScaling, Pair, proportions, register
+from monitor.detectors._coarse import coarse_counts
 
 
 def _hellinger(ref: Counts, cur: Counts, pair: Pair) -> NDArray[np.float64]:
@@ -25,6 +26,7 @@ DETECTOR = register(
         default_threshold=0.1,
         statistic=_hellinger,
         description="Hellinger distance",
+        buckets=coarse_counts,
         null_scaling=NullScaling(power=1),
     )
 )

@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from monitor.detectors._base import Counts, Detector, NullScaling, Pair, proportions, register
+from monitor.detectors._coarse import coarse_counts
 from monitor.detectors._evidence import exact_counts, homogeneity_p
 
 
@@ -49,6 +50,7 @@ DETECTOR = register(
         statistic=js_distance,
         p_value=_p_value,
         description="Jensen-Shannon distance (natural log)",
+        buckets=coarse_counts,
         null_scaling=NullScaling(power=1),
     )
 )

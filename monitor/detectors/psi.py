@@ -13,6 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from monitor.detectors._base import Counts, Detector, NullScaling, Pair, register, smoothed
+from monitor.detectors._coarse import coarse_counts
 
 
 def _psi(ref: Counts, cur: Counts, pair: Pair) -> NDArray[np.float64]:
@@ -27,6 +28,7 @@ DETECTOR = register(
         default_threshold=0.1,
         statistic=_psi,
         description="population stability index",
+        buckets=coarse_counts,
         null_scaling=NullScaling(power=2),
     )
 )
