@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 
 from monitor.detectors._base import Counts, Detector, NullScaling, Pair, proportions, register
 from monitor.detectors._coarse import coarse_counts
-from monitor.detectors._evidence import exact_counts, homogeneity_p
+from monitor.detectors._evidence import exact_counts, profile_homogeneity_p
 
 
 def _kl_to(p: Counts, m: Counts) -> NDArray[np.float64]:
@@ -38,8 +38,7 @@ def js_distance(ref: Counts, cur: Counts, pair: Pair | None = None) -> NDArray[n
 def _p_value(value: float, pair: Pair) -> float | None:
     if not exact_counts(pair.reference):
         return None
-    ref = pair.reference.counts.astype(np.float64)
-    return homogeneity_p(ref, pair.current.counts.astype(np.float64))
+    return profile_homogeneity_p(pair.reference, pair.current)
 
 
 DETECTOR = register(
