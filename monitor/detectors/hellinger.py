@@ -3,6 +3,8 @@
 What it measures: sqrt(1/2 * sum (sqrt(p) - sqrt(q))²), in [0, 1]; 0 for identical.
 Default threshold: 0.1.
 Edge cases: no smoothing; finite with empty buckets. Null by multinomial bootstrap.
+On binned (not discrete) numeric columns the buckets are 8 merged quantile groups
+(`monitor.detectors._coarse`): value and null alike.
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ of the buckets, sparse buckets pooled (`evidence.homogeneity_p`): it resolves th
 the evidence rule needs, which 300 bootstrap draws cannot. On binned numeric columns the null
 is a multinomial bootstrap from the reference. Either way sparse high-cardinality columns in
 small windows, whose distance is large by sampling alone, are not called drift.
+On binned (not discrete) numeric columns the buckets are 8 merged quantile groups
+(`monitor.detectors._coarse`): value and null alike.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ symmetric KL divergence. Rules of thumb: < 0.1 stable, 0.1–0.25 moderate, > 0.
 Default threshold: 0.1.
 Edge cases: proportions are smoothed with EPSILON (1e-4) and renormalised, so empty buckets
 give a large but finite value. Null by multinomial bootstrap from the reference.
+On binned (not discrete) numeric columns the buckets are 8 merged quantile groups
+(`monitor.detectors._coarse`): value and null alike.
 """
 
 from __future__ import annotations
