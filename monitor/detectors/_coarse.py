@@ -34,7 +34,8 @@ def coarse_counts(profile: Profile) -> NDArray[np.float64]:
     if profile.kind != "numeric" or profile.spec.discrete:
         return counts
     groups = _groups(counts.size)
-    return np.bincount(groups, weights=counts, minlength=int(groups[-1]) + 1)
+    merged = np.bincount(groups, weights=counts, minlength=int(groups[-1]) + 1)
+    return np.asarray(merged, dtype=np.float64)
 
 
 @lru_cache(maxsize=64)

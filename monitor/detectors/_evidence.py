@@ -52,8 +52,8 @@ def homogeneity_p(
 ) -> float | None:
     """Chi-square homogeneity p-value of two bucket-count vectors, sparse buckets pooled
     (with their neighbours when `ordered`)."""
-    table = np.stack([reference, current]).astype(np.float64)
-    table = _adjacent(table) if ordered else _pooled(table)
+    both = np.stack([reference, current]).astype(np.float64)
+    table = _adjacent(both) if ordered else _pooled(both)
     if table is None:
         return None
     expected = _expected(table)
