@@ -2,8 +2,8 @@
 detectors on the same simulated columns.
 
 `PYTHONPATH=. python bench/calibration_peers.py [--quick] [--sizes 100,1000,10000]
-[--kinds continuous,cat10u] [--refs 10] [--per-ref 10] [--far 0.05] [--tools Evidently,NannyML]
-[--markdown]`
+[--kinds continuous,cat10u] [--methods psi,hellinger] [--refs 10] [--per-ref 10] [--far 0.05]
+[--tools Evidently,NannyML] [--markdown]`
 
 For each column kind and window size, ``--refs`` references are drawn, and against each
 ``--per-ref`` current windows of the same distribution (null) and as many of a shifted one
@@ -418,6 +418,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--per-ref", type=int, default=10, help="null and shifted windows each")
     parser.add_argument("--far", type=float, default=FAR, help="the matched false-alarm rate")
     parser.add_argument("--tools", default="Evidently,NannyML", help="peers to run")
+    parser.add_argument("--methods", help="shared methods to run (default all)")
     parser.add_argument("--markdown", action="store_true", help="print Markdown tables")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in (args.sizes or ("100,1000" if args.quick else
@@ -435,13 +436,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:
         print(f"unknown tool {unknown[0]!r}; valid: {', '.join(peers)}", file=sys.stderr)
         return 2
+    methods = args.methods.split(",") if args.methods else None
+    known = {m for by_kind in SHARED.values() for m in by_kind}
+    if methods and (stray := [m for m in methods if m not in known]):
+        print(f"unknown method {stray[0]!r}; valid: {', '.join(sorted(known))}", file=sys.stderr)
+        return 2
     tools = [MODELWATCH, *(peers[p]() for p in args.tools.split(",") if p)]
     start = time.perf_counter()
     cells = []
     for kind in kinds:
         for size in sizes:
             refs = args.refs or (5 if args.quick else default_refs(size))
-            cells.append(run_cell(kind, size, tools, refs, args.per_ref))
+            shared = {m: by for m, by in SHARED[KINDS[kind].kind].items()
+                      if methods is None or m in methods}  # fmt: skip
+            cells.append(run_cell(kind, size, tools, refs, args.per_ref, shared))
             print(f"# {kind} {size}: {cells[-1].seconds:.1f} s", file=sys.stderr, flush=True)
     show = markdown if args.markdown else plain
     print(show(HEADER, rows(cells, args.far)))

@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from monitor.detectors._base import Counts, Detector, Pair, register
-from monitor.detectors._evidence import homogeneity_p
+from monitor.detectors._evidence import profile_homogeneity_p
 
 
 def _chi2(ref: Counts, cur: Counts) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -37,8 +37,7 @@ def _cramers_v(ref: Counts, cur: Counts, pair: Pair) -> NDArray[np.float64]:
 
 
 def _p_value(value: float, pair: Pair) -> float | None:
-    ref = pair.reference.counts.astype(np.float64)
-    return homogeneity_p(ref, pair.current.counts.astype(np.float64))
+    return profile_homogeneity_p(pair.reference, pair.current)
 
 
 DETECTOR = register(

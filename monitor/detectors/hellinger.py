@@ -3,6 +3,8 @@
 What it measures: sqrt(1/2 * sum (sqrt(p) - sqrt(q))²), in [0, 1]; 0 for identical.
 Default threshold: 0.1.
 Edge cases: no smoothing; finite with empty buckets. Null by multinomial bootstrap.
+On binned (not discrete) numeric columns the buckets are 8 merged quantile groups
+(`monitor.detectors._coarse`): value and null alike.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from monitor.detectors._base import Counts, Detector, NullScaling, Pair, proportions, register
+from monitor.detectors._coarse import coarse_counts
 
 
 def _hellinger(ref: Counts, cur: Counts, pair: Pair) -> NDArray[np.float64]:
@@ -25,6 +28,7 @@ DETECTOR = register(
         default_threshold=0.1,
         statistic=_hellinger,
         description="Hellinger distance",
+        buckets=coarse_counts,
         null_scaling=NullScaling(power=1),
     )
 )

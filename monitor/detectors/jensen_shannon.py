@@ -10,6 +10,8 @@ of the buckets, sparse buckets pooled (`evidence.homogeneity_p`): it resolves th
 the evidence rule needs, which 300 bootstrap draws cannot. On binned numeric columns the null
 is a multinomial bootstrap from the reference. Either way sparse high-cardinality columns in
 small windows, whose distance is large by sampling alone, are not called drift.
+On binned (not discrete) numeric columns the buckets are 8 merged quantile groups
+(`monitor.detectors._coarse`): value and null alike.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from monitor.detectors._base import Counts, Detector, NullScaling, Pair, proportions, register
-from monitor.detectors._evidence import exact_counts, homogeneity_p
+from monitor.detectors._coarse import coarse_counts
+from monitor.detectors._evidence import exact_counts, profile_homogeneity_p
 
 
 def _kl_to(p: Counts, m: Counts) -> NDArray[np.float64]:
@@ -37,8 +40,7 @@ def js_distance(ref: Counts, cur: Counts, pair: Pair | None = None) -> NDArray[n
 def _p_value(value: float, pair: Pair) -> float | None:
     if not exact_counts(pair.reference):
         return None
-    ref = pair.reference.counts.astype(np.float64)
-    return homogeneity_p(ref, pair.current.counts.astype(np.float64))
+    return profile_homogeneity_p(pair.reference, pair.current)
 
 
 DETECTOR = register(
@@ -49,6 +51,7 @@ DETECTOR = register(
         statistic=js_distance,
         p_value=_p_value,
         description="Jensen-Shannon distance (natural log)",
+        buckets=coarse_counts,
         null_scaling=NullScaling(power=1),
     )
 )

@@ -5,6 +5,8 @@ symmetric KL divergence. Rules of thumb: < 0.1 stable, 0.1–0.25 moderate, > 0.
 Default threshold: 0.1.
 Edge cases: proportions are smoothed with EPSILON (1e-4) and renormalised, so empty buckets
 give a large but finite value. Null by multinomial bootstrap from the reference.
+On binned (not discrete) numeric columns the buckets are 8 merged quantile groups
+(`monitor.detectors._coarse`): value and null alike.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from monitor.detectors._base import Counts, Detector, NullScaling, Pair, register, smoothed
+from monitor.detectors._coarse import coarse_counts
 
 
 def _psi(ref: Counts, cur: Counts, pair: Pair) -> NDArray[np.float64]:
@@ -27,6 +30,7 @@ DETECTOR = register(
         default_threshold=0.1,
         statistic=_psi,
         description="population stability index",
+        buckets=coarse_counts,
         null_scaling=NullScaling(power=2),
     )
 )

@@ -1,0 +1,50 @@
+"""The buckets the divergence methods (JS, Hellinger, PSI) compare on continuous columns.
+
+Why: a numeric profile keeps 64 reference-quantile buckets (KS, Wasserstein and respeccing
+want that resolution), but a divergence sums over every bucket, and against a smooth change
+each extra bucket adds sampling noise and little signal: on 64 buckets JS, Hellinger and PSI
+found a local mean shift at a 5% false-alarm rate half as often as Evidently's and NannyML's
+on their ~15 (bench/calibration_peers.py). So on a binned (not discrete) numeric column these
+methods merge runs of adjacent buckets into ``COARSE_BUCKETS`` groups of about equal reference
+mass — the stored profile is unchanged — and both their value and their bootstrap null are
+computed on the groups. The underflow bucket joins the first group, the overflow the last.
+
+What that changes: merging buckets can only lower an f-divergence (the data-processing
+inequality), so a value is at most the 64-bucket one and a default threshold alarms no more
+often than before; a broad change of shape keeps nearly all of its value, sampling noise
+loses most of its. Exact-count columns (categorical, discrete numeric) keep one bucket per
+value: merging values would hide mass moving between them.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+from numpy.typing import NDArray
+
+from monitor.profiles.kinds import Profile
+
+COARSE_BUCKETS = 8
+
+
+def coarse_counts(profile: Profile) -> NDArray[np.float64]:
+    """The profile's bucket counts, merged into `COARSE_BUCKETS` groups on binned columns."""
+    counts = profile.counts.astype(np.float64)
+    if profile.kind != "numeric" or profile.spec.discrete:
+        return counts
+    groups = _groups(counts.size)
+    merged = np.bincount(groups, weights=counts, minlength=int(groups[-1]) + 1)
+    return np.asarray(merged, dtype=np.float64)
+
+
+@lru_cache(maxsize=64)
+def _groups(n_buckets: int) -> NDArray[np.intp]:
+    """Group of each bucket: interior buckets in `COARSE_BUCKETS` equal runs, the underflow
+    with the first run and the overflow with the last (fewer groups when fewer buckets)."""
+    interior = max(n_buckets - 2, 1)
+    size = min(COARSE_BUCKETS, interior)
+    inner = np.arange(interior) * size // interior
+    out = np.concatenate([[0], inner, [size - 1]])[:n_buckets].astype(np.intp)
+    out.flags.writeable = False
+    return out
