@@ -90,7 +90,10 @@ class SageMakerAdapter:
         content_type = str(part.get("observedContentType", "")).lower()
         if "json" in content_type or str(part.get("encoding", "")).upper() == "JSON":
             return self._json_rows(loads(data.encode()), where)
-        rows = [r for r in csv.reader(io.StringIO(data)) if r]
+        try:  # newline=None: a bare CR ends a row, as in a CSV file opened in text mode
+            rows = [r for r in csv.reader(io.StringIO(data, newline=None)) if r]
+        except csv.Error as e:
+            raise DecodeError("wrong_type", f"{where}.data: not CSV ({e})") from None
         if where == "endpointOutput":
             return [_number_or_text(r[0]) if len(r) == 1 else {"output": _numbers(r)} for r in rows]
         return [self._features([_number_or_text(c) for c in r]) for r in rows]

@@ -222,6 +222,19 @@ def test_a_sagemaker_csv_output_row_that_is_not_numbers_is_a_dead_letter() -> No
     assert plan.events == 1
 
 
+def test_a_sagemaker_csv_with_carriage_returns_is_rows_or_a_dead_letter() -> None:
+    """Found by the fuzzing: a bare CR in CSV data made `csv.reader` raise out of planning,
+    failing its whole batch on every retry. A CR now ends a row, as in a text-mode CSV file."""
+    part = {"data": "1,2\r3,4", "encoding": "CSV", "observedContentType": "text/csv"}
+    capture = {"endpointInput": part, "endpointOutput": {**part, "data": "0.1\r0.9"}}
+    line = {"captureData": capture, "eventMetadata": {"eventId": "e", "inferenceTime": T0}}
+    plan = planner("sagemaker").plan(records([orjson.dumps(line)]), {})
+    assert plan.dead == [] and plan.events == 2
+    uneven = {**capture, "endpointOutput": {**part, "data": "0.1"}}  # 2 inputs, 1 output
+    plan = planner("sagemaker").plan(records([orjson.dumps({**line, "captureData": uneven})]), {})
+    assert [j.reason for _, j in plan.dead] == ["wrong_type"] and plan.events == 0
+
+
 @pytest.mark.parametrize("data", ["\x80", "not base64!", "gA=="])  # non-ASCII, junk, not UTF-8
 def test_sagemaker_base64_data_that_does_not_decode_is_a_dead_letter(data: str) -> None:
     """Found by the fuzzing: non-ASCII text as BASE64 data raised ValueError out of planning."""
