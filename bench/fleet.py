@@ -13,7 +13,14 @@ baseline (one per model, F numeric features sliced by `seg` with S values). Repo
 - CPU per stored result: the serve processes' CPU (with their workers) over the run, per
   (model, window) with stored results;
 - RSS per 1,000 models: the serve processes' resident memory at the end, scaled;
-- database growth per day: `pg_database_size` over the run, scaled to a day.
+- database growth per day: `pg_database_size` over the run, scaled to a day;
+- the split across replicas (with `--replicas` > 1): evaluation units and windows each replica
+  ran (from its `/metrics`: `modelwatch_evaluation_units_total`,
+  `modelwatch_window_evaluation_seconds_count`), the largest and smallest window share; units
+  run twice (units run over all replicas beyond those deferred and put back, from
+  `modelwatch_evaluation_units_deferred_total` and `..._retried_total`), and window evaluations
+  per distinct stored (model, window) (compare with one replica: an open window is evaluated
+  again when it changes, so this is above 1 for any replica count).
 
 The default is small (a smoke run); the target case is `--models 1000 --features 20 --slices 5
 --window 1m` (long: not on a shared machine). Usage:
@@ -45,6 +52,7 @@ import numpy as np
 import orjson
 import pandas as pd
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import func, select, text
 from sqlalchemy.engine import Engine
 
@@ -202,6 +210,53 @@ def evaluation_lags(engine: Engine, start: datetime, end: datetime) -> list[floa
     return [max(0.0, (done - w_end).total_seconds()) for _, w_end, done in rows]
 
 
+COUNTED = {
+    "modelwatch_evaluation_units_total": "run",
+    "modelwatch_evaluation_units_deferred_total": "deferred",
+    "modelwatch_evaluation_units_retried_total": "retried",
+    "modelwatch_window_evaluation_seconds_count": "windows",
+}
+
+
+def replica_counts(base: str) -> dict[str, float]:
+    """Units run (done or failed), deferred, retried and windows evaluated: one replica's
+    `/metrics`."""
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    body = httpx.get(f"{base}/metrics", headers=headers, timeout=30).text
+    counts = dict.fromkeys(COUNTED.values(), 0.0)
+    for family in text_string_to_metric_families(body):
+        for sample in family.samples:
+            if sample.name in COUNTED:
+                counts[COUNTED[sample.name]] += sample.value
+    return counts
+
+
+def distinct_results(engine: Engine) -> int:
+    """Distinct (model, window) with stored drift results, all time."""
+    r = DriftResultRow
+    pairs = select(r.model, r.window_start).distinct().subquery()
+    with engine.connect() as conn:
+        return int(conn.execute(select(func.count()).select_from(pairs)).scalar_one())
+
+
+def split_report(counts: list[dict[str, float]], distinct: int) -> str:
+    """The work per replica, the max/min share and the units run more often than deferred."""
+    total = {k: sum(c[k] for c in counts) for k in COUNTED.values()}
+    shares = [c["windows"] / (total["windows"] or 1.0) for c in counts]
+    per = ", ".join(
+        f"r{i}: {c['run']:,.0f} units / {c['windows']:,.0f} windows" for i, c in enumerate(counts)
+    )
+    twice = max(0.0, total["run"] - total["deferred"] - total["retried"])
+    return (
+        f"  split: {per}; window share max {max(shares):.0%} / min {min(shares):.0%}\n"
+        f"  duplicates: {total['run']:,.0f} units run over all replicas of {total['deferred']:,.0f}"
+        f" deferred (+{total['retried']:,.0f} put back): {twice:,.0f} run twice; "
+        f"{total['windows']:,.0f} window evaluations for {distinct:,} distinct stored "
+        f"(model, window)s ({total['windows'] / (distinct or 1):.2f} each: an open window is "
+        f"evaluated again when it changes)"
+    )
+
+
 def db_size(engine: Engine) -> int:
     with engine.connect() as conn:
         return int(conn.execute(text("SELECT pg_database_size(current_database())")).scalar_one())
@@ -236,6 +291,8 @@ def run(args: argparse.Namespace, directory: Path) -> None:
         time.sleep(5 + 2 * interval)
         lags = evaluation_lags(engine, t0, t1)
         cpu, rss, size1 = process_cpu(pids) - cpu0, rss_bytes(pids), db_size(engine)
+        counts = [replica_counts(base) for base, _ in procs]
+        distinct = distinct_results(engine)
     engine.dispose()
     p50 = statistics.median(lags) if lags else float("nan")
     p99 = float(np.percentile(lags, 99)) if lags else float("nan")
@@ -256,6 +313,7 @@ def run(args: argparse.Namespace, directory: Path) -> None:
         f"  database growth: {per_day / 2**30:,.2f} GiB/day ({(size1 - size0) / 2**20:,.1f} MiB "
         f"in {traffic_s:.0f} s)"
     )
+    print(split_report(counts, distinct))
 
 
 def main() -> None:
