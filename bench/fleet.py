@@ -23,7 +23,7 @@ baseline (one per model, F numeric features sliced by `seg` with S values). Repo
   again when it changes, so this is above 1 for any replica count).
 
 The default is small (a smoke run); the target case is `--models 1000 --features 20 --slices 5
---window 1m` (long: not on a shared machine). Usage:
+--window 1m` (measured in bench/README.md, "Fleet"; the baselines alone take ~2 minutes). Usage:
 
     PYTHONPATH=. python bench/fleet.py [--models 20] [--features 5] [--slices 3] [--rate 300]
         [--window 1m] [--duration 150] [--replicas 1] [--clients 2]
