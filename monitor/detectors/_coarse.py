@@ -13,7 +13,8 @@ What that changes: merging buckets can only lower an f-divergence (the data-proc
 inequality), so a value is at most the 64-bucket one and a default threshold alarms no more
 often than before; a broad change of shape keeps nearly all of its value, sampling noise
 loses most of its. Exact-count columns (categorical, discrete numeric) keep one bucket per
-value: merging values would hide mass moving between them.
+value: merging values would hide mass moving between them — except, for Hellinger on discrete
+numeric columns, values too rare to expect 5 rows in the smaller sample (`join_sparse`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from functools import lru_cache
 import numpy as np
 from numpy.typing import NDArray
 
+from monitor.detectors._base import Counts, Pair
+from monitor.detectors._evidence import MIN_EXPECTED
 from monitor.profiles.kinds import Profile
 
 COARSE_BUCKETS = 8
@@ -46,5 +49,45 @@ def _groups(n_buckets: int) -> NDArray[np.intp]:
     size = min(COARSE_BUCKETS, interior)
     inner = np.arange(interior) * size // interior
     out = np.concatenate([[0], inner, [size - 1]])[:n_buckets].astype(np.intp)
+    out.flags.writeable = False
+    return out
+
+
+def join_sparse(ref: Counts, cur: Counts, pair: Pair) -> tuple[Counts, Counts]:
+    """On a discrete numeric column, batches of exact per-value counts with runs of adjacent
+    values joined until each run expects at least `MIN_EXPECTED` rows at the smaller side's
+    size (from the reference profile's shares); other columns unchanged.
+
+    Why: a value seen ~2 times per window adds as much sampling noise to a divergence as the
+    busiest one and little signal (Hellinger on binomial(9, 0.4) at 10,000 rows found a mean
+    shift a third less often than Evidently's). The join depends on both sizes, so it is made
+    at evaluation time, for the observed pair and each null draw alike (the draws' own size:
+    a rescaled null is drawn where no value is that sparse, so the join is the same there).
+    Joining values can only lower an f-divergence, so a fixed threshold alarms no more often.
+    """
+    profile = pair.reference
+    if profile.kind != "numeric" or not profile.spec.discrete:
+        return ref, cur
+    n = round(min(float(ref.sum(axis=1).mean()), float(cur.sum(axis=1).mean())))
+    starts = _runs(profile.counts.astype(np.float64).tobytes(), n)
+    return np.add.reduceat(ref, starts, axis=1), np.add.reduceat(cur, starts, axis=1)
+
+
+@lru_cache(maxsize=256)
+def _runs(counts: bytes, n: int) -> NDArray[np.intp]:
+    """First bucket of each run: adjacent buckets joined until the run's reference share
+    times `n` reaches `MIN_EXPECTED`; a short last run joins the one before it."""
+    shares = np.frombuffer(counts, dtype=np.float64)
+    total = shares.sum()
+    need = MIN_EXPECTED / n if n > 0 and total > 0 else np.inf
+    starts, run = [0], 0.0
+    for i, share in enumerate(shares / total if total > 0 else shares):
+        if run >= need:
+            starts.append(i)
+            run = 0.0
+        run += share
+    if run < need and len(starts) > 1:
+        starts.pop()
+    out = np.asarray(starts, dtype=np.intp)
     out.flags.writeable = False
     return out

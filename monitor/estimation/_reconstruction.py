@@ -24,7 +24,7 @@ import numpy as np
 from monitor.errors import InputError
 from monitor.estimation._calibration import Array
 from monitor.estimation._encoding import Scorer, ShareLookup, build_scorer
-from monitor.estimation._results import Chunk, band_k, chunk_bounds
+from monitor.estimation._results import Chunk, chunk_bounds, prediction_band
 
 DEFAULT_VARIANCE = 0.65
 MultivariateStatus = Literal["ok", "drift", "insufficient_data"]
@@ -147,7 +147,7 @@ def chunk_mean_bounds(
 ) -> tuple[float | None, float | None]:
     """Mean ± `band_k` std of the chunks' mean errors (None, None: fewer than 2 chunks)."""
     means = [errors[c.start : c.end].mean() for c in chunks if c.end - c.start >= min_n]
-    return _bounds(np.asarray(means, dtype=np.float64))
+    return prediction_band(np.asarray(means, dtype=np.float64))
 
 
 def _verdict(
@@ -168,14 +168,6 @@ def judge_mean(
         return MultivariateResult(chunk, None, low, high, n, "insufficient_data")
     drifted = (low is not None and mean < low) or (high is not None and mean > high)
     return MultivariateResult(chunk, mean, low, high, n, "drift" if drifted else "ok")
-
-
-def _bounds(means: Array) -> tuple[float | None, float | None]:
-    if means.size < 2:
-        return None, None
-    centre, spread = float(means.mean()), float(means.std())
-    k = band_k(means.size)
-    return max(0.0, centre - k * spread), centre + k * spread
 
 
 def _is_categorical(column: Any) -> bool:

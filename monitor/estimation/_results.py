@@ -13,7 +13,7 @@ import numpy as np
 from monitor.estimation._calibration import Array
 
 EstimateStatus = Literal["ok", "degraded", "drift", "insufficient_data"]
-THRESHOLD_K = 3.0  # lower threshold = mean - 3 std of the metric over reference chunks
+THRESHOLD_K = 3.0  # NannyML's thresholds: mean ± 3 std over reference chunks (ours: `band_k`)
 # Losses (regression): higher is worse. Their bounds carry an upper threshold too, kept in the
 # same metric -> value mapping as the lower ones under `high_key(metric)` (so stored baselines'
 # thresholds keep one shape); above it is `degraded`, below the lower one `drift` (the loss
@@ -70,20 +70,25 @@ def band_k(chunks: int) -> float:
     return float(t.isf(tail, m - 1)) * math.sqrt((m + 1) / (m - 1))
 
 
-def lower_threshold(values: Array, k: float = THRESHOLD_K) -> float | None:
-    """mean - k·std of a metric over reference chunks (None with fewer than two chunks)."""
+def prediction_band(values: Array) -> tuple[float | None, float | None]:
+    """NannyML's mean ± 3 std of a metric over reference chunks, widened to a prediction
+    interval for one more chunk: mean ± `band_k` population std of the finite values, the low
+    end clipped at 0; (None, None) with fewer than two."""
     finite = values[np.isfinite(values)]
     if finite.size < 2:
-        return None
-    return float(max(0.0, finite.mean() - k * finite.std(ddof=1)))
+        return None, None
+    centre, spread = float(finite.mean()), band_k(finite.size) * float(finite.std())
+    return max(0.0, centre - spread), centre + spread
 
 
-def upper_threshold(values: Array, k: float = THRESHOLD_K) -> float | None:
-    """mean + k·std of a metric over reference chunks (None with fewer than two chunks)."""
-    finite = values[np.isfinite(values)]
-    if finite.size < 2:
-        return None
-    return float(finite.mean() + k * finite.std(ddof=1))
+def lower_threshold(values: Array) -> float | None:
+    """The low end of `prediction_band` (`degraded` under it; a loss: `drift`)."""
+    return prediction_band(values)[0]
+
+
+def upper_threshold(values: Array) -> float | None:
+    """The high end of `prediction_band` (a loss: `degraded` above it)."""
+    return prediction_band(values)[1]
 
 
 def chunk_bounds(n: int, size: int | None, count: int = REFERENCE_CHUNKS) -> list[Chunk]:

@@ -16,6 +16,7 @@ from scipy.spatial.distance import jensenshannon
 from scipy.stats import chi2_contingency
 
 from monitor.detectors import evaluate, get_detector
+from monitor.detectors._base import Pair
 from monitor.detectors.compare import compare
 from monitor.profiles import (
     ProfileSet,
@@ -187,3 +188,22 @@ def test_a_baseline_stored_with_an_old_spec_still_loads_and_compares() -> None:
     )
     # Compared on its own (coarse) buckets; `baseline create` again gives exact ones.
     assert [r.method for r in results] == ["wasserstein"] and results[0].value is not None
+
+
+def test_hellinger_joins_values_too_rare_for_the_smaller_sample_and_no_others() -> None:
+    # Values 0..3 with shares 0.50 / 0.47 / 0.02 / 0.01: at 100 rows the last two expect 2 and
+    # 1 rows, under 5, and join the value before them; at 10,000 rows every value stands alone.
+    spec = spec_from_reference("x", np.repeat([0.0, 1.0, 2.0, 3.0], [500, 470, 20, 10]))
+    ref = spec.profile(np.repeat([0.0, 1.0, 2.0, 3.0], [5000, 4700, 200, 100]))
+    hellinger = get_detector("hellinger")
+
+    def expected(p: list[float], q: list[float]) -> float:
+        a, b = np.asarray(p) / sum(p), np.asarray(q) / sum(q)
+        return float(np.sqrt(0.5 * np.square(np.sqrt(a) - np.sqrt(b)).sum()))
+
+    small = spec.profile(np.repeat([0.0, 1.0, 2.0, 3.0], [50, 40, 0, 10]))
+    score = hellinger.score(Pair(ref, small))
+    assert score == pytest.approx(expected([5000, 5000], [50, 50]))
+    large = spec.profile(np.repeat([0.0, 1.0, 2.0, 3.0], [5000, 4000, 0, 1000]))
+    score = hellinger.score(Pair(ref, large))
+    assert score == pytest.approx(expected([5000, 4700, 200, 100], [5000, 4000, 0, 1000]))

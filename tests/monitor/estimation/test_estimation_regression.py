@@ -69,11 +69,12 @@ def test_estimate_follows_the_loss_when_the_mix_of_rows_changes(
     reference: pd.DataFrame, model: RegressionModel
 ) -> None:
     """More `wild` rows: the realized MAE and RMSE rise; the estimate follows inside its band
-    and leaves the reference band upwards (`degraded`); fewer: below it (`drift`)."""
-    how = EstimateOptions(1000, REGRESSION_METRICS)
+    and leaves the reference band upwards (`degraded`); fewer: below it (`drift`). Chunks of
+    500 rows: 8 reference chunks (with 4 the prediction band, `band_k`, is ±12 std wide)."""
+    how = EstimateOptions(500, REGRESSION_METRICS)
     for share, status in ((0.2, "ok"), (0.6, "degraded"), (0.0, "drift")):
         results = estimate_regression(model, _data(reference), _data(_frame(3000, 7, share)), how)
-        assert len(results) == 9
+        assert len(results) == 18
         for r in results:
             assert r.ci_low is not None and r.ci_high is not None and r.realized is not None
             assert r.ci_low <= r.realized <= r.ci_high, r
