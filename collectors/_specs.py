@@ -26,7 +26,7 @@ from collectors._derived import Deriver
 from collectors._plan import GroupKey, Plan, WindowKey
 from collectors._profiling import Profile, ProfileBackend
 from collectors._windows import WindowBatch
-from monitor.baselines.store import baseline_spec_payload
+from monitor.baselines.store import baseline_spec_payloads
 from monitor.common.cache import BoundedCache
 from monitor.storage import WindowProfile
 
@@ -45,6 +45,7 @@ class BuiltProfile:
 def kind_mismatches(plan: Plan, resolver: SpecResolver) -> dict[tuple[str, int], Rejection]:
     """Records holding a string or boolean in a column whose known spec is numeric."""
     bad: dict[tuple[str, int], Rejection] = {}
+    resolver.new_batch()
     for (model, version, _), window in plan.windows.items():
         for column, values in window.columns.items():
             if not _NOT_NUMBERS & window.types[column]:
@@ -81,6 +82,10 @@ class SpecResolver:
         # model -> name of the baseline it is compared with (default "default")
         self.baselines = dict(baselines or {})
         self.cache: BoundedCache[SpecKey, Any] = BoundedCache(cache_size)
+        # The baseline specs of the versions one batch touched, read once per version and batch
+        # (`kind_mismatches`, the first step of each batch, calls `new_batch`, which forgets
+        # them: a baseline created meanwhile is seen by the next batch).
+        self._baseline_payloads: dict[tuple[str, str], dict[str, bytes]] = {}
         # Derived columns (`collectors._derived`) of versions whose baseline stores estimation.
         self.derived = Deriver(engine, self.baselines)
 
@@ -94,10 +99,18 @@ class SpecResolver:
             self.cache[key] = spec
         return None if spec is _NONE_STORED else self.backend.kind(spec)
 
+    def new_batch(self) -> None:
+        """Forget the baseline specs read for the previous batch (the decoded specs stay)."""
+        self._baseline_payloads.clear()
+
     def _stored(self, key: SpecKey) -> bytes | None:
         model, version, column = key
-        name = self.baselines.get(model, "default")
-        found = baseline_spec_payload(self.engine, model, version, column, name)
+        payloads = self._baseline_payloads.get((model, version))
+        if payloads is None:
+            name = self.baselines.get(model, "default")
+            payloads = baseline_spec_payloads(self.engine, model, version, name)
+            self._baseline_payloads[(model, version)] = payloads
+        found = payloads.get(column)
         if found is not None:
             return found
         with Session(self.engine) as session:

@@ -205,23 +205,25 @@ def baseline_for(
     return None if chosen is None else load_stored_baseline(engine, model, *chosen)
 
 
-def baseline_spec_payload(
-    engine: Engine, model: str, version: str, column: str, name: str = "default"
-) -> bytes | None:
-    """The chosen baseline's overall profile of `column` (its spec), encoded; None if absent."""
+def baseline_spec_payloads(
+    engine: Engine, model: str, version: str, name: str = "default"
+) -> dict[str, bytes]:
+    """The chosen baseline's overall profile of every column (their specs), encoded, by column;
+    empty if there is no baseline. One query for all columns: a collector's first batch of a
+    version needs them all (one query per column was its first cost at 1,000 models)."""
     chosen = choose_baseline(engine, model, version, name)
     if chosen is None:
-        return None
+        return {}
     stmt = (
-        select(BaselineProfile.payload)
+        select(BaselineProfile.column, BaselineProfile.payload)
         .join(Baseline, BaselineProfile.baseline_id == Baseline.id)
         .join(ModelVersion, Baseline.model_version_id == ModelVersion.id)
         .join(Model, ModelVersion.model_id == Model.id)
         .where(Model.name == model, ModelVersion.version == chosen[0], Baseline.name == name)
-        .where(BaselineProfile.slice_key == OVERALL, BaselineProfile.column == column)
+        .where(BaselineProfile.slice_key == OVERALL)
     )
     with transaction(engine) as session:
-        return session.scalar(stmt)
+        return {column: payload for column, payload in session.execute(stmt)}
 
 
 def list_baselines(engine: Engine, model: str | None = None) -> list[BaselineInfo]:
