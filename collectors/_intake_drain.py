@@ -132,6 +132,13 @@ class Drain:
             offset += n
         return records, spans
 
+    def pause_s(self, took_s: float) -> float:
+        """Seconds to wait after a batch that took `took_s` before reading the next (`linger_s`
+        from the start of a small batch; none after a full one)."""
+        if self._last_events >= self.batch_events:
+            return 0.0
+        return max(0.0, self.linger_s - took_s)
+
     def wake(self) -> None:
         """Tell the drain a request was appended (it otherwise polls every `interval_s`)."""
         self._wake.set()
@@ -183,10 +190,8 @@ class Drain:
                     return
                 self._wake.wait(self.interval_s)
                 self._wake.clear()
-            elif self._last_events < self.batch_events and not stopping:
-                rest = self.linger_s - (time.monotonic() - began)
-                if rest > 0:
-                    self._stop.wait(rest)
+            elif not stopping and (pause := self.pause_s(time.monotonic() - began)) > 0:
+                self._stop.wait(pause)
 
 
 def _consume(
