@@ -11,6 +11,10 @@ supervisor counts the restart and calls `run` again after a backoff. The dead wo
 transaction rolled back with it, so the new worker reads the same pending rows of the intake log
 (the durable queue) and aggregates them once.
 
+The parent wakes the worker's drain through a pipe whenever a request is appended (a byte
+written without blocking: a full pipe already holds a wake-up), so an idle drain begins at
+once rather than at its next poll of the log.
+
 The parent alone decides when the worker stops. The worker ignores SIGTERM and SIGINT, which a
 service manager or a terminal sends to the whole process group at once, and its stop flag is a
 plain shared byte it polls: a `multiprocessing.Event` would make the parent's `set()` wait for
@@ -79,6 +83,7 @@ def _main(
     stop: Any,
     error: Any,
     parent: int,
+    wakes: Any,
 ) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):  # the parent stops us (module docstring)
         signal.signal(sig, signal.SIG_IGN)
@@ -98,6 +103,7 @@ def _main(
         return ingestors[adapter]
 
     drain = Drain(engine, ingestor_for, replica, config.collect.batch_size)
+    threading.Thread(target=_wake_on, args=(wakes, drain), daemon=True).start()
     drain.start()
     while not stop.value:
         if not drain.running():  # its thread died: exit, and the parent starts another worker
@@ -105,6 +111,18 @@ def _main(
         error.value = (drain.last_error or "").encode()[:_ERROR_BYTES]
         time.sleep(POLL_S)
     drain.stop(FLUSH_S)
+
+
+def _wake_on(wakes: Any, drain: Drain) -> None:
+    """Wake the drain whenever the parent appended a request (else it polls every
+    `interval_s`: a request on an idle drain waited up to that long before its batch began)."""
+    while True:
+        try:
+            if not os.read(wakes.fileno(), 4096):
+                return  # the parent closed its end
+        except OSError:
+            return
+        drain.wake()
 
 
 def _tune_gc() -> None:
@@ -125,6 +143,10 @@ class DrainProcess:
         # held that the API's /readyz would then wait on (a torn read is only a garbled text).
         self._error: Any = self._ctx.RawArray("c", _ERROR_BYTES + 1)
         self._process: Any = None
+        # The write end of the running worker's wake pipe (non-blocking: a full pipe already
+        # holds a wake-up, and no request ever waits on a stuck worker).
+        self._waker: Any = None
+        self._waker_lock = threading.Lock()
         # How long a stopping worker may flush before it is killed (set by the daemon's grace).
         self.grace_s = FLUSH_S + 1.0
 
@@ -133,10 +155,15 @@ class DrainProcess:
         kill; its open batch rolls back). DrainDied when it exits unasked."""
         flag: Any = self._ctx.RawValue("b", 0)  # no lock, no condition: module docstring
         self._error.value = b""
-        args = (*self._args, flag, self._error, os.getpid())
+        wakes, waker = self._ctx.Pipe(duplex=False)
+        os.set_blocking(waker.fileno(), False)
+        args = (*self._args, flag, self._error, os.getpid(), wakes)
         process = self._ctx.Process(target=_main, args=args, name="intake-drain", daemon=True)
         process.start()
+        wakes.close()
         self._process = process
+        with self._waker_lock:
+            self._waker = waker
         try:
             while not stop.wait(WATCH_S):
                 if not process.is_alive():
@@ -144,6 +171,9 @@ class DrainProcess:
                         f"intake drain process {process.pid} exited (code {process.exitcode})"
                     )
         finally:
+            with self._waker_lock:
+                self._waker = None
+                waker.close()
             flag.value = 1
             process.join(self.grace_s)
             if process.is_alive():  # it ignores SIGTERM; its open batch rolls back
@@ -152,6 +182,13 @@ class DrainProcess:
 
     def running(self) -> bool:
         return self._process is not None and self._process.is_alive()
+
+    def wake(self) -> None:
+        """Tell the worker a request was appended (it aggregates at once when idle)."""
+        with self._waker_lock:
+            if self._waker is not None:
+                with contextlib.suppress(OSError):  # full (a wake-up is pending) or closed
+                    os.write(self._waker.fileno(), b"\0")
 
     @property
     def last_error(self) -> str | None:
