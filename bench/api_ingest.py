@@ -6,7 +6,8 @@ A real `modelwatch serve` on loopback; N client threads (httpx) post batches of 
 counted every event in the window aggregates: the sustained rate). Before the clients start,
 one request posted with `?wait=` makes sure the drain's worker process is up (its start-up is
 no part of the measured seconds), and each server process's CPU per request while
-acknowledging is read from /proc, as is the drain worker's until everything is counted.
+acknowledging is read from /proc, as is the drain worker's until everything is counted, and
+the share of that time the drain was runnable but waiting for a CPU (a shared host's load).
 *Sustained* = events / seconds until all are counted: what the API keeps up with.
 
 The floor and the API run side by side: both servers are up together and the batches go in
@@ -225,6 +226,19 @@ def children_cpu(pid: int) -> float:
     return total
 
 
+def children_queued(pid: int) -> float:
+    """Seconds the threads of `pid`'s live child processes have waited for a CPU so far
+    (/proc schedstat): on a shared host, the part of the drain's time it was runnable but
+    not running."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            with contextlib.suppress(OSError):
+                for thread in Path(f"/proc/{child}/task").iterdir():
+                    total += int((thread / "schedstat").read_text().split()[1])
+    return total / 1e9
+
+
 @dataclass(frozen=True)
 class Rates:
     """One run's rates (events/s) and CPU per request (ms): the API's and its drain's."""
@@ -233,6 +247,9 @@ class Rates:
     aggregated: float
     cpu_ms: float
     drain_ms: float = 0.0
+    # Seconds until all was counted, and the drain's seconds waiting for a CPU meanwhile.
+    seconds: float = 0.0
+    queued: float = 0.0
 
 
 def over_http(
@@ -267,6 +284,7 @@ def over_http(
     threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
     counted = 0 if url is None else aggregated(url)  # what earlier slices posted
     started, cpu, drain_cpu = time.perf_counter(), cpu_seconds(pid), children_cpu(pid)
+    queued = children_queued(pid) if url is not None else 0.0
     for t in threads:
         t.start()
     for t in threads:
@@ -283,7 +301,8 @@ def over_http(
     done = time.perf_counter() - started
     engine.dispose()
     drain_ms = (children_cpu(pid) - drain_cpu) * 1e3 / len(batches)
-    return Rates(total / acked, total / done, cpu_ms, drain_ms)
+    queued = children_queued(pid) - queued
+    return Rates(total / acked, total / done, cpu_ms, drain_ms, done, queued)
 
 
 def main() -> None:
@@ -339,7 +358,8 @@ def _one(
         f"POST /v1/events acked {ack:9,.0f} ev/s ({ack / fl:.0%} of floor), "
         f"sustained (all counted) {done:9,.0f} ev/s ({done / fl:.0%} of floor); CPU per "
         f"request: floor {floor.cpu_ms:.2f} ms, API {api.cpu_ms:.2f} ms, drain "
-        f"{api.drain_ms:.2f} ms; load {os.getloadavg()[0]:.1f}"
+        f"{api.drain_ms:.2f} ms; drain waiting for a CPU {api.queued / api.seconds:.0%} of "
+        f"the time; load {os.getloadavg()[0]:.1f}"
     )
 
 
@@ -353,6 +373,8 @@ def _combined(rates: list[Rates], parts: list[list[list[bytes]]]) -> Rates:
         total / sum(e / r.aggregated for e, r in zip(events, rates, strict=True)),
         sum(r.cpu_ms * k for r, k in zip(rates, requests, strict=True)) / n,
         sum(r.drain_ms * k for r, k in zip(rates, requests, strict=True)) / n,
+        sum(r.seconds for r in rates),
+        sum(r.queued for r in rates),
     )
 
 

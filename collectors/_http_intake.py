@@ -287,6 +287,8 @@ class HttpIntake:
         self.start()
         accepted = self.log.append(request.kind, request.body, request.events, key, namespace)
         self.drain.wake()
+        if self.worker is not None:
+            self.worker.wake()
         return accepted
 
     def backlog(self) -> Backlog:

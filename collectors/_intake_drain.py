@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from itertools import repeat
 from typing import Any
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
@@ -32,6 +32,8 @@ from monitor.storage import IntakeEntry, utcnow
 log = logging.getLogger(__name__)
 # Pending rows read per round (the batch takes a prefix of them up to batch_size events).
 READ_ROWS = 1000
+# While lingering, how often the drain looks whether a full batch is already waiting.
+LINGER_CHECK_S = 0.05
 
 
 class Superseded(Exception):
@@ -57,6 +59,9 @@ class Drain:
         self.interval_s = interval_s
         # After a batch smaller than batch_events, let more requests arrive first: fewer, larger
         # transactions (each merges every touched window profile once), still visible in <1 s.
+        # Counted from the batch's start, and cut short once a full batch is pending: a busy
+        # drain never sits idle while a backlog grows (a fixed pause after each small batch
+        # cost up to a fifth of the time until all was counted in bench/api_ingest.py, issue 40).
         self.linger_s = linger_s
         self._last_events = 0
         self._stop = threading.Event()
@@ -128,6 +133,35 @@ class Drain:
             offset += n
         return records, spans
 
+    def pause_s(self, took_s: float) -> float:
+        """Seconds to wait after a batch that took `took_s` before reading the next (`linger_s`
+        from the start of a small batch; none after a full one)."""
+        if self._last_events >= self.batch_events:
+            return 0.0
+        return max(0.0, self.linger_s - took_s)
+
+    def _linger(self, pause: float) -> None:
+        """Wait up to `pause` seconds, less once a full batch is pending (a burst that began
+        with a small batch goes on at once)."""
+        deadline = time.monotonic() + pause
+        while (rest := deadline - time.monotonic()) > 0:
+            if self._stop.wait(min(rest, LINGER_CHECK_S)):
+                return
+            try:
+                if self._pending_events() >= self.batch_events:
+                    return
+            except Exception:  # an outage: the next batch meets it and backs off
+                return
+
+    def _pending_events(self) -> int:
+        """Events pending in the log (few: the drain lingers only when it has caught up)."""
+        entry = IntakeEntry.__table__.c
+        with Session(self.engine) as session:
+            total = session.scalar(
+                select(func.sum(entry.events)).where(entry.consumed_at.is_(None))
+            )
+        return int(total or 0)
+
     def wake(self) -> None:
         """Tell the drain a request was appended (it otherwise polls every `interval_s`)."""
         self._wake.set()
@@ -162,6 +196,7 @@ class Drain:
             stopping = self._stop.is_set()
             if stopping and time.monotonic() >= self._flush_until:
                 return
+            began = time.monotonic()
             try:
                 done = self.drain_once()
                 failures, self.last_error = 0, None
@@ -178,8 +213,8 @@ class Drain:
                     return
                 self._wake.wait(self.interval_s)
                 self._wake.clear()
-            elif self._last_events < self.batch_events and not stopping:
-                self._stop.wait(self.linger_s)
+            elif not stopping and (pause := self.pause_s(time.monotonic() - began)) > 0:
+                self._linger(pause)
 
 
 def _consume(

@@ -11,6 +11,10 @@ supervisor counts the restart and calls `run` again after a backoff. The dead wo
 transaction rolled back with it, so the new worker reads the same pending rows of the intake log
 (the durable queue) and aggregates them once.
 
+The parent wakes the worker's drain through a pipe whenever a request is appended (a byte
+written without blocking: a full pipe already holds a wake-up), so an idle drain begins at
+once rather than at its next poll of the log.
+
 The parent alone decides when the worker stops. The worker ignores SIGTERM and SIGINT, which a
 service manager or a terminal sends to the whole process group at once, and its stop flag is a
 plain shared byte it polls: a `multiprocessing.Event` would make the parent's `set()` wait for
@@ -20,6 +24,7 @@ a waiter that a signal already killed, and `serve` would never exit.
 from __future__ import annotations
 
 import contextlib
+import gc
 import multiprocessing
 import os
 import signal
@@ -47,6 +52,12 @@ _ERROR_BYTES = 400
 # a busy host and fell ever further behind what was acknowledged (issue 40: 24% of the insert
 # floor counted while 65% was acknowledged); `collect.http_max_lag` and /readyz watch the gap.
 DRAIN_NICE = 0
+# The worker's cyclic-GC gen-0 threshold (CPython's default: 700 allocations). A 5,000-event
+# batch allocates ~15,000 containers (each event's dicts), so at the default the collector ran
+# ~20 times per batch, and its older generations walked the whole heap: ~20% of the drain's CPU
+# (issue 40). Decoded events hold no cycles; what a batch leaves behind is collected at this
+# rate, a few MB at most.
+GC_THRESHOLD = 10_000
 # How long a stopping worker goes on aggregating what is pending (within serve's grace period).
 FLUSH_S = 2.0
 # How often the worker looks at its stop flag, and the parent at the worker.
@@ -72,11 +83,13 @@ def _main(
     stop: Any,
     error: Any,
     parent: int,
+    wakes: Any,
 ) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):  # the parent stops us (module docstring)
         signal.signal(sig, signal.SIG_IGN)
     threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
     default_backend().warm_up()
+    _tune_gc()
     if DRAIN_NICE:
         with contextlib.suppress(OSError):
             os.nice(DRAIN_NICE)  # the drain's thread, started below, inherits it
@@ -90,6 +103,7 @@ def _main(
         return ingestors[adapter]
 
     drain = Drain(engine, ingestor_for, replica, config.collect.batch_size)
+    threading.Thread(target=_wake_on, args=(wakes, drain), daemon=True).start()
     drain.start()
     while not stop.value:
         if not drain.running():  # its thread died: exit, and the parent starts another worker
@@ -97,6 +111,26 @@ def _main(
         error.value = (drain.last_error or "").encode()[:_ERROR_BYTES]
         time.sleep(POLL_S)
     drain.stop(FLUSH_S)
+
+
+def _wake_on(wakes: Any, drain: Drain) -> None:
+    """Wake the drain whenever the parent appended a request (else it polls every
+    `interval_s`: a request on an idle drain waited up to that long before its batch began)."""
+    while True:
+        try:
+            if not os.read(wakes.fileno(), 4096):
+                return  # the parent closed its end
+        except OSError:
+            return
+        drain.wake()
+
+
+def _tune_gc() -> None:
+    """Collect less often, and never walk what start-up imported (modules, config): it lives
+    as long as the worker (`GC_THRESHOLD`)."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
 
 
 class DrainProcess:
@@ -109,6 +143,10 @@ class DrainProcess:
         # held that the API's /readyz would then wait on (a torn read is only a garbled text).
         self._error: Any = self._ctx.RawArray("c", _ERROR_BYTES + 1)
         self._process: Any = None
+        # The write end of the running worker's wake pipe (non-blocking: a full pipe already
+        # holds a wake-up, and no request ever waits on a stuck worker).
+        self._waker: Any = None
+        self._waker_lock = threading.Lock()
         # How long a stopping worker may flush before it is killed (set by the daemon's grace).
         self.grace_s = FLUSH_S + 1.0
 
@@ -117,10 +155,15 @@ class DrainProcess:
         kill; its open batch rolls back). DrainDied when it exits unasked."""
         flag: Any = self._ctx.RawValue("b", 0)  # no lock, no condition: module docstring
         self._error.value = b""
-        args = (*self._args, flag, self._error, os.getpid())
+        wakes, waker = self._ctx.Pipe(duplex=False)
+        os.set_blocking(waker.fileno(), False)
+        args = (*self._args, flag, self._error, os.getpid(), wakes)
         process = self._ctx.Process(target=_main, args=args, name="intake-drain", daemon=True)
         process.start()
+        wakes.close()
         self._process = process
+        with self._waker_lock:
+            self._waker = waker
         try:
             while not stop.wait(WATCH_S):
                 if not process.is_alive():
@@ -128,6 +171,9 @@ class DrainProcess:
                         f"intake drain process {process.pid} exited (code {process.exitcode})"
                     )
         finally:
+            with self._waker_lock:
+                self._waker = None
+                waker.close()
             flag.value = 1
             process.join(self.grace_s)
             if process.is_alive():  # it ignores SIGTERM; its open batch rolls back
@@ -136,6 +182,13 @@ class DrainProcess:
 
     def running(self) -> bool:
         return self._process is not None and self._process.is_alive()
+
+    def wake(self) -> None:
+        """Tell the worker a request was appended (it aggregates at once when idle)."""
+        with self._waker_lock:
+            if self._waker is not None:
+                with contextlib.suppress(OSError):  # full (a wake-up is pending) or closed
+                    os.write(self._waker.fileno(), b"\0")
 
     @property
     def last_error(self) -> str | None:

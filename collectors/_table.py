@@ -125,7 +125,8 @@ class EventTable:
             prediction=[x for p in parts for x in p.prediction],
             columns=columns,
             attrs={c: _stack([p.attrs.get(c) for p in parts], parts) for c in attrs},
-            types={c: set(map(type, v)) for c, v in columns.items()},
+            # A part without the column holds None there; no rescan of the values.
+            types={c: set().union(*(p.types.get(c, _NONE) for p in parts)) for c in names},
             present={c: _presence(parts, c) for c in names if not _everywhere(parts, c)},
             serving={c: _stack([p.serving.get(c) for p in parts], parts) for c in ops},
         )
@@ -137,6 +138,9 @@ class EventTable:
         if len(origin) < 2 or bool(np.all(origin[1:] >= origin[:-1])):
             return self
         return self.take(np.argsort(origin, kind="stable"))
+
+
+_NONE = frozenset({type(None)})
 
 
 def _gather(values: list[Any], index: list[int]) -> list[Any]:

@@ -78,3 +78,22 @@ def test_a_body_that_cannot_be_split_is_a_dead_letter(engine: Engine) -> None:
     assert reasons == ["invalid_json"]
     assert [tuple(row) for row in keyed] == [("idem:broken", None)]  # key kept, body dropped
     assert log.append("events", b"[{not json", 1, "broken").duplicates == 1
+
+
+def test_after_a_small_batch_the_drain_waits_only_what_is_left_of_its_linger() -> None:
+    quiet = Drain(cast(Engine, None), lambda _adapter: cast(Ingestor, None), "a", batch_events=100)
+    quiet._last_events = 10
+    assert quiet.pause_s(0.05) == quiet.linger_s - 0.05  # requests may gather meanwhile
+    assert quiet.pause_s(quiet.linger_s + 0.1) == 0.0  # busy: the backlog is read at once
+    quiet._last_events = 100
+    assert quiet.pause_s(0.0) == 0.0  # a full batch: more is waiting
+
+
+def test_a_lingering_drain_sees_the_events_pending(engine: Engine) -> None:
+    log = IntakeLog(engine, max_backlog=100)
+    for k in range(2):
+        log.append("events", orjson.dumps([event(10 * k + i) for i in range(4)]), 4, f"k{k}")
+    lingering = drain(engine, "a")
+    assert lingering._pending_events() == 8  # a full batch of 8 would end its linger
+    lingering.drain_once()
+    assert lingering._pending_events() == 0
