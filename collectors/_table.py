@@ -90,6 +90,7 @@ class EventTable:
     def take(self, rows: Sequence[int] | NDArray[np.intp]) -> EventTable:
         """The events at `rows`, in that order."""
         index = [int(i) for i in rows]
+        columns = {c: _gather(v, index) for c, v in self.columns.items()}
         return EventTable(
             origin=_gather(self.origin, index),
             request_id=_gather(self.request_id, index),
@@ -97,9 +98,10 @@ class EventTable:
             version=_gather(self.version, index),
             ts=self.ts[np.asarray(index, dtype=np.intp)],
             prediction=_gather(self.prediction, index),
-            columns={c: _gather(v, index) for c, v in self.columns.items()},
+            columns=columns,
             attrs={c: _gather(v, index) for c, v in self.attrs.items()},
-            types={c: set(map(type, v)) for c, v in self.columns.items()},
+            # the kept rows' types: a type only the other rows had must not decide a kind
+            types={c: set(map(type, v)) for c, v in columns.items()},
             present={c: _gather(v, index) for c, v in self.present.items()},
             serving={c: _gather(v, index) for c, v in self.serving.items()},
         )
