@@ -10,7 +10,7 @@ with status `insufficient_data` and the reason.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -19,53 +19,23 @@ from sqlalchemy.engine import Engine
 from alerts import Signal
 from dashboards.metrics import ModelwatchMetrics
 from monitor.app.daemon._canary_job import failed_signals
-from monitor.app.daemon._leases import finish
-from monitor.app.daemon._paced import claim_due
-from monitor.app.daemon._scheduler import JobSpec
+from monitor.app.daemon._paced import PacedChecks
 from monitor.config import Config, SegmentCheckConfig
-from monitor.failures import Backoff, Isolation
 from monitor.segments import mark_persistence, search_check, segment_history, store_segments
 from monitor.skew_runs import read_source
-from monitor.storage import utcnow
 
 SEGMENTS_JOB = "segments"
 CHECK_CLAIMS = "segments check"
 
 
-class SegmentWatch:
+class SegmentWatch(PacedChecks[SegmentCheckConfig]):
     """The job's body: run every due segment check, mark what persists, store it."""
 
-    def __init__(self, engine: Engine, config: Config, holder: str,
-                 on_failure: Callable[[str], None] | None = None) -> None:  # fmt: skip
-        self.engine = engine
-        self.config = config
-        self.holder = holder
-        sched = config.scheduler
-        self.isolation = Isolation(
-            engine, SEGMENTS_JOB, Backoff(sched.retry_initial_s, sched.retry_max_s), on_failure
-        )
+    job = SEGMENTS_JOB
+    claims = CHECK_CLAIMS
 
-    def spec(self) -> JobSpec | None:
-        """The job, ticking at the shortest check interval; None without checks."""
-        if not self.config.segments:
-            return None
-        interval = min(c.interval.total_seconds() for c in self.config.segments)
-        return JobSpec(SEGMENTS_JOB, self, interval)
-
-    def __call__(self, _window: datetime | None = None, now: datetime | None = None) -> int:
-        """Run the due checks this replica claims; how many stored a run."""
-        now = now or utcnow()
-        self.isolation.begin(now)
-        done = 0
-        for check in self.config.segments:
-            run = claim_due(self.engine, CHECK_CLAIMS, check.name, check.interval.total_seconds(),
-                            self.holder, self.config.scheduler.lease_s, now)  # fmt: skip
-            if run is None:
-                continue
-            ok = self.run_check(check, now)
-            finish(self.engine, run, None if ok else "failed; see job_failures")
-            done += ok
-        return done
+    def checks(self) -> Sequence[SegmentCheckConfig]:
+        return self.config.segments
 
     def run_check(self, check: SegmentCheckConfig, now: datetime) -> bool:
         """Read the sources, search, store; False when an item failed (it is recorded)."""

@@ -9,7 +9,7 @@ query is named in its `evaluation_failed` signal, and the comparison another
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -18,13 +18,9 @@ from sqlalchemy.engine import Engine
 from alerts import Signal
 from dashboards.metrics import ModelwatchMetrics
 from monitor.app.daemon._canary_job import failed_signals
-from monitor.app.daemon._leases import finish
-from monitor.app.daemon._paced import claim_due
-from monitor.app.daemon._scheduler import JobSpec
+from monitor.app.daemon._paced import PacedChecks
 from monitor.config import Config, SkewCheckConfig
-from monitor.failures import Backoff, Isolation
 from monitor.skew_runs import compare_frames, read_source, skew_history, store_skew
-from monitor.storage import utcnow
 
 SKEW_JOB = "skew"
 CHECK_CLAIMS = "skew check"
@@ -32,40 +28,14 @@ CHECK_CLAIMS = "skew check"
 MAX_SKEW_COLUMNS = 50
 
 
-class SkewWatch:
+class SkewWatch(PacedChecks[SkewCheckConfig]):
     """The job's body: run every due check, store it."""
 
-    def __init__(self, engine: Engine, config: Config, holder: str,
-                 on_failure: Callable[[str], None] | None = None) -> None:  # fmt: skip
-        self.engine = engine
-        self.config = config
-        self.holder = holder
-        sched = config.scheduler
-        self.isolation = Isolation(
-            engine, SKEW_JOB, Backoff(sched.retry_initial_s, sched.retry_max_s), on_failure
-        )
+    job = SKEW_JOB
+    claims = CHECK_CLAIMS
 
-    def spec(self) -> JobSpec | None:
-        """The job, ticking at the shortest check interval; None without checks."""
-        if not self.config.skew:
-            return None
-        interval = min(c.interval.total_seconds() for c in self.config.skew)
-        return JobSpec(SKEW_JOB, self, interval)
-
-    def __call__(self, _window: datetime | None = None, now: datetime | None = None) -> int:
-        """Run the due checks this replica claims; how many stored a result."""
-        now = now or utcnow()
-        self.isolation.begin(now)
-        done = 0
-        for check in self.config.skew:
-            run = claim_due(self.engine, CHECK_CLAIMS, check.name, check.interval.total_seconds(),
-                            self.holder, self.config.scheduler.lease_s, now)  # fmt: skip
-            if run is None:
-                continue
-            ok = self.run_check(check, now)
-            finish(self.engine, run, None if ok else "failed; see job_failures")
-            done += ok
-        return done
+    def checks(self) -> Sequence[SkewCheckConfig]:
+        return self.config.skew
 
     def run_check(self, check: SkewCheckConfig, now: datetime) -> bool:
         """Read both sources, compare, store; False when an item failed (it is recorded)."""
