@@ -26,7 +26,7 @@ The default is small (a smoke run); the target case is `--models 1000 --features
 --window 1m` (measured in bench/README.md, "Fleet"; the baselines alone take ~2 minutes). Usage:
 
     PYTHONPATH=. python bench/fleet.py [--models 20] [--features 5] [--slices 3] [--rate 300]
-        [--window 1m] [--duration 150] [--replicas 1] [--clients 2]
+        [--window 1m] [--duration 150] [--replicas 1] [--clients 2] [--interval SECONDS]
 """
 
 from __future__ import annotations
@@ -276,7 +276,7 @@ def run(args: argparse.Namespace, directory: Path) -> None:
     upgrade(engine)
     baselines(engine, models, args.features, args.slices)
     config = directory / "fleet.yaml"
-    interval = min(10.0, max(1.0, window.total_seconds() / 6))
+    interval = args.interval or min(10.0, max(1.0, window.total_seconds() / 6))
     config.write_text(yaml.safe_dump(config_doc(url, models, window, interval)))
     with servers(config, args.replicas) as procs:
         pids = [pid for _, pid in procs]
@@ -326,6 +326,10 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=150.0, help="seconds of traffic")
     parser.add_argument("--replicas", type=int, default=1)
     parser.add_argument("--clients", type=int, default=2)
+    parser.add_argument(
+        "--interval", type=float, default=0.0,
+        help="scheduler.evaluate_interval_s (default: a sixth of the window, at most 10 s)",
+    )  # fmt: skip
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         run(args, Path(tmp))
