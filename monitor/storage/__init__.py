@@ -12,6 +12,7 @@ from monitor.storage._changes import (
     WindowChange,
     consume_changes,
     mark_changed,
+    models_pending,
     pending_changes,
 )
 from monitor.storage._collectors import (
@@ -87,6 +88,7 @@ __all__ = [
     "consume_changes",
     "fetch_rows",
     "mark_changed",
+    "models_pending",
     "pending_changes",
     "NAMING_CONVENTION",
     "PARTITIONED",
