@@ -50,6 +50,7 @@ from monitor.storage._guards import GateRun, RollbackEvent
 from monitor.storage._intake import IntakeEntry
 from monitor.storage._partitions import (
     PARTITIONED,
+    RECENT,
     PartitionSpec,
     create_partition,
     drop_expired,
@@ -57,6 +58,8 @@ from monitor.storage._partitions import (
     include_name,
     is_partitioned,
     missing_periods,
+    newest,
+    newest_query,
     next_start,
     period_start,
 )
@@ -95,6 +98,9 @@ __all__ = [
     "PartitionSpec",
     "create_partition",
     "drop_expired",
+    "RECENT",
+    "newest",
+    "newest_query",
     "ensure_partition",
     "include_name",
     "is_partitioned",
