@@ -19,8 +19,9 @@ A window whose derivation fails (a model that cannot score it) is logged and pro
 the derived columns; the batch goes on. What a version's baseline stores is read once, and again
 only when the model's baselines of that name changed: every `REFRESH_S` seconds one query reads
 a stamp of every cached model's baselines (how many, the newest id and creation time: baselines
-are never updated in place, a replaced one is a new row), so a baseline created, replaced or deleted while the
-collector runs is picked up within `REFRESH_S`. Models that were unreadable are read again then.
+are never updated in place, a replaced one is a new row), so a baseline created, replaced or
+deleted while the collector runs is picked up within `REFRESH_S`. Models that were unreadable
+are read again then.
 """
 
 from __future__ import annotations
