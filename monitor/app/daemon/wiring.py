@@ -172,8 +172,9 @@ class Monitoring:
         self.queue: WorkQueue | None = None
 
     def share(self, queue: WorkQueue) -> None:
-        """Evaluate through `queue`: each tick defers a unit per model, and this replica's
-        worker (`queue.work`) takes units of every tick, whichever replica produced it."""
+        """Evaluate through `queue`: each tick defers a unit per model with work due (`_due`),
+        and this replica's worker (`queue.work`) takes units of every tick, whichever replica
+        produced it."""
         self.queue = queue
 
     def unit(self, model: str) -> list[WindowEvaluation]:
