@@ -54,8 +54,8 @@ SELECT 'm' || lpad(m::text, 4, '0'), k, '1', now() - (w || ' minutes')::interval
        now() - ((w - 1) || ' minutes')::interval, 1, false, now()
 FROM generate_series(0, :n - 1) m, generate_series(1, :h) w, unnest(CAST(:kinds AS text[])) k
 """
-# pg_stat_database lags its backends by up to ~1 s: settle before and after each tick.
-SETTLE_S = 1.5
+# pg_stat_database lags an idle backend by up to 10 s (PostgreSQL 15): settle around each tick.
+SETTLE_S = 11.0
 
 
 def history(engine: Engine, n: int, h: int) -> int:
