@@ -124,13 +124,23 @@ def test_the_in_process_tick_evaluates_only_models_with_work(
     monitoring = Monitoring(engine, config)
     now = START + timedelta(days=1)
     assert sorted(e.window.model for e in monitoring._evaluate(now)) == MODELS
-    with session_factory(engine)() as s:  # what evaluation marks, a unit reads
-        assert set(s.scalars(select(WindowChange.kind).distinct())) <= set(UNIT_KINDS)
     seen = _statements(engine)
     assert monitoring._evaluate(now) == []  # idle: nothing evaluated
     assert len(seen) == 2, seen  # the pending markers and the failures due, nothing per model
-    ingest(engine, config.models, events("b", FEATURES, 2, 20), 40)
+    ingest(engine, config.models, events("b", FEATURES, 2, 20), 40)  # new profiles
     assert {e.window.model for e in monitoring._evaluate(now)} == {"b"}
+    labels = [
+        {"request_id": f"a-0-{i}", "model": "a", "label": 1, "timestamp": START.isoformat()}
+        for i in range(20)
+    ]
+    ingest(engine, config.models, labels, 100)  # labels only: outcomes and estimation
+    assert monitoring.due(now) == ["a"]
+    assert [e.window.model for e in monitoring._evaluate(now)] == ["a"]
+    with session_factory(engine)() as s:  # every kind evaluation marked, a unit reads
+        kinds = set(s.scalars(select(WindowChange.kind).distinct()))
+    assert {"drift", "outcome", "estimate", "outcome_day", "outcome_week"} <= kinds
+    assert kinds <= set(UNIT_KINDS)
+    assert monitoring.due(now) == []
 
 
 def test_the_producer_defers_units_only_for_models_with_work(
