@@ -16,8 +16,12 @@ score (`monitor.estimation.predicted_classes`, as `modelwatch estimate --predict
 A regression baseline (`--task regression`) gives `__dle_absolute` and `__dle_squared`, each
 event's expected loss from the baseline's loss models over its features and prediction.
 A window whose derivation fails (a model that cannot score it) is logged and profiled without
-the derived columns; the batch goes on. What a version's baseline stores is read once and then
-every `REFRESH_S` seconds, so a baseline created while the collector runs is picked up.
+the derived columns; the batch goes on. What a version's baseline stores is read once, and again
+only when the model's baselines of that name changed: every `REFRESH_S` seconds one query reads
+a stamp of every cached model's baselines (how many, the newest id and creation time: baselines
+are never updated in place, a replaced one is a new row), so a baseline created, replaced or
+deleted while the collector runs is picked up within `REFRESH_S`. Models that were unreadable
+are read again then.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
+from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
 from collectors._windows import WindowBatch, WindowKey
@@ -47,10 +52,15 @@ from monitor.estimation import (
     stored_multivariate,
 )
 from monitor.profiles import ColumnSpec
+from monitor.storage import Baseline, Model, ModelVersion, session_factory
 
 log = logging.getLogger(__name__)
 
 REFRESH_S = 60.0
+# A model's baselines of one name as last seen: how many, the newest id and creation time (SQLite
+# gives a replaced newest baseline its id again); None: unreadable.
+Stamp = tuple[int, int, str] | None
+NONE: Stamp = (0, 0, "")  # no baseline of the name
 PREDICTION = "prediction"
 _NUMBER = (int, float)
 
@@ -63,6 +73,7 @@ class DerivedModels:
     multivariate: StoredMultivariate | None
     specs: dict[str, ColumnSpec]  # the specs of the estimation's derived columns, by column
     loaded_at: float
+    stamp: Stamp = None  # the model's baselines when read; None: read again at the next check
 
     @property
     def empty(self) -> bool:
@@ -82,26 +93,69 @@ class Deriver:
         self.baselines = dict(baselines or {})
         self.clock = clock
         self.cache: dict[tuple[str, str], DerivedModels] = {}
+        self.checked_at: float | None = None
 
     def models(self, model: str, version: str) -> DerivedModels:
-        """The version's stored models, read again after `REFRESH_S`."""
+        """The version's stored models, read again when its model's baselines changed (looked
+        at every `REFRESH_S`)."""
         now = self.clock()
+        if self.checked_at is None or now - self.checked_at >= REFRESH_S:
+            self._check(now)
         found = self.cache.get((model, version))
-        if found is None or now - found.loaded_at >= REFRESH_S:
+        if found is None:
             found = self._load(model, version, now)
             self.cache[(model, version)] = found
         return found
 
+    def _check(self, now: float) -> None:
+        """Forget the cached versions whose model's baselines changed (one query for all)."""
+        self.checked_at = now
+        if not self.cache:
+            return
+        try:
+            stamps = self._stamps(sorted({m for m, _ in self.cache}))
+        except Exception as exc:  # the database is away: the cache serves, the next check retries
+            log.warning("estimation models not checked for changes: %s", exc)
+            return
+        for key, found in list(self.cache.items()):
+            if found.stamp is None or stamps.get(key[0], NONE) != found.stamp:
+                del self.cache[key]
+
+    def _stamps(self, models: list[str]) -> dict[str, Stamp]:
+        """Per model, the stamp of its baselines of the name it is compared with."""
+        stmt = (
+            select(
+                Model.name,
+                Baseline.name,
+                func.count(Baseline.id),
+                func.max(Baseline.id),
+                func.max(Baseline.created_at),
+            )
+            .join(ModelVersion, ModelVersion.model_id == Model.id)
+            .join(Baseline, Baseline.model_version_id == ModelVersion.id)
+            .where(Model.name.in_(models))
+            .group_by(Model.name, Baseline.name)
+        )
+        with session_factory(self.engine)() as s:
+            rows = s.execute(stmt).all()
+        return {
+            model: (int(n), int(newest), str(created))
+            for model, name, n, newest, created in rows
+            if name == self.baselines.get(model, "default")
+        }
+
     def _load(self, model: str, version: str, now: float) -> DerivedModels:
         name = self.baselines.get(model, "default")
         try:
+            # Read before the models: a change in between is seen at the next check.
+            stamp = self._stamps([model]).get(model, NONE)
             est = stored_calibration(self.engine, model, version, name)
             mv = stored_multivariate(self.engine, model, version, name)
         except Exception as exc:  # a damaged baseline: no derived columns, not a failed batch
             log.warning("model %r version %r: estimation models unreadable: %s", model, version,
                         exc)  # fmt: skip
-            est, mv = None, None
-        return DerivedModels(est, mv, _specs(est), now)
+            stamp, est, mv = None, None, None
+        return DerivedModels(est, mv, _specs(est), now, stamp)
 
     def add(
         self, windows: Mapping[WindowKey, WindowBatch]

@@ -12,6 +12,7 @@ from monitor.storage._changes import (
     WindowChange,
     consume_changes,
     mark_changed,
+    models_pending,
     pending_changes,
 )
 from monitor.storage._collectors import (
@@ -49,6 +50,7 @@ from monitor.storage._guards import GateRun, RollbackEvent
 from monitor.storage._intake import IntakeEntry
 from monitor.storage._partitions import (
     PARTITIONED,
+    RECENT,
     PartitionSpec,
     create_partition,
     drop_expired,
@@ -56,6 +58,8 @@ from monitor.storage._partitions import (
     include_name,
     is_partitioned,
     missing_periods,
+    newest,
+    newest_query,
     next_start,
     period_start,
 )
@@ -87,12 +91,16 @@ __all__ = [
     "consume_changes",
     "fetch_rows",
     "mark_changed",
+    "models_pending",
     "pending_changes",
     "NAMING_CONVENTION",
     "PARTITIONED",
     "PartitionSpec",
     "create_partition",
     "drop_expired",
+    "RECENT",
+    "newest",
+    "newest_query",
     "ensure_partition",
     "include_name",
     "is_partitioned",

@@ -138,3 +138,21 @@ def consume_changes(target: Engine | Session, kind: str, changes: Sequence[Chang
         return
     with transaction(target) as s:
         s.execute(stmt, params)
+
+
+def models_pending(engine: Engine, models: Sequence[str], kinds: Sequence[str]) -> set[str]:
+    """Of `models`, those with a pending change of one of `kinds`: one query, each (model, kind)
+    a lookup of the pending index (`ix_window_changes_pending`), whatever the history."""
+    if not models or not kinds:
+        return set()
+    stmt = (
+        select(WindowChange.model)
+        .where(
+            WindowChange.model.in_(sorted(set(models))),
+            WindowChange.kind.in_(sorted(set(kinds))),
+            WindowChange.pending.is_(True),
+        )
+        .distinct()
+    )
+    with session_factory(engine)() as s:
+        return set(s.scalars(stmt))

@@ -19,12 +19,16 @@ Partitions are named `<table>_p<YYYYMMDD>` (daily) or `<table>_p<YYYYMM>` (month
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import func, select, text
 from sqlalchemy.engine import Connection
+from sqlalchemy.orm import Session
+
+from monitor.storage.base import utcnow
 
 # How long maintenance waits for a table lock before giving up until its next run: a queued
 # ACCESS EXCLUSIVE request would stall every reader and writer of the table behind it.
@@ -222,3 +226,26 @@ def drop_expired(conn: Connection, spec: PartitionSpec, cutoff: datetime) -> int
     for name in rows:
         conn.execute(text(f'DROP TABLE "{name}"'))
     return sum(rows.values())
+
+
+# How far back the newest window is looked for first: on PostgreSQL a bound on the partition key
+# reads only the partitions from then on (the recent day or two, those created ahead, DEFAULT),
+# not one per day of retention. Only a model with no window that recent reads them all.
+RECENT = timedelta(days=2)
+
+
+def newest_query(column: Any, conds: Sequence[Any], since: datetime | None) -> Any:
+    """`max(column)` of the rows matching `conds` (and from `since` on, when given)."""
+    bound = [] if since is None else [column >= since]
+    return select(func.max(column)).where(*conds, *bound)
+
+
+def newest(
+    session: Session, column: Any, conds: Sequence[Any], now: datetime | None = None
+) -> datetime | None:
+    """The newest `column` (a partition key) of the rows matching `conds`: among the `RECENT`
+    rows first (the same answer whenever there is one), else among all."""
+    found: datetime | None = session.scalar(newest_query(column, conds, (now or utcnow()) - RECENT))
+    if found is None:
+        found = session.scalar(newest_query(column, conds, None))
+    return found

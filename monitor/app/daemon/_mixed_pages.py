@@ -12,10 +12,11 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import false, func, select, true
+from sqlalchemy import false, select, true
 from sqlalchemy.orm import Session
 
 from monitor.app.daemon._paging import Page, decode_cursor, page_of
+from monitor.storage import newest
 
 CURSOR = "mixed"
 
@@ -26,9 +27,8 @@ def mixed_page(
 ) -> Page[Any]:  # fmt: skip
     """Rows of the tables (`conds`: table -> its filter conditions, in rank order)."""
     if window_start is None and since is None:
-        newest = [session.scalar(select(func.max(t.window_start)).where(*c))
-                  for t, c in conds.items()]  # fmt: skip
-        known = [n for n in newest if n is not None]
+        found = [newest(session, t.window_start, c) for t, c in conds.items()]
+        known = [n for n in found if n is not None]
         if not known:
             return Page([], None)
         window_start = max(known)

@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, Field
-from sqlalchemy import exists, func, select
+from sqlalchemy import exists, select
 from sqlalchemy.orm import Session
 
 from monitor.app.daemon._auth import requires
@@ -56,6 +56,7 @@ from monitor.storage import (
     EstimatedResultRow,
     Model,
     OutcomeResultRow,
+    newest,
     transaction,
     utcnow,
 )
@@ -210,8 +211,7 @@ def _query(
     elif f.since is not None:
         conds.append(table.window_start >= f.since)
     else:
-        latest = session.scalar(select(func.max(table.window_start)).where(*conds))
-        conds.append(table.window_start == latest)
+        conds.append(table.window_start == newest(session, table.window_start, conds))
     after = decode_cursor("results", f.cursor, (datetime, str, str, int))
     if after is not None:
         conds.append(_after(table, *after))

@@ -1,7 +1,8 @@
 """Evaluation shared across replicas: one unit per model on a procrastinate queue (PostgreSQL).
 
 The replica that wins an `evaluate` tick's (job, window) claim is its producer: it defers one
-unit per configured model and waits, up to the lease, for them to finish, so that the tick's
+unit per model with work due (`_due`: pending change markers, failed items due for retry; an
+idle model gets none) and waits, up to the lease, for them to finish, so that the tick's
 alert rules see their results. Every replica runs a worker (a supervised component) that takes
 units one at a time. procrastinate (`SELECT ... FOR UPDATE SKIP LOCKED` on its own tables) gives:
 
@@ -124,12 +125,13 @@ class WorkQueue:
 
     # -- the producer ----------------------------------------------------------------------
 
-    def evaluate(self) -> int:
-        """Defer a unit per model and wait (up to the lease) until none of the units pending
-        then is; how many units this tick deferred (a model whose unit waits already gets none)."""
+    def evaluate(self, models: Sequence[str] | None = None) -> int:
+        """Defer a unit per model of `models` (those with work due, `_due`; None: every
+        configured model) and wait (up to the lease) until none of the units pending then is;
+        how many units this tick deferred (a model whose unit waits already gets none)."""
         app = self._app()
         deferred: list[int] = []
-        for model in self._models:
+        for model in self._models if models is None else models:
             task = app.configure_task(
                 TASK, queue=QUEUE, lock=_key(model), queueing_lock=_key(model)
             )

@@ -19,6 +19,7 @@ from dashboards.metrics import ModelwatchMetrics
 from guards.registry import rollback
 from monitor.app.daemon._canary_job import CanaryWatch as CanaryWatch  # the demo runs it
 from monitor.app.daemon._canary_job import canary_signals
+from monitor.app.daemon._due import due_models
 from monitor.app.daemon._guard_job import GuardReplays
 from monitor.app.daemon._guard_job import signal_producers as guard_replay_producers
 from monitor.app.daemon._health_signals import (
@@ -171,8 +172,9 @@ class Monitoring:
         self.queue: WorkQueue | None = None
 
     def share(self, queue: WorkQueue) -> None:
-        """Evaluate through `queue`: each tick defers a unit per model, and this replica's
-        worker (`queue.work`) takes units of every tick, whichever replica produced it."""
+        """Evaluate through `queue`: each tick defers a unit per model with work due (`_due`),
+        and this replica's worker (`queue.work`) takes units of every tick, whichever replica
+        produced it."""
         self.queue = queue
 
     def unit(self, model: str) -> list[WindowEvaluation]:
@@ -190,14 +192,25 @@ class Monitoring:
         return evaluated
 
     def _evaluate(self, now: datetime) -> list[WindowEvaluation]:
-        """This tick's windows: evaluated here, or by the replicas' workers (then none here)."""
+        """This tick's windows: evaluated here, or by the replicas' workers (then none here);
+        only the models with work due (`_due`), on both paths."""
         if self.queue is None:
-            return self._observed(self.windows.run(now))
+            due = set(self.due(now))
+            cfgs = [m for m in self.config.models if m.name in due]
+            if not cfgs:
+                return []
+            window_s, isolation = self.windows.window_s, self.windows.isolation
+            return self._observed(WindowEvaluator(self.engine, cfgs, window_s, isolation).run(now))
         # A queue that fails (the database is away) is recorded and tried again next tick.
         shared = self._isolation(EVALUATE_JOB, Backoff(0.0, 0.0))
         shared.begin(now)
-        shared.attempt("queue", self.queue.evaluate)
+        queue = self.queue
+        shared.attempt("queue", lambda: queue.evaluate(self.due(now)))
         return []
+
+    def due(self, now: datetime) -> list[str]:
+        """The configured models with evaluation work due at `now` (`_due`)."""
+        return due_models(self.engine, [m.name for m in self.config.models], EVALUATE_JOB, now)
 
     def _isolation(self, job: str, backoff: Backoff | None = None) -> Isolation:
         cfg = self.config.scheduler

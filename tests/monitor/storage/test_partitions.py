@@ -15,10 +15,15 @@ from migrations import downgrade, upgrade
 from monitor.app.daemon._retention import maintain_partitions, purge
 from monitor.storage import (
     PARTITIONED,
+    RECENT,
     DriftResultRow,
     WindowProfile,
+    create_partition,
     is_partitioned,
     make_engine,
+    newest,
+    newest_query,
+    period_start,
     transaction,
 )
 from tests.services.postgres import PostgresServer
@@ -167,3 +172,29 @@ def test_a_row_for_a_time_without_partition_is_kept_then_gets_one(pg: Engine) ->
         assert conn.scalar(text("SELECT count(*) FROM drift_results_default")) == 0
         assert conn.scalar(text("SELECT count(*) FROM drift_results_p20190605")) == 1
     assert maintain_partitions(pg, NOW) == {}  # nothing left to create
+
+
+def test_the_newest_window_reads_recent_partitions_and_falls_back_to_all(pg: Engine) -> None:
+    """The results API's newest window (GET /v1/models/{m}/drift without a window): the recent
+    and coming partitions only; all of them only when the model has no recent window."""
+    spec, old = PARTITIONED["drift_results"], NOW - timedelta(days=20)
+    with pg.begin() as conn:
+        create_partition(conn, spec, period_start("day", old))
+    column, conds = DriftResultRow.window_start, [DriftResultRow.model == "newest"]
+    with pg.connect() as conn:
+        recent = _scanned(conn, newest_query(column, conds, NOW - RECENT))
+        first = f"drift_results_p{period_start('day', NOW - RECENT):%Y%m%d}"
+        assert recent and all(n == "drift_results_default" or n >= first for n in recent), recent
+        assert f"drift_results_p{old:%Y%m%d}" in _scanned(conn, newest_query(column, conds, None))
+    with transaction(pg) as s:
+        s.add(_of("newest", _drift(old, NOW)))
+        s.flush()
+        assert newest(s, column, conds, NOW) == old  # nothing recent: every partition
+        s.add(_of("newest", _drift(NOW - timedelta(hours=1), NOW)))
+        s.flush()
+        assert newest(s, column, conds, NOW) == NOW - timedelta(hours=1)
+
+
+def _of(model: str, row: DriftResultRow) -> DriftResultRow:
+    row.model = model
+    return row

@@ -1,0 +1,164 @@
+"""A tick evaluates only the models with work due (`monitor.app.daemon._due`): every kind of
+pending change and every failed item due for retry gives its model a unit (on SQLite: its
+evaluation in the tick's process); an idle model gets none, and an idle tick costs two queries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import delete, event, select
+from sqlalchemy.engine import Engine
+
+from migrations import upgrade
+from monitor.app.daemon._due import UNIT_KINDS, due_models
+from monitor.app.daemon._work_queue import WorkQueue
+from monitor.app.daemon.wiring import Monitoring
+from monitor.config import Config, parse_config
+from monitor.evaluation.windows import EVALUATE_JOB
+from monitor.failures import Backoff, record_failure, window_item
+from monitor.slo.evaluate import slo_item
+from monitor.storage import (
+    JobFailure,
+    WindowChange,
+    consume_changes,
+    make_engine,
+    mark_changed,
+    pending_changes,
+    session_factory,
+    transaction,
+)
+from tests.monitor.app.daemon.isolation_data import START, WINDOW, baseline, events, ingest
+from tests.services.postgres import PostgresServer
+
+MODELS = ["a", "b"]
+FEATURES = ["f0"]
+BACKOFF = Backoff(60.0, 600.0)
+
+
+def _config(url: str) -> Config:
+    return parse_config({"database_url": url, "models": [{"name": m} for m in MODELS]}, env={})
+
+
+@pytest.fixture(scope="module")
+def migrated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
+    eng = make_engine(f"sqlite:///{tmp_path_factory.mktemp('due') / 'modelwatch.db'}")
+    upgrade(eng)
+    yield eng
+    eng.dispose()
+
+
+@pytest.fixture
+def db(migrated: Engine) -> Engine:
+    """The module's SQLite database without markers or failures (one migration per module)."""
+    with transaction(migrated) as s:
+        s.execute(delete(WindowChange))
+        s.execute(delete(JobFailure))
+    return migrated
+
+
+def _mark(engine: Engine, kind: str, model: str = "a") -> None:
+    with transaction(engine) as s:
+        mark_changed(s, kind, [(model, "1", START, START + WINDOW)])
+
+
+@pytest.mark.parametrize("kind", UNIT_KINDS)
+def test_each_kind_of_pending_change_gives_its_model_work(db: Engine, kind: str) -> None:
+    assert due_models(db, MODELS, EVALUATE_JOB, START) == []
+    _mark(db, kind)
+    assert due_models(db, MODELS, EVALUATE_JOB, START) == ["a"]
+    consume_changes(db, kind, pending_changes(db, "a", kind))
+    assert due_models(db, MODELS, EVALUATE_JOB, START) == []
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        slo_item("a", "1", START),  # an SLO window retried without a change
+        window_item("drift", "a", "1", START),
+        window_item("outcomes", "a", "1", START),
+        window_item("estimate", "a", "1", START),
+        "fairness a/1",
+        "baseline a/1",
+        "estimation models a/1",
+        f"drift a/1 day {START.isoformat()}",  # a period
+        "drift a",  # the model's listing
+    ],
+)
+def test_a_failed_item_gives_its_model_work_once_its_retry_is_due(db: Engine, item: str) -> None:
+    failed = record_failure(db, EVALUATE_JOB, item, "boom", BACKOFF, START, "a", "1")
+    assert due_models(db, MODELS, EVALUATE_JOB, START) == []  # not yet due
+    assert due_models(db, MODELS, EVALUATE_JOB, failed.retry_at) == ["a"]
+
+
+def test_failures_of_other_jobs_or_of_no_model_are_no_models_work(db: Engine) -> None:
+    record_failure(db, "alerts", "signals drift a", "boom", BACKOFF, START, "a")
+    record_failure(db, EVALUATE_JOB, "queue", "boom", BACKOFF, START)
+    later = START + timedelta(days=1)
+    assert due_models(db, MODELS, EVALUATE_JOB, later) == []
+
+
+@pytest.fixture
+def traffic(sqlite_engine: Engine) -> Iterator[tuple[Engine, Config]]:
+    config = _config(str(sqlite_engine.url))
+    for m in MODELS:
+        baseline(sqlite_engine, m, FEATURES)
+    ingest(
+        sqlite_engine, config.models, events("a", FEATURES, 1, 20) + events("b", FEATURES, 1, 20)
+    )
+    yield sqlite_engine, config
+
+
+def _statements(engine: Engine) -> list[str]:
+    seen: list[str] = []
+    event.listen(engine, "before_cursor_execute", lambda *a: seen.append(a[2]))
+    return seen
+
+
+def test_the_in_process_tick_evaluates_only_models_with_work(
+    traffic: tuple[Engine, Config],
+) -> None:
+    engine, config = traffic
+    monitoring = Monitoring(engine, config)
+    now = START + timedelta(days=1)
+    assert sorted(e.window.model for e in monitoring._evaluate(now)) == MODELS
+    seen = _statements(engine)
+    assert monitoring._evaluate(now) == []  # idle: nothing evaluated
+    assert len(seen) == 2, seen  # the pending markers and the failures due, nothing per model
+    ingest(engine, config.models, events("b", FEATURES, 2, 20), 40)  # new profiles
+    assert {e.window.model for e in monitoring._evaluate(now)} == {"b"}
+    labels = [
+        {"request_id": f"a-0-{i}", "model": "a", "label": 1, "timestamp": START.isoformat()}
+        for i in range(20)
+    ]
+    ingest(engine, config.models, labels, 100)  # labels only: outcomes and estimation
+    assert monitoring.due(now) == ["a"]
+    assert [e.window.model for e in monitoring._evaluate(now)] == ["a"]
+    with session_factory(engine)() as s:  # every kind evaluation marked, a unit reads
+        kinds = set(s.scalars(select(WindowChange.kind).distinct()))
+    assert {"drift", "outcome", "estimate", "outcome_day", "outcome_week"} <= kinds
+    assert kinds <= set(UNIT_KINDS)
+    assert monitoring.due(now) == []
+
+
+def test_the_producer_defers_units_only_for_models_with_work(
+    postgres: PostgresServer, pg_head: str
+) -> None:
+    engine = make_engine(postgres.create_database(template=pg_head))
+    monitoring = Monitoring(engine, _config(str(engine.url)))
+    queue = WorkQueue(engine, MODELS, lambda _model: None, lease_s=600, holder="test")
+    monitoring.share(queue)
+    queue.stop_waiting()  # no worker runs here: the tick does not wait for its units
+    try:
+        now = START + timedelta(days=1)
+        monitoring._evaluate(now)
+        assert queue.depth() == []  # idle models: no unit
+        _mark(engine, "outcome", "b")
+        record_failure(engine, EVALUATE_JOB, slo_item("a", "1", START), "x", BACKOFF, START, "a")
+        monitoring._evaluate(now)
+        assert sorted(str(j.task_kwargs["model"]) for j in queue.depth()) == MODELS
+    finally:
+        queue.close()
+        engine.dispose()
