@@ -68,7 +68,7 @@ def join_values(ref: Counts, cur: Counts, pair: Pair) -> tuple[Counts, Counts]:
     values (5 bins of 2 values for 0..9), and on binomial(9, 0.4) at 10,000 rows found a
     mean shift 0.60 of the time at a 5% false-alarm rate where one bucket per value (rare
     values joined) found it 0.51 (1,000 windows, bench/calibration_peers.py); Sturges' count
-    of equal-mass runs finds it 0.67, and at 100 rows 0.66 (Evidently 0.66). A value holding
+    of equal-mass runs finds it 0.67, and at 100 rows 0.67 (Evidently 0.66). A value holding
     ``1/sturges(k)`` of the rows or more keeps a run of its own (a 0/1 column stays two
     buckets). The rare-value join depends on both sizes, so the runs are made at evaluation
     time, for the observed pair and each null draw alike (the draws' own size: a rescaled

@@ -4,9 +4,10 @@ What it measures: sqrt(1/2 * sum (sqrt(p) - sqrt(q))²), in [0, 1]; 0 for identi
 Default threshold: 0.1.
 Edge cases: no smoothing; finite with empty buckets. Null by multinomial bootstrap.
 On binned (not discrete) numeric columns the buckets are 8 merged quantile groups
-(`monitor.detectors._coarse`): value and null alike. On discrete numeric columns adjacent
-values are joined into at most 8 runs of about equal reference mass, each expecting 5 rows at
-the smaller sample's size (`join_values`): value and null alike.
+(`monitor.detectors._coarse`): value and null alike. On discrete numeric columns of k values
+adjacent values are joined into at most Sturges' ceil(log2 k) + 1 runs (8 at most) of about
+equal reference mass, each expecting 5 rows at the smaller sample's size (`join_values`):
+value and null alike.
 """
 
 from __future__ import annotations
