@@ -454,8 +454,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     show = markdown if args.markdown else plain
     print(show(HEADER, rows(cells, args.far)))
     for kind in SHARED:
-        print()
-        print(show(*compact(cells, args.far, kind)))
+        header, table = compact(cells, args.far, kind)
+        if table:  # --kinds may leave a profile kind without cells
+            print()
+            print(show(header, table))
     print()
     print(show(["column", "window", "modelwatch - best peer, power at matched FAR"],
                summary(cells, args.far)))  # fmt: skip
