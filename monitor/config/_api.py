@@ -155,6 +155,18 @@ class SchedulerConfig(StrictModel):
         allow_inf_nan=False,
         description="Seconds between window evaluations (drift, outcomes, estimates, SLOs).",
     )
+    results_refresh_s: float = Field(
+        default=300.0,
+        ge=0,
+        le=_YEAR_S,
+        allow_inf_nan=False,
+        description=(
+            "Alert signals and gauges of a model's window results (drift, outcomes, "
+            "estimates, fairness, serving) are read again when the model was evaluated in "
+            "this evaluation tick or the one before, and for every model at least this often "
+            "(results stored by another process are seen by then); 0: every model every tick."
+        ),
+    )
     alerts_interval_s: float = Field(
         default=15.0,
         gt=0,

@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -58,6 +58,8 @@ from monitor.storage import (
 )
 
 ALL_MODELS = "*"
+# Families read from a model's stored window results only: they change when it is evaluated.
+WINDOW_FAMILIES = frozenset({"drift", "outcome", "estimated", "fairness", "latency", "measures"})
 # Versions per model whose settings are exported as `modelwatch_model_version_info`.
 MAX_INFO_VERSIONS = 20
 
@@ -84,14 +86,17 @@ class MetricsPublisher:
         self._seen: dict[tuple[str, ...], float] = {}
         self._dead_after = 0  # the newest dead letter id counted
         self._lagging: set[str] = set()
+        self._published: set[str] = set()  # models whose families were read at least once
 
     def _advance(self, key: tuple[str, ...], total: float) -> float:
         delta = total - self._seen.get(key, 0.0)
         self._seen[key] = total
         return max(delta, 0.0)
 
-    def publish(self, models: Sequence[str]) -> None:
-        """Refresh every metric from the database."""
+    def publish(self, models: Sequence[str], fresh: Collection[str] | None = None) -> None:
+        """Refresh every metric from the database; of a model not in `fresh` (None: every
+        model; `monitor.app.daemon._refresh`), the families of its window results keep their
+        series as they are instead of being read again."""
         with session_factory(self.engine)() as s:
             ingest = s.execute(select(IngestCounter.source, IngestCounter.events)).all()
             # Dead letters newer than the last publish only (a range of the primary key): the
@@ -125,8 +130,13 @@ class MetricsPublisher:
         self.metrics.set_intake_backlog(backlog.requests, backlog.events, backlog.lag_s)
         self._failures(failures)
         for model in models:
+            stale = fresh is not None and model not in fresh
             for family, read in self._families(model):
-                self._refresh_family(family, model, read)
+                if stale and family in WINDOW_FAMILIES and model in self._published:
+                    self.metrics.keep_model_series(family, model)
+                else:
+                    self._refresh_family(family, model, read)
+            self._published.add(model)
         self.metrics.end_refresh()
 
     def _families(self, model: str) -> list[tuple[str, Callable[[], None]]]:

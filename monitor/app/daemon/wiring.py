@@ -28,6 +28,7 @@ from monitor.app.daemon._health_signals import (
     ingest_lag_signals,
     no_data_signals,
 )
+from monitor.app.daemon._refresh import ResultRefresh
 from monitor.app.daemon._scheduler import JobSpec
 from monitor.app.daemon._scrape_job import scrape_jobs
 from monitor.app.daemon._segment_job import SegmentWatch, segment_signals
@@ -170,6 +171,8 @@ class Monitoring:
         }
         self._last: dict[str, list[Signal]] = {}
         self.queue: WorkQueue | None = None
+        self.refresh = ResultRefresh(config.scheduler.results_refresh_s)
+        self._due: list[str] | None = None  # this tick's models with work (None: not known)
 
     def share(self, queue: WorkQueue) -> None:
         """Evaluate through `queue`: each tick defers a unit per model with work due (`_due`),
@@ -194,8 +197,9 @@ class Monitoring:
     def _evaluate(self, now: datetime) -> list[WindowEvaluation]:
         """This tick's windows: evaluated here, or by the replicas' workers (then none here);
         only the models with work due (`_due`), on both paths."""
+        self._due = None
         if self.queue is None:
-            due = set(self.due(now))
+            due = set(self._due_now(now))
             cfgs = [m for m in self.config.models if m.name in due]
             if not cfgs:
                 return []
@@ -205,8 +209,12 @@ class Monitoring:
         shared = self._isolation(EVALUATE_JOB, Backoff(0.0, 0.0))
         shared.begin(now)
         queue = self.queue
-        shared.attempt("queue", lambda: queue.evaluate(self.due(now)))
+        shared.attempt("queue", lambda: queue.evaluate(self._due_now(now)))
         return []
+
+    def _due_now(self, now: datetime) -> list[str]:
+        self._due = self.due(now)
+        return self._due
 
     def due(self, now: datetime) -> list[str]:
         """The configured models with evaluation work due at `now` (`_due`)."""
@@ -224,41 +232,48 @@ class Monitoring:
         now = now or utcnow()
         evaluated = self._evaluate(now)
         self.isolation.begin(now)
+        fresh = self.refresh.models(now, self._due)
         signals = [
-            s for name, produce in self.producers() for s in self._signals(name, produce, now)
+            s for name, produce in self.producers(fresh) for s in self._signals(name, produce, now)
         ]
         self.isolation.attempt(
             "rules", functools.partial(self.alerts.evaluate, signals, now, kinds=SIGNAL_KINDS)
         )
         if self.publisher is not None and self.metrics is not None:
             names = [m.name for m in self.config.models]
-            self.isolation.attempt("metrics", functools.partial(self.publisher.publish, names))
+            publish = functools.partial(self.publisher.publish, names, fresh)
+            self.isolation.attempt("metrics", publish)
         return evaluated
 
-    def producers(self) -> list[tuple[str, SignalsOf]]:
-        """(item name, producer) of every signal, per model where a producer is per model."""
+    def producers(self, fresh: set[str] | None = None) -> list[tuple[str, SignalsOf]]:
+        """(item name, producer) of every signal, per model where a producer is per model.
+
+        Of a model not in `fresh` (`ResultRefresh`; None: every model), the signals of its
+        window results are its last ones, not read again."""
         e = self.engine
+        names = [m.name for m in self.config.models]
         out: list[tuple[str, SignalsOf]] = []
-        for model in (m.name for m in self.config.models):
+        for model in names:
             for kind, produce in (
                 ("drift", drift_signals),
                 ("outcome", outcome_signals),
                 ("estimate", estimate_signals),
-                ("guard", guard_signals),
             ):
-                out.append((f"signals {kind} {model}", functools.partial(produce, e, [model])))
+                out.append(self._producer(f"signals {kind} {model}", produce, model, fresh))
+        # The newest gate run of every model version, in one query (runs change without any
+        # evaluation: read every tick).
+        out.append(("signals guard", functools.partial(guard_signals, e, names)))
         out += [
             (f"signals slo {m.name}", functools.partial(slo_signals, e, m))
             for m in self.config.models
             if m.slo is not None
         ]
         out += [
-            (f"signals fairness {m.name}", functools.partial(fairness_signals, e, [m.name]))
+            self._producer(f"signals fairness {m.name}", fairness_signals, m.name, fresh)
             for m in self.config.models
             if m.fairness is not None
         ]
         out += [(f"signals shadow {name}", produce) for name, produce in self.shadow.items()]
-        names = [m.name for m in self.config.models]
         window = self.config.collect.window
         out += [
             (
@@ -277,6 +292,20 @@ class Monitoring:
             ("signals segment", functools.partial(segment_signals, e, cfg, metrics)),
         ]
         return out
+
+    def _producer(
+        self,
+        name: str,
+        produce: Callable[[Engine, list[str], datetime], list[Signal]],
+        model: str,
+        fresh: set[str] | None,
+    ) -> tuple[str, SignalsOf]:
+        """The producer of one model's signals from its window results: its last signals
+        when its results are not read again this tick (and there are last ones)."""
+        last = self._last.get(name)
+        if fresh is not None and model not in fresh and last is not None:
+            return name, lambda _now: last
+        return name, functools.partial(produce, self.engine, [model])
 
     def _signals(self, name: str, produce: SignalsOf, now: datetime) -> list[Signal]:
         got = self.isolation.attempt(name, functools.partial(produce, now))
