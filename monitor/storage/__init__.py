@@ -12,7 +12,9 @@ from monitor.storage._changes import (
     WindowChange,
     consume_changes,
     mark_changed,
+    mark_read,
     pending_changes,
+    pending_kinds,
 )
 from monitor.storage._collectors import (
     DeadLetter,
@@ -87,7 +89,9 @@ __all__ = [
     "consume_changes",
     "fetch_rows",
     "mark_changed",
+    "mark_read",
     "pending_changes",
+    "pending_kinds",
     "NAMING_CONVENTION",
     "PARTITIONED",
     "PartitionSpec",
