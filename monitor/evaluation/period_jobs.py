@@ -60,23 +60,26 @@ class _Window(Protocol):
 
 
 def mark_periods(
-    engine: Engine, kind: str, windows: Iterable[_Window], now: datetime | None = None
+    engine: Engine,
+    kind: str,
+    windows: Iterable[_Window],
+    now: datetime | None = None,
+    pending: Mapping[str, Sequence[Change]] | None = None,
 ) -> dict[str, list[Change]]:
     """Mark the days and weeks of changed windows changed (`kind`: "drift" or "outcome");
-    returns the marked periods (as read, with their new `seq`) by period name."""
+    returns the marked periods (as read, with their new `seq`) by period name. Periods in
+    `pending` (by name, as read this tick) are pending already: their evaluation reads the
+    windows as they are then, so they are not marked again."""
     seen = list(windows)
-    if not seen:
+    marks: dict[str, list[tuple[str, str, datetime, datetime]]] = {}
+    for name, size in PERIODS.items():
+        known = {(c.version, c.start) for c in (pending or {}).get(name, ())}
+        spans = {(w.model, w.version, *_span(period_of(w.start, size))) for w in seen}
+        marks[name] = sorted(p for p in spans if (p[1], p[2]) not in known)
+    if not any(marks.values()):
         return {}
     with transaction(engine) as s:
-        return {
-            name: mark_read(
-                s,
-                f"{kind}_{name}",
-                sorted({(w.model, w.version, *_span(period_of(w.start, size))) for w in seen}),
-                now,
-            )
-            for name, size in PERIODS.items()
-        }
+        return {name: mark_read(s, f"{kind}_{name}", spans, now) for name, spans in marks.items()}
 
 
 def _span(period: Period) -> tuple[datetime, datetime]:

@@ -248,12 +248,11 @@ class WindowEvaluator:
     def _periods(
         self, kind: str, pending: Pending, windows: Sequence[Window]
     ) -> dict[str, list[Change]]:
-        """Mark the windows' days and weeks (before: a crash leaves them pending); the
-        model's pending periods of `kind` by name, those just marked with their new `seq`."""
-        marked = mark_periods(self.engine, kind, windows, self.clock())
-        return {
-            name: merge_marked(pending[f"{kind}_{name}"], marked.get(name, [])) for name in PERIODS
-        }
+        """Mark the windows' days and weeks not pending yet (before: a crash leaves them
+        pending); the model's pending periods of `kind` by name, those marked with their `seq`."""
+        periods = {name: pending[f"{kind}_{name}"] for name in PERIODS}
+        marked = mark_periods(self.engine, kind, windows, self.clock(), periods)
+        return {name: merge_marked(periods[name], marked.get(name, [])) for name in PERIODS}
 
     def _period_work(
         self, kind: str, compute: Compute, periods: dict[str, list[Change]]
@@ -287,7 +286,6 @@ class WindowEvaluator:
                 batch,
                 functools.partial(self._drift_together, cfg, found, merges),
                 functools.partial(self._drift_window, cfg, found),
-                consumed,
             )
         consumed.flush()
         if cfg.slo is not None:
@@ -338,11 +336,11 @@ class WindowEvaluator:
         batch: list[Window],
         together: Callable[[list[Window]], list[WindowEvaluation]],
         alone: Callable[[Window], WindowEvaluation],
-        consumed: Consumed,
     ) -> list[WindowEvaluation]:
         """One version's changed windows evaluated `together` (results stored and markers
-        consumed in one transaction); when that fails, each `alone`, so a bad window is its own
-        failure and the others are stored. Windows failing until a later retry stay pending."""
+        consumed in one transaction); when that fails, each `alone` (storing and consuming it in
+        one transaction), so a bad window is its own failure and the others are stored. Windows
+        failing until a later retry stay pending."""
         due = [(item, w) for item, w in zip(items, batch, strict=True) if self.isolation.due(item)]
         if len(due) > 1:
             try:
@@ -361,7 +359,6 @@ class WindowEvaluator:
             )
             if done_one is not None:  # a failed window stays pending: retried after its backoff
                 out.append(done_one)
-                consumed.add(window)
         return out
 
     def _drift_together(
@@ -387,6 +384,7 @@ class WindowEvaluator:
             current = window_profiles(s, window, reference.slice_by or cfg.slices)
             results = drift_of(cfg, found, current, served)
             store_drift_results(s, cfg.name, window.version, (window.start, window.end), results)
+            consume_changes(s, "drift", [_change(window)])  # with its results
         return WindowEvaluation(window, drift=results, seconds=time.perf_counter() - started)
 
     def _reference(self, cfg: ModelConfig, version: str) -> Reference | None:
@@ -419,7 +417,6 @@ class WindowEvaluator:
         if pending["backfill"]:  # the rebuild marks its windows: read them again
             rebuild_pending(self.engine, cfg, self.window_s, pending["backfill"])
             changes = pending_changes(self.engine, cfg.name, "outcome")
-        consumed = Consumed(self.engine, "outcome")
         windows = [_window(c) for c in changes]
         periods = self._periods("outcome", pending, windows)
         for batch in batches(windows):
@@ -428,10 +425,8 @@ class WindowEvaluator:
                 batch,
                 functools.partial(self._outcomes_together, cfg),
                 functools.partial(self._outcome_window, cfg),
-                consumed,
             )
             out += [e for e in done if e.outcomes]
-        consumed.flush()
         outcomes = functools.partial(stored_outcomes, cfg)
         work = self._period_work("outcome", outcomes, periods)
         evaluate_periods(self.isolation, self.engine, cfg, work)
@@ -443,6 +438,7 @@ class WindowEvaluator:
 
     def _outcome_window(self, cfg: ModelConfig, window: Window) -> WindowEvaluation:
         with transaction(self.engine) as s:  # one connection: one pool checkout (and ping)
+            consume_changes(s, "outcome", [_change(window)])  # with its results
             results = self.outcomes(window, cfg, s)
             if not results:
                 return WindowEvaluation(window)
