@@ -201,9 +201,10 @@ def choose_baseline(
 
 
 def chosen_baseline(
-    engine: Engine, model: str, version: str, name: str = "default"
+    engine: Engine | Session, model: str, version: str, name: str = "default"
 ) -> ChosenBaseline | None:
-    """`choose_baseline`'s pick with its row's id and created_at; None if none."""
+    """`choose_baseline`'s pick with its row's id and created_at; None if none (read in the
+    caller's session when given one)."""
     stmt = (
         select(ModelVersion.version, Baseline.id, Baseline.created_at)
         .join(Baseline, Baseline.model_version_id == ModelVersion.id)
@@ -212,8 +213,11 @@ def chosen_baseline(
         .order_by((ModelVersion.version == version).desc(), Baseline.id.desc())
         .limit(1)
     )
-    with transaction(engine) as session:
-        found = session.execute(stmt).first()
+    if isinstance(engine, Session):
+        found = engine.execute(stmt).first()
+    else:
+        with transaction(engine) as session:
+            found = session.execute(stmt).first()
     return None if found is None else ChosenBaseline(found[0], name, int(found[1]), found[2])
 
 

@@ -10,7 +10,7 @@ one of the model's own version, or a deleted one is seen at the next tick.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from sqlalchemy.engine import Engine
 
@@ -33,11 +33,17 @@ class References:
         self.loads = 0  # baselines loaded and decoded so far (misses)
 
     def get(
-        self, engine: Engine, key: tuple[str, str, str], build: Build
+        self,
+        engine: Engine,
+        key: tuple[str, str, str],
+        build: Build,
+        rows: Mapping[str, ChosenBaseline | None] | None = None,
     ) -> tuple[ChosenBaseline, Reference] | None:
         """The reference of `key` (model, version, baseline name) as stored now; None without
-        a baseline. Loads and `build`s it only when the chosen row is not the cached one."""
-        chosen = chosen_baseline(engine, *key)
+        a baseline. Loads and `build`s it only when the chosen row is not the cached one.
+        `rows`: the chosen rows by version, where the caller read them this tick already."""
+        known = rows or {}
+        chosen = known[key[1]] if key[1] in known else chosen_baseline(engine, *key)
         if chosen is None:
             self.cache.pop(key)
             return None

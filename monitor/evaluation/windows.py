@@ -20,7 +20,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from monitor.attributions import AttributionReference
-from monitor.baselines.store import StoredBaseline, baseline_for
+from monitor.baselines.store import ChosenBaseline, StoredBaseline, baseline_for, chosen_baseline
 from monitor.common.collection import collector_paused
 from monitor.config import ModelConfig
 from monitor.detectors import DriftResult
@@ -233,17 +233,27 @@ class WindowEvaluator:
 
     def _model(self, cfg: ModelConfig) -> list[WindowEvaluation]:
         attempt = functools.partial(self.isolation.attempt, model=cfg.name)
-        read = functools.partial(pending_kinds, self.engine, cfg.name, CHANGES)
-        pending = attempt(f"changes {cfg.name}", read)
-        if pending is None:  # recorded; every kind stays pending for the next tick
+        read = attempt(f"changes {cfg.name}", functools.partial(self._read, cfg))
+        if read is None:  # recorded; every kind stays pending for the next tick
             return []
-        out = attempt(f"drift {cfg.name}", functools.partial(self._drift, cfg, pending)) or []
+        pending, rows = read
+        out = attempt(f"drift {cfg.name}", functools.partial(self._drift, cfg, pending, rows)) or []
         out += (
             attempt(f"outcomes {cfg.name}", functools.partial(self._outcomes, cfg, pending)) or []
         )
         estimate = (self.engine, cfg, self.isolation, pending["estimate"])
         attempt(f"estimate {cfg.name}", functools.partial(estimate_changed, *estimate))
         return out
+
+    def _read(self, cfg: ModelConfig) -> tuple[Pending, dict[str, ChosenBaseline | None]]:
+        """The model's pending changes of every kind and, on the same connection, the stored
+        baseline row of each version with changed windows (its cached decode is checked by it)."""
+        with session_factory(self.engine)() as s:
+            pending = pending_kinds(s, cfg.name, CHANGES)
+            versions = sorted({c.version for c in pending["drift"]})
+            return pending, {
+                v: chosen_baseline(s, cfg.name, v, cfg.drift.baseline) for v in versions
+            }
 
     def _periods(
         self, kind: str, pending: Pending, windows: Sequence[Window]
@@ -259,7 +269,9 @@ class WindowEvaluator:
     ) -> PeriodWork:
         return PeriodWork(kind, compute, periods, self.period_interval, self.clock())
 
-    def _drift(self, cfg: ModelConfig, pending: Pending) -> list[WindowEvaluation]:
+    def _drift(
+        self, cfg: ModelConfig, pending: Pending, rows: dict[str, ChosenBaseline | None]
+    ) -> list[WindowEvaluation]:
         out = []
         refs: dict[str, Reference | None] = {}
         consumed = Consumed(self.engine, "drift")
@@ -274,7 +286,7 @@ class WindowEvaluator:
                                       window.start)  # fmt: skip
             if cfg.fairness is not None:  # demographic parity needs no baseline, nor labels
                 self._fairness(cfg, version, batch)
-            found = self._found(cfg, refs, version)
+            found = self._found(cfg, refs, version, rows)
             if found is None:
                 # Without a baseline there is nothing to compare; the window is evaluated when
                 # it next changes, not rescanned every tick.
@@ -303,13 +315,17 @@ class WindowEvaluator:
         self.isolation.attempt(f"fairness {cfg.name}/{version}", work, cfg.name, version)
 
     def _found(
-        self, cfg: ModelConfig, refs: dict[str, Reference | None], version: str
+        self,
+        cfg: ModelConfig,
+        refs: dict[str, Reference | None],
+        version: str,
+        rows: dict[str, ChosenBaseline | None] | None = None,
     ) -> Reference | None:
         """The version's baseline, looked up once per tick (a failure is the job's item)."""
         if version not in refs:
             refs[version] = self.isolation.attempt(
                 f"baseline {cfg.name}/{version}",
-                functools.partial(self._reference, cfg, version),
+                functools.partial(self._reference, cfg, version, rows),
                 cfg.name,
                 version,
             )
@@ -387,9 +403,12 @@ class WindowEvaluator:
             consume_changes(s, "drift", [_change(window)])  # with its results
         return WindowEvaluation(window, drift=results, seconds=time.perf_counter() - started)
 
-    def _reference(self, cfg: ModelConfig, version: str) -> Reference | None:
+    def _reference(
+        self, cfg: ModelConfig, version: str, rows: dict[str, ChosenBaseline | None] | None
+    ) -> Reference | None:
         build = functools.partial(self._built, cfg)
-        found = self.references.get(self.engine, (cfg.name, version, cfg.drift.baseline), build)
+        key = (cfg.name, version, cfg.drift.baseline)
+        found = self.references.get(self.engine, key, build, rows)
         if found is None:
             log.warning(
                 "model %s version %s has no baseline; drift not evaluated", cfg.name, version

@@ -159,9 +159,12 @@ def pending_changes(engine: Engine, model: str, kind: str) -> list[Change]:
         return [Change(model, v, start, end, int(seq)) for v, start, end, seq in s.execute(stmt)]
 
 
-def pending_kinds(engine: Engine, model: str, kinds: Sequence[str]) -> dict[str, list[Change]]:
+def pending_kinds(
+    target: Engine | Session, model: str, kinds: Sequence[str]
+) -> dict[str, list[Change]]:
     """The model's pending changes of each of `kinds` (oldest window first), in one query: the
-    evaluate job's one read per model and tick instead of one per kind."""
+    evaluate job's one read per model and tick instead of one per kind (in the caller's
+    session when given one)."""
     stmt = (
         select(*_READ)
         .where(
@@ -172,9 +175,13 @@ def pending_kinds(engine: Engine, model: str, kinds: Sequence[str]) -> dict[str,
         .order_by(WindowChange.window_start, WindowChange.version)
     )
     found: dict[str, list[Change]] = {kind: [] for kind in kinds}
-    with session_factory(engine)() as s:
-        for row in s.execute(stmt):
-            found[row[1]].append(_change(row))
+    if isinstance(target, Session):
+        rows = target.execute(stmt).all()
+    else:
+        with session_factory(target)() as s:
+            rows = s.execute(stmt).all()
+    for row in rows:
+        found[row[1]].append(_change(row))
     return found
 
 
