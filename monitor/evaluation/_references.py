@@ -10,6 +10,7 @@ one of the model's own version, or a deleted one is seen at the next tick.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 
 from sqlalchemy.engine import Engine
@@ -31,6 +32,7 @@ class References:
             BoundedCache(maxsize)
         )
         self.loads = 0  # baselines loaded and decoded so far (misses)
+        self._lock = threading.Lock()  # the scheduler's and the queue worker's threads share it
 
     def get(
         self,
@@ -44,14 +46,14 @@ class References:
         `rows`: the chosen rows by version, where the caller read them this tick already."""
         known = rows or {}
         chosen = known[key[1]] if key[1] in known else chosen_baseline(engine, *key)
+        with self._lock:
+            cached = self.cache.pop(key) if chosen is None else self.cache.get(key)
         if chosen is None:
-            self.cache.pop(key)
             return None
-        cached = self.cache.get(key)
         if cached is not None and cached[0] == chosen:
             return cached
-        stored = load(engine, key[0], chosen.version, chosen.name)
-        self.loads += 1
-        found = (chosen, build(stored))
-        self.cache[key] = found
+        found = (chosen, build(load(engine, key[0], chosen.version, chosen.name)))
+        with self._lock:
+            self.loads += 1
+            self.cache[key] = found
         return found
