@@ -41,6 +41,7 @@ from monitor.outcomes.summary import (
 )
 from monitor.profiles import OVERALL, parse_slice_key, slice_key
 from monitor.storage import (
+    Change,
     LabeledPrediction,
     OutcomeSummaryRow,
     consume_changes,
@@ -342,13 +343,16 @@ def results_of(
     )
 
 
-def rebuild_pending(engine: Engine, cfg: ModelConfig, window_s: float) -> int:
+def rebuild_pending(
+    engine: Engine, cfg: ModelConfig, window_s: float, pending: Sequence[Change] | None = None
+) -> int:
     """Rebuild the model's summaries from stored joined rows if a backfill is pending.
 
     Migration 0011 asks for this once per model that had joined rows: only the daemon knows the
-    model's task, threshold, slices and window size. Returns the joined rows read.
+    model's task, threshold, slices and window size. Returns the joined rows read. `pending`:
+    the model's pending backfill changes when the caller read them already.
     """
-    changes = pending_changes(engine, cfg.name, "backfill")
+    changes = pending_changes(engine, cfg.name, "backfill") if pending is None else pending
     if not changes:
         return 0
     rows = 0

@@ -175,6 +175,18 @@ def stored_settings(
     return dict(settings)
 
 
+@dataclass(frozen=True)
+class ChosenBaseline:
+    """Which stored baseline a model version is compared with, and that row's identity: a
+    replaced baseline is a new row (new id and created_at), so a decoded copy is checked with
+    one small query (`chosen_baseline`) instead of being loaded again."""
+
+    version: str
+    name: str
+    id: int
+    created_at: datetime
+
+
 def choose_baseline(
     engine: Engine, model: str, version: str, name: str = "default"
 ) -> tuple[str, str] | None:
@@ -184,17 +196,29 @@ def choose_baseline(
     evaluator compares with it): the version's own baseline `name`, else the newest baseline
     `name` of another version of the model.
     """
+    chosen = chosen_baseline(engine, model, version, name)
+    return None if chosen is None else (chosen.version, chosen.name)
+
+
+def chosen_baseline(
+    engine: Engine | Session, model: str, version: str, name: str = "default"
+) -> ChosenBaseline | None:
+    """`choose_baseline`'s pick with its row's id and created_at; None if none (read in the
+    caller's session when given one)."""
     stmt = (
-        select(ModelVersion.version)
+        select(ModelVersion.version, Baseline.id, Baseline.created_at)
         .join(Baseline, Baseline.model_version_id == ModelVersion.id)
         .join(Model, ModelVersion.model_id == Model.id)
         .where(Model.name == model, Baseline.name == name)
         .order_by((ModelVersion.version == version).desc(), Baseline.id.desc())
         .limit(1)
     )
-    with transaction(engine) as session:
-        found = session.scalar(stmt)
-    return None if found is None else (found, name)
+    if isinstance(engine, Session):
+        found = engine.execute(stmt).first()
+    else:
+        with transaction(engine) as session:
+            found = session.execute(stmt).first()
+    return None if found is None else ChosenBaseline(found[0], name, int(found[1]), found[2])
 
 
 def baseline_for(

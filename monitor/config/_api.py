@@ -270,3 +270,27 @@ class SchedulerConfig(StrictModel):
             "acknowledged is lost: it waits in the intake log for the next start)."
         ),
     )
+    # Open days and weeks are re-tested while their windows change; at fleet scale every tick
+    # would redo each model's day (monitor.evaluation.period_jobs), so at most this often.
+    period_interval_s: float | None = Field(
+        default=None,
+        ge=0,
+        le=_YEAR_S,
+        allow_inf_nan=False,
+        description=(
+            "A day or week that has not ended is re-evaluated at most once per this many "
+            "seconds while its windows change (0: every evaluation); one that has ended is "
+            "evaluated at once. Null: 0.25 s per model, up to 300, and 0 while that is not "
+            "more than `evaluate_interval_s` (small deployments see every change at once)."
+        ),
+    )
+    reference_cache: int = Field(
+        default=1000,
+        ge=1,
+        le=1_000_000,
+        description=(
+            "Decoded baselines the evaluation keeps between ticks (least recently used "
+            "dropped); each is checked against its stored row every tick, so a replaced "
+            "baseline is used at the next one."
+        ),
+    )

@@ -112,11 +112,19 @@ class WindowEstimate:
     status: str
 
 
-def estimate_changed(engine: Engine, cfg: ModelConfig, isolation: Isolation) -> None:
-    """Estimate the model's windows that changed since the last run (the evaluate job's hook)."""
+def estimate_changed(
+    engine: Engine,
+    cfg: ModelConfig,
+    isolation: Isolation,
+    pending: Sequence[Change] | None = None,
+) -> None:
+    """Estimate the model's windows that changed since the last run (the evaluate job's hook);
+    `pending`: its pending changes when the caller read them already."""
     models: dict[str, StoredModels | None] = {}
     done: list[Change] = []
-    for change in pending_changes(engine, cfg.name, CHANGE_KIND):
+    if pending is None:
+        pending = pending_changes(engine, cfg.name, CHANGE_KIND)
+    for change in pending:
         if change.version not in models:
             models[change.version] = isolation.attempt(
                 f"estimation models {cfg.name}/{change.version}",

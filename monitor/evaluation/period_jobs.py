@@ -9,7 +9,11 @@ stored days (`monitor.evaluation.periods.stored_drift` / `stored_outcomes`), so 
 cheap enough to evaluate every tick. A week waits while one of its days is still pending. Its rows
 are upserted in `drift_period_results` / `outcome_period_results`, the day's merge stored and
 its marker consumed in one transaction. The current, incomplete day and week are evaluated
-again whenever one of their windows changes.
+again when one of their windows changes, at most once per `scheduler.period_interval_s`
+(`period_interval`): re-testing every model's open day on every tick was most of a tick's cost
+at fleet scale. An open period's marker keeps the time it became pending (`changed_at`), so a
+period not yet due stays pending, in the database: after a restart, or on another replica, it
+is due at the same time. A period that has ended is due at once (its final results).
 A crash leaves the markers pending; a period that fails is its own job failure (item
 `drift <model>/<version> day <start>`), retried after its backoff; a window never waits for its
 periods. A period waits for its failing windows, found by their failures' `window_start`
@@ -19,8 +23,9 @@ periods. A period waits for its failing windows, found by their failures' `windo
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Protocol
 
 from sqlalchemy.engine import Engine
@@ -32,17 +37,14 @@ from monitor.evaluation.periods import PERIODS, Period, period_of
 from monitor.failures import Isolation, failing_windows
 from monitor.outcomes import OutcomeResult
 from monitor.results.store import store_period_results
-from monitor.storage import (
-    Change,
-    consume_changes,
-    mark_changed,
-    pending_changes,
-    transaction,
-)
+from monitor.storage import Change, consume_changes, mark_read, transaction, utcnow
 
 Compute = Callable[[Session, str, str, Period], Sequence[DriftResult] | Sequence[OutcomeResult]]
 """A period's results of one version (drift or outcome metrics), from (session, version, period
 name, period), reading and storing its merge in the session."""
+
+PERIOD_S_PER_MODEL = 0.25
+PERIOD_INTERVAL_CAP_S = 300.0
 
 WINDOW_ITEMS = {"drift": "drift", "outcome": "outcomes"}
 """The evaluate job's item kind of one window (`monitor.failures.window_item`), per result kind."""
@@ -57,34 +59,96 @@ class _Window(Protocol):
     def start(self) -> datetime: ...
 
 
-def mark_periods(engine: Engine, kind: str, windows: Iterable[_Window]) -> None:
-    """Mark the days and weeks of changed windows changed (`kind`: "drift" or "outcome")."""
+def mark_periods(
+    engine: Engine,
+    kind: str,
+    windows: Iterable[_Window],
+    now: datetime | None = None,
+    pending: Mapping[str, Sequence[Change]] | None = None,
+) -> dict[str, list[Change]]:
+    """Mark the days and weeks of changed windows changed (`kind`: "drift" or "outcome");
+    returns the marked periods (as read, with their new `seq`) by period name. Periods in
+    `pending` (by name, as read this tick) are pending already: their evaluation reads the
+    windows as they are then, so they are not marked again."""
     seen = list(windows)
-    if not seen:
-        return
+    marks: dict[str, list[tuple[str, str, datetime, datetime]]] = {}
+    for name, size in PERIODS.items():
+        known = {(c.version, c.start) for c in (pending or {}).get(name, ())}
+        spans = {(w.model, w.version, *_span(period_of(w.start, size))) for w in seen}
+        marks[name] = sorted(p for p in spans if (p[1], p[2]) not in known)
+    if not any(marks.values()):
+        return {}
     with transaction(engine) as s:
-        for name, size in PERIODS.items():
-            periods = {(w.model, w.version, period_of(w.start, size)) for w in seen}
-            mark_changed(s, f"{kind}_{name}", [(m, v, p.start, p.end) for m, v, p in periods])
+        return {name: mark_read(s, f"{kind}_{name}", spans, now) for name, spans in marks.items()}
+
+
+def _span(period: Period) -> tuple[datetime, datetime]:
+    return period.start, period.end
+
+
+def period_kinds(kind: str) -> list[str]:
+    """The change kinds of `kind`'s stored periods ("drift_day", "drift_week")."""
+    return [f"{kind}_{name}" for name in PERIODS]
+
+
+def merge_marked(pending: list[Change], marked: list[Change]) -> list[Change]:
+    """Periods pending when read, with those marked since replacing theirs (newer `seq`)."""
+    found = {(c.version, c.start): c for c in pending}
+    found.update({(c.version, c.start): c for c in marked})
+    return sorted(found.values(), key=lambda c: (c.start, c.version))
+
+
+def period_interval(configured: float | None, models: int, evaluate_s: float) -> float:
+    """Seconds between re-evaluations of an open period (`scheduler.period_interval_s`);
+    the default scales with the fleet: 0.25 s per model up to 300 s, 0 (every tick) while that
+    is not longer than a tick."""
+    if configured is not None:
+        return configured
+    scaled = min(PERIOD_INTERVAL_CAP_S, PERIOD_S_PER_MODEL * models)
+    return scaled if scaled > evaluate_s else 0.0
+
+
+@dataclass(frozen=True)
+class PeriodWork:
+    """One model's period evaluation of one kind: what is pending, and when open ones are due."""
+
+    kind: str
+    compute: Compute
+    pending: Mapping[str, list[Change]]  # by period name, as read or marked this tick
+    interval: timedelta = timedelta(0)
+    now: datetime | None = None
+
+    def due(self, change: Change) -> bool:
+        """An ended period at once; an open one once its change has waited `interval`."""
+        now = self.now or utcnow()
+        if not self.interval or change.end <= now or change.changed_at is None:
+            return True
+        return now - change.changed_at >= self.interval
 
 
 def evaluate_periods(
-    isolation: Isolation, engine: Engine, cfg: ModelConfig, kind: str, compute: Compute
+    isolation: Isolation, engine: Engine, cfg: ModelConfig, work: PeriodWork
 ) -> int:
-    """Evaluate and store the model's pending days and weeks of `kind`; returns how many."""
+    """Evaluate and store the model's pending days and weeks that are due; returns how many.
+
+    A period not due stays pending (evaluated by a later tick, or after a restart)."""
     done = 0
-    failing = failing_windows(isolation.failing(), WINDOW_ITEMS[kind], cfg.name)
+    failing = failing_windows(isolation.failing(), WINDOW_ITEMS[work.kind], cfg.name)
+    waiting: list[Change] = []  # days still pending once the days are done: their weeks wait
     for name in PERIODS:
-        # Read after the days were evaluated: a week waits for its pending (failing) days.
-        waiting = [] if name == "day" else pending_changes(engine, cfg.name, f"{kind}_day")
-        for change in pending_changes(engine, cfg.name, f"{kind}_{name}"):
-            if any(v == change.version and change.start <= t < change.end for v, t in failing):
-                continue  # waits for its failing window (reported as itself)
-            if any(_within(day, change) for day in waiting):
-                continue
-            item = f"{kind} {cfg.name}/{change.version} {name} {change.start.isoformat()}"
-            work = functools.partial(_store, engine, (kind, name), change, compute)
-            done += isolation.attempt(item, work, cfg.name, change.version) or 0
+        for change in work.pending.get(name, []):
+            stored = 0
+            if not (
+                any(v == change.version and change.start <= t < change.end for v, t in failing)
+                or any(_within(day, change) for day in waiting)
+                or not work.due(change)
+            ):  # else it waits: for its failing window (reported as itself), its days, its time
+                item = f"{work.kind} {cfg.name}/{change.version} {name} {change.start.isoformat()}"
+                store = functools.partial(_store, engine, (work.kind, name), change, work.compute)
+                stored = isolation.attempt(item, store, cfg.name, change.version) or 0
+            if not stored and name == "day":
+                waiting.append(change)
+            done += stored
     return done
 
 

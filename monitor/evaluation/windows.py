@@ -13,14 +13,14 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from monitor.attributions import AttributionReference
-from monitor.baselines.store import baseline_for
+from monitor.baselines.store import ChosenBaseline, StoredBaseline, baseline_for, chosen_baseline
 from monitor.common.collection import collector_paused
 from monitor.config import ModelConfig
 from monitor.detectors import DriftResult
@@ -36,8 +36,17 @@ from monitor.evaluation._drift_batch import (
 )
 from monitor.evaluation._fairness import fairness_windows, store_window_fairness
 from monitor.evaluation._outcome_batch import outcome_batch
-from monitor.evaluation.period_jobs import WINDOW_ITEMS, evaluate_periods, mark_periods
-from monitor.evaluation.periods import DayMerges, Period, stored_drift, stored_outcomes
+from monitor.evaluation._references import References
+from monitor.evaluation.period_jobs import (
+    WINDOW_ITEMS,
+    Compute,
+    PeriodWork,
+    evaluate_periods,
+    mark_periods,
+    merge_marked,
+    period_kinds,
+)
+from monitor.evaluation.periods import PERIODS, DayMerges, Period, stored_drift, stored_outcomes
 from monitor.failures import Isolation, redact, window_item
 from monitor.outcomes import OutcomeResult
 from monitor.profiles import ProfileSet
@@ -49,14 +58,22 @@ from monitor.storage import (
     WindowProfile,
     consume_changes,
     pending_changes,
+    pending_kinds,
     session_factory,
     transaction,
+    utcnow,
 )
 from monitor.summaries import outcome_results, rebuild_pending, window_summaries
 
 log = logging.getLogger(__name__)
 
 EVALUATE_JOB = "evaluate"
+
+CHANGES = ("drift", "outcome", "backfill", "estimate", *period_kinds("drift"),
+           *period_kinds("outcome"))  # fmt: skip
+"""The change kinds a model's evaluation reads, all in one query per model and tick."""
+
+Pending = dict[str, list[Change]]
 
 
 @dataclass(frozen=True)
@@ -181,11 +198,27 @@ class WindowEvaluator:
         models: Sequence[ModelConfig],
         window_s: float,
         isolation: Isolation | None = None,
+        period_interval_s: float = 0.0,
+        reference_cache: int = 1000,
+        clock: Callable[[], datetime] = utcnow,
     ) -> None:
         self.engine = engine
         self.models = list(models)
         self.window_s = window_s
         self.isolation = isolation or Isolation(engine, EVALUATE_JOB)
+        # An open day or week is re-evaluated at most this often (period_jobs.period_interval).
+        self.period_interval = timedelta(seconds=period_interval_s)
+        self.references = References(reference_cache)  # `scheduler.reference_cache`
+        self.clock = clock  # when period markers are set and checked (their changed_at)
+
+    def sibling(self, models: Sequence[ModelConfig], isolation: Isolation) -> WindowEvaluator:
+        """An evaluator of `models` sharing this one's settings and decoded baselines (a unit
+        of the shared queue is one model's evaluation)."""
+        interval = self.period_interval.total_seconds()
+        out = WindowEvaluator(self.engine, models, self.window_s, isolation, interval, 1)
+        out.clock = self.clock
+        out.references = self.references
+        return out
 
     def run(self, now: datetime | None = None) -> list[WindowEvaluation]:
         """Evaluate what changed since the last run; returns what was evaluated."""
@@ -200,19 +233,51 @@ class WindowEvaluator:
 
     def _model(self, cfg: ModelConfig) -> list[WindowEvaluation]:
         attempt = functools.partial(self.isolation.attempt, model=cfg.name)
-        out = attempt(f"drift {cfg.name}", functools.partial(self._drift, cfg)) or []
-        out += attempt(f"outcomes {cfg.name}", functools.partial(self._outcomes, cfg)) or []
-        attempt(f"estimate {cfg.name}", functools.partial(estimate_changed, self.engine, cfg,
-                                                          self.isolation))  # fmt: skip
+        read = attempt(f"changes {cfg.name}", functools.partial(self._read, cfg))
+        if read is None:  # recorded; every kind stays pending for the next tick
+            return []
+        pending, rows = read
+        out = attempt(f"drift {cfg.name}", functools.partial(self._drift, cfg, pending, rows)) or []
+        out += (
+            attempt(f"outcomes {cfg.name}", functools.partial(self._outcomes, cfg, pending)) or []
+        )
+        estimate = (self.engine, cfg, self.isolation, pending["estimate"])
+        attempt(f"estimate {cfg.name}", functools.partial(estimate_changed, *estimate))
         return out
 
-    def _drift(self, cfg: ModelConfig) -> list[WindowEvaluation]:
+    def _read(self, cfg: ModelConfig) -> tuple[Pending, dict[str, ChosenBaseline | None]]:
+        """The model's pending changes of every kind and, on the same connection, the stored
+        baseline row of each version with changed windows (its cached decode is checked by it)."""
+        with session_factory(self.engine)() as s:
+            pending = pending_kinds(s, cfg.name, CHANGES)
+            versions = sorted({c.version for c in pending["drift"]})
+            return pending, {
+                v: chosen_baseline(s, cfg.name, v, cfg.drift.baseline) for v in versions
+            }
+
+    def _periods(
+        self, kind: str, pending: Pending, windows: Sequence[Window]
+    ) -> dict[str, list[Change]]:
+        """Mark the windows' days and weeks not pending yet (before: a crash leaves them
+        pending); the model's pending periods of `kind` by name, those marked with their `seq`."""
+        periods = {name: pending[f"{kind}_{name}"] for name in PERIODS}
+        marked = mark_periods(self.engine, kind, windows, self.clock(), periods)
+        return {name: merge_marked(periods[name], marked.get(name, [])) for name in PERIODS}
+
+    def _period_work(
+        self, kind: str, compute: Compute, periods: dict[str, list[Change]]
+    ) -> PeriodWork:
+        return PeriodWork(kind, compute, periods, self.period_interval, self.clock())
+
+    def _drift(
+        self, cfg: ModelConfig, pending: Pending, rows: dict[str, ChosenBaseline | None]
+    ) -> list[WindowEvaluation]:
         out = []
         refs: dict[str, Reference | None] = {}
         consumed = Consumed(self.engine, "drift")
         merges = DayMerges()  # the windows' decoded profiles, merged per day for their days
-        windows = changed_windows(self.engine, cfg.name)
-        mark_periods(self.engine, "drift", windows)  # before: a crash leaves them pending
+        windows = [_window(c) for c in pending["drift"]]
+        periods = self._periods("drift", pending, windows)
         for batch in batches(windows):
             version = batch[0].version
             if cfg.slo is not None:  # serving SLOs need no baseline
@@ -221,7 +286,7 @@ class WindowEvaluator:
                                       window.start)  # fmt: skip
             if cfg.fairness is not None:  # demographic parity needs no baseline, nor labels
                 self._fairness(cfg, version, batch)
-            found = self._found(cfg, refs, version)
+            found = self._found(cfg, refs, version, rows)
             if found is None:
                 # Without a baseline there is nothing to compare; the window is evaluated when
                 # it next changes, not rescanned every tick.
@@ -233,13 +298,14 @@ class WindowEvaluator:
                 batch,
                 functools.partial(self._drift_together, cfg, found, merges),
                 functools.partial(self._drift_window, cfg, found),
-                consumed,
             )
         consumed.flush()
         if cfg.slo is not None:
             retry_failed_slo(self.isolation, self.engine, cfg.name, cfg.slo)
         drift = functools.partial(self._period_drift, cfg, refs, merges)
-        evaluate_periods(self.isolation, self.engine, cfg, "drift", drift)
+        evaluate_periods(
+            self.isolation, self.engine, cfg, self._period_work("drift", drift, periods)
+        )
         return out
 
     def _fairness(self, cfg: ModelConfig, version: str, batch: list[Window]) -> None:
@@ -249,13 +315,17 @@ class WindowEvaluator:
         self.isolation.attempt(f"fairness {cfg.name}/{version}", work, cfg.name, version)
 
     def _found(
-        self, cfg: ModelConfig, refs: dict[str, Reference | None], version: str
+        self,
+        cfg: ModelConfig,
+        refs: dict[str, Reference | None],
+        version: str,
+        rows: dict[str, ChosenBaseline | None] | None = None,
     ) -> Reference | None:
         """The version's baseline, looked up once per tick (a failure is the job's item)."""
         if version not in refs:
             refs[version] = self.isolation.attempt(
                 f"baseline {cfg.name}/{version}",
-                functools.partial(self._reference, cfg, version),
+                functools.partial(self._reference, cfg, version, rows),
                 cfg.name,
                 version,
             )
@@ -282,11 +352,11 @@ class WindowEvaluator:
         batch: list[Window],
         together: Callable[[list[Window]], list[WindowEvaluation]],
         alone: Callable[[Window], WindowEvaluation],
-        consumed: Consumed,
     ) -> list[WindowEvaluation]:
         """One version's changed windows evaluated `together` (results stored and markers
-        consumed in one transaction); when that fails, each `alone`, so a bad window is its own
-        failure and the others are stored. Windows failing until a later retry stay pending."""
+        consumed in one transaction); when that fails, each `alone` (storing and consuming it in
+        one transaction), so a bad window is its own failure and the others are stored. Windows
+        failing until a later retry stay pending."""
         due = [(item, w) for item, w in zip(items, batch, strict=True) if self.isolation.due(item)]
         if len(due) > 1:
             try:
@@ -305,7 +375,6 @@ class WindowEvaluator:
             )
             if done_one is not None:  # a failed window stays pending: retried after its backoff
                 out.append(done_one)
-                consumed.add(window)
         return out
 
     def _drift_together(
@@ -331,15 +400,24 @@ class WindowEvaluator:
             current = window_profiles(s, window, reference.slice_by or cfg.slices)
             results = drift_of(cfg, found, current, served)
             store_drift_results(s, cfg.name, window.version, (window.start, window.end), results)
+            consume_changes(s, "drift", [_change(window)])  # with its results
         return WindowEvaluation(window, drift=results, seconds=time.perf_counter() - started)
 
-    def _reference(self, cfg: ModelConfig, version: str) -> Reference | None:
-        baseline = baseline_for(self.engine, cfg.name, version, cfg.drift.baseline)
-        if baseline is None:
+    def _reference(
+        self, cfg: ModelConfig, version: str, rows: dict[str, ChosenBaseline | None] | None
+    ) -> Reference | None:
+        build = functools.partial(self._built, cfg)
+        key = (cfg.name, version, cfg.drift.baseline)
+        found = self.references.get(self.engine, key, build, rows)
+        if found is None:
             log.warning(
                 "model %s version %s has no baseline; drift not evaluated", cfg.name, version
             )
             return None
+        return found[1]
+
+    def _built(self, cfg: ModelConfig, baseline: StoredBaseline) -> Reference:
+        """The loaded baseline as a reference (once per stored baseline: `References`)."""
         if cfg.drift.thresholds.strategy == "reference" and baseline.variability is None:
             log.warning(
                 "model %s baseline '%s' stores no reference variability (made before it was "
@@ -352,24 +430,25 @@ class WindowEvaluator:
         )
         return baseline.profiles, thresholds_for(cfg, baseline), attributions
 
-    def _outcomes(self, cfg: ModelConfig) -> list[WindowEvaluation]:
+    def _outcomes(self, cfg: ModelConfig, pending: Pending) -> list[WindowEvaluation]:
         out = []
-        rebuild_pending(self.engine, cfg, self.window_s)
-        consumed = Consumed(self.engine, "outcome")
-        windows = labeled_windows(self.engine, cfg.name, self.window_s)
-        mark_periods(self.engine, "outcome", windows)
+        changes = pending["outcome"]
+        if pending["backfill"]:  # the rebuild marks its windows: read them again
+            rebuild_pending(self.engine, cfg, self.window_s, pending["backfill"])
+            changes = pending_changes(self.engine, cfg.name, "outcome")
+        windows = [_window(c) for c in changes]
+        periods = self._periods("outcome", pending, windows)
         for batch in batches(windows):
             done = self._batched(
                 [_item("outcome", cfg, w) for w in batch],
                 batch,
                 functools.partial(self._outcomes_together, cfg),
                 functools.partial(self._outcome_window, cfg),
-                consumed,
             )
             out += [e for e in done if e.outcomes]
-        consumed.flush()
         outcomes = functools.partial(stored_outcomes, cfg)
-        evaluate_periods(self.isolation, self.engine, cfg, "outcome", outcomes)
+        work = self._period_work("outcome", outcomes, periods)
+        evaluate_periods(self.isolation, self.engine, cfg, work)
         return out
 
     def _outcomes_together(self, cfg: ModelConfig, windows: list[Window]) -> list[WindowEvaluation]:
@@ -378,6 +457,7 @@ class WindowEvaluator:
 
     def _outcome_window(self, cfg: ModelConfig, window: Window) -> WindowEvaluation:
         with transaction(self.engine) as s:  # one connection: one pool checkout (and ping)
+            consume_changes(s, "outcome", [_change(window)])  # with its results
             results = self.outcomes(window, cfg, s)
             if not results:
                 return WindowEvaluation(window)

@@ -13,7 +13,9 @@ from monitor.storage._changes import (
     consume_changes,
     mark_changed,
     models_pending,
+    mark_read,
     pending_changes,
+    pending_kinds,
 )
 from monitor.storage._collectors import (
     DeadLetter,
@@ -92,7 +94,9 @@ __all__ = [
     "fetch_rows",
     "mark_changed",
     "models_pending",
+    "mark_read",
     "pending_changes",
+    "pending_kinds",
     "NAMING_CONVENTION",
     "PARTITIONED",
     "PartitionSpec",

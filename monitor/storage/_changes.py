@@ -12,12 +12,12 @@ so `seq` never restarts and a stale consumer cannot clear a newer change.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
 from typing import Any
 
-from sqlalchemy import BigInteger, Boolean, Index, String, and_, bindparam, select, update
+from sqlalchemy import BigInteger, Boolean, Index, String, and_, bindparam, case, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Mapped, Session, mapped_column
@@ -44,6 +44,9 @@ class WindowChange(Base):
     window_end: Mapped[datetime] = mapped_column(UTCDateTime)
     seq: Mapped[int] = mapped_column(BigInteger)
     pending: Mapped[bool] = mapped_column(Boolean)
+    # When the marker last became pending: the oldest change not yet evaluated (a change to a
+    # pending marker keeps it), so an open day re-evaluated at most every so often knows how
+    # long its change has waited (`monitor.evaluation.period_jobs`).
     changed_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
@@ -56,27 +59,50 @@ class Change:
     start: datetime
     end: datetime
     seq: int
+    # When the marker became pending (see `WindowChange.changed_at`); None where not read.
+    changed_at: datetime | None = field(default=None, compare=False)
 
 
 def mark_changed(
     session: Session,
     kind: str | Sequence[str],
     windows: Iterable[tuple[str, str, datetime, datetime]],
+    now: datetime | None = None,
 ) -> None:
     """Mark (model, version, start, end) windows changed for `kind` (or each of several kinds,
     in one statement), inside the caller's transaction."""
-    now = utcnow()
+    rows = _mark_rows(kind, windows, now or utcnow())
+    if rows:
+        session.execute(_mark_statement(session.get_bind().dialect.name), rows)
+
+
+def mark_read(
+    session: Session,
+    kind: str,
+    windows: Iterable[tuple[str, str, datetime, datetime]],
+    now: datetime | None = None,
+) -> list[Change]:
+    """`mark_changed` for one kind, returning the marked changes as `pending_kinds` would read
+    them (their new `seq`), so the caller needs no second read."""
+    rows = _mark_rows(kind, windows, now or utcnow())
+    if not rows:
+        return []
+    stmt = _mark_statement(session.get_bind().dialect.name).returning(*_READ)
+    # One statement per row: a tick marks a day and a week per version, seldom more.
+    return [_change(session.execute(stmt, row).one()) for row in rows]
+
+
+def _mark_rows(
+    kind: str | Sequence[str], windows: Iterable[tuple[str, str, datetime, datetime]], now: datetime
+) -> list[dict[str, Any]]:
     kinds = [kind] if isinstance(kind, str) else sorted(set(kind))
     marked = set(windows)
-    rows = [
+    return [
         {"model": m, "kind": k, "version": v, "window_start": s, "window_end": e}
         | {"seq": 1, "pending": True, "changed_at": now}
         # Sorted in key order, so concurrent transactions lock rows in one order (no deadlock).
         for m, k, v, s, e in sorted((m, k, v, s, e) for m, v, s, e in marked for k in kinds)
     ]
-    if not rows:
-        return
-    session.execute(_mark_statement(session.get_bind().dialect.name), rows)
 
 
 @cache
@@ -86,8 +112,31 @@ def _mark_statement(dialect: str) -> Any:
     stmt = insert(WindowChange)
     return stmt.on_conflict_do_update(
         index_elements=["model", "kind", "version", "window_start"],
-        set_={"seq": WindowChange.seq + 1, "pending": True, "changed_at": stmt.excluded.changed_at},
+        set_={
+            "seq": WindowChange.seq + 1,
+            "pending": True,
+            "changed_at": case(
+                (WindowChange.pending.is_(True), WindowChange.changed_at),
+                else_=stmt.excluded.changed_at,
+            ),
+        },
     )
+
+
+_READ = (
+    WindowChange.model,
+    WindowChange.kind,
+    WindowChange.version,
+    WindowChange.window_start,
+    WindowChange.window_end,
+    WindowChange.seq,
+    WindowChange.changed_at,
+)
+
+
+def _change(row: Any) -> Change:
+    model, _kind, version, start, end, seq, changed_at = row
+    return Change(model, version, start, end, int(seq), changed_at)
 
 
 def pending_changes(engine: Engine, model: str, kind: str) -> list[Change]:
@@ -108,6 +157,32 @@ def pending_changes(engine: Engine, model: str, kind: str) -> list[Change]:
     )
     with session_factory(engine)() as s:
         return [Change(model, v, start, end, int(seq)) for v, start, end, seq in s.execute(stmt)]
+
+
+def pending_kinds(
+    target: Engine | Session, model: str, kinds: Sequence[str]
+) -> dict[str, list[Change]]:
+    """The model's pending changes of each of `kinds` (oldest window first), in one query: the
+    evaluate job's one read per model and tick instead of one per kind (in the caller's
+    session when given one)."""
+    stmt = (
+        select(*_READ)
+        .where(
+            WindowChange.model == model,
+            WindowChange.kind.in_(kinds),
+            WindowChange.pending.is_(True),
+        )
+        .order_by(WindowChange.window_start, WindowChange.version)
+    )
+    found: dict[str, list[Change]] = {kind: [] for kind in kinds}
+    if isinstance(target, Session):
+        rows = target.execute(stmt).all()
+    else:
+        with session_factory(target)() as s:
+            rows = s.execute(stmt).all()
+    for row in rows:
+        found[row[1]].append(_change(row))
+    return found
 
 
 def consume_changes(target: Engine | Session, kind: str, changes: Sequence[Change]) -> None:

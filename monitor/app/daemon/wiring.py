@@ -48,6 +48,7 @@ from monitor.app.daemon.signals import (
     slo_signals,
 )
 from monitor.config import Config
+from monitor.evaluation.period_jobs import period_interval
 from monitor.evaluation.windows import EVALUATE_JOB, WindowEvaluation, WindowEvaluator
 from monitor.failures import Backoff, Isolation, clear_failure, record_failure
 from monitor.storage import utcnow
@@ -151,9 +152,14 @@ class Monitoring:
         self.config = config
         self.metrics = metrics
         window_s = config.collect.window.total_seconds()
-        self.windows = WindowEvaluator(
-            engine, config.models, window_s, self._isolation(EVALUATE_JOB)
+        sched = config.scheduler  # open periods' interval; baselines decoded across ticks
+        periods_s = period_interval(
+            sched.period_interval_s, len(config.models), sched.evaluate_interval_s
         )
+        self.windows = WindowEvaluator(
+            engine, config.models, window_s, self._isolation(EVALUATE_JOB), periods_s,
+            sched.reference_cache,
+        )  # fmt: skip
         self.isolation = self._isolation(ALERTS_JOB)
         self.alerts = Evaluator(engine, config.alerts)
         slo = {m.name: m.slo for m in config.models if m.slo is not None}
@@ -183,9 +189,7 @@ class Monitoring:
     def unit(self, model: str) -> list[WindowEvaluation]:
         """Evaluate one model's changed windows (a unit of the shared queue)."""
         cfg = next(m for m in self.config.models if m.name == model)
-        windows = WindowEvaluator(
-            self.engine, [cfg], self.windows.window_s, self._isolation(EVALUATE_JOB)
-        )
+        windows = self.windows.sibling([cfg], self._isolation(EVALUATE_JOB))
         return self._observed(windows.run(utcnow()))
 
     def _observed(self, evaluated: list[WindowEvaluation]) -> list[WindowEvaluation]:

@@ -4,7 +4,8 @@ On SQLite and PostgreSQL. The stored day equals what the results API's `?granula
 computes (`monitor.evaluation.periods`, the one owner of period merging) and the one-shot
 comparison of the
 day's concatenated traffic; outcome metrics of the day equal the raw pairs' metrics. The
-current, incomplete day is evaluated again when one of its windows changes; retention deletes
+current, incomplete day is evaluated again when one of its windows changes (at most once per
+`scheduler.period_interval_s`, at once when it has ended); retention deletes
 the rows; a corrupt window fails its periods as their own job items, not its neighbours.
 """
 
@@ -25,6 +26,7 @@ from monitor.baselines.store import load_baseline, save_baseline
 from monitor.config import CollectConfig, ModelConfig
 from monitor.config._monitoring import OutcomeConfig
 from monitor.detectors import evaluate
+from monitor.evaluation.period_jobs import period_interval
 from monitor.evaluation.periods import (
     PERIODS,
     DayMerges,
@@ -285,3 +287,42 @@ def test_a_day_is_merged_from_the_tick_s_windows_only_when_it_holds_all_of_them(
     for key, prof in want.profiles.items():
         assert got.profiles[key].n == prof.n, key
         assert got.profiles[key].to_bytes() == prof.to_bytes(), key
+
+
+def test_an_open_day_is_evaluated_again_at_most_once_per_interval(
+    engine: Engine, day: list[dict[str, Any]]
+) -> None:
+    clock = [DAY.start + timedelta(hours=6)]  # the day and its week still running
+
+    def evaluator() -> WindowEvaluator:  # a new one each time: what waits is stored, not held
+        return WindowEvaluator(engine, [MODEL], HOUR, period_interval_s=300, clock=lambda: clock[0])
+
+    def day_n() -> int | None:
+        row = _stored(engine, DriftPeriodResultRow, "day").get(("", "amount", "wasserstein"))
+        return None if row is None else row.n_current
+
+    evaluator().run()
+    assert day_n() is None  # its first change waits for the interval too
+    clock[0] += timedelta(seconds=200)
+    _ingest(engine, _events(9000, 40, 5))
+    evaluator().run()
+    assert day_n() is None  # 200 s since its first change not evaluated
+    clock[0] += timedelta(seconds=100)
+    evaluator().run()  # nothing changed since, but the day's change has waited 300 s
+    assert day_n() == len(day) + 40
+    week = _stored(engine, DriftPeriodResultRow, "week")[("", "amount", "wasserstein")]
+    assert week.n_current == len(day) + 40
+    clock[0] += timedelta(seconds=10)
+    _ingest(engine, _events(9100, 30, 6))
+    evaluator().run()
+    assert day_n() == len(day) + 40  # evaluated 10 s ago: waits while its windows change
+    clock[0] = DAY.end  # the day has ended: its final evaluation at once
+    evaluator().run()
+    assert day_n() == len(day) + 70
+
+
+def test_the_default_period_interval_scales_with_the_fleet() -> None:
+    assert period_interval(None, 10, 60.0) == 0.0  # 2.5 s is within a tick: every tick
+    assert period_interval(None, 1000, 10.0) == 250.0
+    assert period_interval(None, 5000, 10.0) == 300.0
+    assert period_interval(42.0, 5000, 10.0) == 42.0 and period_interval(0.0, 5000, 10.0) == 0.0

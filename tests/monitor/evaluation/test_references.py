@@ -1,0 +1,59 @@
+"""Decoded baselines kept across evaluation ticks: loaded once, checked against their stored row
+every tick, so a replaced baseline is compared with at the next tick (SQLite may reuse a
+deleted row's id: its created_at tells the rows apart)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlalchemy import select
+from sqlalchemy.engine import Engine
+
+from monitor.baselines.store import save_baseline
+from monitor.config import ModelConfig
+from monitor.evaluation.windows import WindowEvaluator
+from monitor.profiles import profile_frame, specs_for
+from monitor.storage import DriftResultRow, mark_changed, session_factory, transaction
+from tests.monitor.detectors.test_thresholds import current_frame, reference_frame
+from tests.monitor.evaluation.test_thresholds_wiring import START, _store_window
+
+MODEL = ModelConfig(name="m")
+SPAN = ("m", "1", START, START + timedelta(hours=1))
+
+
+def _stable_value(engine: Engine) -> float:
+    stmt = select(DriftResultRow.value).where(
+        DriftResultRow.column == "stable", DriftResultRow.method == "wasserstein"
+    )
+    with session_factory(engine)() as s:
+        return float(s.scalars(stmt).one())
+
+
+def _changed(engine: Engine) -> None:
+    with transaction(engine) as s:
+        mark_changed(s, "drift", [SPAN])
+
+
+def test_a_baseline_is_decoded_once_and_a_replaced_one_used_at_the_next_tick(
+    engine: Engine,
+) -> None:
+    frame = reference_frame(2, 2000)
+    specs = specs_for(list(frame.columns), frame)
+    save_baseline(engine, "m", "1", profile_frame(frame, specs))
+    _store_window(engine, "m", profile_frame(current_frame(11), specs))
+    evaluator = WindowEvaluator(engine, [MODEL], 3600)
+    evaluator.run()
+    first = _stable_value(engine)
+    _changed(engine)
+    evaluator.run()
+    assert evaluator.references.loads == 1 and _stable_value(engine) == first
+    shifted = reference_frame(2, 2000).assign(stable=lambda f: f.stable + 3)
+    save_baseline(engine, "m", "1", profile_frame(shifted, specs), replace=True)
+    _changed(engine)
+    evaluator.run()
+    assert evaluator.references.loads == 2
+    replaced = _stable_value(engine)
+    assert replaced > first + 2
+    _changed(engine)
+    WindowEvaluator(engine, [MODEL], 3600).run()  # no cache: the same comparison
+    assert _stable_value(engine) == replaced
