@@ -12,8 +12,8 @@ from monitor.storage._changes import (
     WindowChange,
     consume_changes,
     mark_changed,
-    models_pending,
     mark_read,
+    models_pending,
     pending_changes,
     pending_kinds,
 )

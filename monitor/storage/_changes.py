@@ -13,11 +13,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import cache
 from typing import Any
 
-from sqlalchemy import BigInteger, Boolean, Index, String, and_, bindparam, case, select, update
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Index,
+    String,
+    and_,
+    bindparam,
+    case,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Mapped, Session, mapped_column
@@ -215,18 +226,35 @@ def consume_changes(target: Engine | Session, kind: str, changes: Sequence[Chang
         s.execute(stmt, params)
 
 
-def models_pending(engine: Engine, models: Sequence[str], kinds: Sequence[str]) -> set[str]:
+def models_pending(
+    engine: Engine,
+    models: Sequence[str],
+    kinds: Sequence[str],
+    paced: tuple[Sequence[str], datetime, float] | None = None,
+) -> set[str]:
     """Of `models`, those with a pending change of one of `kinds`: one query, each (model, kind)
-    a lookup of the pending index (`ix_window_changes_pending`), whatever the history."""
+    a lookup of the pending index (`ix_window_changes_pending`), whatever the history.
+
+    `paced` = (kinds, now, interval_s): a pending change of those kinds counts only once its
+    window ended by `now` or it has been pending `interval_s` (an open day or week waits for
+    its interval, `monitor.evaluation.period_jobs`)."""
     if not models or not kinds:
         return set()
+    due: Any = WindowChange.kind.in_(sorted(set(kinds)))
+    if paced is not None and paced[2] > 0:
+        paced_kinds, now, interval_s = paced
+        waited = now - timedelta(seconds=interval_s)
+        due = and_(
+            due,
+            or_(
+                WindowChange.kind.not_in(sorted(set(paced_kinds))),
+                WindowChange.window_end <= now,
+                WindowChange.changed_at <= waited,
+            ),
+        )
     stmt = (
         select(WindowChange.model)
-        .where(
-            WindowChange.model.in_(sorted(set(models))),
-            WindowChange.kind.in_(sorted(set(kinds))),
-            WindowChange.pending.is_(True),
-        )
+        .where(WindowChange.model.in_(sorted(set(models))), WindowChange.pending.is_(True), due)
         .distinct()
     )
     with session_factory(engine)() as s:

@@ -5,7 +5,9 @@ has nothing to do and gets no unit (on SQLite: is not evaluated in the tick's pr
 
 - its pending change markers (`window_changes`), of every kind a unit reads: changed profiles
   (drift, fairness and serving SLOs of those windows), joined labels (outcomes, fairness), a
-  summary backfill, estimation, and the days and weeks those windows belong to;
+  summary backfill, estimation, and the days and weeks those windows belong to (an open day or
+  week once it has waited `scheduler.period_interval_s`, as the unit would re-test it: else
+  every model with an open day would get a unit on every tick that finds nothing to do);
 - its items of the `evaluate` job that failed and whose retry time has come (`job_failures`,
   e.g. an SLO window retried without a change); one not yet due waits for a later tick.
 
@@ -45,7 +47,15 @@ def retries_due(engine: Engine, job: str, now: datetime) -> set[str]:
         return {m for m in s.scalars(stmt) if m is not None}
 
 
-def due_models(engine: Engine, models: Sequence[str], job: str, now: datetime) -> list[str]:
-    """Of `models` (in their order), those with evaluation work due at `now`."""
-    due = models_pending(engine, models, UNIT_KINDS) | retries_due(engine, job, now)
+# The day and week kinds: an open one is due only after `scheduler.period_interval_s`.
+PERIOD_KINDS: tuple[str, ...] = tuple(k for k in UNIT_KINDS if k not in CHANGE_KINDS)
+
+
+def due_models(
+    engine: Engine, models: Sequence[str], job: str, now: datetime, period_s: float = 0.0
+) -> list[str]:
+    """Of `models` (in their order), those with evaluation work due at `now`; a pending open
+    day or week counts once it has waited `period_s` (`period_jobs.PeriodWork.due`)."""
+    paced = (PERIOD_KINDS, now, period_s)
+    due = models_pending(engine, models, UNIT_KINDS, paced) | retries_due(engine, job, now)
     return [m for m in models if m in due]

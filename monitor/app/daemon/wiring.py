@@ -222,7 +222,9 @@ class Monitoring:
 
     def due(self, now: datetime) -> list[str]:
         """The configured models with evaluation work due at `now` (`_due`)."""
-        return due_models(self.engine, [m.name for m in self.config.models], EVALUATE_JOB, now)
+        names = [m.name for m in self.config.models]
+        period_s = self.windows.period_interval.total_seconds()
+        return due_models(self.engine, names, EVALUATE_JOB, now, period_s)
 
     def _isolation(self, job: str, backoff: Backoff | None = None) -> Isolation:
         cfg = self.config.scheduler
