@@ -284,6 +284,20 @@ class SchedulerConfig(StrictModel):
             "more than `evaluate_interval_s` (small deployments see every change at once)."
         ),
     )
+    # Open windows likewise: thin traffic changes every model's open window on every tick, and
+    # re-evaluating each of them every tick was most of a 1,000-model fleet's evaluation.
+    open_window_interval_s: float | None = Field(
+        default=None,
+        ge=0,
+        le=_YEAR_S,
+        allow_inf_nan=False,
+        description=(
+            "A window that has not ended is re-evaluated at most once per this many seconds "
+            "while its profiles change (0: every evaluation); one that has ended is evaluated "
+            "at the next evaluation. Null: as `period_interval_s` (0.25 s per model, up to "
+            "300, and 0 while that is not more than `evaluate_interval_s`)."
+        ),
+    )
     reference_cache: int = Field(
         default=1000,
         ge=1,

@@ -74,6 +74,8 @@ CHANGES = ("drift", "outcome", "backfill", "estimate", *period_kinds("drift"),
 """The change kinds a model's evaluation reads, all in one query per model and tick."""
 
 Pending = dict[str, list[Change]]
+# The window kinds an open window's re-evaluation is paced for (`open_window_interval_s`).
+OPEN_PACED = ("drift", "estimate")
 
 
 @dataclass(frozen=True)
@@ -201,6 +203,7 @@ class WindowEvaluator:
         period_interval_s: float = 0.0,
         reference_cache: int = 1000,
         clock: Callable[[], datetime] = utcnow,
+        open_window_interval_s: float = 0.0,
     ) -> None:
         self.engine = engine
         self.models = list(models)
@@ -210,6 +213,9 @@ class WindowEvaluator:
         self.period_interval = timedelta(seconds=period_interval_s)
         self.references = References(reference_cache)  # `scheduler.reference_cache`
         self.clock = clock  # when period markers are set and checked (their changed_at)
+        # An open window's changed profiles are re-evaluated at most this often (an ended one
+        # at once): `scheduler.open_window_interval_s`.
+        self.open_interval = timedelta(seconds=open_window_interval_s)
 
     def sibling(self, models: Sequence[ModelConfig], isolation: Isolation) -> WindowEvaluator:
         """An evaluator of `models` sharing this one's settings and decoded baselines (a unit
@@ -217,6 +223,7 @@ class WindowEvaluator:
         interval = self.period_interval.total_seconds()
         out = WindowEvaluator(self.engine, models, self.window_s, isolation, interval, 1)
         out.clock = self.clock
+        out.open_interval = self.open_interval
         out.references = self.references
         return out
 
@@ -250,10 +257,19 @@ class WindowEvaluator:
         baseline row of each version with changed windows (its cached decode is checked by it)."""
         with session_factory(self.engine)() as s:
             pending = pending_kinds(s, cfg.name, CHANGES)
+            now = self.clock()
+            for kind in OPEN_PACED:  # an open window not due yet stays pending for a later tick
+                pending[kind] = [c for c in pending[kind] if self._window_due(c, now)]
             versions = sorted({c.version for c in pending["drift"]})
             return pending, {
                 v: chosen_baseline(s, cfg.name, v, cfg.drift.baseline) for v in versions
             }
+
+    def _window_due(self, change: Change, now: datetime) -> bool:
+        """An ended window at once; an open one once its change has waited `open_interval`."""
+        if not self.open_interval or change.end <= now or change.changed_at is None:
+            return True
+        return now - change.changed_at >= self.open_interval
 
     def _periods(
         self, kind: str, pending: Pending, windows: Sequence[Window]

@@ -230,25 +230,28 @@ def models_pending(
     engine: Engine,
     models: Sequence[str],
     kinds: Sequence[str],
-    paced: tuple[Sequence[str], datetime, float] | None = None,
+    now: datetime | None = None,
+    paced: Sequence[tuple[Sequence[str], float]] = (),
 ) -> set[str]:
     """Of `models`, those with a pending change of one of `kinds`: one query, each (model, kind)
     a lookup of the pending index (`ix_window_changes_pending`), whatever the history.
 
-    `paced` = (kinds, now, interval_s): a pending change of those kinds counts only once its
-    window ended by `now` or it has been pending `interval_s` (an open day or week waits for
-    its interval, `monitor.evaluation.period_jobs`)."""
+    `paced`: (kinds, interval_s) pairs; a pending change of those kinds counts only once its
+    window ended by `now` or it has been pending `interval_s` (an open window, day or week
+    waits for its interval: `monitor.evaluation`)."""
     if not models or not kinds:
         return set()
     due: Any = WindowChange.kind.in_(sorted(set(kinds)))
-    if paced is not None and paced[2] > 0:
-        paced_kinds, now, interval_s = paced
-        waited = now - timedelta(seconds=interval_s)
+    at = now or utcnow()
+    for paced_kinds, interval_s in paced:
+        if interval_s <= 0:
+            continue
+        waited = at - timedelta(seconds=interval_s)
         due = and_(
             due,
             or_(
                 WindowChange.kind.not_in(sorted(set(paced_kinds))),
-                WindowChange.window_end <= now,
+                WindowChange.window_end <= at,
                 WindowChange.changed_at <= waited,
             ),
         )

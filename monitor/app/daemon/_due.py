@@ -26,6 +26,7 @@ from sqlalchemy.engine import Engine
 
 from monitor.evaluation.period_jobs import WINDOW_ITEMS
 from monitor.evaluation.periods import PERIODS
+from monitor.evaluation.windows import OPEN_PACED
 from monitor.storage import CHANGE_KINDS, JobFailure, models_pending, session_factory
 
 # Every change kind a unit reads: the window kinds, and the days and weeks of drift and outcomes
@@ -52,10 +53,16 @@ PERIOD_KINDS: tuple[str, ...] = tuple(k for k in UNIT_KINDS if k not in CHANGE_K
 
 
 def due_models(
-    engine: Engine, models: Sequence[str], job: str, now: datetime, period_s: float = 0.0
+    engine: Engine,
+    models: Sequence[str],
+    job: str,
+    now: datetime,
+    period_s: float = 0.0,
+    open_window_s: float = 0.0,
 ) -> list[str]:
     """Of `models` (in their order), those with evaluation work due at `now`; a pending open
-    day or week counts once it has waited `period_s` (`period_jobs.PeriodWork.due`)."""
-    paced = (PERIOD_KINDS, now, period_s)
-    due = models_pending(engine, models, UNIT_KINDS, paced) | retries_due(engine, job, now)
+    day or week counts once it has waited `period_s` (`period_jobs.PeriodWork.due`), an open
+    window's profiles once they waited `open_window_s` (`WindowEvaluator`)."""
+    paced = [(PERIOD_KINDS, period_s), (OPEN_PACED, open_window_s)]
+    due = models_pending(engine, models, UNIT_KINDS, now, paced) | retries_due(engine, job, now)
     return [m for m in models if m in due]

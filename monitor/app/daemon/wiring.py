@@ -156,9 +156,12 @@ class Monitoring:
         periods_s = period_interval(
             sched.period_interval_s, len(config.models), sched.evaluate_interval_s
         )
+        open_s = period_interval(
+            sched.open_window_interval_s, len(config.models), sched.evaluate_interval_s
+        )
         self.windows = WindowEvaluator(
             engine, config.models, window_s, self._isolation(EVALUATE_JOB), periods_s,
-            sched.reference_cache,
+            sched.reference_cache, open_window_interval_s=open_s,
         )  # fmt: skip
         self.isolation = self._isolation(ALERTS_JOB)
         self.alerts = Evaluator(engine, config.alerts)
@@ -224,7 +227,8 @@ class Monitoring:
         """The configured models with evaluation work due at `now` (`_due`)."""
         names = [m.name for m in self.config.models]
         period_s = self.windows.period_interval.total_seconds()
-        return due_models(self.engine, names, EVALUATE_JOB, now, period_s)
+        open_s = self.windows.open_interval.total_seconds()
+        return due_models(self.engine, names, EVALUATE_JOB, now, period_s, open_s)
 
     def _isolation(self, job: str, backoff: Backoff | None = None) -> Isolation:
         cfg = self.config.scheduler

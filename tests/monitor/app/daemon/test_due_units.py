@@ -74,7 +74,7 @@ def test_each_kind_of_pending_change_gives_its_model_work(db: Engine, kind: str)
     assert due_models(db, MODELS, EVALUATE_JOB, START) == []
 
 
-def test_an_open_day_or_week_gives_work_only_once_it_waited_its_interval(db: Engine) -> None:
+def test_an_open_window_day_or_week_gives_work_only_once_it_waited_its_interval(db: Engine) -> None:
     now = utcnow()
     day = now.replace(hour=0, minute=0, second=0, microsecond=0)
     with transaction(db) as s:  # pending since now, the day still open
@@ -82,10 +82,14 @@ def test_an_open_day_or_week_gives_work_only_once_it_waited_its_interval(db: Eng
     assert due_models(db, MODELS, EVALUATE_JOB, now, 300.0) == []
     assert due_models(db, MODELS, EVALUATE_JOB, now + timedelta(seconds=301), 300.0) == ["a"]
     assert due_models(db, MODELS, EVALUATE_JOB, now, 0.0) == ["a"]  # no interval: at once
-    with transaction(db) as s:  # an ended day is due at once; a window is never paced
+    with transaction(db) as s:  # an ended day is due at once; a window unless paced too
         mark_changed(s, "drift_day", [("b", "1", day - timedelta(days=1), day)])
         mark_changed(s, "drift", [("a", "2", now, now + WINDOW)])
     assert due_models(db, MODELS, EVALUATE_JOB, now, 300.0) == ["a", "b"]
+    # With open windows paced too, a's open window waits like its day.
+    assert due_models(db, MODELS, EVALUATE_JOB, now, 300.0, 300.0) == ["b"]
+    later = now + timedelta(seconds=301)
+    assert due_models(db, MODELS, EVALUATE_JOB, later, 300.0, 300.0) == ["a", "b"]
 
 
 @pytest.mark.parametrize(
