@@ -155,6 +155,17 @@ class SchedulerConfig(StrictModel):
         allow_inf_nan=False,
         description="Seconds between window evaluations (drift, outcomes, estimates, SLOs).",
     )
+    tick_offset_s: float = Field(
+        default=2.0,
+        ge=0,
+        le=3600,
+        allow_inf_nan=False,
+        description=(
+            "Scheduled jobs run on their interval's grid of the clock (a 10 s job at :00, :10, "
+            "...) shifted by this many seconds (at most half the interval), so an evaluation "
+            "runs just after each window ends and its last events are aggregated."
+        ),
+    )
     results_refresh_s: float = Field(
         default=300.0,
         ge=0,

@@ -68,6 +68,7 @@ class Service:
             backoff=Backoff(sched.retry_initial_s, sched.retry_max_s),
             on_failure=self.on_job_failure,
             on_success=self.on_job_success,
+            tick_offset_s=sched.tick_offset_s,
         )
         self._stopped = threading.Event()
         self._intake: HttpIntake | None = None

@@ -98,3 +98,19 @@ def test_scheduler_tick_takes_over_only_after_the_lease_by_its_clock(engine: Eng
     assert not b.tick("evaluate", T0 + timedelta(seconds=30))  # a's lease still holds
     assert b.tick("evaluate", T0 + timedelta(seconds=61))  # a died: b takes the window over
     assert calls == [window]
+
+
+def test_ticks_run_on_the_interval_grid_shifted_by_the_offset(engine: Engine) -> None:
+    sched = Scheduler(engine, holder="a", lease_s=60, tick_offset_s=2.0)
+    sched.add(JobSpec("evaluate", lambda _now: None, 10.0))
+    sched.add(JobSpec("fast", lambda _now: None, 1.0))
+    at = datetime(2026, 12, 5, 16, 0, 7, 600000, tzinfo=UTC)
+
+    def next_after(name: str) -> datetime:
+        trigger = sched._scheduler.get_job(name).trigger
+        return trigger.get_next_fire_time(None, at)  # type: ignore[no-any-return]
+
+    # just after the next 10 s boundary (a window's end), not 10 s after the process started
+    assert next_after("evaluate") == datetime(2026, 12, 5, 16, 0, 12, tzinfo=UTC)
+    # the offset is at most half the interval
+    assert next_after("fast") == datetime(2026, 12, 5, 16, 0, 8, 500000, tzinfo=UTC)
