@@ -37,6 +37,7 @@ from monitor.app.daemon._service import replica_id as replica_id  # the demo nam
 from monitor.app.daemon._shadow_signals import ShadowSignals
 from monitor.app.daemon._skew_job import SkewWatch, skew_signals
 from monitor.app.daemon._supervisor import Component, SupervisedComponent
+from monitor.app.daemon._watermark import await_intake
 from monitor.app.daemon._work_queue import Worker, WorkQueue
 from monitor.app.daemon.metrics import MetricsPublisher
 from monitor.app.daemon.signals import (
@@ -50,14 +51,17 @@ from monitor.app.daemon.signals import (
 from monitor.config import Config
 from monitor.evaluation.period_jobs import period_interval
 from monitor.evaluation.windows import EVALUATE_JOB, WindowEvaluation, WindowEvaluator
-from monitor.failures import Backoff, Isolation, clear_failure, record_failure
+from monitor.failures import Backoff, Isolation, clear_failure, record_failure, redact
 from monitor.storage import utcnow
+from monitor.summaries import window_of
 
 log = logging.getLogger(__name__)
 
 ALERTS_JOB = "alerts"
 COMPONENTS_JOB = "components"
 SignalsOf = Callable[[datetime], list[Signal]]
+# The longest a tick waits for the HTTP intake to pass a window's end (`_watermark`).
+INTAKE_WAIT_MAX_S = 10.0
 
 
 class ComponentHealth:
@@ -239,6 +243,8 @@ class Monitoring:
     def __call__(
         self, _window: datetime | None = None, now: datetime | None = None
     ) -> list[WindowEvaluation]:
+        if now is None:  # a scheduled tick (tests give their own clock)
+            self._await_intake(utcnow())
         now = now or utcnow()
         evaluated = self._evaluate(now)
         self.isolation.begin(now)
@@ -254,6 +260,19 @@ class Monitoring:
             publish = functools.partial(self.publisher.publish, names, fresh)
             self.isolation.attempt("metrics", publish)
         return evaluated
+
+    def _await_intake(self, now: datetime) -> None:
+        """When a window ended since the previous tick, wait (at most half the interval, and
+        `INTAKE_WAIT_MAX_S`) until the HTTP intake received before its end is aggregated
+        (`_watermark`)."""
+        interval = self.config.scheduler.evaluate_interval_s
+        boundary = window_of(now, self.windows.window_s)
+        if (now - boundary).total_seconds() <= interval:
+            wait = min(interval / 2, INTAKE_WAIT_MAX_S)
+            try:
+                await_intake(self.engine, boundary, wait)
+            except Exception as exc:  # the database away: the evaluation meets it and records it
+                log.warning("waiting for the intake drain: %s", redact(exc))
 
     def producers(self, fresh: set[str] | None = None) -> list[tuple[str, SignalsOf]]:
         """(item name, producer) of every signal, per model where a producer is per model.

@@ -1,0 +1,53 @@
+"""The evaluation after a window ends waits for the HTTP intake to be aggregated past its end.
+
+Events acknowledged by `POST /v1/events` wait in the intake log until the drain aggregates them
+(up to `collect.drain_max_delay` at thin traffic, longer under load). A tick that evaluated a
+window just after it ended would miss its last events: they re-mark it, and its final result
+comes a whole interval later (in bench/fleet.py most windows were evaluated twice and the lag
+doubled). So when a window ended since the previous tick, the tick first waits, at most half
+its interval, until no request received before that end is pending; past the bound it goes on
+(the late events re-mark their windows as before). One indexed lookup per poll.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.engine import Engine
+
+from monitor.storage import IntakeEntry, session_factory
+
+log = logging.getLogger(__name__)
+POLL_S = 0.1
+
+
+def oldest_pending(engine: Engine) -> datetime | None:
+    """When the oldest request still pending in the intake log was received (None: none)."""
+    entry = IntakeEntry.__table__.c
+    stmt = select(entry.received_at).where(entry.consumed_at.is_(None)).order_by(entry.id).limit(1)
+    with session_factory(engine)() as s:
+        found: datetime | None = s.scalar(stmt)
+    return found
+
+
+def await_intake(
+    engine: Engine, boundary: datetime, timeout_s: float, stop: threading.Event | None = None
+) -> bool:
+    """Wait until no request received before `boundary` is pending, at most `timeout_s`;
+    whether it got there."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        oldest = oldest_pending(engine)
+        if oldest is None or oldest >= boundary:
+            return True
+        if time.monotonic() >= deadline:
+            log.info("intake not aggregated up to %s after %.1f s", boundary.isoformat(), timeout_s)
+            return False
+        if stop is not None and stop.wait(POLL_S):
+            return False
+        if stop is None:
+            time.sleep(POLL_S)
