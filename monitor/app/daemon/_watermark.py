@@ -5,8 +5,10 @@ Events acknowledged by `POST /v1/events` wait in the intake log until the drain 
 window just after it ended would miss its last events: they re-mark it, and its final result
 comes a whole interval later (in bench/fleet.py most windows were evaluated twice and the lag
 doubled). So when a window ended since the previous tick, the tick first waits, at most half
-its interval, until no request received before that end is pending; past the bound it goes on
-(the late events re-mark their windows as before). One indexed lookup per poll.
+its interval, until no request received before the tick began is pending (not just before the
+window's end: clients queue and batch, so a window's last events arrive a little after it);
+past the bound it goes on (the late events re-mark their windows as before). One indexed
+lookup per poll.
 """
 
 from __future__ import annotations

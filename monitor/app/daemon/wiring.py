@@ -263,14 +263,16 @@ class Monitoring:
 
     def _await_intake(self, now: datetime) -> None:
         """When a window ended since the previous tick, wait (at most half the interval, and
-        `INTAKE_WAIT_MAX_S`) until the HTTP intake received before its end is aggregated
+        `INTAKE_WAIT_MAX_S`) until the HTTP intake received before `now` is aggregated
         (`_watermark`)."""
         interval = self.config.scheduler.evaluate_interval_s
-        boundary = window_of(now, self.windows.window_s)
-        if (now - boundary).total_seconds() <= interval:
+        ended = window_of(now, self.windows.window_s)
+        if (now - ended).total_seconds() <= interval:
+            # Up to the tick's start, not the window's end: events of the ended window sent
+            # just before it can be received just after (clients batch and queue).
             wait = min(interval / 2, INTAKE_WAIT_MAX_S)
             try:
-                await_intake(self.engine, boundary, wait)
+                await_intake(self.engine, now, wait)
             except Exception as exc:  # the database away: the evaluation meets it and records it
                 log.warning("waiting for the intake drain: %s", redact(exc))
 
