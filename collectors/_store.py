@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import bindparam, insert, select, text, tuple_, update
+from sqlalchemy import bindparam, insert, select, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -316,8 +316,9 @@ def write_window_rows(
     new: list[tuple[WindowKey, dict[str, Any]]],
     changed: list[tuple[WindowKey, dict[str, Any]]],
 ) -> None:
-    """Insert the windows' new rows (one executemany) and update their changed ones (one
-    statement on PostgreSQL, an executemany on SQLite).
+    """Insert the windows' new rows and update their changed ones, one executemany each (on
+    PostgreSQL an UPDATE ... FROM unnest(arrays) measured no faster and 2.5x the client CPU:
+    the server's per-row work dominates).
 
     Profiles (a `column` key) replace payload and n; counts add `v_events`, `v_scored` and
     `v_selected` to theirs. A changed row is keyed by `k_slice_key` (and `k_column`).
@@ -331,59 +332,18 @@ def write_window_rows(
         session.execute(insert(table), rows)
     if not changed:
         return
-    keys = ["model", "version", "window_start", "slice_key", *(["column"] * ("column" in table.c))]
+    keys = ["model", "version", "window_start", "slice_key"]
     if "column" in table.c:
-        values: dict[str, Any] = {"n": "v_n", "payload": "v_payload"}
-        adds = False
+        keys.append("column")
+        values: dict[str, Any] = {"n": bindparam("v_n"), "payload": bindparam("v_payload")}
     else:
-        values = {c: f"v_{c}" for c in ("events", "scored", "selected")}
-        adds = True
+        values = {c: table.c[c] + bindparam(f"v_{c}") for c in ("events", "scored", "selected")}
+    where = [table.c[k] == bindparam(f"k_{k}") for k in keys]
     params = [
         {"k_model": model, "k_version": version, "k_window_start": utc(start), **row}
         for (model, version, start), row in changed
     ]
-    if session.get_bind().dialect.name == "postgresql":
-        _update_unnest(session, table, keys, values, adds, now, params)
-        return
-    where = [table.c[k] == bindparam(f"k_{k}") for k in keys]
-    if adds:
-        sets = {c: table.c[c] + bindparam(p) for c, p in values.items()}
-    else:
-        sets = {c: bindparam(p) for c, p in values.items()}
-    session.execute(update(table).where(*where).values(updated_at=now, **sets), params)
-
-
-def _update_unnest(
-    session: Session,
-    table: Any,
-    keys: list[str],
-    values: dict[str, str],
-    adds: bool,
-    now: datetime,
-    params: list[dict[str, Any]],
-) -> None:
-    """PostgreSQL: all `params` rows updated by one statement joining the table to `unnest` of
-    one array per column (an executemany is one statement per row: ~0.1 ms of client and
-    server time each, most of a thin batch's writing)."""
-    dialect = session.get_bind().dialect
-    names = [f"k_{k}" for k in keys] + list(values.values())
-    columns = keys + list(values)
-    arrays = ", ".join(
-        f"CAST(:{n} AS {table.c[c].type.compile(dialect)}[])"
-        for n, c in zip(names, columns, strict=True)
-    )
-    quoted = dialect.identifier_preparer.quote
-    sets = ", ".join(
-        f"{quoted(c)} = t.{quoted(c)} + v.{p}" if adds else f"{quoted(c)} = v.{p}"
-        for c, p in values.items()
-    )
-    match = " AND ".join(f"t.{quoted(k)} = v.k_{k}" for k in keys)
-    sql = (
-        f"UPDATE {quoted(table.name)} AS t SET {sets}, updated_at = :now "
-        f"FROM unnest({arrays}) AS v({', '.join(names)}) WHERE {match}"
-    )
-    bound = {n: [row[n] for row in params] for n in names}
-    session.execute(text(sql), {**bound, "now": now})
+    session.execute(update(table).where(*where).values(updated_at=now, **values), params)
 
 
 def dead_letter_rows(
