@@ -68,7 +68,8 @@ def merge_summaries(
             stmt = stmt.order_by(*head, table.c.slice_key).with_for_update()
         for row in session.execute(stmt):
             stored[(row.model, row.version, row.window_start, row.slice_key)] = row
-    new, changed = [], []
+    new: list[dict[str, Any]] = []
+    changed: list[dict[str, Any]] = []
     for (model, version, (start, end)), batches in windows.items():
         keys = {"model": model, "version": version, "window_start": start}
         for slice_key, batch in batches.items():
@@ -77,11 +78,12 @@ def merge_summaries(
                 new.append({**keys, "slice_key": slice_key, "window_end": end} | batch.to_row())
                 continue
             merged = ServingSummary.from_row(old).merge(batch).to_row()
-            changed.append({f"k_{k}": v for k, v in keys.items()} | {"k_slice": slice_key, **merged})
+            keyed = {f"k_{k}": v for k, v in keys.items()} | {"k_slice": slice_key}
+            changed.append(keyed | merged)
     if new:
         session.execute(insert(table), [{**row, "updated_at": now} for row in new])
     if changed:
         where = [table.c[k] == bindparam(f"k_{k}") for k in ("model", "version", "window_start")]
         where.append(table.c.slice_key == bindparam("k_slice"))
-        values = {c: bindparam(c) for c in changed[0] if not c.startswith("k_")}
+        values: dict[str, Any] = {c: bindparam(c) for c in changed[0] if not c.startswith("k_")}
         session.execute(update(table).where(*where).values(updated_at=now, **values), changed)

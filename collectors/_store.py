@@ -165,12 +165,13 @@ def merge_profiles(
     table = WindowProfile.__table__
     windows = {(model, version, start) for (model, version, start, _), _ in built}
     stored = window_rows(session, table, windows, (table.c.column, table.c.payload))
-    new, changed = [], []
+    new: list[tuple[WindowKey, dict[str, Any]]] = []
+    changed: list[tuple[WindowKey, dict[str, Any]]] = []
     for ((model, version, start, slice_key), column), prof in built.items():
         wkey: WindowKey = (model, version, start)
         payload = stored.get((*wkey, slice_key, column))
         if payload is None:
-            row = {"slice_key": slice_key, "column": column, "kind": prof.kind}
+            row: dict[str, Any] = {"slice_key": slice_key, "column": column, "kind": prof.kind}
             row |= {"n": prof.profile.n, "payload": prof.profile.to_bytes()}
             new.append((wkey, row))
             continue
@@ -234,7 +235,8 @@ def merge_counts(
     every window's rows in one select, one executemany insert and one executemany update."""
     table = WindowCount.__table__
     stored = window_rows(session, table, plan.windows, (table.c.events,))
-    new, changed = [], []
+    new: list[tuple[WindowKey, dict[str, Any]]] = []
+    changed: list[tuple[WindowKey, dict[str, Any]]] = []
     for wkey, window in plan.windows.items():
         selection = _selection(window, models[wkey[0]])
         for slice_key in window.slices:
