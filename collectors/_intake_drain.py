@@ -146,7 +146,7 @@ class Drain:
         """The oldest pending rows, up to batch_events events (at least one row), with bodies;
         sizes are read first so a long backlog's bodies are not all read each round. With
         `claim` (PostgreSQL), in that transaction, rows of `kinds` that no other drain holds,
-        locked until it ends."""
+        locked until it ends (only as many as fit: locking a row writes it)."""
         entry = IntakeEntry.__table__.c
         # As many rows as events fit in a batch: thin traffic sends one event per request.
         sizes = (
@@ -157,22 +157,28 @@ class Drain:
         )
         if kinds is not None:
             sizes = sizes.where(entry.kind.in_(kinds))
-        if claim is not None:
-            sizes = sizes.with_for_update(skip_locked=True)
         with nullcontext(claim) if claim is not None else Session(self.engine) as session:
-            ids: list[int] = []
-            events = 0
-            for row in session.execute(sizes).all():
-                if ids and events + row.events > self.batch_events:
-                    break
-                ids.append(row.id)
-                events += row.events
+            ids = self._fitting(session.execute(sizes).all())
+            if claim is not None and ids:
+                locked = sizes.limit(len(ids)).with_for_update(skip_locked=True)
+                ids = self._fitting(session.execute(locked).all())
             if not ids:
                 return []
             stmt = select(entry.id, entry.key, entry.kind, entry.body).where(
                 entry.id.in_(ids), entry.consumed_at.is_(None)
             )
             return sorted(session.execute(stmt).all(), key=lambda row: row.id)
+
+    def _fitting(self, rows: Sequence[Any]) -> list[int]:
+        """Ids of the first `rows` whose events fit in a batch (at least one)."""
+        ids: list[int] = []
+        events = 0
+        for row in rows:
+            if ids and events + row.events > self.batch_events:
+                break
+            ids.append(row.id)
+            events += row.events
+        return ids
 
     def _records(
         self, rows: Sequence[Any], start: int
