@@ -3,9 +3,12 @@
 A background thread reads the oldest pending rows of `intake_log` (up to `collect.batch_size`
 events), splits them into one record per event and hands them to the `Ingestor` of their
 adapter; inside that batch's transaction the rows are marked consumed (a keyed row keeps its key
-and digest for duplicate detection, its body is dropped; a keyless row is deleted). If another
-replica consumed one of them first, the batch is rolled back and read again. Records sit at the
-positions of this drain's own key (`drain:<replica>`), consecutive like a Kafka partition's.
+and digest for duplicate detection, its body is dropped; a keyless row is deleted). On PostgreSQL
+the rows are read `FOR UPDATE SKIP LOCKED` inside the batch's transaction, so replicas' drains
+take disjoint rows; on SQLite (one writer), if another drain consumed one of them first, the
+batch is rolled back and read again. Records sit at the positions of this drain's own key
+(`drain:<replica>`), consecutive like a Kafka partition's. After a small batch the drain
+lingers (`Drain.pause_s`): longer for busy thin traffic, up to `collect.drain_max_delay`.
 """
 
 from __future__ import annotations
@@ -71,6 +74,7 @@ class Drain:
         self.max_delay_s = max(max_delay_s, linger_s)
         self._last_events = 0
         self._last_windows = 0
+        self._adapter = "modelwatch"  # PostgreSQL: whose rows the next batch claims first
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
@@ -101,17 +105,24 @@ class Drain:
     def _claim_once(self) -> int:
         """PostgreSQL: the batch's rows are read `FOR UPDATE SKIP LOCKED` in its transaction,
         so replicas' drains aggregate disjoint rows side by side instead of reading the same
-        ones and all but one rolling back."""
+        ones and all but one rolling back. Rows of the adapter of the last batch first; when
+        none is pending, those of the oldest pending row's adapter."""
+        done = self._claim(self._adapter)
+        if done:
+            return done
         oldest = self._oldest_kind()
-        if oldest is None:
+        if oldest is None or (adapter := ADAPTERS.get(oldest, "modelwatch")) == self._adapter:
             return 0
-        adapter = ADAPTERS.get(oldest, "modelwatch")
-        kinds = sorted(k for k, a in ADAPTERS.items() if a == adapter) or [oldest]
+        self._adapter = adapter
+        return self._claim(adapter)
+
+    def _claim(self, adapter: str) -> int:
+        """One batch of `adapter`'s pending rows (0: none pending that no other drain holds)."""
         ingestor = self._ingestor_for(adapter)
         taken: list[int] = []
 
         def claim(session: Session) -> tuple[Batch, Callable[[Session], None]] | None:
-            rows = self._pending(session, kinds)
+            rows = self._pending(session, adapter)
             if not rows:
                 return None
             records, spans = self._records(rows, ingestor.position(self.key))
@@ -142,10 +153,10 @@ class Drain:
                 select(entry.kind).where(entry.consumed_at.is_(None)).order_by(entry.id).limit(1)
             )
 
-    def _pending(self, claim: Session | None = None, kinds: list[str] | None = None) -> list[Any]:
+    def _pending(self, claim: Session | None = None, adapter: str | None = None) -> list[Any]:
         """The oldest pending rows, up to batch_events events (at least one row), with bodies;
         sizes are read first so a long backlog's bodies are not all read each round. With
-        `claim` (PostgreSQL), in that transaction, rows of `kinds` that no other drain holds,
+        `claim` (PostgreSQL), in that transaction, rows of `adapter` that no other drain holds,
         locked until it ends (only as many as fit: locking a row writes it)."""
         entry = IntakeEntry.__table__.c
         # As many rows as events fit in a batch: thin traffic sends one event per request.
@@ -155,8 +166,8 @@ class Drain:
             .order_by(entry.id)
             .limit(max(self.batch_events, 1))
         )
-        if kinds is not None:
-            sizes = sizes.where(entry.kind.in_(kinds))
+        if adapter is not None:
+            sizes = sizes.where(_of_adapter(entry.kind, adapter))
         with nullcontext(claim) if claim is not None else Session(self.engine) as session:
             ids = self._fitting(session.execute(sizes).all())
             if claim is not None and ids:
@@ -290,6 +301,14 @@ class Drain:
                 self._wake.clear()
             elif not stopping and (pause := self.pause_s(time.monotonic() - began)) > 0:
                 self._linger(pause)
+
+
+def _of_adapter(kind: Any, adapter: str) -> Any:
+    """A condition on an intake row's `kind`: its body goes to `adapter` (an unknown kind goes
+    to "modelwatch", as `ADAPTERS.get(kind, "modelwatch")`)."""
+    if adapter == "modelwatch":
+        return kind.not_in(sorted(k for k, a in ADAPTERS.items() if a != adapter))
+    return kind.in_(sorted(k for k, a in ADAPTERS.items() if a == adapter))
 
 
 def _consume(
