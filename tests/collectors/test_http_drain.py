@@ -147,3 +147,16 @@ def test_a_lingering_drain_sees_the_events_pending(engine: Engine) -> None:
     assert lingering._pending_events() == 8  # a full batch of 8 would end its linger
     lingering.drain_once()
     assert lingering._pending_events() == 0
+
+
+def test_rows_of_both_adapters_are_drained_each_by_its_own(engine: Engine) -> None:
+    log = IntakeLog(engine, max_backlog=100)
+    log.append("cloudevents", b"{}", 1, None)  # not a CloudEvent: a dead letter of its source
+    log.append("events", orjson.dumps([event(1), event(2)]), 2, None)
+    ingestors = {a: make_ingestor(engine, CONFIG, a) for a in ("modelwatch", "cloudevents")}
+    worker = Drain(engine, ingestors.__getitem__, "a")
+    assert sorted(worker.drain_once() for _ in range(2)) == [1, 1]
+    assert worker.drain_once() == 0
+    assert counted(engine) == (2, 0, 0)  # source `http`: the events; nothing pending
+    with Session(engine) as session:
+        assert session.scalars(select(DeadLetter.source)).all() == ["http-cloudevents"]
