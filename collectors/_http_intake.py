@@ -270,7 +270,13 @@ class HttpIntake:
         self._has_models = bool(config.models)
         self.log = IntakeLog(engine, self.max_backlog)
         replica = replica or uuid.uuid4().hex[:16]
-        self.drain = Drain(engine, self._ingestor, replica, config.collect.batch_size)
+        self.drain = Drain(
+            engine,
+            self._ingestor,
+            replica,
+            config.collect.batch_size,
+            max_delay_s=config.collect.drain_max_delay.total_seconds(),
+        )
         self.worker: DrainProcess | None = None
         self._supervised: Supervised | None = None
         self._started = False

@@ -11,7 +11,8 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -50,6 +51,9 @@ from monitor.storage import transaction
 log = logging.getLogger(__name__)
 # Work a source does inside a batch's transaction (see Ingestor.ingest).
 Within = Callable[[Session], None]
+# Reads a batch inside its transaction (`Ingestor.ingest_claimed`): records and the work to do
+# within the transaction, or None when there is nothing to read.
+Claim = Callable[[Session], tuple[Batch, Within | None] | None]
 # Replans of a batch whose insert met a row another writer created at the same moment.
 CONFLICT_RETRIES = 3
 
@@ -100,6 +104,10 @@ class Ingestor:
         self._expired: dict[str, float] = {}
         # The index of the waiting rooms, kept in step with committed batches.
         self._rooms = WaitingRooms()
+        # The expiry cutoffs of a batch stored in a caller's transaction, kept once it commits.
+        self._staged_expired: dict[str, float] = {}
+        # Windows the last stored batch touched (the intake drain lingers by it).
+        self.last_windows = 0
         self._shadow = any(m.shadow is not None for m in models)  # paired shadow mode
         self.sleep = sleep
         self._with_retries(lambda: self._setup(source_type))
@@ -142,9 +150,50 @@ class Ingestor:
         and an exception it raises rolls the whole batch back.
         """
         with collector_paused():
-            return self._ingest(records, within)
+            result, plan = self._ingest(records, within, None)
+            self._states.update(plan.end)
+            return result
 
-    def _ingest(self, records: Sequence[RawRecord] | Batch, within: Within | None) -> BatchResult:
+    def ingest_claimed(self, claim: Claim) -> BatchResult | None:
+        """Like `ingest`, for a batch that `claim(session)` reads inside the batch's own
+        transaction, before anything else: the HTTP intake drain locks its pending rows there
+        (`FOR UPDATE SKIP LOCKED` on PostgreSQL), so replicas' drains take disjoint rows and
+        none reads rows another is aggregating. `claim` returns the records and the work to do
+        within the transaction, or None (nothing to do: the transaction ends, None is
+        returned). Each attempt at storing the batch runs in a savepoint: a stale plan or an
+        insert conflict is rolled back to it and replanned while the claimed rows stay locked.
+        """
+
+        def run() -> BatchResult | None:
+            committed = False
+            try:
+                with transaction(self.engine) as session:
+                    claimed = claim(session)
+                    if claimed is None:
+                        return None
+                    records, within = claimed
+                    result, plan = self._ingest(records, within, session)
+                committed = True
+            finally:
+                # What the batch staged in the rooms' index counts only once the whole
+                # transaction committed (a failed attempt already dropped its own).
+                if committed:
+                    self._rooms.commit()
+                else:
+                    self._rooms.rollback()
+            self._states.update(plan.end)
+            self._expired = self._staged_expired
+            return result
+
+        with collector_paused():
+            return self._with_retries(run)  # type: ignore[no-any-return]
+
+    def _ingest(
+        self,
+        records: Sequence[RawRecord] | Batch,
+        within: Within | None,
+        outer: Session | None,
+    ) -> tuple[BatchResult, Plan]:
         batch = records if isinstance(records, Batch) else Batch(records)
         missing = sorted({r.key for r in batch.records} - set(self._states))
         if missing:
@@ -153,10 +202,10 @@ class Ingestor:
         conflicts = 0
         while True:
             retry = conflicts < CONFLICT_RETRIES
+            commit = functools.partial(self._commit, plan, batch, retry, within, outer)
             try:
-                labels = self._with_retries(
-                    functools.partial(self._commit, plan, batch, retry, within)
-                )
+                # In the caller's transaction, an outage ends it: the caller retries it whole.
+                labels = commit() if outer is not None else self._with_retries(commit)
             except StalePlan as stale:
                 conflicts += 1
                 log.info(
@@ -165,8 +214,9 @@ class Ingestor:
                 self._states.update(stale.stored)
                 plan = self._plan(batch)
                 continue
-            self._states.update(plan.end)
-            return BatchResult(plan.events, labels, len(plan.dead), plan.late, plan.skipped)
+            result = BatchResult(plan.events, labels, len(plan.dead), plan.late, plan.skipped)
+            self.last_windows = len(plan.windows)
+            return result, plan
 
     def _plan(self, batch: Batch) -> Plan:
         plan = self.planner.plan_chunked(batch.records, self._states)
@@ -176,8 +226,16 @@ class Ingestor:
         return plan
 
     def _commit(
-        self, plan: Plan, batch: Batch, retry_conflict: bool = False, within: Within | None = None
+        self,
+        plan: Plan,
+        batch: Batch,
+        retry_conflict: bool = False,
+        within: Within | None = None,
+        outer: Session | None = None,
     ) -> int:
+        """Store the batch in one transaction, or in a savepoint of `outer` (the caller's
+        transaction, which commits it: the rooms' index and the expiry cutoffs are then kept
+        staged for `ingest_claimed`)."""
         built = build_profiles(plan.windows, self.specs)
         dead = dead_letter_rows(self.source, plan.dead, self.settings.dead_letter_bytes)
         window_s = self.settings.window.total_seconds()
@@ -185,7 +243,7 @@ class Ingestor:
         expired = dict(self._expired)  # kept only if the batch commits
         committed = False
         try:
-            with transaction(self.engine) as session:
+            with self._attempt(outer) as session:
                 bump_counters(session, self.source, plan, len(plan.labels))
                 check_positions(session, self.source, plan)
                 merge_profiles(session, built, self.backend, window_s, self.specs.forget)
@@ -218,8 +276,11 @@ class Ingestor:
             committed = True
         except IntegrityError as exc:
             # A concurrent consumer inserted the same rows first: replan from what it stored.
-            with Session(self.engine) as session:
-                stored = read_states(session, self.source, plan.end, lock=False)
+            if outer is not None:
+                stored = read_states(outer, self.source, plan.end, lock=False)
+            else:
+                with Session(self.engine) as session:
+                    stored = read_states(session, self.source, plan.end, lock=False)
             if any(stored[k].offset != plan.start.get(k, KeyState()).offset for k in stored):
                 raise StalePlan(stored) from None
             if retry_conflict:
@@ -230,13 +291,27 @@ class Ingestor:
             first = str(exc.orig or exc).splitlines()[0]
             raise StorageError(f"source {self.source!r}: cannot store batch: {first}") from None
         finally:
-            # The rooms' index follows the transaction: what it staged counts only if it committed.
-            if committed:
-                self._rooms.commit()
-            else:
+            # The rooms' index follows the transaction: what it staged counts only if it committed
+            # (in `outer`, once that commits: `ingest_claimed`).
+            if not committed:
                 self._rooms.rollback()
-        self._expired = expired
+            elif outer is None:
+                self._rooms.commit()
+        if outer is None:
+            self._expired = expired
+        else:
+            self._staged_expired = expired
         return len(plan.labels)
+
+    @contextmanager
+    def _attempt(self, outer: Session | None) -> Iterator[Session]:
+        """The transaction one attempt stores a batch in: its own, or a savepoint of `outer`."""
+        if outer is None:
+            with transaction(self.engine) as session:
+                yield session
+        else:
+            with outer.begin_nested():
+                yield outer
 
     def _with_retries(self, action: Callable[[], Any]) -> Any:
         """Run `action`, retrying database outages with capped exponential backoff."""

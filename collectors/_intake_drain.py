@@ -3,9 +3,12 @@
 A background thread reads the oldest pending rows of `intake_log` (up to `collect.batch_size`
 events), splits them into one record per event and hands them to the `Ingestor` of their
 adapter; inside that batch's transaction the rows are marked consumed (a keyed row keeps its key
-and digest for duplicate detection, its body is dropped; a keyless row is deleted). If another
-replica consumed one of them first, the batch is rolled back and read again. Records sit at the
-positions of this drain's own key (`drain:<replica>`), consecutive like a Kafka partition's.
+and digest for duplicate detection, its body is dropped; a keyless row is deleted). On PostgreSQL
+the rows are read `FOR UPDATE SKIP LOCKED` inside the batch's transaction, so replicas' drains
+take disjoint rows; on SQLite (one writer), if another drain consumed one of them first, the
+batch is rolled back and read again. Records sit at the positions of this drain's own key
+(`drain:<replica>`), consecutive like a Kafka partition's. After a small batch the drain
+lingers (`Drain.pause_s`): longer for busy thin traffic, up to `collect.drain_max_delay`.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from itertools import repeat
 from typing import Any
 
@@ -30,8 +34,10 @@ from monitor.failures import Backoff, redact
 from monitor.storage import IntakeEntry, utcnow
 
 log = logging.getLogger(__name__)
-# Pending rows read per round (the batch takes a prefix of them up to batch_size events).
-READ_ROWS = 1000
+# A batch with fewer events than this many per touched window is thin traffic (`Drain.thin`).
+THIN_EVENTS_PER_WINDOW = 2
+# ... and it keeps the drain busy when it took more than this share of `linger_s`.
+BUSY_SHARE = 0.25
 # While lingering, how often the drain looks whether a full batch is already waiting.
 LINGER_CHECK_S = 0.05
 
@@ -51,6 +57,7 @@ class Drain:
         batch_events: int = 5000,
         interval_s: float = 0.1,
         linger_s: float = 0.25,
+        max_delay_s: float = 2.0,
     ) -> None:
         self.engine = engine
         self._ingestor_for = ingestor_for
@@ -63,7 +70,11 @@ class Drain:
         # drain never sits idle while a backlog grows (a fixed pause after each small batch
         # cost up to a fifth of the time until all was counted in bench/api_ingest.py, issue 40).
         self.linger_s = linger_s
+        # At most this long from a thin batch's start to the next (`collect.drain_max_delay`).
+        self.max_delay_s = max(max_delay_s, linger_s)
         self._last_events = 0
+        self._last_windows = 0
+        self._adapter = "modelwatch"  # PostgreSQL: whose rows the next batch claims first
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
@@ -74,47 +85,111 @@ class Drain:
     def drain_once(self) -> int:
         """Aggregate one batch of pending rows; returns the rows consumed (0: nothing pending)."""
         with self._lock:
+            if self.engine.dialect.name == "postgresql":
+                return self._claim_once()
             rows = self._pending()
             if not rows:
                 return 0
-            adapter = ADAPTERS.get(rows[0].kind, "modelwatch")
-            rows = [r for r in rows if ADAPTERS.get(r.kind, "modelwatch") == adapter]
-            ingestor = self._ingestor_for(adapter)
+            ingestor, rows = self._ingestor_of(rows)
             start = ingestor.position(self.key)
             records, spans = self._records(rows, start)
-            self._last_events = len(records)
             within = _consume([r.id for r in rows], ingestor.source, self.key, spans)
             try:
                 ingestor.ingest(Batch(records), within=within)
             except Superseded:
                 log.info("intake drain: rows consumed by another replica; reading again")
                 return 0
+            self._done(ingestor, len(records))
             return len(rows)
 
-    def _pending(self) -> list[Any]:
-        """The oldest pending rows, up to batch_events events (at least one row), with bodies;
-        sizes are read first so a long backlog's bodies are not all read each round."""
+    def _claim_once(self) -> int:
+        """PostgreSQL: the batch's rows are read `FOR UPDATE SKIP LOCKED` in its transaction,
+        so replicas' drains aggregate disjoint rows side by side instead of reading the same
+        ones and all but one rolling back. Rows of the adapter of the last batch first; when
+        none is pending, those of the oldest pending row's adapter."""
+        done = self._claim(self._adapter)
+        if done:
+            return done
+        oldest = self._oldest_kind()
+        if oldest is None or (adapter := ADAPTERS.get(oldest, "modelwatch")) == self._adapter:
+            return 0
+        self._adapter = adapter
+        return self._claim(adapter)
+
+    def _claim(self, adapter: str) -> int:
+        """One batch of `adapter`'s pending rows (0: none pending that no other drain holds)."""
+        ingestor = self._ingestor_for(adapter)
+        taken: list[int] = []
+
+        def claim(session: Session) -> tuple[Batch, Callable[[Session], None]] | None:
+            rows = self._pending(session, adapter)
+            if not rows:
+                return None
+            records, spans = self._records(rows, ingestor.position(self.key))
+            taken[:] = [len(rows), len(records)]
+            return Batch(records), _consume([r.id for r in rows], ingestor.source, self.key, spans)
+
+        if ingestor.ingest_claimed(claim) is None:
+            return 0
+        self._done(ingestor, taken[1])
+        return taken[0]
+
+    def _ingestor_of(self, rows: list[Any]) -> tuple[Ingestor, list[Any]]:
+        """The ingestor of the first row's adapter, and the rows of that adapter."""
+        adapter = ADAPTERS.get(rows[0].kind, "modelwatch")
+        rows = [r for r in rows if ADAPTERS.get(r.kind, "modelwatch") == adapter]
+        return self._ingestor_for(adapter), rows
+
+    def _done(self, ingestor: Ingestor, events: int) -> None:
+        """Remember the batch's size and the windows it touched (how long to linger next)."""
+        self._last_events = events
+        self._last_windows = getattr(ingestor, "last_windows", 0)
+
+    def _oldest_kind(self) -> str | None:
+        """The kind of the oldest pending row (None: nothing pending)."""
         entry = IntakeEntry.__table__.c
         with Session(self.engine) as session:
-            found = session.execute(
-                select(entry.id, entry.events)
-                .where(entry.consumed_at.is_(None))
-                .order_by(entry.id)
-                .limit(READ_ROWS)
-            ).all()
-            ids: list[int] = []
-            events = 0
-            for row in found:
-                if ids and events + row.events > self.batch_events:
-                    break
-                ids.append(row.id)
-                events += row.events
+            return session.scalar(
+                select(entry.kind).where(entry.consumed_at.is_(None)).order_by(entry.id).limit(1)
+            )
+
+    def _pending(self, claim: Session | None = None, adapter: str | None = None) -> list[Any]:
+        """The oldest pending rows, up to batch_events events (at least one row), with bodies;
+        sizes are read first so a long backlog's bodies are not all read each round. With
+        `claim` (PostgreSQL), in that transaction, rows of `adapter` that no other drain holds,
+        locked until it ends (only as many as fit: locking a row writes it)."""
+        entry = IntakeEntry.__table__.c
+        # As many rows as events fit in a batch: thin traffic sends one event per request.
+        sizes = (
+            select(entry.id, entry.events)
+            .where(entry.consumed_at.is_(None))
+            .order_by(entry.id)
+            .limit(max(self.batch_events, 1))
+        )
+        if adapter is not None:
+            sizes = sizes.where(_of_adapter(entry.kind, adapter))
+        with nullcontext(claim) if claim is not None else Session(self.engine) as session:
+            ids = self._fitting(session.execute(sizes).all())
+            if claim is not None and ids:
+                locked = sizes.limit(len(ids)).with_for_update(skip_locked=True)
+                ids = self._fitting(session.execute(locked).all())
             if not ids:
                 return []
             stmt = select(entry.id, entry.key, entry.kind, entry.body).where(
                 entry.id.in_(ids), entry.consumed_at.is_(None)
             )
             return sorted(session.execute(stmt).all(), key=lambda row: row.id)
+
+    def _fitting(self, rows: Sequence[Any]) -> list[int]:
+        """Ids of the first `rows` whose events fit in a batch (at least one)."""
+        ids: list[int] = []
+        events = 0
+        for row in rows:
+            if ids and events + row.events > self.batch_events:
+                break
+            ids.append(row.id)
+            events += row.events
+        return ids
 
     def _records(
         self, rows: Sequence[Any], start: int
@@ -134,11 +209,22 @@ class Drain:
         return records, spans
 
     def pause_s(self, took_s: float) -> float:
-        """Seconds to wait after a batch that took `took_s` before reading the next (`linger_s`
-        from the start of a small batch; none after a full one)."""
+        """Seconds to wait after a batch that took `took_s` before reading the next: none after
+        a full one; `linger_s` from the start of a small batch; `max_delay_s` from its start
+        when the drain is busy with thin traffic (see `thin`)."""
         if self._last_events >= self.batch_events:
             return 0.0
-        return max(0.0, self.linger_s - took_s)
+        linger = self.max_delay_s if self.thin(took_s) else self.linger_s
+        return max(0.0, linger - took_s)
+
+    def thin(self, took_s: float) -> bool:
+        """Whether the last batch was thin traffic keeping the drain busy: it touched more than
+        one window per THIN_EVENTS_PER_WINDOW events (a batch's cost follows the window profiles
+        it rewrites, not its events) and took over BUSY_SHARE of `linger_s`. Waiting longer
+        then gathers more events per window rewrite; a quiet drain (a small deployment) keeps
+        answering within `linger_s`."""
+        many_windows = self._last_windows * THIN_EVENTS_PER_WINDOW > self._last_events
+        return many_windows and took_s > BUSY_SHARE * self.linger_s
 
     def _linger(self, pause: float) -> None:
         """Wait up to `pause` seconds, less once a full batch is pending (a burst that began
@@ -215,6 +301,14 @@ class Drain:
                 self._wake.clear()
             elif not stopping and (pause := self.pause_s(time.monotonic() - began)) > 0:
                 self._linger(pause)
+
+
+def _of_adapter(kind: Any, adapter: str) -> Any:
+    """A condition on an intake row's `kind`: its body goes to `adapter` (an unknown kind goes
+    to "modelwatch", as `ADAPTERS.get(kind, "modelwatch")`)."""
+    if adapter == "modelwatch":
+        return kind.not_in(sorted(k for k, a in ADAPTERS.items() if a != adapter))
+    return kind.in_(sorted(k for k, a in ADAPTERS.items() if a == adapter))
 
 
 def _consume(

@@ -102,7 +102,13 @@ def _main(
             ingestors[adapter] = factory(engine, config, adapter)
         return ingestors[adapter]
 
-    drain = Drain(engine, ingestor_for, replica, config.collect.batch_size)
+    drain = Drain(
+        engine,
+        ingestor_for,
+        replica,
+        config.collect.batch_size,
+        max_delay_s=config.collect.drain_max_delay.total_seconds(),
+    )
     threading.Thread(target=_wake_on, args=(wakes, drain), daemon=True).start()
     drain.start()
     while not stop.value:

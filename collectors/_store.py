@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy import bindparam, insert, select, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -37,6 +37,7 @@ from monitor.storage import (
     SourcePosition,
     WindowCount,
     WindowProfile,
+    fetch_rows,
     mark_changed,
 )
 from monitor.storage.base import utcnow
@@ -152,37 +153,42 @@ def merge_profiles(
 ) -> None:
     """Merge each batch profile into its stored window profile (or store it).
 
+    The stored profiles of every window the batch touches are read in one statement (locked on
+    PostgreSQL), and written back with one executemany insert and one executemany update: the
+    batch's cost follows its rows, not its windows' round trips (issue 40's thin per-model
+    traffic touches nearly one window per event).
+
     A stored profile on another spec than the batch's wins (two replicas that each learned a
     spec for a new model version from their own first batch, say): the batch is moved onto the
     stored spec and `on_other_spec(model, version, column)` is told, so later batches use it.
     """
-    by_window: dict[WindowKey, list[tuple[str, str, BuiltProfile]]] = {}
-    for ((model, version, start, slice_key), column), prof in built.items():
-        by_window.setdefault((model, version, start), []).append((slice_key, column, prof))
     table = WindowProfile.__table__
-    now = utcnow()
-    for wkey, items in by_window.items():
-        stored = _window_rows(session, table, wkey, (table.c.column, table.c.payload))
-        new, changed = [], []
-        for slice_key, column, prof in items:
-            payload = stored.get((slice_key, column))
-            if payload is None:
-                row = {"slice_key": slice_key, "column": column, "kind": prof.kind}
-                new.append({**row, "n": prof.profile.n, "payload": prof.profile.to_bytes()})
-                continue
-            stored_profile = _loaded(backend, payload, (*wkey, slice_key, column))
-            batch = prof.profile
-            if stored_profile is not None:
-                batch = _on_spec_of(stored_profile, batch, (*wkey, slice_key, column))
-                if batch is not prof.profile and on_other_spec is not None:
-                    on_other_spec(wkey[0], wkey[1], column)
-            if stored_profile is None:
-                merged = batch
-            else:
-                merged = stored_profile if batch is None else stored_profile.merge(batch)
-            key = {"k_slice": slice_key, "k_column": column}
-            changed.append({**key, "v_n": merged.n, "v_payload": merged.to_bytes()})
-        _write_window_rows(session, table, wkey, window_s, now, new, changed)
+    windows = {(model, version, start) for (model, version, start, _), _ in built}
+    stored = window_rows(session, table, windows, (table.c.column, table.c.payload))
+    new: list[tuple[WindowKey, dict[str, Any]]] = []
+    changed: list[tuple[WindowKey, dict[str, Any]]] = []
+    for ((model, version, start, slice_key), column), prof in built.items():
+        wkey: WindowKey = (model, version, start)
+        payload = stored.get((*wkey, slice_key, column))
+        if payload is None:
+            row: dict[str, Any] = {"slice_key": slice_key, "column": column, "kind": prof.kind}
+            row |= {"n": prof.profile.n, "payload": prof.profile.to_bytes()}
+            new.append((wkey, row))
+            continue
+        where = (*wkey, slice_key, column)
+        stored_profile = _loaded(backend, payload, where)
+        batch = prof.profile
+        if stored_profile is not None:
+            batch = _on_spec_of(stored_profile, batch, where)
+            if batch is not prof.profile and on_other_spec is not None:
+                on_other_spec(model, version, column)
+        if stored_profile is None:
+            merged = batch
+        else:
+            merged = stored_profile if batch is None else stored_profile.merge(batch)
+        key = {"k_slice_key": slice_key, "k_column": column}
+        changed.append((wkey, {**key, "v_n": merged.n, "v_payload": merged.to_bytes()}))
+    write_window_rows(session, table, window_s, utcnow(), new, changed)
 
 
 def _on_spec_of(stored: Any, batch: Any, where: tuple[str, str, float, str, str]) -> Any:
@@ -225,21 +231,23 @@ def merge_counts(
     session: Session, plan: Plan, window_s: float, models: Mapping[str, ModelConfig]
 ) -> None:
     """Add the batch's event counts per (model, version, window, slice), and of a model with
-    `fairness` its scored and positive predictions (demographic parity's selection rates)."""
+    `fairness` its scored and positive predictions (demographic parity's selection rates);
+    every window's rows in one select, one executemany insert and one executemany update."""
     table = WindowCount.__table__
-    now = utcnow()
+    stored = window_rows(session, table, plan.windows, (table.c.events,))
+    new: list[tuple[WindowKey, dict[str, Any]]] = []
+    changed: list[tuple[WindowKey, dict[str, Any]]] = []
     for wkey, window in plan.windows.items():
-        stored = _window_rows(session, table, wkey, (table.c.events,))
         selection = _selection(window, models[wkey[0]])
-        new, changed = [], []
         for slice_key in window.slices:
             scored, selected = selection(slice_key)
             counts = {"events": window.count(slice_key), "scored": scored, "selected": selected}
-            if (slice_key,) in stored:
-                changed.append({"k_slice": slice_key, **{f"v_{k}": v for k, v in counts.items()}})
+            if (*wkey, slice_key) in stored:
+                row = {"k_slice_key": slice_key, **{f"v_{k}": v for k, v in counts.items()}}
+                changed.append((wkey, row))
             else:
-                new.append({"slice_key": slice_key, **counts})
-        _write_window_rows(session, table, wkey, window_s, now, new, changed)
+                new.append((wkey, {"slice_key": slice_key, **counts}))
+    write_window_rows(session, table, window_s, utcnow(), new, changed)
 
 
 def _selection(window: WindowBatch, config: ModelConfig) -> Callable[[str], tuple[int, int]]:
@@ -275,48 +283,69 @@ def mark_windows(session: Session, plan: Plan, window_s: float) -> None:
     mark_changed(session, "estimate", derived)
 
 
-def _window_rows(
-    session: Session, table: Any, wkey: WindowKey, columns: tuple[Any, ...]
+# Windows per select of their stored rows (3 bound values each, well under SQLite's and
+# PostgreSQL's limits on parameters).
+WINDOWS_PER_SELECT = 500
+
+
+def window_rows(
+    session: Session, table: Any, windows: Iterable[WindowKey], columns: tuple[Any, ...]
 ) -> dict[tuple[Any, ...], Any]:
-    """A window's stored rows: key columns after the window (slice, ...) -> last column value."""
-    model, version, start = wkey
-    stmt = select(table.c.slice_key, *columns).where(
-        table.c.model == model, table.c.version == version, table.c.window_start == utc(start)
-    )
-    if session.get_bind().dialect.name == "postgresql":
-        stmt = stmt.with_for_update()
-    return {tuple(row[:-1]): row[-1] for row in session.execute(stmt)}
+    """The stored rows of `windows`: (model, version, start, slice, ...key columns) -> last
+    column value. One select per WINDOWS_PER_SELECT windows; on PostgreSQL the rows are locked
+    in key order (replicas merging into the same windows lock them in one order)."""
+    out: dict[tuple[Any, ...], Any] = {}
+    wanted = sorted(set(windows))
+    head = (table.c.model, table.c.version, table.c.window_start)
+    keys = (*head, table.c.slice_key, *columns[:-1])
+    locking = session.get_bind().dialect.name == "postgresql"
+    for i in range(0, len(wanted), WINDOWS_PER_SELECT):
+        chunk = {(m, v, utc(start)): start for m, v, start in wanted[i : i + WINDOWS_PER_SELECT]}
+        stmt = select(*keys, columns[-1]).where(tuple_(*head).in_(list(chunk)))
+        if locking:
+            stmt = stmt.order_by(*keys).with_for_update()
+        for row in fetch_rows(session, stmt):
+            model, version, start = row[0], row[1], chunk[(row[0], row[1], row[2])]
+            out[(model, version, start, *row[3:-1])] = row[-1]
+    return out
 
 
-def _write_window_rows(
+def write_window_rows(
     session: Session,
     table: Any,
-    wkey: WindowKey,
     window_s: float,
     now: datetime,
-    new: list[dict[str, Any]],
-    changed: list[dict[str, Any]],
+    new: list[tuple[WindowKey, dict[str, Any]]],
+    changed: list[tuple[WindowKey, dict[str, Any]]],
 ) -> None:
-    """Insert a window's new rows and update its changed ones, one executemany each.
+    """Insert the windows' new rows and update their changed ones, one executemany each (on
+    PostgreSQL an UPDATE ... FROM unnest(arrays) measured no faster and 2.5x the client CPU:
+    the server's per-row work dominates).
 
     Profiles (a `column` key) replace payload and n; counts add `v_events`, `v_scored` and
-    `v_selected` to theirs.
+    `v_selected` to theirs. A changed row is keyed by `k_slice_key` (and `k_column`).
     """
-    model, version, start = wkey
-    head = {"model": model, "version": version, "window_start": utc(start)}
     if new:
-        tail = {"window_end": utc(start + window_s), "updated_at": now}
-        session.execute(insert(table), [{**head, **row, **tail} for row in new])
+        rows = []
+        for (model, version, start), row in new:
+            head = {"model": model, "version": version, "window_start": utc(start)}
+            tail = {"window_end": utc(start + window_s), "updated_at": now}
+            rows.append({**head, **row, **tail})
+        session.execute(insert(table), rows)
     if not changed:
         return
-    where = [table.c.model == model, table.c.version == version]
-    where += [table.c.window_start == utc(start), table.c.slice_key == bindparam("k_slice")]
+    keys = ["model", "version", "window_start", "slice_key"]
     if "column" in table.c:
-        where.append(table.c.column == bindparam("k_column"))
+        keys.append("column")
         values: dict[str, Any] = {"n": bindparam("v_n"), "payload": bindparam("v_payload")}
     else:
         values = {c: table.c[c] + bindparam(f"v_{c}") for c in ("events", "scored", "selected")}
-    session.execute(update(table).where(*where).values(updated_at=now, **values), changed)
+    where = [table.c[k] == bindparam(f"k_{k}") for k in keys]
+    params = [
+        {"k_model": model, "k_version": version, "k_window_start": utc(start), **row}
+        for (model, version, start), row in changed
+    ]
+    session.execute(update(table).where(*where).values(updated_at=now, **values), params)
 
 
 def dead_letter_rows(

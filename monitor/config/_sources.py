@@ -224,6 +224,17 @@ class CollectConfig(StrictModel):
             "503 (the intake drain is not keeping up)."
         ),
     )
+    # HTTP ingest: the drain's longest pause after a small batch of thin traffic (nearly a
+    # window per event, the drain busy): it gathers more events per window-profile rewrite.
+    # A quiet drain keeps its quarter-second pause (collectors/_intake_drain.py, `Drain.thin`).
+    drain_max_delay: Duration = Field(
+        default=timedelta(seconds=2),
+        description=(
+            "Longest pause of the HTTP intake drain after a small batch of thin traffic "
+            "(about one event per window touched, the drain busy); a quiet drain pauses "
+            "0.25 s. Longer: fewer, larger transactions, less CPU; later on dashboards."
+        ),
+    )
     # HTTP ingest: how long a request's Idempotency-Key is remembered after the drain consumed
     # it (a retry within it is answered as a duplicate; after it, it would count again). The
     # retention job deletes consumed intake rows older than this.
@@ -242,7 +253,9 @@ class CollectConfig(StrictModel):
             raise ValueError("must not be negative")
         return value
 
-    @field_validator("window", "label_horizon", "http_dedup_window", "http_max_lag")
+    @field_validator(
+        "window", "label_horizon", "http_dedup_window", "http_max_lag", "drain_max_delay"
+    )
     @classmethod
     def _positive(cls, value: timedelta) -> timedelta:
         if value <= timedelta(0):

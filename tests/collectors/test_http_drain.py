@@ -3,10 +3,12 @@ body that cannot be split is a dead letter, not a stuck drain. SQLite and Postgr
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any, cast
 
 import orjson
+import pytest
 from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
@@ -15,8 +17,9 @@ from collectors import Batch, BatchResult, Ingestor
 from collectors._http_intake import IntakeLog, make_ingestor
 from collectors._intake_drain import Drain
 from monitor.config import Config, parse_config
-from monitor.storage import DeadLetter, IngestCounter, IntakeEntry
-from tests.collectors.conftest import event
+from monitor.storage import DeadLetter, IngestCounter, IntakeEntry, make_engine
+from tests.collectors.conftest import aggregated, event
+from tests.services.postgres import PostgresServer
 
 CONFIG = parse_config({"models": [{"name": "fraud", "slices": ["region"]}]}, env={})
 
@@ -34,6 +37,14 @@ class Racing:
     def ingest(self, batch: Batch, within: Any = None) -> BatchResult:
         self.before()
         return self.inner.ingest(batch, within=within)
+
+    def ingest_claimed(self, claim: Any) -> BatchResult | None:
+        def claimed(session: Session) -> Any:  # `before()` once the rows are read
+            read = claim(session)
+            self.before()
+            return read
+
+        return self.inner.ingest_claimed(claimed)
 
 
 def counted(engine: Engine) -> tuple[int, int, int]:
@@ -57,12 +68,42 @@ def test_two_drains_racing_for_the_same_rows_count_them_once(engine: Engine) -> 
     inner = make_ingestor(engine, CONFIG, "modelwatch")
     racing = cast(Ingestor, Racing(inner, other.drain_once))
     first = Drain(engine, lambda _adapter: racing, "a")
-    # `first` reads the three rows, then `other` drains them before `first` commits: its batch
-    # rolls back (nothing consumed twice) and the next round finds nothing pending.
-    assert first.drain_once() == 0
+    # SQLite: `first` reads the three rows, then `other` drains them before `first` commits: its
+    # batch rolls back (nothing consumed twice) and the next round finds nothing pending.
+    # PostgreSQL: `first` holds the rows it read (FOR UPDATE SKIP LOCKED): `other` finds none.
+    assert first.drain_once() == (3 if engine.dialect.name == "postgresql" else 0)
     assert counted(engine) == (12, 0, 0)
     assert first.drain_once() == 0
     assert counted(engine) == (12, 0, 0)
+
+
+@pytest.mark.services
+def test_drains_side_by_side_on_postgresql_count_every_event_once(
+    postgres: PostgresServer, pg_head: str
+) -> None:
+    """PostgreSQL only: SQLite has one writer, its drains take turns."""
+    engine = make_engine(postgres.create_database(template=pg_head))
+    log = IntakeLog(engine, max_backlog=1000)
+    for k in range(60):
+        log.append("events", orjson.dumps([event(k)]), 1, f"k{k}" if k % 2 else None)
+    drains = [drain(engine, replica) for replica in "ab"]
+    for each in drains:
+        each.batch_events = 7  # batches of a few rows, so the two interleave
+    consumed = [0, 0]
+
+    def run(i: int) -> None:
+        while (done := drains[i].drain_once()) or counted(engine)[2]:
+            consumed[i] += done
+
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert counted(engine) == (60, 0, 0)  # none lost, none twice
+    assert sum(consumed) == 60
+    assert aggregated(engine, slice_key="") == 60
+    engine.dispose()
 
 
 def test_a_body_that_cannot_be_split_is_a_dead_letter(engine: Engine) -> None:
@@ -89,6 +130,15 @@ def test_after_a_small_batch_the_drain_waits_only_what_is_left_of_its_linger() -
     assert quiet.pause_s(0.0) == 0.0  # a full batch: more is waiting
 
 
+def test_a_busy_drain_of_thin_traffic_lingers_up_to_its_max_delay() -> None:
+    thin = Drain(cast(Engine, None), lambda _: cast(Ingestor, None), "a", 100, max_delay_s=2.0)
+    thin._last_events, thin._last_windows = 50, 40  # nearly a window per event
+    assert thin.pause_s(0.5) == 1.5  # busy: two seconds from the batch's start
+    assert thin.pause_s(0.01) == thin.linger_s - 0.01  # quiet: the usual linger
+    thin._last_windows = 5  # ten events per window: not thin
+    assert thin.pause_s(0.5) == 0.0
+
+
 def test_a_lingering_drain_sees_the_events_pending(engine: Engine) -> None:
     log = IntakeLog(engine, max_backlog=100)
     for k in range(2):
@@ -97,3 +147,16 @@ def test_a_lingering_drain_sees_the_events_pending(engine: Engine) -> None:
     assert lingering._pending_events() == 8  # a full batch of 8 would end its linger
     lingering.drain_once()
     assert lingering._pending_events() == 0
+
+
+def test_rows_of_both_adapters_are_drained_each_by_its_own(engine: Engine) -> None:
+    log = IntakeLog(engine, max_backlog=100)
+    log.append("cloudevents", b"{}", 1, None)  # not a CloudEvent: a dead letter of its source
+    log.append("events", orjson.dumps([event(1), event(2)]), 2, None)
+    ingestors = {a: make_ingestor(engine, CONFIG, a) for a in ("modelwatch", "cloudevents")}
+    worker = Drain(engine, ingestors.__getitem__, "a")
+    assert sorted(worker.drain_once() for _ in range(2)) == [1, 1]
+    assert worker.drain_once() == 0
+    assert counted(engine) == (2, 0, 0)  # source `http`: the events; nothing pending
+    with Session(engine) as session:
+        assert session.scalars(select(DeadLetter.source)).all() == ["http-cloudevents"]
