@@ -17,7 +17,9 @@ sizes differ by a few rows share draws; smaller windows are drawn at their own s
 way the rescaled quantiles agree with draws at the exact size within the Monte Carlo error
 of `BOOTSTRAP_DRAWS` draws (tests/monitor/detectors/test_null_scaling.py).
 
-The p-value is the empirical tail share ``(1 + #{T* >= T}) / (B + 1)``; when the observed
+The p-value is the empirical tail share ``(1 + #{T* >= T}) / (B + 1)``, plus the observed
+value's position between its two neighbouring draws (`_between`: continuous in the value,
+never below the tail share); when the observed
 value lies beyond nearly all draws, the tail is extrapolated from gamma distributions
 moment-matched to ``T*^power`` for a few powers, keeping the most conservative, so that
 strong drifts get p-values small enough to survive Benjamini–Hochberg.
@@ -66,10 +68,29 @@ def p_value(detector: Detector, pair: Pair) -> float:
             return analytic
     draws = null_draws(detector, pair)
     exceed = int((draws >= value - 1e-12).sum())
-    empirical = (1 + exceed) / (draws.size + 1)
+    empirical = (1 + exceed + _between(draws, value)) / (draws.size + 1)
     if exceed >= _TAIL_DRAWS:
-        return empirical
+        return min(empirical, 1.0)
     return min(empirical, max(_gamma_tail(draws, value, power) for power in _POWERS))
+
+
+def _between(draws: NDArray[np.float64], value: float) -> float:
+    """Where `value` lies between the draw below it (1) and the draw at or above it (0).
+
+    Why: the tail share alone is a step function of the value, so every window of one
+    reference whose value falls between two neighbouring draws gets the same p-value, and at
+    a matched false-alarm rate ties lose power against the plain distance (Hellinger on 10
+    values at 1,000 rows: 0.408 against Evidently's 0.420 per reference, 4,000 windows;
+    bench/calibration_peers.py). Adding this fraction makes the p-value fall continuously
+    with the value, from one step's p-value to the next, so it never lies below the tail
+    share: the test stays valid (at most one draw's 1/(B + 1) more conservative). A value at
+    a draw, or beyond every draw, keeps its tail share.
+    """
+    above, below = draws[draws >= value - 1e-12], draws[draws < value - 1e-12]
+    if above.size == 0 or below.size == 0:
+        return 0.0
+    hi, lo = float(above.min()), float(below.max())
+    return (hi - value) / (hi - lo) if hi > value else 0.0
 
 
 def null_draws(detector: Detector, pair: Pair, draws: int = BOOTSTRAP_DRAWS) -> NDArray[np.float64]:

@@ -31,7 +31,7 @@ QUANTILE_SAMPLE = 200_000
 # Share of a categorical reference's rows (a seeded binomial split of each category's count)
 # that chooses the top K when there are more than K categories; the other rows test them.
 SELECTION_SHARE = 0.25
-_SELECTION_SEED = 20261205
+_SELECTION_SEED = 20261205  # with the counts, seeds the split (`_selection_seed`)
 
 
 @dataclass(frozen=True)
@@ -278,7 +278,7 @@ def categorical_spec_from_counts(
         return _categorical(column, counts, complete, top_k)
     names = sorted(counts)
     whole = np.array([counts[n] for n in names], dtype=np.int64)
-    chosen = np.random.default_rng(_SELECTION_SEED).binomial(whole, SELECTION_SHARE)
+    chosen = np.random.default_rng(_selection_seed(names, whole)).binomial(whole, SELECTION_SHARE)
     spec = _categorical(column, dict(zip(names, chosen.tolist(), strict=True)), complete, top_k)
     index = {n: i for i, n in enumerate(names)}
     top = [index[c] for c in spec.categories]
@@ -289,6 +289,23 @@ def categorical_spec_from_counts(
         return (*v[top].tolist(), int(v[rest].sum()), 0)
 
     return replace(spec, selection_counts=buckets(chosen), reference_counts=buckets(whole))
+
+
+def _selection_seed(names: Sequence[str], whole: NDArray[np.int64]) -> int:
+    """The split's seed, from the reference's names and counts (reproducible, row order aside).
+
+    Why not one fixed seed: it gives the same uniforms to the same value positions in every
+    reference, and among 10,000 values the top 50 are picked largely by the few positions
+    with the most extreme uniforms, where a large selection share leaves a small held-out one.
+    That is one draw of a random bias repeated in every reference instead of averaging out:
+    the held-out counts of the chosen values ran 2.3% low (300 references of 10,000 uniform
+    values, 99k rows; 0.2% seeded from the counts), and the tests of 100k-row windows against
+    them alarmed on clean data (psi's P(p < 0.05) 0.13).
+    """
+    h = hashlib.blake2b(digest_size=8, key=_SELECTION_SEED.to_bytes(8, "little"))
+    h.update("\0".join(names).encode())
+    h.update(np.ascontiguousarray(whole, dtype=np.int64).tobytes())
+    return int.from_bytes(h.digest(), "little")
 
 
 def _categorical(column: str, counts: Mapping[str, int], complete: bool, top_k: int) -> ColumnSpec:

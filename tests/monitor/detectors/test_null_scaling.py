@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from monitor.detectors import Detector, NullScaling, Pair, compare, get_detector
-from monitor.detectors._null import GRID_MIN, GRID_RATIO, _cache, draw_plan, null_draws
+from monitor.detectors._null import GRID_MIN, GRID_RATIO, _between, _cache, draw_plan, null_draws
 from monitor.profiles import ProfileSet, profile_frame, specs_for
 
 SCALED = ["wasserstein", "l_infinity", "hellinger", "psi", "jensen_shannon"]
@@ -169,3 +169,20 @@ def test_p_values_over_windows_of_varying_size_stay_calibrated(name: str) -> Non
     # 5% expected below 0.05 (binomial sd 1.5%), a median near 0.5.
     assert 0.01 <= float((p < 0.05).mean()) <= 0.10
     assert 0.38 <= float(np.median(p)) <= 0.62
+
+
+def test_bootstrap_p_value_falls_continuously_between_draws_and_never_below_the_tail_share() -> (
+    None
+):
+    # Windows of one reference between the same two draws no longer tie (ties cost power at a
+    # matched false-alarm rate), and the p-value stays at or above the tail share (valid).
+    draws = np.array([0.1, 0.2, 0.2, 0.3, 0.4])
+    assert _between(draws, 0.25) == pytest.approx(0.5)
+    assert _between(draws, 0.3) == 0.0 and _between(draws, 0.05) == 0.0
+    assert _between(draws, 0.5) == 0.0  # beyond every draw: the tail share (and gamma) stand
+    values = np.linspace(0.0, 0.5, 501)
+    exceed = np.array([(draws >= v - 1e-12).sum() for v in values])
+    p = (1 + exceed + np.array([_between(draws, v) for v in values])) / (draws.size + 1)
+    assert (np.diff(p) <= 1e-12).all() and (p >= (1 + exceed) / (draws.size + 1)).all()
+    inner = (values > 0.1) & (values < 0.4)
+    assert (np.diff(p[inner]) < 0).all()  # strictly falling between the first and last draw

@@ -24,7 +24,7 @@ from monitor.profiles import (
 from tests.properties import examples
 
 NUM_SPEC = spec_from_reference("x", np.linspace(-5, 5, 1001), bins=16)
-CAT_SPEC = spec_from_reference("c", ["a"] * 5 + ["b"] * 4 + ["c"] * 3 + ["d"] * 2, top_k=2)
+CAT_SPEC = spec_from_reference("c", ["a"] * 200 + ["b"] * 40 + ["c"] * 3 + ["d"] * 2, top_k=2)
 
 floats = st.one_of(
     st.floats(-1e6, 1e6, allow_nan=False), st.just(float("nan")), st.none(), st.just(float("inf"))
