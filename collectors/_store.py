@@ -163,32 +163,54 @@ def merge_profiles(
     stored spec and `on_other_spec(model, version, column)` is told, so later batches use it.
     """
     table = WindowProfile.__table__
-    windows = {(model, version, start) for (model, version, start, _), _ in built}
+    by_window: dict[WindowKey, list[tuple[str, str, BuiltProfile]]] = {}
+    for (group, column), prof in built.items():
+        by_window.setdefault(group[:3], []).append((group[3], column, prof))
+    # A bounded number of windows at a time, in key order (so locks are still taken in one
+    # order): their stored and merged payloads are the batch's memory (a batch spanning 1,000
+    # models' windows held ~600 MiB of them at once in bench/fleet.py).
+    ordered = sorted(by_window)
+    now = utcnow()
+    for i in range(0, len(ordered), WINDOWS_PER_WRITE):
+        chunk = {wkey: by_window[wkey] for wkey in ordered[i : i + WINDOWS_PER_WRITE]}
+        new, changed = _merged(session, table, backend, chunk, on_other_spec)
+        write_window_rows(session, table, window_s, now, new, changed)
+
+
+def _merged(
+    session: Session,
+    table: Any,
+    backend: ProfileBackend,
+    windows: Mapping[WindowKey, list[tuple[str, str, BuiltProfile]]],
+    on_other_spec: Callable[[str, str, str], None] | None,
+) -> tuple[list[tuple[WindowKey, dict[str, Any]]], list[tuple[WindowKey, dict[str, Any]]]]:
+    """The new and the changed profile rows of `windows` (their stored rows read, locked)."""
     stored = window_rows(session, table, windows, (table.c.column, table.c.payload))
     new: list[tuple[WindowKey, dict[str, Any]]] = []
     changed: list[tuple[WindowKey, dict[str, Any]]] = []
-    for ((model, version, start, slice_key), column), prof in built.items():
-        wkey: WindowKey = (model, version, start)
-        payload = stored.get((*wkey, slice_key, column))
-        if payload is None:
-            row: dict[str, Any] = {"slice_key": slice_key, "column": column, "kind": prof.kind}
-            row |= {"n": prof.profile.n, "payload": prof.profile.to_bytes()}
-            new.append((wkey, row))
-            continue
-        where = (*wkey, slice_key, column)
-        stored_profile = _loaded(backend, payload, where)
-        batch = prof.profile
-        if stored_profile is not None:
-            batch = _on_spec_of(stored_profile, batch, where)
-            if batch is not prof.profile and on_other_spec is not None:
-                on_other_spec(model, version, column)
-        if stored_profile is None:
-            merged = batch
-        else:
-            merged = stored_profile if batch is None else stored_profile.merge(batch)
-        key = {"k_slice_key": slice_key, "k_column": column}
-        changed.append((wkey, {**key, "v_n": merged.n, "v_payload": merged.to_bytes()}))
-    write_window_rows(session, table, window_s, utcnow(), new, changed)
+    for wkey, items in windows.items():
+        model, version, _ = wkey
+        for slice_key, column, prof in items:
+            where = (*wkey, slice_key, column)
+            payload = stored.get(where)
+            if payload is None:
+                row: dict[str, Any] = {"slice_key": slice_key, "column": column, "kind": prof.kind}
+                row |= {"n": prof.profile.n, "payload": prof.profile.to_bytes()}
+                new.append((wkey, row))
+                continue
+            stored_profile = _loaded(backend, payload, where)
+            batch = prof.profile
+            if stored_profile is not None:
+                batch = _on_spec_of(stored_profile, batch, where)
+                if batch is not prof.profile and on_other_spec is not None:
+                    on_other_spec(model, version, column)
+            if stored_profile is None:
+                merged = batch
+            else:
+                merged = stored_profile if batch is None else stored_profile.merge(batch)
+            key = {"k_slice_key": slice_key, "k_column": column}
+            changed.append((wkey, {**key, "v_n": merged.n, "v_payload": merged.to_bytes()}))
+    return new, changed
 
 
 def _on_spec_of(stored: Any, batch: Any, where: tuple[str, str, float, str, str]) -> Any:
@@ -286,6 +308,10 @@ def mark_windows(session: Session, plan: Plan, window_s: float) -> None:
 # Windows per select of their stored rows (3 bound values each, well under SQLite's and
 # PostgreSQL's limits on parameters).
 WINDOWS_PER_SELECT = 500
+# Windows whose profiles are merged and written together (`merge_profiles`): bounds the memory
+# of a batch spanning many models (~126 profiles of ~2.5 KiB per window at 21 columns x 6
+# slices, stored and merged).
+WINDOWS_PER_WRITE = 50
 
 
 def window_rows(

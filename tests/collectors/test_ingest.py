@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import orjson
 import pytest
@@ -10,11 +11,13 @@ from sqlalchemy import select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
+import collectors._store as store
 from collectors import Batch, Ingestor, RawRecord
+from migrations import upgrade
 from monitor.config import CollectConfig, ModelConfig
 from monitor.errors import ConfigError, RegistryError
 from monitor.profiles import profile_from_bytes
-from monitor.storage import DeadLetter, SourcePosition, WindowCount, WindowProfile
+from monitor.storage import DeadLetter, SourcePosition, WindowCount, WindowProfile, make_engine
 from tests.collectors.conftest import T0, aggregated, counters, event
 
 MODELS = [ModelConfig(name="fraud", slices=["region"])]
@@ -175,3 +178,31 @@ def test_configuration_mistakes_are_one_line_errors(engine: Engine) -> None:
         Ingestor(engine, "src", "kafka", [])
     with pytest.raises(RegistryError, match="valid: cloudevents, modelwatch, sagemaker"):
         Ingestor(engine, "src", "kafka", MODELS, format="protobuf")
+
+
+def test_a_batch_over_many_windows_is_merged_in_chunks_like_one(
+    sqlite_engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Profiles are merged and written a few windows at a time (bounded memory): a batch over
+    more windows than a chunk stores what one chunk would, new rows and merged ones alike."""
+
+    def run(engine: Engine) -> dict[tuple[Any, ...], int]:
+        models = [ModelConfig(name=m) for m in ("a", "b", "c")]
+        settings = CollectConfig(pipeline=False, allowed_lateness=timedelta(days=1))
+        ingestor = Ingestor(engine, "s", "http", models, settings)
+        events = [event(i, T0 + 3600 * (i % 4), model="abc"[i % 3]) for i in range(120)]
+        for half in (events[:60], events[60:]):  # the second half merges into stored rows
+            first = 0 if half is events[:60] else 60
+            ingestor.ingest([RawRecord("k", first + j, first + j + 1, orjson.dumps(e))
+                             for j, e in enumerate(half)])  # fmt: skip
+        p = WindowProfile
+        with Session(engine) as s:
+            rows = s.execute(select(p.model, p.window_start, p.slice_key, p.column, p.n)).all()
+        return {tuple(r[:-1]): r[-1] for r in rows}
+
+    whole = run(sqlite_engine)
+    monkeypatch.setattr(store, "WINDOWS_PER_WRITE", 2)
+    other = make_engine(f"{sqlite_engine.url}-chunked")
+    upgrade(other)
+    assert run(other) == whole
+    assert len({k[:2] for k in whole}) == 12  # 3 models x 4 windows, more than a chunk
