@@ -19,6 +19,7 @@ those keep their last values until the read succeeds, and the failure is recorde
 from __future__ import annotations
 
 import functools
+import logging
 import math
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -34,7 +35,7 @@ from dashboards.metrics import ModelwatchMetrics
 from monitor.app.daemon.signals import latest_fairness_rows, latest_rows
 from monitor.common.measures import MEASURES
 from monitor.config.serving import SloConfig
-from monitor.failures import Isolation
+from monitor.failures import Isolation, redact
 from monitor.fairness import PARITY
 from monitor.profiles import OVERALL, key_of, slice_label
 from monitor.profiles.serving import LatencySketch, ServingSummary
@@ -57,6 +58,7 @@ from monitor.storage import (
     utcnow,
 )
 
+log = logging.getLogger(__name__)
 ALL_MODELS = "*"
 # Families read from a model's stored window results only: they change when it is evaluated.
 WINDOW_FAMILIES = frozenset({"drift", "outcome", "estimated", "fairness", "latency", "measures"})
@@ -87,6 +89,9 @@ class MetricsPublisher:
         self._dead_after = 0  # the newest dead letter id counted
         self._lagging: set[str] = set()
         self._published: set[str] = set()  # models whose families were read at least once
+        # This refresh's gate runs and version settings of every model (`_prefetch`).
+        self._runs: dict[str, list[GateRun]] | None = None
+        self._settings_of: dict[str, list[tuple[str, Any]]] | None = None
 
     def _advance(self, key: tuple[str, ...], total: float) -> float:
         delta = total - self._seen.get(key, 0.0)
@@ -129,6 +134,7 @@ class MetricsPublisher:
         backlog = read_backlog(self.engine, 0)  # the counts and the lag; no bound applies here
         self.metrics.set_intake_backlog(backlog.requests, backlog.events, backlog.lag_s)
         self._failures(failures)
+        self._prefetch(models)
         for model in models:
             stale = fresh is not None and model not in fresh
             for family, read in self._families(model):
@@ -241,18 +247,57 @@ class MetricsPublisher:
                     sketch = LatencySketch.from_json(doc)
                     self.metrics.set_measure(model, r.version, r.slice_key or None, name, sketch)
 
+    def _prefetch(self, models: Sequence[str]) -> None:
+        """Every model's newest gate runs and version settings, two queries for the fleet
+        instead of two per model and refresh (they change without any evaluation, so every
+        refresh reads them). A failure leaves them unread: each model's family then reads its
+        own, and fails or succeeds as its item."""
+        self._runs = self._settings_of = None
+        try:
+            self._runs = self._newest_runs(models)
+            self._settings_of = self._version_settings(models)
+        except Exception as exc:  # per-model reads below then record the failure as items
+            log.info("metrics prefetch failed (%s); reading per model", redact(exc))
+
+    def _newest_runs(self, models: Sequence[str]) -> dict[str, list[GateRun]]:
+        newest = (
+            select(GateRun.model, GateRun.version, func.max(GateRun.id).label("id"))
+            .where(GateRun.model.in_(list(models)), *self._recent())
+            .group_by(GateRun.model, GateRun.version)
+            .subquery()
+        )
+        out: dict[str, list[GateRun]] = {}
+        with session_factory(self.engine)() as s:
+            for run in s.scalars(select(GateRun).join(newest, GateRun.id == newest.c.id)):
+                out.setdefault(run.model, []).append(run)
+        return out
+
+    def _version_settings(self, models: Sequence[str]) -> dict[str, list[tuple[str, Any]]]:
+        """The newest `MAX_INFO_VERSIONS` versions' settings of each model."""
+        order = (ModelVersion.created_at.desc(), ModelVersion.id.desc())
+        rank = func.row_number().over(partition_by=Model.name, order_by=order).label("rank")
+        ranked = (
+            select(Model.name, ModelVersion.version, ModelVersion.settings, rank)
+            .join(Model, ModelVersion.model_id == Model.id)
+            .where(Model.name.in_(list(models)))
+            .subquery()
+        )
+        stmt = select(ranked.c.name, ranked.c.version, ranked.c.settings).where(
+            ranked.c.rank <= MAX_INFO_VERSIONS
+        )
+        out: dict[str, list[tuple[str, Any]]] = {}
+        with session_factory(self.engine)() as s:
+            for name, version, settings in s.execute(stmt):
+                out.setdefault(name, []).append((version, settings))
+        return out
+
     def _settings(self, model: str) -> None:
         """The newest `MAX_INFO_VERSIONS` versions' optimization settings (bounded labels)."""
-        stmt = (
-            select(ModelVersion.version, ModelVersion.settings)
-            .join(Model, ModelVersion.model_id == Model.id)
-            .where(Model.name == model)
-            .order_by(ModelVersion.created_at.desc(), ModelVersion.id.desc())
-            .limit(MAX_INFO_VERSIONS)
-        )
-        with session_factory(self.engine)() as s:
-            for version, settings in s.execute(stmt):
-                self.metrics.set_version_info(model, version, settings or {})
+        found = self._settings_of
+        if found is None:  # the prefetch failed: this model's own read, as its item
+            found = self._version_settings([model])
+        for version, settings in found.get(model, []):
+            self.metrics.set_version_info(model, version, settings or {})
 
     def _outcomes(self, model: str) -> None:
         for r in _current(latest_rows(self.engine, OutcomeResultRow, model)):
@@ -274,15 +319,10 @@ class MetricsPublisher:
                                           r.slice_key or None, r.value, r.threshold)  # fmt: skip
 
     def _guards(self, model: str) -> None:
-        newest = (
-            select(GateRun.version, func.max(GateRun.id).label("id"))
-            .where(GateRun.model == model, *self._recent())
-            .group_by(GateRun.version)
-            .subquery()
-        )
-        with session_factory(self.engine)() as s:
-            runs = s.scalars(select(GateRun).join(newest, GateRun.id == newest.c.id)).all()
-        for run in runs:
+        found = self._runs
+        if found is None:  # the prefetch failed: this model's own read, as its item
+            found = self._newest_runs([model])
+        for run in found.get(model, []):
             self.metrics.set_guard_verdict(model, run.version, run.verdict)
             for c in run.criteria:
                 self._criterion(model, run.version, c)

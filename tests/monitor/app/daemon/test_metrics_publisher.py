@@ -7,15 +7,17 @@ on /metrics.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from prometheus_client import CollectorRegistry
-from sqlalchemy import update
+from sqlalchemy import event, update
 from sqlalchemy.engine import Engine
 
 from dashboards.metrics import ModelwatchMetrics
+from guards.registry import register_version
 from monitor.app.daemon._health_signals import ingest_lag_signals
-from monitor.app.daemon.metrics import MetricsPublisher
+from monitor.app.daemon.metrics import MAX_INFO_VERSIONS, MetricsPublisher
 from monitor.config import parse_config
 from monitor.detectors import DriftResult
 from monitor.failures import Isolation
@@ -222,3 +224,43 @@ def test_stage_latency_gauges_follow_each_versions_newest_window(sqlite_engine: 
     assert stage("model")[0] == pytest.approx(0.035, rel=0.02)
     with pytest.raises(ValueError, match="unknown latency stage 'gpu'"):
         metrics.set_latency_stage("m", "1", "gpu", 1.0, None)
+
+
+def test_every_models_gate_runs_and_settings_come_from_two_queries(
+    sqlite_engine: Engine, tmp_path: Path
+) -> None:
+    """Per refresh, gate runs and version settings are read for the whole fleet at once; each
+    model still gets its newest run per version and its newest MAX_INFO_VERSIONS versions."""
+    names = ["a", "b", "m"]
+    config = parse_config(
+        {"database_url": str(sqlite_engine.url), "models": [{"name": n} for n in names]}, env={}
+    )
+    registry = CollectorRegistry()
+    publisher = MetricsPublisher(sqlite_engine, ModelwatchMetrics(registry, config.models))
+    artifact = tmp_path / "model.onnx"
+    artifact.write_bytes(b"onnx")
+    for i in range(MAX_INFO_VERSIONS + 2):
+        register_version(sqlite_engine, "a", f"v{i:02d}", artifact, settings={"precision": "fp16"})
+    register_version(sqlite_engine, "b", "only", artifact, settings={"precision": "int8"})
+    _gate(sqlite_engine, "fail")
+    _gate(sqlite_engine, "pass")  # m's newest run
+    seen: list[str] = []
+    event.listen(sqlite_engine, "before_cursor_execute", lambda *a: seen.append(a[2]))
+    publisher.publish(names)
+    reads = [q for q in seen if "gate_runs" in q or "model_versions" in q]
+    assert len(reads) == 2, reads  # not two per model
+
+    def versions(model: str) -> set[str]:
+        return {
+            s.labels["version"]
+            for family in registry.collect()
+            if family.name == "modelwatch_model_version_info"
+            for s in family.samples
+            if s.labels["model"] == model
+        }
+
+    assert versions("a") == {f"v{i:02d}" for i in range(2, MAX_INFO_VERSIONS + 2)}
+    assert versions("b") == {"only"}
+    labels = {"model": "m", "version": "stable"}
+    assert registry.get_sample_value("modelwatch_guard_verdict", {**labels, "verdict": "pass"})
+    assert not registry.get_sample_value("modelwatch_guard_verdict", {**labels, "verdict": "fail"})
