@@ -214,8 +214,9 @@ class Monitoring:
             cfgs = [m for m in self.config.models if m.name in due]
             if not cfgs:
                 return []
-            window_s, isolation = self.windows.window_s, self.windows.isolation
-            return self._observed(WindowEvaluator(self.engine, cfgs, window_s, isolation).run(now))
+            # The tick's evaluator over those models: its settings, clock and decoded baselines.
+            windows = self.windows.sibling(cfgs, self.windows.isolation)
+            return self._observed(windows.run(now))
         # A queue that fails (the database is away) is recorded and tried again next tick.
         shared = self._isolation(EVALUATE_JOB, Backoff(0.0, 0.0))
         shared.begin(now)

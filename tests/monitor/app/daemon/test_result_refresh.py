@@ -114,3 +114,14 @@ def test_with_refresh_zero_every_tick_reads_every_model(
     _elsewhere(engine, "a", 0.4)
     monitoring(now=T0 + timedelta(seconds=10))
     assert _drift(monitoring, "a")["extra"].value == pytest.approx(0.4)
+
+
+def test_the_in_process_tick_keeps_decoded_baselines_between_ticks(
+    monitored: tuple[Engine, Config, Monitoring],
+) -> None:
+    engine, config, monitoring = monitored
+    monitoring(now=T0)
+    assert monitoring.windows.references.loads == 2  # a's and b's, decoded once
+    ingest(engine, config.models, events("b", ["f0"], 2, 40)[40:], 80)
+    assert [e.window.model for e in monitoring(now=T0 + timedelta(seconds=60))] == ["b"]
+    assert monitoring.windows.references.loads == 2  # b's baseline came from the cache
