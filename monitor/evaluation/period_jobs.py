@@ -120,10 +120,7 @@ class PeriodWork:
 
     def due(self, change: Change) -> bool:
         """An ended period at once; an open one once its change has waited `interval`."""
-        now = self.now or utcnow()
-        if not self.interval or change.end <= now or change.changed_at is None:
-            return True
-        return now - change.changed_at >= self.interval
+        return change.due(self.now or utcnow(), self.interval)
 
 
 def evaluate_periods(

@@ -171,17 +171,11 @@ class WindowEvaluator:
             pending = pending_kinds(s, cfg.name, CHANGES)
             now = self.clock()
             for kind in OPEN_PACED:  # an open window not due yet stays pending for a later tick
-                pending[kind] = [c for c in pending[kind] if self._window_due(c, now)]
+                pending[kind] = [c for c in pending[kind] if c.due(now, self.open_interval)]
             versions = sorted({c.version for c in pending["drift"]})
             return pending, {
                 v: chosen_baseline(s, cfg.name, v, cfg.drift.baseline) for v in versions
             }
-
-    def _window_due(self, change: Change, now: datetime) -> bool:
-        """An ended window at once; an open one once its change has waited `open_interval`."""
-        if not self.open_interval or change.end <= now or change.changed_at is None:
-            return True
-        return now - change.changed_at >= self.open_interval
 
     def _periods(
         self, kind: str, pending: Pending, windows: Sequence[Window]

@@ -73,6 +73,14 @@ class Change:
     # When the marker became pending (see `WindowChange.changed_at`); None where not read.
     changed_at: datetime | None = field(default=None, compare=False)
 
+    def due(self, now: datetime, interval: timedelta) -> bool:
+        """Whether to evaluate it at `now` when open windows or periods are re-evaluated at most
+        once per `interval`: an ended one at once, an open one once it has been pending that
+        long (`models_pending` asks the same of the stored rows)."""
+        if not interval or self.end <= now or self.changed_at is None:
+            return True
+        return now - self.changed_at >= interval
+
 
 def mark_changed(
     session: Session,

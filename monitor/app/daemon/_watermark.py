@@ -14,7 +14,6 @@ lookup per poll.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from datetime import datetime
 
@@ -36,9 +35,7 @@ def oldest_pending(engine: Engine) -> datetime | None:
     return found
 
 
-def await_intake(
-    engine: Engine, boundary: datetime, timeout_s: float, stop: threading.Event | None = None
-) -> bool:
+def await_intake(engine: Engine, boundary: datetime, timeout_s: float) -> bool:
     """Wait until no request received before `boundary` is pending, at most `timeout_s`;
     whether it got there."""
     deadline = time.monotonic() + timeout_s
@@ -49,7 +46,4 @@ def await_intake(
         if time.monotonic() >= deadline:
             log.info("intake not aggregated up to %s after %.1f s", boundary.isoformat(), timeout_s)
             return False
-        if stop is not None and stop.wait(POLL_S):
-            return False
-        if stop is None:
-            time.sleep(POLL_S)
+        time.sleep(POLL_S)

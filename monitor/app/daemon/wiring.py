@@ -185,6 +185,7 @@ class Monitoring:
         self._last: dict[str, list[Signal]] = {}
         self.queue: WorkQueue | None = None
         self.refresh = ResultRefresh(config.scheduler.results_refresh_s)
+        self.names = [m.name for m in config.models]
         self._due: list[str] | None = None  # this tick's models with work (None: not known)
 
     def share(self, queue: WorkQueue) -> None:
@@ -230,10 +231,9 @@ class Monitoring:
 
     def due(self, now: datetime) -> list[str]:
         """The configured models with evaluation work due at `now` (`_due`)."""
-        names = [m.name for m in self.config.models]
         period_s = self.windows.period_interval.total_seconds()
         open_s = self.windows.open_interval.total_seconds()
-        return due_models(self.engine, names, EVALUATE_JOB, now, period_s, open_s)
+        return due_models(self.engine, self.names, EVALUATE_JOB, now, period_s, open_s)
 
     def _isolation(self, job: str, backoff: Backoff | None = None) -> Isolation:
         cfg = self.config.scheduler
@@ -257,8 +257,7 @@ class Monitoring:
             "rules", functools.partial(self.alerts.evaluate, signals, now, kinds=SIGNAL_KINDS)
         )
         if self.publisher is not None and self.metrics is not None:
-            names = [m.name for m in self.config.models]
-            publish = functools.partial(self.publisher.publish, names, fresh)
+            publish = functools.partial(self.publisher.publish, self.names, fresh)
             self.isolation.attempt("metrics", publish)
         return evaluated
 
@@ -282,8 +281,7 @@ class Monitoring:
 
         Of a model not in `fresh` (`ResultRefresh`; None: every model), the signals of its
         window results are its last ones, not read again."""
-        e = self.engine
-        names = [m.name for m in self.config.models]
+        e, names = self.engine, self.names
         out: list[tuple[str, SignalsOf]] = []
         for model in names:
             for kind, produce in (
