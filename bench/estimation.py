@@ -278,22 +278,29 @@ def _database(ref: pd.DataFrame, derive: bool, path: str) -> Any:
 
 
 class ProfilingTimer:
-    """Wraps the ingest's `build_profiles` (where derivation happens) to time that stage."""
+    """Wraps the ingest's `profile_builder` (where derivation happens) and the builder it
+    returns (where profiling happens) to time that stage."""
 
     def __init__(self) -> None:
         import collectors._ingest
 
         self.module = collectors._ingest
-        self.build = collectors._ingest.build_profiles
+        self.build = collectors._ingest.profile_builder
         self.seconds = 0.0
-        collectors._ingest.build_profiles = self  # type: ignore[assignment]
+        collectors._ingest.profile_builder = self  # type: ignore[assignment]
 
     def __call__(self, *args: Any) -> Any:
-        start = time.perf_counter()
-        try:
-            return self.build(*args)
-        finally:
-            self.seconds += time.perf_counter() - start
+        return self._timed(self._timed(self.build)(*args))
+
+    def _timed(self, fn: Any) -> Any:
+        def timed(*args: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return fn(*args)
+            finally:
+                self.seconds += time.perf_counter() - start
+
+        return timed
 
 
 def _ingest_once(

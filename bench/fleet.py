@@ -27,6 +27,7 @@ The default is small (a smoke run); the target case is `--models 1000 --features
 
     PYTHONPATH=. python bench/fleet.py [--models 20] [--features 5] [--slices 3] [--rate 300]
         [--window 1m] [--duration 150] [--replicas 1] [--clients 2] [--interval SECONDS]
+        [--drain-delay SECONDS]
 """
 
 from __future__ import annotations
@@ -87,14 +88,36 @@ def baselines(engine: Engine, models: list[str], features: int, slices: int) -> 
         save_baseline(engine, name, "1", profile_frame(frame, specs_for(cols, frame), ["seg"]))
 
 
-def config_doc(url: str, models: list[str], window: timedelta, interval_s: float) -> object:
+def config_doc(
+    url: str, models: list[str], window: timedelta, interval_s: float,
+    drain_delay_s: float = 0.0, rate: float = 0.0,
+) -> object:  # fmt: skip
     tokens = [{"name": "bench", "scopes": ["ingest", "read"], "token": TOKEN}]
+    collect: dict[str, object] = {
+        "window": f"{window.total_seconds():.0f}s",
+        "allowed_lateness": "5s",
+    }
+    if drain_delay_s:
+        collect |= drain_settings(drain_delay_s, rate)
     return {
         "database_url": url,
         "models": [{"name": m, "slices": ["seg"]} for m in models],
         "api": {"tokens": tokens, "max_body_bytes": 10 << 20},
-        "collect": {"window": f"{window.total_seconds():.0f}s", "allowed_lateness": "5s"},
+        "collect": collect,
         "scheduler": {"evaluate_interval_s": interval_s},
+    }
+
+
+def drain_settings(delay_s: float, rate: float) -> dict[str, object]:
+    """What docs/how-to/scale-out.md says to set with `collect.drain_max_delay` raised to
+    `delay_s`: a batch, a backlog and a lag bound that hold `delay_s` of `rate` events/s
+    (one request per event at thin traffic) with room to spare."""
+    held = rate * delay_s
+    return {
+        "drain_max_delay": f"{delay_s:g}s",
+        "batch_size": int(max(5000, 2 * held)),
+        "http_max_backlog": int(max(10_000, 3 * held)),
+        "http_max_lag": f"{max(60.0, 3 * delay_s):g}s",
     }
 
 
@@ -277,7 +300,8 @@ def run(args: argparse.Namespace, directory: Path) -> None:
     baselines(engine, models, args.features, args.slices)
     config = directory / "fleet.yaml"
     interval = args.interval or min(10.0, max(1.0, window.total_seconds() / 6))
-    config.write_text(yaml.safe_dump(config_doc(url, models, window, interval)))
+    doc = config_doc(url, models, window, interval, args.drain_delay, args.rate)
+    config.write_text(yaml.safe_dump(doc))
     with servers(config, args.replicas) as procs:
         pids = [pid for _, pid in procs]
         size0, cpu0 = db_size(engine), process_cpu(pids)
@@ -289,6 +313,7 @@ def run(args: argparse.Namespace, directory: Path) -> None:
         ingested = counted(engine)
         # The windows that closed during the traffic, given time for their last evaluation.
         time.sleep(5 + 2 * interval)
+        drained = counted(engine)
         lags = evaluation_lags(engine, t0, t1)
         cpu, rss, size1 = process_cpu(pids) - cpu0, rss_bytes(pids), db_size(engine)
         counts = [replica_counts(base) for base, _ in procs]
@@ -300,11 +325,12 @@ def run(args: argparse.Namespace, directory: Path) -> None:
     print(
         f"{args.models} models x {args.features} features x {args.slices} slices, "
         f"{args.rate:g} ev/s for {traffic_s:.0f} s, window {args.window}, {args.replicas} "
-        f"replica(s), evaluate every {interval:g} s; load {os.getloadavg()[0]:.1f}\n"
+        f"replica(s), evaluate every {interval:g} s, drain delay "
+        f"{args.drain_delay or 2:g} s; load {os.getloadavg()[0]:.1f}\n"
         f"  evaluation lag (window close -> stored result): p50 {p50:.1f} s, p99 {p99:.1f} s "
         f"over {len(lags)} closed (model, window)s\n"
         f"  ingest: {sent:,} sent, {ingested:,} counted by the end of traffic "
-        f"({ingested / traffic_s:,.0f} ev/s)\n"
+        f"({ingested / traffic_s:,.0f} ev/s), {drained:,} by the last evaluation\n"
         f"  CPU per stored (model, window) result: "
         f"{(cpu / len(lags) * 1e3) if lags else float('nan'):.0f} ms "
         f"({cpu:.1f} s of serve CPU in all)\n"
@@ -329,6 +355,11 @@ def main() -> None:
     parser.add_argument(
         "--interval", type=float, default=0.0,
         help="scheduler.evaluate_interval_s (default: a sixth of the window, at most 10 s)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--drain-delay", type=float, default=0.0,
+        help="collect.drain_max_delay in seconds, with the batch and backlog bounds it needs "
+        "(default: the config's, 2 s); the window's length writes each window's profiles once",
     )  # fmt: skip
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:

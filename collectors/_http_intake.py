@@ -276,6 +276,8 @@ class HttpIntake:
             replica,
             config.collect.batch_size,
             max_delay_s=config.collect.drain_max_delay.total_seconds(),
+            window_s=config.collect.window.total_seconds(),
+            offset_s=config.scheduler.offset_s(config.scheduler.evaluate_interval_s),
         )
         self.worker: DrainProcess | None = None
         self._supervised: Supervised | None = None

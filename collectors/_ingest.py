@@ -29,7 +29,7 @@ from collectors._plan import KeyState, Plan, Planner
 from collectors._profiling import ProfileBackend, default_backend
 from collectors._rooms import WaitingRooms
 from collectors._serving_store import merge_serving
-from collectors._specs import SpecResolver, build_profiles, kind_mismatches
+from collectors._specs import SpecResolver, kind_mismatches, profile_builder
 from collectors._store import (
     StalePlan,
     bump_counters,
@@ -236,7 +236,7 @@ class Ingestor:
         """Store the batch in one transaction, or in a savepoint of `outer` (the caller's
         transaction, which commits it: the rooms' index and the expiry cutoffs are then kept
         staged for `ingest_claimed`)."""
-        built = build_profiles(plan.windows, self.specs)
+        build = profile_builder(plan.windows, self.specs)
         dead = dead_letter_rows(self.source, plan.dead, self.settings.dead_letter_bytes)
         window_s = self.settings.window.total_seconds()
         horizon = self.settings.label_horizon.total_seconds()
@@ -246,7 +246,9 @@ class Ingestor:
             with self._attempt(outer) as session:
                 bump_counters(session, self.source, plan, len(plan.labels))
                 check_positions(session, self.source, plan)
-                merge_profiles(session, built, self.backend, window_s, self.specs.forget)
+                merge_profiles(
+                    session, plan.windows, build, self.backend, window_s, self.specs.forget
+                )
                 merge_counts(session, plan, window_s, self.models)
                 merge_serving(session, plan, window_s)
                 mark_windows(session, plan, window_s)

@@ -14,6 +14,7 @@ lingers (`Drain.pause_s`): longer for busy thin traffic, up to `collect.drain_ma
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -40,6 +41,7 @@ THIN_EVENTS_PER_WINDOW = 2
 BUSY_SHARE = 0.25
 # While lingering, how often the drain looks whether a full batch is already waiting.
 LINGER_CHECK_S = 0.05
+LINGER_CHECK_MAX_S = 1.0
 
 
 class Superseded(Exception):
@@ -58,6 +60,9 @@ class Drain:
         interval_s: float = 0.1,
         linger_s: float = 0.25,
         max_delay_s: float = 2.0,
+        window_s: float = 0.0,
+        offset_s: float = 0.0,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.engine = engine
         self._ingestor_for = ingestor_for
@@ -70,8 +75,15 @@ class Drain:
         # drain never sits idle while a backlog grows (a fixed pause after each small batch
         # cost up to a fifth of the time until all was counted in bench/api_ingest.py, issue 40).
         self.linger_s = linger_s
-        # At most this long from a thin batch's start to the next (`collect.drain_max_delay`).
+        # At most this long from a thin batch's start to the next (`collect.drain_max_delay`),
+        # on the clock's grid of it and of the windows (`collect.window`; 0: none).
         self.max_delay_s = max(max_delay_s, linger_s)
+        self.window_s = window_s
+        # ... shifted by the evaluation ticks' offset (`scheduler.tick_offset_s`): the batch
+        # after a window's end takes what the tick after it waits for (`_watermark`).
+        self.offset_s = offset_s
+        self.clock = clock
+        self._began = 0.0  # the clock when the last batch began
         self._last_events = 0
         self._last_windows = 0
         self._adapter = "modelwatch"  # PostgreSQL: whose rows the next batch claims first
@@ -210,12 +222,29 @@ class Drain:
 
     def pause_s(self, took_s: float) -> float:
         """Seconds to wait after a batch that took `took_s` before reading the next: none after
-        a full one; `linger_s` from the start of a small batch; `max_delay_s` from its start
-        when the drain is busy with thin traffic (see `thin`)."""
+        a full one; `linger_s` from the start of a small batch; when the drain is busy with
+        thin traffic (see `thin`), until the next point of the clock's grid of `max_delay_s`
+        or of the windows after the batch began (see `next_batch_at`)."""
         if self._last_events >= self.batch_events:
             return 0.0
-        linger = self.max_delay_s if self.thin(took_s) else self.linger_s
-        return max(0.0, linger - took_s)
+        if not self.thin(took_s):
+            return max(0.0, self.linger_s - took_s)
+        return max(0.0, self.next_batch_at(self._began) - self.clock())
+
+    def next_batch_at(self, began: float) -> float:
+        """When the batch after a thin one that began at `began` (clock seconds) starts: the
+        first point after it of the clock's grid of `max_delay_s`, or of a window's end if one
+        comes first, shifted by `offset_s` and `linger_s` (the evaluation tick after a window
+        ends waits for the requests received before it began; a window's last events, sent
+        just before its end, are received just after it). A window's events are aggregated
+        together, its profiles written once per step instead of once per batch, and the last
+        step follows its end: with `collect.drain_max_delay` set to the window, each window's
+        profiles are written once (issue 40: a fleet of thin traffic)."""
+        shift = self.offset_s + self.linger_s
+        step = _next_multiple(began - shift, self.max_delay_s)
+        if self.window_s > 0:
+            step = min(step, _next_multiple(began - shift, self.window_s))
+        return step + shift
 
     def thin(self, took_s: float) -> bool:
         """Whether the last batch was thin traffic keeping the drain busy: it touched more than
@@ -230,8 +259,11 @@ class Drain:
         """Wait up to `pause` seconds, less once a full batch is pending (a burst that began
         with a small batch goes on at once)."""
         deadline = time.monotonic() + pause
+        # A long pause (a window's worth of thin traffic) looks less often: the sum runs over
+        # every pending row.
+        check = max(LINGER_CHECK_S, min(LINGER_CHECK_MAX_S, pause / 20))
         while (rest := deadline - time.monotonic()) > 0:
-            if self._stop.wait(min(rest, LINGER_CHECK_S)):
+            if self._stop.wait(min(rest, check)):
                 return
             try:
                 if self._pending_events() >= self.batch_events:
@@ -283,6 +315,7 @@ class Drain:
             if stopping and time.monotonic() >= self._flush_until:
                 return
             began = time.monotonic()
+            self._began = self.clock()
             try:
                 done = self.drain_once()
                 failures, self.last_error = 0, None
@@ -301,6 +334,11 @@ class Drain:
                 self._wake.clear()
             elif not stopping and (pause := self.pause_s(time.monotonic() - began)) > 0:
                 self._linger(pause)
+
+
+def _next_multiple(t: float, step: float) -> float:
+    """The first multiple of `step` after `t`."""
+    return (math.floor(t / step) + 1) * step
 
 
 def _of_adapter(kind: Any, adapter: str) -> Any:

@@ -108,6 +108,8 @@ def _main(
         replica,
         config.collect.batch_size,
         max_delay_s=config.collect.drain_max_delay.total_seconds(),
+        window_s=config.collect.window.total_seconds(),
+        offset_s=config.scheduler.offset_s(config.scheduler.evaluate_interval_s),
     )
     threading.Thread(target=_wake_on, args=(wakes, drain), daemon=True).start()
     drain.start()

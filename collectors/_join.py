@@ -20,6 +20,7 @@ per room, except those already past the horizon. Matched pairs go on as columns
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from operator import attrgetter, itemgetter
@@ -70,11 +71,18 @@ def join_labels(
     if rooms is None:
         rooms = WaitingRooms()
     matched = 0
-    label_models = set(map(attrgetter("model"), labels))
-    for model in sorted(set(predictions.model) | label_models):
+    own_labels: dict[str, list[LabelEvent]] = defaultdict(list)
+    for event in labels:
+        own_labels[event.model].append(event)
+    # One pass over the batch for all models (a batch spans up to thousands of models: per
+    # model passes over the whole batch made joining quadratic, issue 40).
+    own_rows = _rows_by_model(predictions)
+    sources = _Sources(predictions)
+    for model in sorted(own_rows.keys() | own_labels.keys()):
         config = models[model]
-        own = labels if label_models == {model} else [e for e in labels if e.model == model]
-        batch = _Batch.of(predictions, own, model, config)
+        batch = _Batch.of(
+            predictions, own_labels.get(model, []), own_rows.get(model, {}), config, sources
+        )
         cutoff = max(batch.newest - horizon_s, 0.0)
         rooms.begin(session, model)
         pairs = _match(session, rooms, model, batch, cutoff)
@@ -102,20 +110,21 @@ class _Batch:
 
     @classmethod
     def of(
-        cls, table: EventTable, labels: Sequence[LabelEvent], model: str, config: ModelConfig
+        cls,
+        table: EventTable,
+        labels: Sequence[LabelEvent],
+        rows: dict[str, int],
+        config: ModelConfig,
+        sources: _Sources,
     ) -> _Batch:
-        """The batch's entries of `model` (`labels` are all of it); of a repeated request id,
-        the later one."""
-        if set(table.model) == {model}:
-            rows = dict(zip(table.request_id, range(len(table)), strict=True))
-        else:
-            rows = {table.request_id[i]: i for i, m in enumerate(table.model) if m == model}
+        """One model's entries: `labels` and `rows` (its request ids' rows in `table`) are all
+        of it; of a repeated request id, the later one."""
         labs = dict(zip(map(attrgetter("request_id"), labels), labels, strict=True))
         stamps = [e.ts for e in labs.values()]
         if rows:
             stamps.append(float(table.ts[np.fromiter(rows.values(), np.intp, len(rows))].max()))
         newest = max(stamps)
-        slices = {c: slice_source(table, c) for c in config.slices}
+        slices = {c: sources.of(c) for c in config.slices}
         return cls(table, rows, labs, slices, newest)
 
     def pairs(self, ids: Sequence[str], labels: list[Any]) -> JoinedPairs:
@@ -130,6 +139,27 @@ class _Batch:
             label=labels,
             slice_values={c: _pick(values, rows) for c, values in self.slices.items()},
         )
+
+
+def _rows_by_model(table: EventTable) -> dict[str, dict[str, int]]:
+    """Each model's {request id: row} in `table`; of a repeated request id, the later row."""
+    out: dict[str, dict[str, int]] = defaultdict(dict)
+    for i, (model, rid) in enumerate(zip(table.model, table.request_id, strict=True)):
+        out[model][rid] = i
+    return out
+
+
+class _Sources:
+    """Each event's value of a slice column (`slice_source`), read once per batch."""
+
+    def __init__(self, table: EventTable) -> None:
+        self.table = table
+        self._values: dict[str, list[Any]] = {}
+
+    def of(self, column: str) -> list[Any]:
+        if column not in self._values:
+            self._values[column] = slice_source(self.table, column)
+        return self._values[column]
 
 
 def _pick(values: Sequence[Any], rows: list[int]) -> list[Any]:

@@ -13,7 +13,7 @@ Order, per (model, version, column), cached for the life of the collector:
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -145,16 +145,34 @@ def _window_payload(session: Session, key: SpecKey) -> bytes | None:
     return session.execute(stmt).scalar_one_or_none()
 
 
-def build_profiles(
+Built = dict[tuple[GroupKey, str], BuiltProfile]
+
+
+def profile_builder(
     windows: dict[WindowKey, WindowBatch], resolver: SpecResolver
-) -> dict[tuple[GroupKey, str], BuiltProfile]:
-    """Profile every column of every window of a batch, overall and per slice, on its spec
-    (derived columns included: their specs are the baseline calibration's)."""
-    backend = resolver.backend
+) -> Callable[[Iterable[WindowKey]], Built]:
+    """A function that profiles every column of some of a batch's windows, overall and per
+    slice, on its spec (derived columns included: their specs are the baseline calibration's,
+    learned here once). A batch's windows are profiled a bounded number at a time as they are
+    written (`collectors._store.merge_profiles`): a batch of a whole window of a fleet's
+    traffic holds profiles for ~1,000 models' windows otherwise."""
     for key, spec in resolver.derived.add(windows).items():
         resolver.cache[key] = spec
-    built: dict[tuple[GroupKey, str], BuiltProfile] = {}
-    for (model, version, start), window in windows.items():
+    return functools.partial(_build, windows, resolver)
+
+
+def build_profiles(windows: dict[WindowKey, WindowBatch], resolver: SpecResolver) -> Built:
+    """Every window's profiles at once (`profile_builder`)."""
+    return profile_builder(windows, resolver)(windows)
+
+
+def _build(
+    windows: dict[WindowKey, WindowBatch], resolver: SpecResolver, keys: Iterable[WindowKey]
+) -> Built:
+    backend = resolver.backend
+    built: Built = {}
+    for model, version, start in keys:
+        window = windows[(model, version, start)]
         for column, values in window.columns.items():
             key = (model, version, column)
             spec = resolver.resolve(key, functools.partial(_sample, windows, key))

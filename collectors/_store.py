@@ -146,12 +146,14 @@ def write_positions(
 
 def merge_profiles(
     session: Session,
-    built: Mapping[tuple[GroupKey, str], BuiltProfile],
+    windows: Iterable[WindowKey],
+    build: Callable[[Iterable[WindowKey]], Mapping[tuple[GroupKey, str], BuiltProfile]],
     backend: ProfileBackend,
     window_s: float,
     on_other_spec: Callable[[str, str, str], None] | None = None,
 ) -> None:
-    """Merge each batch profile into its stored window profile (or store it).
+    """Merge the batch's profiles of `windows` (`build(some windows)`, a bounded number of
+    windows at a time) into their stored window profiles (or store them).
 
     The stored profiles of every window the batch touches are read in one statement (locked on
     PostgreSQL), and written back with one executemany insert and one executemany update: the
@@ -163,16 +165,15 @@ def merge_profiles(
     stored spec and `on_other_spec(model, version, column)` is told, so later batches use it.
     """
     table = WindowProfile.__table__
-    by_window: dict[WindowKey, list[tuple[str, str, BuiltProfile]]] = {}
-    for (group, column), prof in built.items():
-        by_window.setdefault(group[:3], []).append((group[3], column, prof))
     # A bounded number of windows at a time, in key order (so locks are still taken in one
-    # order): their stored and merged payloads are the batch's memory (a batch spanning 1,000
-    # models' windows held ~600 MiB of them at once in bench/fleet.py).
-    ordered = sorted(by_window)
+    # order): their built, stored and merged profiles are the batch's memory (a batch spanning
+    # 1,000 models' windows held ~600 MiB of payloads at once in bench/fleet.py).
+    ordered = sorted(windows)
     now = utcnow()
     for i in range(0, len(ordered), WINDOWS_PER_WRITE):
-        chunk = {wkey: by_window[wkey] for wkey in ordered[i : i + WINDOWS_PER_WRITE]}
+        chunk: dict[WindowKey, list[tuple[str, str, BuiltProfile]]] = {}
+        for (group, column), prof in build(ordered[i : i + WINDOWS_PER_WRITE]).items():
+            chunk.setdefault(group[:3], []).append((group[3], column, prof))
         new, changed = _merged(session, table, backend, chunk, on_other_spec)
         write_window_rows(session, table, window_s, now, new, changed)
 

@@ -205,13 +205,12 @@ def _first_seen(
 ) -> None:
     """Meet slice values in record order, so which ones pass the cap does not depend on how
     records were batched or split into windows."""
-    single = len(set(events_model)) == 1
-    for model in dict.fromkeys(events_model):
-        for column in models[model].slices:
-            seen = sources[column]
-            if not single:
-                seen = [v for v, m in zip(seen, events_model, strict=True) if m == model]
-            for value in dict.fromkeys(seen):
+    # One pass per slice column over the whole batch, not one per model: a batch spans up to
+    # thousands of models (issue 40). Values are met per model in record order all the same.
+    for column, seen in sources.items():
+        firsts = dict.fromkeys(zip(events_model, seen, strict=True))
+        for model, value in firsts:
+            if column in models[model].slices:
                 values.key(model, column, value)
 
 

@@ -166,6 +166,16 @@ class SchedulerConfig(StrictModel):
             "runs just after each window ends and its last events are aggregated."
         ),
     )
+
+    def offset_s(self, interval_s: float) -> float:
+        """The tick offset of a job run every `interval_s` seconds (`offset_within`)."""
+        return self.offset_within(self.tick_offset_s, interval_s)
+
+    @staticmethod
+    def offset_within(offset_s: float, interval_s: float) -> float:
+        """A tick offset of a job run every `interval_s` seconds: at most half of it."""
+        return min(offset_s, interval_s / 2)
+
     results_refresh_s: float = Field(
         default=300.0,
         ge=0,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from monitor.config._base import StrictModel
 from monitor.config._durations import Duration
@@ -231,8 +231,10 @@ class CollectConfig(StrictModel):
         default=timedelta(seconds=2),
         description=(
             "Longest pause of the HTTP intake drain after a small batch of thin traffic "
-            "(about one event per window touched, the drain busy); a quiet drain pauses "
-            "0.25 s. Longer: fewer, larger transactions, less CPU; later on dashboards."
+            "(about one event per window touched, the drain busy), on the clock's grid of it "
+            "and of the windows; a quiet drain pauses 0.25 s. Longer: fewer, larger "
+            "transactions, less CPU; later on dashboards. The window's length writes each "
+            "window's profiles once (a fleet of thin traffic; `http_max_lag` must exceed it)."
         ),
     )
     # HTTP ingest: how long a request's Idempotency-Key is remembered after the drain consumed
@@ -245,6 +247,19 @@ class CollectConfig(StrictModel):
             "`duplicate`; then retention deletes its intake row."
         ),
     )
+
+    @model_validator(mode="after")
+    def _lag_bound_past_the_delay(self) -> CollectConfig:
+        # A drain that lingers its whole delay leaves requests pending that long by design:
+        # /readyz must not call that falling behind.
+        if self.http_max_lag <= self.drain_max_delay:
+            raise ValueError(
+                f"collect.http_max_lag ({self.http_max_lag.total_seconds():g}s) must be longer "
+                f"than collect.drain_max_delay ({self.drain_max_delay.total_seconds():g}s): "
+                "requests wait that long "
+                "in the intake log by design"
+            )
+        return self
 
     @field_validator("max_future_skew")
     @classmethod

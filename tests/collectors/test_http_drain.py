@@ -130,13 +130,44 @@ def test_after_a_small_batch_the_drain_waits_only_what_is_left_of_its_linger() -
     assert quiet.pause_s(0.0) == 0.0  # a full batch: more is waiting
 
 
-def test_a_busy_drain_of_thin_traffic_lingers_up_to_its_max_delay() -> None:
-    thin = Drain(cast(Engine, None), lambda _: cast(Ingestor, None), "a", 100, max_delay_s=2.0)
+def test_a_busy_drain_of_thin_traffic_lingers_until_the_next_step_of_its_max_delay() -> None:
+    now = [100.8]
+    thin = Drain(
+        cast(Engine, None), lambda _: cast(Ingestor, None), "a", 100, max_delay_s=2.0,
+        clock=lambda: now[0],
+    )  # fmt: skip
     thin._last_events, thin._last_windows = 50, 40  # nearly a window per event
-    assert thin.pause_s(0.5) == 1.5  # busy: two seconds from the batch's start
+    thin._began = 100.3
+    # busy: until the clock's next 2 s step after the batch began, and the linger
+    assert thin.pause_s(0.5) == pytest.approx(102.25 - 100.8)
     assert thin.pause_s(0.01) == thin.linger_s - 0.01  # quiet: the usual linger
     thin._last_windows = 5  # ten events per window: not thin
     assert thin.pause_s(0.5) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("max_delay", "window", "began", "expected"),
+    [
+        (60.0, 60.0, 119.0, 120.25),  # a window's worth: the batch after its end
+        (60.0, 60.0, 120.3, 180.25),  # just after an end: the next window's
+        (30.0, 60.0, 95.0, 120.25),  # half a window: twice per window, one at its end
+        (30.0, 60.0, 125.0, 150.25),
+        (60.0, 10.0, 13.0, 20.25),  # windows shorter than the delay: each window's end
+        (2.0, 0.0, 13.0, 14.25),  # no window known: the delay's grid alone
+    ],
+)
+def test_thin_batches_follow_the_clock_grid_of_the_delay_and_the_windows(
+    max_delay: float, window: float, began: float, expected: float
+) -> None:
+    drain = Drain(
+        cast(Engine, None), lambda _: cast(Ingestor, None), "a", 100, max_delay_s=max_delay,
+        window_s=window,
+    )  # fmt: skip
+    assert drain.next_batch_at(began) == pytest.approx(expected)
+    # shifted like the evaluation ticks: the batch after a window's end starts just after the
+    # tick that waits for it began
+    drain.offset_s = 2.0
+    assert drain.next_batch_at(began + 2.0) == pytest.approx(expected + 2.0)
 
 
 def test_a_lingering_drain_sees_the_events_pending(engine: Engine) -> None:

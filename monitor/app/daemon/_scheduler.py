@@ -22,6 +22,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy.engine import Engine
 
 from monitor.app.daemon._leases import Claim, claim, finish
+from monitor.config import SchedulerConfig
 from monitor.failures import Backoff, clear_failure, record_failure, redact
 from monitor.storage import utcnow
 from monitor.summaries import window_of
@@ -97,7 +98,7 @@ class Scheduler:
         shifted by the tick offset, at most half the interval: a 10 s tick with 1-minute windows
         runs just after each window ends and its last events are aggregated, not anywhere up
         to a whole interval later (which made the evaluation lag a uniform wait)."""
-        offset = min(self._tick_offset_s, spec.interval_s / 2)
+        offset = SchedulerConfig.offset_within(self._tick_offset_s, spec.interval_s)
         scheduler.add_job(
             self.tick,
             "interval",

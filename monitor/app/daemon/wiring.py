@@ -61,7 +61,7 @@ ALERTS_JOB = "alerts"
 COMPONENTS_JOB = "components"
 SignalsOf = Callable[[datetime], list[Signal]]
 # The longest a tick waits for the HTTP intake to pass a window's end (`_watermark`).
-INTAKE_WAIT_MAX_S = 10.0
+INTAKE_WAIT_MAX_S = 30.0
 
 
 class ComponentHealth:

@@ -180,3 +180,11 @@ def test_token_variables_are_read_by_whoever_serves_not_at_load() -> None:
 def test_numbers_that_would_overflow_later_are_refused_at_load(data: object, key: str) -> None:
     with pytest.raises(ConfigError, match=r"invalid value for '" + key.replace("[", r"\[")):
         parse_config(data, source="mw.yaml", env={})
+
+
+def test_a_drain_delay_past_the_readiness_lag_bound_is_refused_at_load() -> None:
+    # Requests wait the delay in the intake log by design; /readyz would call it falling behind.
+    with pytest.raises(ConfigError, match=r"http_max_lag \(60s\) must be longer .*60s"):
+        parse_config({"collect": {"drain_max_delay": "60s"}})
+    collect = parse_config({"collect": {"drain_max_delay": "60s", "http_max_lag": "3m"}}).collect
+    assert collect.drain_max_delay.total_seconds() == 60
