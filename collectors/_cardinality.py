@@ -21,11 +21,11 @@ last free place, so the stored total is at most the cap plus the replicas less o
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, Protocol
 
 import numpy as np
-from sqlalchemy import select
+from sqlalchemy import select, tuple_
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
@@ -41,6 +41,8 @@ Group = tuple[str, str, float]  # (model, version, window start)
 # Columns derived at ingest (`monitor.estimation`: `__cbpe_score`, `__pca_error`, ...) are
 # stored beside the event's own but are not counted against the cap.
 DERIVED_PREFIX = "__"
+# Windows per prefetching select (3 bound values each: well under the databases' limits).
+GROUPS_PER_SELECT = 500
 
 
 class Stored(Protocol):
@@ -54,6 +56,11 @@ class Stored(Protocol):
         """Event columns profiled for `model` `version` in the window starting at `start`."""
         ...
 
+    def prefetch(self, groups: Collection[Group]) -> None:
+        """Read at once what `versions` and `columns` are about to be asked of these
+        windows (a batch of a fleet's traffic first meets ~1,000 models' windows at once)."""
+        ...
+
 
 class NothingStored:
     """No storage (planning alone, in tests): only this process's counts."""
@@ -64,6 +71,9 @@ class NothingStored:
     def columns(self, model: str, version: str, start: float) -> set[str]:
         return set()
 
+    def prefetch(self, groups: Collection[Group]) -> None:
+        return None
+
 
 class StoredNames:
     """`Stored` read from the database; `retry(action)` retries outages (the ingestor's)."""
@@ -73,8 +83,43 @@ class StoredNames:
     ) -> None:
         self.engine = engine
         self.retry = retry
+        # What `prefetch` read, until the next `prefetch` (the caller's batch).
+        self._versions: dict[tuple[str, float], set[str]] = {}
+        self._columns: dict[Group, set[str]] = {}
+
+    def prefetch(self, groups: Collection[Group]) -> None:
+        """One select per table (per GROUPS_PER_SELECT windows) for all of `groups`."""
+        self._versions = {(m, start): set() for m, _, start in groups}
+        self._columns = {group: set() for group in groups}
+        wanted = sorted(self._columns)
+        for i in range(0, len(wanted), GROUPS_PER_SELECT):
+            chunk = wanted[i : i + GROUPS_PER_SELECT]
+            at = {(m, utc(start)): start for m, _, start in chunk}
+            counts, profiles = WindowCount.__table__.c, WindowProfile.__table__.c
+            stmt = select(counts.model, counts.window_start, counts.version).where(
+                tuple_(counts.model, counts.window_start).in_(list(at)), counts.slice_key == ""
+            )
+            for model, start, version in self._rows(stmt):
+                self._versions[(model, at[(model, start)])].add(version)
+            head = (profiles.model, profiles.version, profiles.window_start)
+            groups_at = [(m, v, utc(start)) for m, v, start in chunk]
+            stmt = select(*head, profiles.column).where(
+                tuple_(*head).in_(groups_at), profiles.slice_key == ""
+            )
+            for model, version, start, column in self._rows(stmt):
+                if not column.startswith(DERIVED_PREFIX):
+                    self._columns[(model, version, at[(model, start)])].add(column)
+
+    def _rows(self, stmt: Any) -> list[Any]:
+        def read() -> list[Any]:
+            with Session(self.engine) as session:
+                return list(session.execute(stmt).all())
+
+        return list(self.retry(read))
 
     def versions(self, model: str, start: float) -> set[str]:
+        if (read := self._versions.get((model, start))) is not None:
+            return set(read)
         stmt = select(WindowCount.version).where(
             WindowCount.model == model,
             WindowCount.window_start == utc(start),
@@ -83,6 +128,8 @@ class StoredNames:
         return self._names(stmt)
 
     def columns(self, model: str, version: str, start: float) -> set[str]:
+        if (read := self._columns.get((model, version, start))) is not None:
+            return set(read)
         stmt = select(WindowProfile.column).where(
             WindowProfile.model == model,
             WindowProfile.version == version,
@@ -126,12 +173,20 @@ class Cardinality:
         starts = np.floor(table.ts / self.window_s) * self.window_s
         self._forget_before(float(starts.max()))
         out: dict[int, Rejection] = {}
-        for group, rows in _groups(table, starts).items():
+        groups = _groups(table, starts)
+        first_met = [
+            g for g in groups if (g[0], g[2]) not in self.versions or g not in self.columns
+        ]
+        if len(first_met) > 1:
+            self.stored.prefetch(first_met)
+        for group, rows in groups.items():
             rejection = self._version(group)
             if rejection is not None:
                 out.update(dict.fromkeys(range(len(table)) if rows is None else rows, rejection))
                 continue
             out.update(self._columns(table, group, rows))
+        if len(first_met) > 1:
+            self.stored.prefetch(())  # what was not asked for is not kept for a later batch
         return out
 
     def _version(self, group: Group) -> Rejection | None:

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 import math
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session
 
 from collectors._base import DecodeError, LabelEvent, PredictionEvent
-from collectors._cardinality import Cardinality
+from collectors._cardinality import Cardinality, StoredNames
 from collectors._edge import (
     COLUMN_CHARS,
     REQUEST_ID_CHARS,
@@ -22,7 +27,7 @@ from collectors._edge import (
 from collectors._table import EventTable
 from collectors._validate import validate
 from monitor.config import ModelConfig
-from monitor.storage import LabeledPrediction, WindowProfile
+from monitor.storage import LabeledPrediction, WindowCount, WindowProfile
 
 LIMITS = EdgeLimits(max_features=5, max_value_chars=10, slices=("region",))
 MODELS = {"fraud"}
@@ -250,6 +255,9 @@ class CountedStore:
         self.reads += 1
         return set(self.stored_columns)
 
+    def prefetch(self, groups: object) -> None:
+        return None
+
 
 def test_the_caps_count_what_is_stored_reading_it_only_for_new_names() -> None:
     store = CountedStore({"1", "2"}, {"prediction", "a", "b"})
@@ -263,3 +271,40 @@ def test_the_caps_count_what_is_stored_reading_it_only_for_new_names() -> None:
         caps.over(table([("m", "2", 10.0, {"a": i}), ("m", f"x{i}", 10.0, {"a": i})]))
         caps.over(table([("m", "2", 10.0, {f"e{i}": i})]))
     assert store.reads == reads
+
+
+def test_names_stored_for_a_batch_s_windows_are_read_in_two_statements(engine: Engine) -> None:
+    """A batch first meeting many models' windows reads their stored versions and columns
+    with one select per table, and answers each window as its own read would."""
+
+    def at(start: float) -> datetime:
+        return datetime.fromtimestamp(start, UTC)
+
+    stored = [("m1", "1", 60.0, ["a", "b", "__cbpe_score"]), ("m1", "2", 60.0, ["a"]),
+              ("m2", "1", 120.0, ["c"])]  # fmt: skip
+    with Session(engine) as session, session.begin():
+        for model, version, start, columns in stored:
+            span = {"window_start": at(start), "window_end": at(start + 60)}
+            session.add(WindowCount(model=model, version=version, slice_key="", events=1, **span))
+            for column in columns:
+                session.add(WindowProfile(
+                    model=model, version=version, slice_key="", column=column, kind="numeric",
+                    n=1, payload=b"", **span,
+                ))  # fmt: skip
+    groups = [("m1", "1", 60.0), ("m1", "2", 60.0), ("m2", "1", 120.0), ("m3", "1", 60.0)]
+    statements: list[str] = []
+    listen = functools.partial(event.listen, engine, "before_cursor_execute")
+    listen(lambda *args: statements.append(args[2]))
+    names = StoredNames(engine)
+    names.prefetch(groups)
+    assert len(statements) == 2
+    prefetched = {(m, s): names.versions(m, s) for m, _, s in groups}
+    prefetched |= {g: names.columns(*g) for g in groups}
+    assert len(statements) == 2
+    fresh = StoredNames(engine)
+    for model, version, start in groups:
+        assert prefetched[(model, start)] == fresh.versions(model, start)
+        assert prefetched[(model, version, start)] == fresh.columns(model, version, start)
+    assert prefetched[("m1", "1", 60.0)] == {"a", "b"}  # derived columns are not counted
+    assert prefetched[("m1", 60.0)] == {"1", "2"}
+    assert prefetched[("m3", 60.0)] == set()
