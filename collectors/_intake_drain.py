@@ -84,6 +84,7 @@ class Drain:
         self.offset_s = offset_s
         self.clock = clock
         self._began = 0.0  # the clock when the last batch began
+        self._gathered_s = linger_s  # ... and how long after the batch before it
         self._last_events = 0
         self._last_windows = 0
         self._adapter = "modelwatch"  # PostgreSQL: whose rows the next batch claims first
@@ -247,12 +248,15 @@ class Drain:
         return step + shift
 
     def thin(self, took_s: float) -> bool:
-        """Whether the last batch was thin traffic keeping the drain busy: it touched more than
-        one window per THIN_EVENTS_PER_WINDOW events (a batch's cost follows the window profiles
-        it rewrites, not its events) and took over BUSY_SHARE of `linger_s`. Waiting longer
-        then gathers more events per window rewrite; a quiet drain (a small deployment) keeps
-        answering within `linger_s`."""
-        many_windows = self._last_windows * THIN_EVENTS_PER_WINDOW > self._last_events
+        """Whether the last batch was thin traffic keeping the drain busy: at its rate, a
+        `linger_s`'s worth of it would touch more than one window per THIN_EVENTS_PER_WINDOW
+        events (a batch's cost follows the window profiles it rewrites, not its events), and
+        it took over BUSY_SHARE of `linger_s`. Waiting longer then gathers more events per
+        window rewrite; a quiet drain (a small deployment) keeps answering within `linger_s`.
+        The rate, not the batch: a batch that gathered a whole window's thin traffic has many
+        events per window and is thin all the same."""
+        per_linger = self._last_events * self.linger_s / max(self._gathered_s, self.linger_s)
+        many_windows = self._last_windows * THIN_EVENTS_PER_WINDOW > per_linger
         return many_windows and took_s > BUSY_SHARE * self.linger_s
 
     def _linger(self, pause: float) -> None:
@@ -315,7 +319,9 @@ class Drain:
             if stopping and time.monotonic() >= self._flush_until:
                 return
             began = time.monotonic()
-            self._began = self.clock()
+            at = self.clock()
+            self._gathered_s = at - self._began if self._began else self.linger_s
+            self._began = at
             try:
                 done = self.drain_once()
                 failures, self.last_error = 0, None

@@ -143,6 +143,9 @@ def test_a_busy_drain_of_thin_traffic_lingers_until_the_next_step_of_its_max_del
     assert thin.pause_s(0.01) == thin.linger_s - 0.01  # quiet: the usual linger
     thin._last_windows = 5  # ten events per window: not thin
     assert thin.pause_s(0.5) == 0.0
+    # ... unless they were a minute's worth: at that rate a linger gathers <1 event per window
+    thin._gathered_s = 60.0
+    assert thin.pause_s(0.5) == pytest.approx(102.25 - 100.8)
 
 
 @pytest.mark.parametrize(
