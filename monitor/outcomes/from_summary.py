@@ -21,6 +21,7 @@ import numpy as np
 
 from monitor.errors import InputError
 from monitor.outcomes._base import DEFAULT_METRICS, Metric, OutcomeResult, Task, get_metric
+from monitor.outcomes._ece import bin_bias, ece_estimate, noise_bound, null_noise
 from monitor.outcomes._evaluate import MIN_SUPPORT, status_of
 from monitor.outcomes._intervals import BOOTSTRAP_DRAWS, Z95, wilson
 from monitor.outcomes._multiclass import MulticlassSummary, confusion_metrics
@@ -176,13 +177,16 @@ def _classification(
     boot = _confusion_metrics(boot_conf) | _cell_metrics(layout, *(weights * x for x in flat))
     names = list(point)
     lo, hi = np.percentile(np.stack([boot[n] for n in names]), [2.5, 97.5], axis=1)
+    ece = np.stack(_ece(layout, flat, weights))
     out = []
     for j, s in enumerate(summaries):
         has_auc = 0 < s.count[1].sum() < s.n
-        out.append({
+        found = {
             n: (float(point[n][j]), float(lo[i, j]), float(hi[i, j]))
             for i, n in enumerate(names) if n != "roc_auc" or has_auc
-        })  # fmt: skip
+        }  # fmt: skip
+        found["ece"] = (float(ece[0, j]), float(ece[1, j]), float(ece[2, j]))
+        out.append(found)
     return out
 
 
@@ -259,6 +263,7 @@ class _Cells:
     ece_order: np.ndarray  # cells ordered by (summary, calibration bin)
     ece_runs: np.ndarray  # starts of the (summary, calibration bin) runs in that order
     ece_summaries: np.ndarray  # each summary's first run
+    ece_keys: np.ndarray  # each run's summary * ECE_BINS + calibration bin
 
     @classmethod
     def of(cls, own: Sequence[np.ndarray]) -> _Cells:
@@ -279,14 +284,14 @@ class _Cells:
         runs = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
         first_runs = np.searchsorted(ordered[runs] // ECE_BINS, np.arange(len(own)))
         starts = np.r_[0, np.cumsum(sizes)[:-1]]
-        return cls(starts, pos, first_neg, at, tied, order, runs, first_runs)
+        return cls(starts, pos, first_neg, at, tied, order, runs, first_runs, ordered[runs])
 
 
 def _cell_metrics(
     cells: _Cells, count: np.ndarray, score: np.ndarray, loss: np.ndarray
 ) -> dict[str, np.ndarray]:
-    """ROC-AUC, log loss and ECE of each summary, over the last axis of per-cell (count, score
-    sum, loss sum) laid out as `cells`; the leading axes (draws) are kept."""
+    """ROC-AUC and log loss of each summary, over the last axis of per-cell (count, score sum,
+    loss sum) laid out as `cells`; the leading axes (draws) are kept."""
     add = functools.partial(np.add.reduceat, axis=-1)
     n = add(count, cells.starts)
     neg, pos = count[..., ~cells.pos], count[..., cells.pos]
@@ -301,14 +306,38 @@ def _cell_metrics(
     pairs = positives * (n - positives)
     with np.errstate(divide="ignore", invalid="ignore"):
         auc = np.where(pairs > 0, add(wins, cells.starts) / pairs, 0.5)
+    return {"roc_auc": auc, "log_loss": add(loss, cells.starts) / n}
+
+
+def _ece_bins(
+    cells: _Cells, count: np.ndarray, score: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per (summary, calibration bin) run: (rows, score sum, label sum - score sum), as
+    `_ece.ece_bins` of the rows; the leading axes (draws) are kept."""
+    add = functools.partial(np.add.reduceat, axis=-1)
     order, runs = cells.ece_order, cells.ece_runs
     confidence = add(score[..., order], runs)
-    accuracy = add(np.where(cells.pos, count, 0.0)[..., order], runs)
-    return {
-        "roc_auc": auc,
-        "log_loss": add(loss, cells.starts) / n,
-        "ece": add(np.abs(accuracy - confidence), cells.ece_summaries) / n,
-    }
+    labels = add(np.where(cells.pos, count, 0.0)[..., order], runs)
+    return add(count[..., order], runs), confidence, labels - confidence
+
+
+def _ece(
+    cells: _Cells, flat: Sequence[np.ndarray], weights: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(value, ci_low, ci_high) of each summary's ECE (`_ece`'s estimate and interval): the
+    bias from the summary's own bins, the noise from the bootstrap's (draws `weights`)."""
+    add = functools.partial(np.add.reduceat, axis=-1)
+    count, conf, gap = _ece_bins(cells, flat[0], flat[1])
+    boot_gap = _ece_bins(cells, weights * flat[0], weights * flat[1])[2]
+    n = add(count, cells.ece_summaries)
+    boot = noise_bound(add(np.abs(boot_gap - gap), cells.ece_summaries) / n)
+    dense = np.zeros((2, n.size * ECE_BINS))
+    dense[:, cells.ece_keys] = count, conf
+    null = [noise_bound(null_noise(c, f, int(rows)))
+            for c, f, rows in zip(*dense.reshape(2, n.size, ECE_BINS), n, strict=True)]  # fmt: skip
+    plugin = add(np.abs(gap), cells.ece_summaries) / n
+    bias = add(bin_bias(count, conf, gap), cells.ece_summaries) / n
+    return ece_estimate(plugin, bias, np.maximum(boot, np.array(null)))
 
 
 def _regression(s: RegressionSummary) -> dict[str, tuple[float, float, float]]:
