@@ -48,8 +48,9 @@ def ece_bins(y: Array, score: Array) -> tuple[Array, Array, Array]:
     """Per calibration bin: (rows, score sum, label sum - score sum)."""
     idx = np.minimum((score * ECE_BINS).astype(np.intp), ECE_BINS - 1)
     count = np.bincount(idx, minlength=ECE_BINS).astype(np.float64)
-    conf = np.bincount(idx, weights=score, minlength=ECE_BINS)
-    return count, conf, np.bincount(idx, weights=y, minlength=ECE_BINS) - conf
+    conf = np.bincount(idx, weights=score, minlength=ECE_BINS).astype(np.float64)
+    labels = np.bincount(idx, weights=y, minlength=ECE_BINS).astype(np.float64)
+    return count, conf, labels - conf
 
 
 def bin_bias(count: Array, conf: Array, gap: Array) -> Array:
