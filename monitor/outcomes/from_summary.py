@@ -51,7 +51,7 @@ def binned_roc_auc(summary: ClassificationSummary) -> float:
         return 0.5
     count = flat[cells].astype(np.float64)
     zero = np.zeros_like(count)
-    return float(_cell_metrics(_Cells.of([cells]), count, zero, zero)["roc_auc"][0])
+    return float(_cell_metrics(_Cells.of([cells]), count, zero)["roc_auc"][0])
 
 
 def evaluate_summaries(
@@ -173,8 +173,9 @@ def _classification(
             .astype(np.float64) for a in ("count", "score_sum", "loss_sum")]  # fmt: skip
     conf = np.stack([s.confusion for s in summaries]).astype(np.float64)
     boot_conf, weights = _draws(summaries, own, flat[0], conf)
-    point = _confusion_metrics(conf) | _cell_metrics(layout, *flat)
-    boot = _confusion_metrics(boot_conf) | _cell_metrics(layout, *(weights * x for x in flat))
+    count, loss = flat[0], flat[2]
+    point = _confusion_metrics(conf) | _cell_metrics(layout, count, loss)
+    boot = _confusion_metrics(boot_conf) | _cell_metrics(layout, weights * count, weights * loss)
     names = list(point)
     lo, hi = np.percentile(np.stack([boot[n] for n in names]), [2.5, 97.5], axis=1)
     ece = np.stack(_ece(layout, flat, weights))
@@ -287,11 +288,9 @@ class _Cells:
         return cls(starts, pos, first_neg, at, tied, order, runs, first_runs, ordered[runs])
 
 
-def _cell_metrics(
-    cells: _Cells, count: np.ndarray, score: np.ndarray, loss: np.ndarray
-) -> dict[str, np.ndarray]:
-    """ROC-AUC and log loss of each summary, over the last axis of per-cell (count, score sum,
-    loss sum) laid out as `cells`; the leading axes (draws) are kept."""
+def _cell_metrics(cells: _Cells, count: np.ndarray, loss: np.ndarray) -> dict[str, np.ndarray]:
+    """ROC-AUC and log loss of each summary, over the last axis of per-cell (count, loss sum)
+    laid out as `cells`; the leading axes (draws) are kept."""
     add = functools.partial(np.add.reduceat, axis=-1)
     n = add(count, cells.starts)
     neg, pos = count[..., ~cells.pos], count[..., cells.pos]
@@ -309,34 +308,26 @@ def _cell_metrics(
     return {"roc_auc": auc, "log_loss": add(loss, cells.starts) / n}
 
 
-def _ece_bins(
-    cells: _Cells, count: np.ndarray, score: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per (summary, calibration bin) run: (rows, score sum, label sum - score sum), as
-    `_ece.ece_bins` of the rows; the leading axes (draws) are kept."""
-    add = functools.partial(np.add.reduceat, axis=-1)
-    order, runs = cells.ece_order, cells.ece_runs
-    confidence = add(score[..., order], runs)
-    labels = add(np.where(cells.pos, count, 0.0)[..., order], runs)
-    return add(count[..., order], runs), confidence, labels - confidence
-
-
 def _ece(
     cells: _Cells, flat: Sequence[np.ndarray], weights: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(value, ci_low, ci_high) of each summary's ECE (`_ece`'s estimate and interval): the
-    bias from the summary's own bins, the noise from the bootstrap's (draws `weights`)."""
+    """(value, ci_low, ci_high) of each summary's ECE (`_ece`'s estimate and interval) from its
+    per (summary, calibration bin) run sums, as `_ece.ece_bins` of the rows: the bias from
+    them, the noise from the bootstrap's (cell `weights` per draw) and from null draws."""
     add = functools.partial(np.add.reduceat, axis=-1)
-    count, conf, gap = _ece_bins(cells, flat[0], flat[1])
-    boot_gap = _ece_bins(cells, weights * flat[0], weights * flat[1])[2]
-    n = add(count, cells.ece_summaries)
-    boot = noise_bound(add(np.abs(boot_gap - gap), cells.ece_summaries) / n)
+    order, runs, first = cells.ece_order, cells.ece_runs, cells.ece_summaries
+    count, score = flat[0][order], flat[1][order]
+    gap_cells = np.where(cells.pos[order], count, 0.0) - score  # labels - scores per cell
+    conf, gap = add(score, runs), add(gap_cells, runs)
+    count = add(count, runs)
+    n = add(count, first)
+    boot = noise_bound(add(np.abs(add(weights[:, order] * gap_cells, runs) - gap), first) / n)
     dense = np.zeros((2, n.size * ECE_BINS))
     dense[:, cells.ece_keys] = count, conf
     null = [noise_bound(null_noise(c, f, int(rows)))
             for c, f, rows in zip(*dense.reshape(2, n.size, ECE_BINS), n, strict=True)]  # fmt: skip
-    plugin = add(np.abs(gap), cells.ece_summaries) / n
-    bias = add(bin_bias(count, conf, gap), cells.ece_summaries) / n
+    plugin = add(np.abs(gap), first) / n
+    bias = add(bin_bias(count, conf, gap), first) / n
     return ece_estimate(plugin, bias, np.maximum(boot, np.array(null)))
 
 
