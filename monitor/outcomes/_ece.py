@@ -35,7 +35,6 @@ import math
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import erfc
 
 from monitor.outcomes._intervals import BOOTSTRAP_DRAWS, bootstrap_draws
 from monitor.outcomes._score_bins import ECE_BINS
@@ -64,6 +63,8 @@ def bin_bias(count: Array, conf: Array, gap: Array) -> Array:
 
 def _folded_mean(mean: Array, var: Array) -> Array:
     """``E|N(mean, var)|`` for ``mean >= 0`` (``mean`` where ``var`` is 0)."""
+    from scipy.special import erfc  # heavy: not loaded by importing monitor.outcomes
+
     sd = np.sqrt(var)
     with np.errstate(divide="ignore", invalid="ignore"):
         z = np.where(sd > 0, mean / np.where(sd > 0, sd, 1.0), np.inf)
@@ -100,22 +101,29 @@ def noise_bound(draws: Array) -> Array:
     return np.asarray(np.partition(draws, k - 1, axis=0)[k - 1])
 
 
-def null_noise(count: Array, conf: Array, seed: int) -> Array:
+def null_noise(count: Array, conf: Array, gap: Array) -> Array:
     """Draws of the plug-in ECE were the model calibrated: each bin's label sum redrawn
-    ``Binomial(rows, mean score)`` (`BOOTSTRAP_DRAWS` draws; count and conf: all `ECE_BINS`
-    bins, in order, so both paths draw the same)."""
+    ``Binomial(rows, mean score)`` (`BOOTSTRAP_DRAWS` draws; all `ECE_BINS` bins, in order).
+
+    Seeded by the bins' row and label counts, integers both paths have exactly: windows of one
+    size but other data draw other noise. Seeded by n alone, every window of n rows would share
+    one estimate of the bound, and the rate of those windows would be that estimate's (with 200
+    draws anywhere from ~1% to ~4%), not the promised 2.5%."""
     with np.errstate(divide="ignore", invalid="ignore"):
         mean = np.where(count > 0, np.clip(conf / count, 0.0, 1.0), 0.0)
-    rng = np.random.default_rng(seed)
-    labels = np.zeros((BOOTSTRAP_DRAWS, count.size))
+    labels = np.rint(conf + gap)
+    rng = np.random.default_rng(
+        [*count.astype(np.int64).tolist(), *labels.astype(np.int64).tolist()]
+    )
+    draws = np.zeros((BOOTSTRAP_DRAWS, count.size))
     for b in np.flatnonzero(count):  # one bin at a time: scalar draws are ~10x cheaper
-        labels[:, b] = rng.binomial(int(count[b]), mean[b], size=BOOTSTRAP_DRAWS)
-    return np.asarray(np.abs(labels - conf).sum(axis=1) / max(count.sum(), 1.0))
+        draws[:, b] = rng.binomial(int(count[b]), mean[b], size=BOOTSTRAP_DRAWS)
+    return np.asarray(np.abs(draws - conf).sum(axis=1) / max(count.sum(), 1.0))
 
 
 def ece_with_interval(y: Array, score: Array, seed: int) -> tuple[float, float, float]:
     """(value, ci_low, ci_high) of the rows' ECE: the module docstring's estimate and interval,
-    the draws seeded by `seed`."""
+    the bootstrap seeded by `seed` (the null draws by the bins' counts: `null_noise`)."""
     count, conf, gap = ece_bins(y, score)
     n = y.size
 
@@ -123,7 +131,7 @@ def ece_with_interval(y: Array, score: Array, seed: int) -> tuple[float, float, 
         return float(np.abs(ece_bins(yb, sb)[2] - gap).sum() / n)
 
     boot = bootstrap_draws(noise, y, score, seed)
-    q = max(float(noise_bound(boot)), float(noise_bound(null_noise(count, conf, seed))))
+    q = max(float(noise_bound(boot)), float(noise_bound(null_noise(count, conf, gap))))
     plugin = np.abs(gap).sum() / n
     bias = bin_bias(count, conf, gap).sum() / n
     value, low, high = ece_estimate(np.asarray(plugin), np.asarray(bias), np.asarray(q))

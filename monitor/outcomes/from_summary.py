@@ -322,10 +322,10 @@ def _ece(
     count = add(count, runs)
     n = add(count, first)
     boot = noise_bound(add(np.abs(add(weights[:, order] * gap_cells, runs) - gap), first) / n)
-    dense = np.zeros((2, n.size * ECE_BINS))
-    dense[:, cells.ece_keys] = count, conf
-    null = [noise_bound(null_noise(c, f, int(rows)))
-            for c, f, rows in zip(*dense.reshape(2, n.size, ECE_BINS), n, strict=True)]  # fmt: skip
+    dense = np.zeros((3, n.size * ECE_BINS))
+    dense[:, cells.ece_keys] = count, conf, gap
+    null = [noise_bound(null_noise(*bins)) for bins in dense.reshape(3, n.size, ECE_BINS)
+            .transpose(1, 0, 2)]  # fmt: skip
     plugin = add(np.abs(gap), first) / n
     bias = add(bin_bias(count, conf, gap), first) / n
     return ece_estimate(plugin, bias, np.maximum(boot, np.array(null)))
