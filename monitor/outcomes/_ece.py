@@ -10,8 +10,8 @@ sampling noise of its bins, about 1/sqrt(n) (a calibrated model reads 0.09 at 10
   normal with the variance it would have were the model calibrated, ``V_b = n_b c_b (1 - c_b)``
   (``c_b`` the bin's mean score); its ``|D_b|`` overstates ``|δ_b|`` (``δ_b = E[D_b]``) by
   ``E|N(δ_b, V_b)| - |δ_b|``, evaluated at ``|δ_b| ≈ sqrt(max(D_b² - V_b, 0))`` (``D_b² - V_b``
-  is unbiased for ``δ_b²``). A calibrated model then reads about a quarter of the plug-in's
-  bias, a badly calibrated one about its true ECE (each bin's bias at most ~0.3 of its noise sd).
+  is unbiased for ``δ_b²``). A calibrated model then reads a quarter to a third of its plug-in,
+  a badly calibrated one about its true ECE (each bin's bias at most ~0.3 of its noise sd).
 * **interval**: ``[θ̂ - q, θ̂ + q]`` (lower end clipped at 0), ``q`` an upper 97.5% bound of the
   noise ``Σ_b |D_b - δ_b| / n``: the larger of its null draws' (each bin's label sum redrawn
   ``Binomial(n_b, c_b)``: the noise were the model calibrated) and its bootstrap draws'
@@ -25,8 +25,9 @@ sampling noise of its bins, about 1/sqrt(n) (a calibrated model reads 0.09 at 10
   of 0 keeps its promised rate. The value lies inside (its correction is at most the noise's
   mean); the interval is centred on the plug-in, not on the value.
 
-`ece_bins` and `ece_estimate` are shared by the row path (`ece_with_interval`) and the summaries
-path (`from_summary`), which have the same per-bin sums, so both report the same value.
+The helpers here are shared by the row path (`ece_with_interval`) and the summaries path
+(`from_summary`), which have the same per-bin sums, so both report the same value and draw the
+same null noise (their bootstraps differ as for every metric).
 """
 
 from __future__ import annotations

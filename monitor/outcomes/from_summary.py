@@ -5,8 +5,9 @@ precision, recall, f1; multiclass accuracy and macro precision, recall, f1 from 
 matrix, intervals by a multinomial bootstrap of its cells), up to float rounding for log loss,
 ECE, MAE, RMSE and MAPE, and within `roc_auc_error` for ROC-AUC. Proportions get the same Wilson
 intervals as the raw path; the other classification metrics a bootstrap that resamples the
-summary's cells (a multinomial draw, the row bootstrap of binned scores); regression metrics a
-normal interval from the stored moments.
+summary's cells (a multinomial draw, the row bootstrap of binned scores; ECE's interval takes it
+with null draws of its bins, as `_ece` says); regression metrics a normal interval from the
+stored moments.
 """
 
 from __future__ import annotations
