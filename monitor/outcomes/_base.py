@@ -11,6 +11,7 @@ from numpy.typing import NDArray
 
 from monitor.common.registry import Registry
 from monitor.outcomes import metrics as m
+from monitor.outcomes._ece import ece_with_interval
 
 OutcomeStatus = Literal["ok", "degraded", "insufficient_data"]
 Task = Literal["classification", "regression", "multiclass"]
@@ -23,7 +24,9 @@ class Metric:
 
     ``support`` says which rows the metric's sample size counts: all rows, predicted
     positives (precision) or actual positives (recall). Proportions get Wilson intervals
-    (``successes`` gives the numerator); the rest a percentile bootstrap. ``also``: other
+    (``successes`` gives the numerator); ``estimate``, where given, computes the value and its
+    interval together from (labels, scores, seed) (ECE: bias-corrected, `_ece`); the rest a
+    percentile bootstrap of ``fn``. ``also``: other
     tasks the metric's name is valid for (multiclass accuracy), computed by that task's own
     function (``for_task``).
     """
@@ -35,6 +38,7 @@ class Metric:
     support: Literal["rows", "predicted_positive", "actual_positive"] = "rows"
     proportion: bool = False
     also: tuple[Task, ...] = ()
+    estimate: Callable[[Array, Array, int], tuple[float, float, float]] | None = None
 
     def accepts(self, task: Task) -> bool:
         """Whether the metric is defined for `task`."""
@@ -55,7 +59,7 @@ for _metric in (
     Metric("f1", m.f1, "classification", True),
     Metric("roc_auc", m.roc_auc, "classification", True),
     Metric("log_loss", m.log_loss, "classification", False),
-    Metric("ece", m.ece, "classification", False),
+    Metric("ece", m.ece, "classification", False, estimate=ece_with_interval),
     Metric("mae", m.mae, "regression", False),
     Metric("rmse", m.rmse, "regression", False),
     Metric("mape", m.mape, "regression", False),

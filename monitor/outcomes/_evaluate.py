@@ -126,10 +126,13 @@ def _one(
     one_class = metric.name == "roc_auc" and (y.min() == y.max() if y.size else True)
     if n < min_support or one_class:
         return empty
-    value = metric.fn(y, s, threshold)
-    if metric.proportion:
+    if metric.estimate is not None:
+        value, lo, hi = metric.estimate(y, s, y.size)
+    elif metric.proportion:
+        value = metric.fn(y, s, threshold)
         lo, hi = wilson(value * n, n)
     else:
+        value = metric.fn(y, s, threshold)
         lo, hi = bootstrap(lambda a, b: metric.fn(a, b, threshold), y, s, seed=y.size)
     status = status_of(metric, value, lo, hi, base, tol or 0.0)
     return OutcomeResult(metric.name, slice_, value, lo, hi, base, tol, n, status)

@@ -39,6 +39,19 @@ def bootstrap(
     level: float = 0.95,
 ) -> tuple[float, float]:
     """Percentile bootstrap interval of fn(y, x); fewer draws for very large inputs."""
+    values = bootstrap_draws(fn, y, x, seed)
+    tail = (1 - level) / 2 * 100
+    lo, hi = np.percentile(values, [tail, 100 - tail])
+    return float(lo), float(hi)
+
+
+def bootstrap_draws(
+    fn: Callable[[NDArray[np.float64], NDArray[np.float64]], float],
+    y: NDArray[np.float64],
+    x: NDArray[np.float64],
+    seed: int = 0,
+) -> NDArray[np.float64]:
+    """fn of row resamples of (y, x): `BOOTSTRAP_DRAWS` of them, fewer for very large inputs."""
     n = y.size
     draws = max(50, min(BOOTSTRAP_DRAWS, _MAX_CELLS // max(n, 1)))
     rng = np.random.default_rng(seed)
@@ -46,6 +59,4 @@ def bootstrap(
     for i in range(draws):
         idx = rng.integers(0, n, n)
         values[i] = fn(y[idx], x[idx])
-    tail = (1 - level) / 2 * 100
-    lo, hi = np.percentile(values, [tail, 100 - tail])
-    return float(lo), float(hi)
+    return values

@@ -5,8 +5,9 @@ precision, recall, f1; multiclass accuracy and macro precision, recall, f1 from 
 matrix, intervals by a multinomial bootstrap of its cells), up to float rounding for log loss,
 ECE, MAE, RMSE and MAPE, and within `roc_auc_error` for ROC-AUC. Proportions get the same Wilson
 intervals as the raw path; the other classification metrics a bootstrap that resamples the
-summary's cells (a multinomial draw, the row bootstrap of binned scores); regression metrics a
-normal interval from the stored moments.
+summary's cells (a multinomial draw, the row bootstrap of binned scores; ECE's interval takes it
+with null draws of its bins, as `_ece` says); regression metrics a normal interval from the
+stored moments.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import numpy as np
 
 from monitor.errors import InputError
 from monitor.outcomes._base import DEFAULT_METRICS, Metric, OutcomeResult, Task, get_metric
+from monitor.outcomes._ece import bin_bias, ece_estimate, noise_bound, null_noise
 from monitor.outcomes._evaluate import MIN_SUPPORT, status_of
 from monitor.outcomes._intervals import BOOTSTRAP_DRAWS, Z95, wilson
 from monitor.outcomes._multiclass import MulticlassSummary, confusion_metrics
@@ -50,7 +52,7 @@ def binned_roc_auc(summary: ClassificationSummary) -> float:
         return 0.5
     count = flat[cells].astype(np.float64)
     zero = np.zeros_like(count)
-    return float(_cell_metrics(_Cells.of([cells]), count, zero, zero)["roc_auc"][0])
+    return float(_cell_metrics(_Cells.of([cells]), count, zero)["roc_auc"][0])
 
 
 def evaluate_summaries(
@@ -172,17 +174,21 @@ def _classification(
             .astype(np.float64) for a in ("count", "score_sum", "loss_sum")]  # fmt: skip
     conf = np.stack([s.confusion for s in summaries]).astype(np.float64)
     boot_conf, weights = _draws(summaries, own, flat[0], conf)
-    point = _confusion_metrics(conf) | _cell_metrics(layout, *flat)
-    boot = _confusion_metrics(boot_conf) | _cell_metrics(layout, *(weights * x for x in flat))
+    count, loss = flat[0], flat[2]
+    point = _confusion_metrics(conf) | _cell_metrics(layout, count, loss)
+    boot = _confusion_metrics(boot_conf) | _cell_metrics(layout, weights * count, weights * loss)
     names = list(point)
     lo, hi = np.percentile(np.stack([boot[n] for n in names]), [2.5, 97.5], axis=1)
+    ece = np.stack(_ece(layout, flat, weights))
     out = []
     for j, s in enumerate(summaries):
         has_auc = 0 < s.count[1].sum() < s.n
-        out.append({
+        found = {
             n: (float(point[n][j]), float(lo[i, j]), float(hi[i, j]))
             for i, n in enumerate(names) if n != "roc_auc" or has_auc
-        })  # fmt: skip
+        }  # fmt: skip
+        found["ece"] = (float(ece[0, j]), float(ece[1, j]), float(ece[2, j]))
+        out.append(found)
     return out
 
 
@@ -259,6 +265,7 @@ class _Cells:
     ece_order: np.ndarray  # cells ordered by (summary, calibration bin)
     ece_runs: np.ndarray  # starts of the (summary, calibration bin) runs in that order
     ece_summaries: np.ndarray  # each summary's first run
+    ece_keys: np.ndarray  # each run's summary * ECE_BINS + calibration bin
 
     @classmethod
     def of(cls, own: Sequence[np.ndarray]) -> _Cells:
@@ -279,14 +286,12 @@ class _Cells:
         runs = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
         first_runs = np.searchsorted(ordered[runs] // ECE_BINS, np.arange(len(own)))
         starts = np.r_[0, np.cumsum(sizes)[:-1]]
-        return cls(starts, pos, first_neg, at, tied, order, runs, first_runs)
+        return cls(starts, pos, first_neg, at, tied, order, runs, first_runs, ordered[runs])
 
 
-def _cell_metrics(
-    cells: _Cells, count: np.ndarray, score: np.ndarray, loss: np.ndarray
-) -> dict[str, np.ndarray]:
-    """ROC-AUC, log loss and ECE of each summary, over the last axis of per-cell (count, score
-    sum, loss sum) laid out as `cells`; the leading axes (draws) are kept."""
+def _cell_metrics(cells: _Cells, count: np.ndarray, loss: np.ndarray) -> dict[str, np.ndarray]:
+    """ROC-AUC and log loss of each summary, over the last axis of per-cell (count, loss sum)
+    laid out as `cells`; the leading axes (draws) are kept."""
     add = functools.partial(np.add.reduceat, axis=-1)
     n = add(count, cells.starts)
     neg, pos = count[..., ~cells.pos], count[..., cells.pos]
@@ -301,14 +306,30 @@ def _cell_metrics(
     pairs = positives * (n - positives)
     with np.errstate(divide="ignore", invalid="ignore"):
         auc = np.where(pairs > 0, add(wins, cells.starts) / pairs, 0.5)
-    order, runs = cells.ece_order, cells.ece_runs
-    confidence = add(score[..., order], runs)
-    accuracy = add(np.where(cells.pos, count, 0.0)[..., order], runs)
-    return {
-        "roc_auc": auc,
-        "log_loss": add(loss, cells.starts) / n,
-        "ece": add(np.abs(accuracy - confidence), cells.ece_summaries) / n,
-    }
+    return {"roc_auc": auc, "log_loss": add(loss, cells.starts) / n}
+
+
+def _ece(
+    cells: _Cells, flat: Sequence[np.ndarray], weights: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(value, ci_low, ci_high) of each summary's ECE (`_ece`'s estimate and interval) from its
+    per (summary, calibration bin) run sums, as `_ece.ece_bins` of the rows: the bias from
+    them, the noise from the bootstrap's (cell `weights` per draw) and from null draws."""
+    add = functools.partial(np.add.reduceat, axis=-1)
+    order, runs, first = cells.ece_order, cells.ece_runs, cells.ece_summaries
+    count, score = flat[0][order], flat[1][order]
+    gap_cells = np.where(cells.pos[order], count, 0.0) - score  # labels - scores per cell
+    conf, gap = add(score, runs), add(gap_cells, runs)
+    count = add(count, runs)
+    n = add(count, first)
+    boot = noise_bound(add(np.abs(add(weights[:, order] * gap_cells, runs) - gap), first) / n)
+    dense = np.zeros((3, n.size * ECE_BINS))
+    dense[:, cells.ece_keys] = count, conf, gap
+    null = [noise_bound(null_noise(*bins)) for bins in dense.reshape(3, n.size, ECE_BINS)
+            .transpose(1, 0, 2)]  # fmt: skip
+    plugin = add(np.abs(gap), first) / n
+    bias = add(bin_bias(count, conf, gap), first) / n
+    return ece_estimate(plugin, bias, np.maximum(boot, np.array(null)))
 
 
 def _regression(s: RegressionSummary) -> dict[str, tuple[float, float, float]]:

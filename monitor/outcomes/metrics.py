@@ -9,8 +9,8 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import NDArray
 
+from monitor.outcomes._ece import ece as bias_corrected_ece
 from monitor.outcomes._multiclass import confusion_metrics
-from monitor.outcomes._score_bins import ECE_BINS
 
 Array = NDArray[np.float64]
 CLIP = 1e-15  # log loss clips probabilities to [CLIP, 1 - CLIP]
@@ -73,11 +73,9 @@ def log_loss(y: Array, score: Array, threshold: float = 0.5) -> float:
 
 
 def ece(y: Array, score: Array, threshold: float = 0.5) -> float:
-    """Expected calibration error over 10 equal-width probability bins."""
-    idx = np.minimum((score * ECE_BINS).astype(np.intp), ECE_BINS - 1)
-    conf = np.bincount(idx, weights=score, minlength=ECE_BINS)
-    acc = np.bincount(idx, weights=y, minlength=ECE_BINS)
-    return float(np.abs(acc - conf).sum() / y.size)
+    """Expected calibration error over 10 equal-width probability bins, bias-corrected (the
+    plug-in minus its estimated sampling bias, at least 0; `monitor.outcomes._ece`)."""
+    return bias_corrected_ece(y, score)
 
 
 def mae(y: Array, pred: Array, threshold: float = 0.5) -> float:
