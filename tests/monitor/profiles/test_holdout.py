@@ -7,9 +7,8 @@ import pandas as pd
 import pytest
 from scipy.stats import chi2_contingency
 
-from monitor.detectors import compare, evaluate, get_detector
+from monitor.detectors import _holdout, compare, evaluate, get_detector
 from monitor.detectors._base import Pair
-from monitor.detectors import _holdout
 from monitor.detectors._holdout import held_out_shares, settled
 from monitor.profiles import (
     ColumnSpec,
