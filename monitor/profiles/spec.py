@@ -51,7 +51,8 @@ class ColumnSpec:
     Categorical specs of references with more than K values choose the top K on a selection
     share of the reference (``selection_counts``: its rows per bucket; ``reference_counts``:
     all reference rows per bucket), so that the tests can compare the current window with the
-    held-out rest, whose counts the choice did not see (see `monitor.detectors._holdout`).
+    held-out rest, whose counts the choice did not see, or, for a value every split would
+    have chosen, with its whole count (see `monitor.detectors._holdout`).
     Specs stored before these existed have neither; their tests use the whole reference.
     """
 

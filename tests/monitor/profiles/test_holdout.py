@@ -7,8 +7,11 @@ import pandas as pd
 import pytest
 from scipy.stats import chi2_contingency
 
-from monitor.detectors import compare, evaluate, get_detector
+from monitor.detectors import _holdout, compare, evaluate, get_detector
+from monitor.detectors._base import Pair
+from monitor.detectors._holdout import held_out_shares, settled
 from monitor.profiles import (
+    ColumnSpec,
     profile_frame,
     profile_from_bytes,
     spec_from_dict,
@@ -93,3 +96,35 @@ def test_held_out_counts_of_the_chosen_values_are_unbiased_across_references() -
         devs.append((counts - chosen)[top].mean() / (9.9 * (1 - SELECTION_SHARE)) - 1)
     mean, se = float(np.mean(devs)), float(np.std(devs) / np.sqrt(len(devs)))
     assert abs(mean) < 3.5 * se, (mean, se)  # the fixed seed: -0.030 +- 0.005
+
+
+def test_a_value_any_split_would_choose_is_tested_on_its_whole_count() -> None:
+    # Selection counts of the top 5 (K-th: 10): 400, 100 and 30 lead it by more than 3 sds of
+    # another split's counts (sqrt(0.75 (s + 10))); 12 might have lost to a value left out.
+    chosen = np.array([400.0, 100.0, 30.0, 12.0, 10.0])
+    assert settled(chosen).tolist() == [True, True, True, False, False]
+    assert not settled(np.full(5, 40.0)).any()  # all tied: the choice was a draw
+    spec = ColumnSpec(
+        "c",
+        "categorical",
+        categories=("a", "b", "c", "d", "e"),
+        tail=frozenset({"f", "g"}),
+        selection_counts=(400, 100, 30, 12, 10, 48, 0),
+        reference_counts=(1600, 400, 120, 40, 60, 780, 0),
+    )
+    held = 1 - 600 / 3000  # the reference's held-out share
+    shares = held_out_shares(spec)
+    np.testing.assert_allclose(shares[:3], held)  # whole counts, at the held-out scale
+    np.testing.assert_allclose(shares[3:6], [28 / 40, 50 / 60, 732 / 780])  # their own
+    assert shares[6] == 1.0  # unseen: empty in the reference
+    profile = spec.profile(np.repeat(np.array(list("abcdef"), dtype=object),
+                                     [1600, 400, 120, 40, 60, 780]))  # fmt: skip
+    pair = _holdout.tested(get_detector("l_infinity"), Pair(profile, profile))
+    assert pair.reference.counts[:5].tolist() == [1280, 320, 96, 28, 50]
+
+
+def test_no_value_of_a_uniform_column_is_settled() -> None:
+    # Equally likely values: every top-K choice is the winner's curse's, none is exempt.
+    for seed, n in [(6, 20_000), (7, 200_000)]:
+        spec = spec_from_reference("c", _uniform(np.random.default_rng(seed), n).c)
+        assert not settled(np.asarray(spec.selection_counts[:50], dtype=np.float64)).any()
