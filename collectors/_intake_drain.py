@@ -157,6 +157,10 @@ class Drain:
         """Remember the batch's size and the windows it touched (how long to linger next)."""
         self._last_events = events
         self._last_windows = getattr(ingestor, "last_windows", 0)
+        log.debug(
+            "intake drain: %d events of %d windows, gathered over %.1f s, done %.1f s after "
+            "it began", events, self._last_windows, self._gathered_s, self.clock() - self._began,
+        )  # fmt: skip
 
     def _oldest_kind(self) -> str | None:
         """The kind of the oldest pending row (None: nothing pending)."""

@@ -97,7 +97,11 @@ class Scheduler:
         """Due now, then on the interval's grid of the clock (as claims and windows are cut)
         shifted by the tick offset, at most half the interval: a 10 s tick with 1-minute windows
         runs just after each window ends and its last events are aggregated, not anywhere up
-        to a whole interval later (which made the evaluation lag a uniform wait)."""
+        to a whole interval later (which made the evaluation lag a uniform wait).
+
+        The run at start is a job of its own: an interval job told to run now counts its later
+        runs from that moment, off the grid (APScheduler adds the interval to the previous run
+        time), which is how ticks of a 1-minute job ran at whatever second the process began."""
         offset = SchedulerConfig.offset_within(self._tick_offset_s, spec.interval_s)
         scheduler.add_job(
             self.tick,
@@ -106,7 +110,9 @@ class Scheduler:
             start_date=EPOCH + timedelta(seconds=offset),
             args=[spec.name],
             id=spec.name,
-            next_run_time=utcnow(),
+        )
+        scheduler.add_job(
+            self.tick, "date", run_date=utcnow(), args=[spec.name], id=f"{spec.name}@start"
         )
 
     def add(self, spec: JobSpec) -> None:

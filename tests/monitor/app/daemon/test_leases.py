@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
 from monitor.app.daemon._leases import claim, finish
 from monitor.app.daemon._scheduler import JobSpec, Scheduler, window_start
 from monitor.storage import JobRun, session_factory
+from tests.waiting import wait_until
 
 T0 = datetime(2026, 11, 30, 12, 0, 5, tzinfo=UTC)
 
@@ -114,3 +117,21 @@ def test_ticks_run_on_the_interval_grid_shifted_by_the_offset(engine: Engine) ->
     assert next_after("evaluate") == datetime(2026, 12, 5, 16, 0, 12, tzinfo=UTC)
     # the offset is at most half the interval
     assert next_after("fast") == datetime(2026, 12, 5, 16, 0, 8, 500000, tzinfo=UTC)
+
+
+@pytest.mark.slow
+def test_ticks_after_the_first_stay_on_the_grid(sqlite_engine: Engine) -> None:
+    """The run at start is wherever the process began; the runs after it are on the grid (an
+    interval job told to run at once had counted its later runs from that moment)."""
+    runs: list[datetime] = []
+    time.sleep((1.6 - time.time() % 1) % 1)
+    sched = Scheduler(sqlite_engine, holder="a", lease_s=60, tick_offset_s=0.25)
+    sched.add(JobSpec("often", lambda _window: runs.append(datetime.now(UTC)), 1.0))
+    sched.start()  # at ~.6 s past a second: the grid's runs come at .25
+    try:
+        wait_until(lambda: len(runs) >= 3, "three runs", timeout=10)
+    finally:
+        sched.shutdown(5)
+    assert abs(runs[0].microsecond / 1e6 - 0.6) < 0.2  # at start
+    for run in runs[1:3]:
+        assert abs(run.microsecond / 1e6 - 0.25) < 0.15, runs
