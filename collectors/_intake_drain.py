@@ -13,6 +13,8 @@ lingers (`Drain.pause_s`): longer for busy thin traffic, up to `collect.drain_ma
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import logging
 import math
 import threading
@@ -42,6 +44,29 @@ BUSY_SHARE = 0.25
 # While lingering, how often the drain looks whether a full batch is already waiting.
 LINGER_CHECK_S = 0.05
 LINGER_CHECK_MAX_S = 1.0
+
+
+# After a batch of at least this many events the freed heap is handed back (`trim_heap`).
+TRIM_AFTER_EVENTS = 2000
+
+
+def trim_heap() -> None:
+    """Hand the heap a large batch freed back to the OS. glibc keeps it, so a drain's RSS
+    stayed at its largest batch's: a window's worth of a 1,000-model fleet's thin traffic in
+    one batch (`next_batch_at`) is ~100 MiB of records and profiles per 9,000 events
+    (measured: 404 MiB after such a batch, 292 MiB trimmed). A no-op off glibc."""
+    if (libc := _glibc()) is not None:
+        libc.malloc_trim(0)
+
+
+@functools.cache
+def _glibc() -> Any:
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.malloc_trim  # noqa: B018 - glibc only
+    except (OSError, AttributeError):
+        return None
+    return libc
 
 
 class Superseded(Exception):
@@ -157,6 +182,8 @@ class Drain:
         """Remember the batch's size and the windows it touched (how long to linger next)."""
         self._last_events = events
         self._last_windows = getattr(ingestor, "last_windows", 0)
+        if events >= TRIM_AFTER_EVENTS:
+            trim_heap()
         log.debug(
             "intake drain: %d events of %d windows, gathered over %.1f s, done %.1f s after "
             "it began", events, self._last_windows, self._gathered_s, self.clock() - self._began,

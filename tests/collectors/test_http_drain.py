@@ -13,7 +13,7 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
-from collectors import Batch, BatchResult, Ingestor
+from collectors import Batch, BatchResult, Ingestor, _intake_drain
 from collectors._http_intake import IntakeLog, make_ingestor
 from collectors._intake_drain import Drain
 from monitor.config import Config, parse_config
@@ -194,3 +194,16 @@ def test_rows_of_both_adapters_are_drained_each_by_its_own(engine: Engine) -> No
     assert counted(engine) == (2, 0, 0)  # source `http`: the events; nothing pending
     with Session(engine) as session:
         assert session.scalars(select(DeadLetter.source)).all() == ["http-cloudevents"]
+
+
+def test_after_a_large_batch_the_drain_hands_its_freed_heap_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _intake_drain.trim_heap()  # the real one: glibc here, a no-op elsewhere; never raises
+    trims: list[int] = []
+    monkeypatch.setattr(_intake_drain, "trim_heap", lambda: trims.append(1))
+    drain = Drain(cast(Engine, None), lambda _: cast(Ingestor, None), "a", 10_000)
+    drain._done(cast(Ingestor, None), _intake_drain.TRIM_AFTER_EVENTS - 1)
+    assert trims == []  # small batches: nothing to give back
+    drain._done(cast(Ingestor, None), _intake_drain.TRIM_AFTER_EVENTS)
+    assert trims == [1]
