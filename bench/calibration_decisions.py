@@ -14,11 +14,18 @@ lies above the nominal rate, `exceeds`), applied to each decision under its null
   95% interval lies beyond the baseline: nominal at most 0.025 per result (the one-sided tail
   of a two-sided 95% interval).
   Whole windows and 4 equal random slices; "any" counts evaluations with any degraded result.
+  Power (`outcome_power_rows`, none promised): whole windows of 100 and 1,000 rows of a
+  degraded model (`OUTCOME_SHIFTS`) against the healthy one's population values.
 * **bands** (`monitor.estimation.estimate_binary`): CBPE fitted on a fresh labelled 5,000-row
   reference per rep, chunks of the same distribution with labels; a miss is a realized metric
   outside the band (±3 SE widened by sqrt(1 + chunk / reference); nominal 0.0027, the normal
   two-sided tail at 3 SE); `degraded` (the estimate under the reference chunks' mean minus
   a prediction interval's `band_k` sd) nominal 0.00135.
+  Power (`band_power_rows`, none promised): `degraded` on chunks whose scores moved to
+  Beta(4, 4) (100- and 1,000-row chunks).
+* **mc_bands** (`monitor.estimation.estimate_multiclass`): the same for multiclass CBPE's
+  macro metrics, a 3-class model (`multiclass_classifier`: calibrated, or overconfident scores
+  that the one-vs-rest maps correct).
 * **dle_bands** (`monitor.estimation.estimate_regression`): the same for DLE's MAE and RMSE
   bands, loss models fitted on a fresh labelled 5,000-row reference of `regression_rows`.
 * **multivariate** (`monitor.estimation.multivariate_drift`): clean chunks of `factor_frame`
@@ -84,18 +91,24 @@ class Row:
 HEADER = ["decision", "case", "trials", "rate [Wilson 95%]", "nominal", "verdict"]
 
 
-def classifier(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+def classifier(
+    rng: np.random.Generator, n: int, shift: float = 0.0
+) -> tuple[np.ndarray, np.ndarray]:
     """A calibrated binary classifier's (labels, scores): scores Beta(2, 2), labels
-    Bernoulli(score)."""
+    Bernoulli(score). `shift` degrades it: labels Bernoulli(0.5 + (1 - shift)(score - 0.5)),
+    the scores' signal shrunk (accuracy 0.6875 - 0.1875 shift)."""
     s = rng.beta(2.0, 2.0, n)
-    return (rng.random(n) < s).astype(np.float64), s
+    return (rng.random(n) < 0.5 + (1.0 - shift) * (s - 0.5)).astype(np.float64), s
 
 
-def regressor(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+def regressor(
+    rng: np.random.Generator, n: int, shift: float = 0.0
+) -> tuple[np.ndarray, np.ndarray]:
     """A regressor's (targets, predictions): predictions N(10, 2), targets = prediction + N(0, 1)
-    (targets far from 0, so MAPE is well defined)."""
+    (targets far from 0, so MAPE is well defined). `shift` degrades it: the error's sd
+    1 + shift (MAE and RMSE up by that factor)."""
     pred = rng.normal(10.0, 2.0, n)
-    return pred + rng.normal(0.0, 1.0, n), pred
+    return pred + rng.normal(0.0, 1.0 + shift, n), pred
 
 
 def model_of(metrics: Sequence[str]) -> tuple[Callable[..., tuple[np.ndarray, np.ndarray]], str]:
@@ -144,6 +157,35 @@ def outcome_rows(size: int, reps: int, metrics: Sequence[str], sliced: bool) -> 
     return out
 
 
+# The documented degradations the power rows simulate (`classifier` and `regressor`'s `shift`)
+OUTCOME_SHIFTS = {"classification": 0.2, "regression": 0.1}
+SHIFT_TEXT = {
+    "classification": "labels' signal shrunk 20% (accuracy 0.6875 -> 0.65)",
+    "regression": "error sd +10% (MAE 0.798 -> 0.878, RMSE 1.00 -> 1.10)",
+}
+
+
+def outcome_power_rows(size: int, reps: int, metrics: Sequence[str]) -> list[Row]:
+    """The share of whole windows of a degraded model (`OUTCOME_SHIFTS`) whose result is
+    `degraded` against the healthy model's population values: the power (none promised)."""
+    from monitor.outcomes import evaluate_outcomes
+
+    base = population_values(tuple(metrics))
+    model, task = model_of(metrics)
+    shift = OUTCOME_SHIFTS[task]
+    rng = np.random.default_rng(seed_of("outcome power", size, task))
+    found = dict.fromkeys(metrics, 0)
+    trials = dict.fromkeys(metrics, 0)
+    for _ in range(reps):
+        y, s = model(rng, size, shift)
+        for r in evaluate_outcomes(y, s, task, None, metrics, baseline=base):
+            if r.slice is None and r.status != "insufficient_data":
+                trials[r.metric] += 1
+                found[r.metric] += r.status == "degraded"
+    case = f"{task}, {size:,} rows, {SHIFT_TEXT[task]}"
+    return [Row(f"outcome degraded (power): {m}", case, found[m], trials[m], None) for m in metrics]
+
+
 BAND_METRICS = ("accuracy", "precision", "recall", "f1", "specificity", "roc_auc")
 
 
@@ -172,6 +214,83 @@ def band_rows(chunk: int, chunks: int, reps: int) -> list[Row]:
         *(Row(f"CBPE estimate degraded: {m}", case, low[m], trials[m], 0.00135)
           for m in BAND_METRICS),
     ]  # fmt: skip
+
+
+CLASSES = ("a", "b", "c")
+SHARPENED = 2.0  # the scores' exponent in the miscalibrated multiclass case
+
+
+def multiclass_classifier(
+    rng: np.random.Generator, n: int, sharpen: float = 1.0
+) -> tuple[np.ndarray, np.ndarray]:
+    """A 3-class classifier's (labels as class indexes, scores per class): probabilities
+    Dirichlet(2, 2, 2), labels Categorical(probabilities); scores the probabilities to the
+    power `sharpen`, renormalised (1: calibrated, as `classifier`; 2: overconfident, which the
+    one-vs-rest maps must correct and the row normalisation may not restore exactly)."""
+    p = rng.dirichlet(np.full(len(CLASSES), 2.0), n)
+    labels = (rng.random((n, 1)) > p.cumsum(axis=1)).sum(axis=1)
+    scores = p**sharpen
+    return labels.astype(np.intp), scores / scores.sum(axis=1, keepdims=True)
+
+
+def multiclass_band_rows(
+    chunk: int, chunks: int, reps: int, sharpen: float = 1.0, reference: int = REFERENCE_ROWS
+) -> list[Row]:
+    """Multiclass CBPE (one-vs-rest, macro metrics) band misses and `degraded` estimates per
+    metric over same-distribution labelled chunks, maps fitted on a fresh labelled reference
+    (`reference` rows) per rep."""
+    from monitor.estimation import estimate_multiclass, fit_multiclass
+    from monitor.estimation._multiclass import MULTICLASS_METRICS, MulticlassData
+
+    rng = np.random.default_rng(seed_of("multiclass bands", chunk, sharpen, reference))
+    miss = dict.fromkeys(MULTICLASS_METRICS, 0)
+    low = dict.fromkeys(MULTICLASS_METRICS, 0)
+    trials = dict.fromkeys(MULTICLASS_METRICS, 0)
+    how = EstimateOptions(chunk_size=chunk, metrics=MULTICLASS_METRICS)
+    for _ in range(reps):
+        ry, rs = multiclass_classifier(rng, reference, sharpen)
+        cy, cs = multiclass_classifier(rng, chunk * chunks, sharpen)
+        ref = MulticlassData(rs, rs.argmax(axis=1), ry)
+        cur = MulticlassData(cs, cs.argmax(axis=1), cy)
+        for r in estimate_multiclass(fit_multiclass(CLASSES, rs, ry), ref, cur, how):
+            if r.realized is None or r.ci_low is None or r.ci_high is None:
+                continue
+            trials[r.metric] += 1
+            miss[r.metric] += not (r.ci_low <= r.realized <= r.ci_high)
+            low[r.metric] += r.status == "degraded"
+    model = "calibrated" if sharpen == 1.0 else f"scores sharpened ^{sharpen:g}"
+    case = f"3 classes, {model}, chunks of {chunk:,} rows, reference {reference:,}"
+    return [
+        *(Row(f"multiclass CBPE band misses realized: macro {m}", case, miss[m], trials[m],
+              0.0027) for m in MULTICLASS_METRICS),
+        *(Row(f"multiclass CBPE estimate degraded: macro {m}", case, low[m], trials[m],
+              0.00135) for m in MULTICLASS_METRICS),
+    ]  # fmt: skip
+
+
+BAND_SHIFT = 4.0  # the current scores' Beta(a, a) in the power rows (reference: Beta(2, 2))
+
+
+def band_power_rows(chunk: int, chunks: int, reps: int) -> list[Row]:
+    """CBPE `degraded` under a documented covariate shift: the reference as in `band_rows`,
+    current scores Beta(4, 4) (still calibrated, nearer 0.5: accuracy 0.6875 -> 0.637); the
+    share of chunks whose estimate is `degraded` (the power, none promised)."""
+    rng = np.random.default_rng(seed_of("band power", chunk))
+    found = dict.fromkeys(BAND_METRICS, 0)
+    trials = dict.fromkeys(BAND_METRICS, 0)
+    how = EstimateOptions(chunk_size=chunk, metrics=BAND_METRICS)
+    for _ in range(reps):
+        ry, rs = classifier(rng, REFERENCE_ROWS)
+        cs = rng.beta(BAND_SHIFT, BAND_SHIFT, chunk * chunks)
+        ref = BinaryData(rs, (rs >= 0.5).astype(np.float64), ry)
+        cur = BinaryData(cs, (cs >= 0.5).astype(np.float64))
+        for r in estimate_binary(fit_calibration(rs, ry), ref, cur, how):
+            if r.status in ("ok", "degraded"):
+                trials[r.metric] += 1
+                found[r.metric] += r.status == "degraded"
+    case = f"chunks of {chunk:,} rows, scores Beta(2, 2) -> Beta(4, 4)"
+    return [Row(f"CBPE estimate degraded (power): {m}", case, found[m], trials[m], None)
+            for m in BAND_METRICS]  # fmt: skip
 
 
 def regression_rows(
@@ -336,21 +455,44 @@ def gate_rows(n: int, limit: float, reps: int) -> list[Row]:
 
 CLASSIFICATION = ("accuracy", "precision", "recall", "f1", "roc_auc", "log_loss", "ece")
 REGRESSION = ("mae", "rmse", "mape")
+# (chunk, reference rows, reps divisor): the last a large reference, where the widening is
+# small and the one-vs-rest estimate's own bias (overconfident scores) shows
+MC_BAND_CASES = ((100, REFERENCE_ROWS, 4), (1_000, REFERENCE_ROWS, 4),
+                 (10_000, REFERENCE_ROWS, 4), (10_000, 100_000, 20))  # fmt: skip
+POWER_SIZES = (100, 1_000)  # whole windows of a degraded model: the power rows
 OUTCOME_CASES = ((100, False), (1_000, False), (10_000, False), (1_000, True), (10_000, True))
 DECISIONS: dict[str, Callable[[int], list[Row]]] = {
     "outcomes": lambda reps: [
         row
         for size, sliced in OUTCOME_CASES
         for metrics in (CLASSIFICATION, REGRESSION)
-        for row in outcome_rows(size, reps, metrics, sliced)
+        for row in (
+            outcome_rows(size, reps, metrics, sliced)
+            + (
+                outcome_power_rows(size, reps, metrics)
+                if size in POWER_SIZES and not sliced
+                else []
+            )
+        )
     ],
     "bands": lambda reps: [
-        row for chunk in (100, 1_000, 10_000) for row in band_rows(chunk, 10, max(reps // 4, 1))
+        row
+        for chunk in (100, 1_000, 10_000)
+        for row in (
+            band_rows(chunk, 10, max(reps // 4, 1))
+            + (band_power_rows(chunk, 10, max(reps // 4, 1)) if chunk in POWER_SIZES else [])
+        )
     ],
     "dle_bands": lambda reps: [
         row
         for chunk in (100, 1_000, 10_000)
         for row in dle_band_rows(chunk, 10, max(reps // 10, 1))
+    ],
+    "mc_bands": lambda reps: [
+        row
+        for sharpen in (1.0, SHARPENED)
+        for chunk, reference, scale in MC_BAND_CASES
+        for row in multiclass_band_rows(chunk, 10, max(reps // scale, 1), sharpen, reference)
     ],
     "multivariate": lambda reps: [
         row

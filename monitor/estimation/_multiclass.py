@@ -217,12 +217,17 @@ def _accuracy(sums: MulticlassSums) -> tuple[float, float]:
 
 
 def _macro_auc(sums: MulticlassSums) -> tuple[float, float]:
-    aucs, variances = [], []
+    """The mean of the classes' one-vs-rest AUCs; its standard error the mean of theirs (the
+    bound for perfectly correlated errors). The classes' AUCs share rows (one class's positives
+    are another's negatives): their errors correlate (about 0.3 between 3 classes), and the
+    independent classes' sqrt(sum SE²) / k missed the realized macro AUC in 1–3% of chunks
+    (nominal 0.27%; docs, Calibration)."""
+    aucs, ses = [], []
     for rows, pos in zip(sums.bin_rows, sums.bin_q, strict=True):
         auc, se = soft_auc(pos, np.maximum(rows - pos, 0.0))
         aucs.append(auc)
-        variances.append(se * se)
-    return float(np.mean(aucs)), math.sqrt(sum(variances)) / len(aucs)
+        ses.append(se)
+    return float(np.mean(aucs)), float(np.mean(ses))
 
 
 def _macro_confusion(sums: MulticlassSums) -> dict[str, tuple[float, float]]:
