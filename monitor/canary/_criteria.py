@@ -226,4 +226,4 @@ def _shortfall_p(shortfall: Callable[[float], float], tol: float) -> float:
     for _ in range(60):
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if shortfall(mid) > tol else (lo, mid)
-    return NormalDist().cdf(-(lo + hi) / 2)
+    return 0.5 * math.erfc((lo + hi) / 2 / math.sqrt(2))  # the normal upper tail, exact far out
