@@ -31,11 +31,15 @@ lies above the nominal rate, `exceeds`), applied to each decision under its null
   and a canary exactly `metric_tolerance` (0.02) worse (the outcome criterion: the canary worse
   by more than the tolerance at one-sided confidence 1 - `canary.alpha`; nominal 0.01 in
   both), and its power (reported, no rate promised) against canaries 0.05 and 0.10 worse.
+* **canary_metrics**: the outcome criterion on metrics that are not proportions, from
+  summaries: MAE and RMSE with the canary exactly the tolerance worse, F1 / ROC AUC / log loss
+  of two equal classifiers (nominal `canary.alpha`).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -328,6 +332,59 @@ def canary_rows(n: int, reps: int, worse: Sequence[float] = (0.0, 0.02)) -> list
     return rows
 
 
+def canary_metric_rows(n: int, reps: int) -> list[Row]:
+    """The outcome criterion on metrics other than proportions, from summaries as the canary
+    reads them: a regressor's MAE and RMSE with the canary's errors scaled so each is exactly
+    `metric_tolerance` worse (normal intervals from moments), and a classifier's F1, ROC AUC
+    and log loss on two versions that do not differ (bootstrapped / moment intervals)."""
+    from monitor.canary._criteria import outcomes
+    from monitor.canary._evidence import Evidence
+    from monitor.config import ModelConfig
+    from monitor.config.serving import CanaryConfig
+    from monitor.outcomes.from_summary import evaluate_summaries
+    from monitor.outcomes.summary import Task, add_pairs, new_summary
+
+    cfg = ModelConfig(name="m", canary=CanaryConfig(min_labels=100))
+    alpha, tol = cfg.canary.alpha, cfg.canary.metric_tolerance
+    rng = np.random.default_rng(seed_of("canary_metrics", n))
+
+    def version(task: Task, y: np.ndarray, s: np.ndarray, metrics: tuple[str, ...]) -> Evidence:
+        summary = new_summary(task, 0.5)
+        add_pairs(summary, y, s)
+        return Evidence("v", outcomes=tuple(evaluate_summaries([(None, summary)], task, metrics)))
+
+    # errors N(0, 1): MAE sqrt(2/pi), RMSE 1; scaled by k each is `tol` higher
+    scale = {"mae": 1 + tol / math.sqrt(2 / math.pi), "rmse": 1 + tol}
+    cases: list[tuple[Task, tuple[str, ...], str]] = [
+        ("regression", tuple(scale), f"canary errors scaled: {tol:g} worse"),
+        ("classification", ("f1", "roc_auc", "log_loss"), "same model"),
+    ]
+    rows = []
+    for task, metrics, what in cases:
+        failed = dict.fromkeys(metrics, 0)
+        for _ in range(reps):
+            if task == "regression":
+                y, pred = regressor(rng, n)
+                stable = version(task, y, pred, metrics)
+                y1, pred1 = regressor(rng, n)
+                for m in metrics:
+                    canary = version(task, pred1 + scale[m] * (y1 - pred1), pred1, (m,))
+                    (c,) = outcomes(Evidence("s", outcomes=tuple(
+                        r for r in stable.outcomes if r.metric == m)), canary, cfg)  # fmt: skip
+                    failed[m] += c.status == "fail"
+            else:
+                stable = version(task, *classifier(rng, n), metrics)
+                canary = version(task, *classifier(rng, n), metrics)
+                for c in outcomes(stable, canary, cfg):
+                    failed[c.name.removeprefix("outcome:")] += c.status == "fail"
+        rows += [
+            Row(f"canary outcome:{m} fails (tolerance {tol:g}, alpha {alpha:g})",
+                f"{n:,} labels per version, {what}", failed[m], reps, alpha)
+            for m in metrics
+        ]  # fmt: skip
+    return rows
+
+
 def gate_rows(n: int, limit: float, reps: int) -> list[Row]:
     """The gate's flip-rate criterion on an `n`-row slice (under `min_slice_rows`, 200):
     false fails of a candidate whose true flip rate is the limit (the breach rule, nominal
@@ -388,6 +445,9 @@ DECISIONS: dict[str, Callable[[int], list[Row]]] = {
         row
         for n in (100, 1_000, 10_000)
         for row in canary_rows(n, reps * 5, (0.0, 0.02, 0.05, 0.10))
+    ],
+    "canary_metrics": lambda reps: [
+        row for n in (100, 1_000, 10_000) for row in canary_metric_rows(n, int(reps * 10 / n**0.5))
     ],
 }
 
