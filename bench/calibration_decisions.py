@@ -34,13 +34,19 @@ lies above the nominal rate, `exceeds`), applied to each decision under its null
   samples of one distribution; the rate of p < 1e-6 (the rule), and of p < 1e-3 and p < 1e-2
   (the tail levels a simulation can count).
 * **canary** (`monitor.canary` criteria, imported, not changed): stable and canary versions
-  with the same error rate (the error-rate test at `canary.alpha` 0.01) and the same accuracy
-  (the outcome criterion: canary value below stable - `metric_tolerance` 0.02).
+  with the same error rate (the error-rate test at `canary.alpha` 0.01), the same accuracy
+  and a canary exactly `metric_tolerance` (0.02) worse (the outcome criterion: the canary worse
+  by more than the tolerance at one-sided confidence 1 - `canary.alpha`; nominal 0.01 in
+  both), and its power (reported, no rate promised) against canaries 0.05 and 0.10 worse.
+* **canary_metrics**: the outcome criterion on metrics that are not proportions, from
+  summaries: MAE and RMSE with the canary exactly the tolerance worse, F1 / ROC AUC / log loss
+  of two equal classifiers (nominal `canary.alpha`).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -68,6 +74,7 @@ class Row:
     events: int
     trials: int
     nominal: float | None  # None: no rate is promised (reported only)
+    power: bool = False  # the rate is a power (a true difference found), not a false alarm
 
     @property
     def failure(self) -> str | None:
@@ -84,6 +91,7 @@ class Row:
         lo, hi = wilson(self.events, self.trials)
         rate = f"{self.events / self.trials:.4f} [{lo:.4f}, {hi:.4f}]" if self.trials else "—"
         nominal = "not promised" if self.nominal is None else f"≤ {self.nominal:g}"
+        nominal = "power" if self.power else nominal
         verdict = "EXCEEDS" if self.flagged else "ok" if self.nominal is not None else "—"
         return [self.decision, self.case, f"{self.trials:,}", rate, nominal, verdict]
 
@@ -400,8 +408,10 @@ def evidence_rows(k: int, n_ref: int, n_cur: int, tests: int) -> list[Row]:
     return [Row(f"evidence rule: p < {lv:g}", case, hits[lv], done, lv) for lv in levels]
 
 
-def canary_rows(n: int, reps: int) -> list[Row]:
-    """The existing canary criteria on two versions that do not differ."""
+def canary_rows(n: int, reps: int, worse: Sequence[float] = (0.0, 0.02)) -> list[Row]:
+    """The canary criteria on stable accuracy 0.8 against a canary `worse` below it (0: two
+    versions that do not differ; the error rates are always the same): false failures where
+    the shortfall is at most the tolerance (nominal `canary.alpha`), power beyond it."""
     from monitor.canary._criteria import error_rate, outcomes
     from monitor.canary._evidence import Evidence
     from monitor.config import ModelConfig
@@ -410,25 +420,88 @@ def canary_rows(n: int, reps: int) -> list[Row]:
     from monitor.profiles.serving import ServingSummary
 
     cfg = ModelConfig(name="m", canary=CanaryConfig(min_events=100, min_labels=100))
+    alpha, tol = cfg.canary.alpha, cfg.canary.metric_tolerance
     rng = np.random.default_rng(seed_of("canary", n))
-    errors = worse = 0
 
     def version(name: str, accuracy: float) -> Evidence:
         served = ServingSummary(n, int(rng.binomial(n, 0.01)))
         acc = OutcomeResult("accuracy", None, accuracy, None, None, None, None, n, "ok")
         return Evidence(name, {}, served, (acc,))
 
-    for _ in range(reps):
-        stable = version("1", rng.binomial(n, 0.8) / n)
-        canary = version("2", rng.binomial(n, 0.8) / n)
-        errors += error_rate(stable, canary, cfg).status == "fail"
-        worse += outcomes(stable, canary, cfg)[0].status == "fail"
-    case = f"{n:,} requests and labels per version, same rates"
-    alpha = cfg.canary.alpha
-    return [
-        Row(f"canary error_rate fails (alpha {alpha:g})", case, errors, reps, alpha),
-        Row("canary outcome:accuracy fails (tolerance 0.02)", case, worse, reps, None),
+    case = f"{n:,} requests and labels per version"
+    rows = []
+    for shortfall in worse:
+        errors = failed = 0
+        for _ in range(reps):
+            stable = version("1", rng.binomial(n, 0.8) / n)
+            canary = version("2", rng.binomial(n, 0.8 - shortfall) / n)
+            errors += error_rate(stable, canary, cfg).status == "fail"
+            failed += outcomes(stable, canary, cfg)[0].status == "fail"
+        if shortfall == 0:
+            rows.append(Row(f"canary error_rate fails (alpha {alpha:g})", f"{case}, same rates",
+                            errors, reps, alpha))  # fmt: skip
+        within = shortfall <= tol
+        what = "fails" if within else "catches"
+        rows.append(Row(
+            f"canary outcome:accuracy {what} (tolerance {tol:g}, alpha {alpha:g})",
+            f"{case}, " + (f"canary accuracy {shortfall:g} below the stable's 0.8" if shortfall
+                           else "same accuracy 0.8"),
+            failed, reps, alpha if within else None, power=not within,
+        ))  # fmt: skip
+    return rows
+
+
+def canary_metric_rows(n: int, reps: int) -> list[Row]:
+    """The outcome criterion on metrics other than proportions, from summaries as the canary
+    reads them: a regressor's MAE and RMSE with the canary's errors scaled so each is exactly
+    `metric_tolerance` worse (normal intervals from moments), and a classifier's F1, ROC AUC
+    and log loss on two versions that do not differ (bootstrapped / moment intervals)."""
+    from monitor.canary._criteria import outcomes
+    from monitor.canary._evidence import Evidence
+    from monitor.config import ModelConfig
+    from monitor.config.serving import CanaryConfig
+    from monitor.outcomes.from_summary import evaluate_summaries
+    from monitor.outcomes.summary import Task, add_pairs, new_summary
+
+    cfg = ModelConfig(name="m", canary=CanaryConfig(min_labels=100))
+    alpha, tol = cfg.canary.alpha, cfg.canary.metric_tolerance
+    rng = np.random.default_rng(seed_of("canary_metrics", n))
+
+    def version(task: Task, y: np.ndarray, s: np.ndarray, metrics: tuple[str, ...]) -> Evidence:
+        summary = new_summary(task, 0.5)
+        add_pairs(summary, y, s)
+        return Evidence("v", outcomes=tuple(evaluate_summaries([(None, summary)], task, metrics)))
+
+    # errors N(0, 1): MAE sqrt(2/pi), RMSE 1; scaled by k each is `tol` higher
+    scale = {"mae": 1 + tol / math.sqrt(2 / math.pi), "rmse": 1 + tol}
+    cases: list[tuple[Task, tuple[str, ...], str]] = [
+        ("regression", tuple(scale), f"canary errors scaled: {tol:g} worse"),
+        ("classification", ("f1", "roc_auc", "log_loss"), "same model"),
     ]
+    rows = []
+    for task, metrics, what in cases:
+        failed = dict.fromkeys(metrics, 0)
+        for _ in range(reps):
+            if task == "regression":
+                y, pred = regressor(rng, n)
+                stable = version(task, y, pred, metrics)
+                y1, pred1 = regressor(rng, n)
+                for m in metrics:
+                    canary = version(task, pred1 + scale[m] * (y1 - pred1), pred1, (m,))
+                    (c,) = outcomes(Evidence("s", outcomes=tuple(
+                        r for r in stable.outcomes if r.metric == m)), canary, cfg)  # fmt: skip
+                    failed[m] += c.status == "fail"
+            else:
+                stable = version(task, *classifier(rng, n), metrics)
+                canary = version(task, *classifier(rng, n), metrics)
+                for c in outcomes(stable, canary, cfg):
+                    failed[c.name.removeprefix("outcome:")] += c.status == "fail"
+        rows += [
+            Row(f"canary outcome:{m} fails (tolerance {tol:g}, alpha {alpha:g})",
+                f"{n:,} labels per version, {what}", failed[m], reps, alpha)
+            for m in metrics
+        ]  # fmt: skip
+    return rows
 
 
 def gate_rows(n: int, limit: float, reps: int) -> list[Row]:
@@ -510,7 +583,14 @@ DECISIONS: dict[str, Callable[[int], list[Row]]] = {
         for n in (30, 100, 199)
         for row in gate_rows(n, limit, reps * 10)
     ],
-    "canary": lambda reps: [row for n in (100, 1_000, 10_000) for row in canary_rows(n, reps * 5)],
+    "canary": lambda reps: [
+        row
+        for n in (100, 1_000, 10_000)
+        for row in canary_rows(n, reps * 5, (0.0, 0.02, 0.05, 0.10))
+    ],
+    "canary_metrics": lambda reps: [
+        row for n in (100, 1_000, 10_000) for row in canary_metric_rows(n, int(reps * 10 / n**0.5))
+    ],
 }
 
 

@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Literal
 
 from monitor.canary._evidence import Evidence
 from monitor.common.measures import OBJECTIVE_STATS, Measure
 from monitor.config import ModelConfig
 from monitor.detectors import compare, get_detector, rebin
-from monitor.outcomes import get_metric
+from monitor.outcomes import Metric, OutcomeResult, difference, get_metric, rescale, wilson
 from monitor.profiles import Profile
 from monitor.profiles.serving import LatencySketch
 from monitor.slo.breakdown import latency_shift
@@ -157,7 +159,8 @@ def _two_proportion_p(x1: int, n1: int, x0: int, n0: int) -> float:
 
 
 def outcomes(stable: Evidence, canary: Evidence, cfg: ModelConfig) -> list[CanaryCriterion]:
-    """Each outcome metric of the canary against the stable's, within `metric_tolerance`."""
+    """Each outcome metric of the canary against the stable's: fails when the canary is worse
+    by more than `metric_tolerance` at one-sided confidence 1 - `canary.alpha` (`_metric`)."""
     by_name = {r.metric: r for r in canary.outcomes}
     out = []
     for base in stable.outcomes:
@@ -165,19 +168,62 @@ def outcomes(stable: Evidence, canary: Evidence, cfg: ModelConfig) -> list[Canar
         n = mine.n if mine is not None else 0
         value = mine.value if mine is not None else None
         name = f"outcome:{base.metric}"
-        if value is None or base.value is None or min(n, base.n) < cfg.canary.min_labels:
+        if (mine is None or value is None or base.value is None
+                or min(n, base.n) < cfg.canary.min_labels):  # fmt: skip
             out.append(CanaryCriterion(name, "insufficient_data", value, base.value, None, n,
                                        base.n, "too few labels"))  # fmt: skip
             continue
-        out.append(_metric(name, base.metric, value, base.value, n, base.n, cfg))
+        out.append(_metric(name, mine, base, cfg))
     return out
 
 
-def _metric(name: str, metric: str, value: float, base: float, n: int, n0: int,
-            cfg: ModelConfig) -> CanaryCriterion:  # fmt: skip
-    tol = cfg.canary.metric_tolerance
-    if get_metric(metric).higher_is_better:
-        threshold, failed = base - tol, value < base - tol
-    else:
-        threshold, failed = base + tol, value > base + tol
-    return CanaryCriterion(name, "fail" if failed else "ok", value, base, threshold, n, n0)
+def _metric(name: str, mine: OutcomeResult, base: OutcomeResult, cfg: ModelConfig
+            ) -> CanaryCriterion:  # fmt: skip
+    """The canary's shortfall (stable - canary, or canary - stable where lower is better) is
+    more than the tolerance at one-sided confidence 1 - alpha: the lower end of its interval
+    (each version's interval at that level — Wilson for proportions, the stored interval's ends
+    rescaled otherwise — combined by `difference`) is above `metric_tolerance`."""
+    metric = get_metric(mine.metric)
+    tol, alpha = cfg.canary.metric_tolerance, cfg.canary.alpha
+    value, b = float(mine.value or 0.0), float(base.value or 0.0)
+    better = metric.higher_is_better
+    threshold = b - tol if better else b + tol
+    if not metric.proportion and None in (mine.ci_low, mine.ci_high, base.ci_low, base.ci_high):
+        return CanaryCriterion(name, "insufficient_data", value, b, threshold, mine.n, base.n,
+                               "no interval")  # fmt: skip
+
+    def shortfall(z: float) -> float:
+        """Lower end of the one-sided interval of the shortfall at normal quantile z."""
+        a, s = _interval(metric, mine, z), _interval(metric, base, z)
+        return difference(b, s, value, a)[0] if better else difference(value, a, b, s)[0]
+
+    z = NormalDist().inv_cdf(1 - alpha)
+    low = shortfall(z)
+    p_value = _shortfall_p(shortfall, tol)
+    detail = f"worse by {shortfall(0.0):.3g}, at least {low:.3g} ({1 - alpha:.4g}); p {p_value:.3g}"
+    return CanaryCriterion(name, "fail" if low > tol else "ok", value, b, threshold, mine.n,
+                           base.n, detail, p_value)  # fmt: skip
+
+
+def _interval(metric: Metric, r: OutcomeResult, z: float) -> tuple[float, float]:
+    """`r`'s interval at normal quantile z: Wilson for proportions (from value and support),
+    else its stored 95% interval `rescale`d."""
+    value = float(r.value or 0.0)
+    if metric.proportion:
+        return wilson(value * r.n, r.n, z)
+    return rescale(value, float(r.ci_low or 0.0), float(r.ci_high or 0.0), z)
+
+
+def _shortfall_p(shortfall: Callable[[float], float], tol: float) -> float:
+    """One-sided p-value that the shortfall exceeds `tol`: the alpha at which the interval's
+    lower end is `tol` (bisection on z; the lower end falls as z grows); 1.0 when the point
+    shortfall is not above `tol`."""
+    lo, hi = 0.0, 40.0
+    if shortfall(lo) <= tol:
+        return 1.0
+    if shortfall(hi) > tol:
+        return 0.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if shortfall(mid) > tol else (lo, mid)
+    return 0.5 * math.erfc((lo + hi) / 2 / math.sqrt(2))  # the normal upper tail, exact far out

@@ -175,12 +175,16 @@ class CanaryConfig(StrictModel):
         allow_inf_nan=False,
         description="Canary p95/p99 latency may be at most this many times the stable version's.",
     )
-    # Significance of the one-sided two-proportion test of the error rates.
+    # Significance of the one-sided tests: the error rates' two-proportion test, each outcome
+    # metric's shortfall beyond `metric_tolerance`.
     alpha: float = Field(
         default=0.01,
         gt=0,
         lt=1,
-        description="Significance of the one-sided two-proportion test of the error rates.",
+        description=(
+            "Significance of the one-sided tests: the two-proportion test of the error rates "
+            "and each outcome metric's shortfall beyond `metric_tolerance`."
+        ),
     )
     # Minimum evidence per criterion, each version: events (and latency samples), labels.
     min_events: int = Field(
@@ -193,12 +197,16 @@ class CanaryConfig(StrictModel):
     min_labels: int = Field(
         default=100, ge=1, description="Labels per version needed for the outcome criteria."
     )
-    # The largest outcome-metric drop (canary below stable) that still passes.
+    # The largest outcome-metric drop (canary below stable) that passes: a canary fails only
+    # when its drop is beyond this at confidence 1 - alpha.
     metric_tolerance: float = Field(
         default=0.02,
         ge=0,
         allow_inf_nan=False,
-        description="The largest outcome-metric drop (canary below stable) that still passes.",
+        description=(
+            "The largest outcome-metric drop (canary below stable) that passes: the criterion "
+            "fails only when the drop exceeds it at one-sided confidence 1 - `alpha`."
+        ),
     )
     # `rollback`: the admin POST .../apply moves a failed active canary back (never the GET).
     action: Literal["notify", "rollback"] = Field(

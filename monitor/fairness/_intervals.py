@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from statistics import NormalDist
 
-from monitor.outcomes import wilson
+from monitor.outcomes import difference, wilson
 
 
 def simultaneous_z(alpha: float, comparisons: int) -> float:
@@ -16,11 +16,7 @@ def simultaneous_z(alpha: float, comparisons: int) -> float:
 
 def newcombe(x1: float, n1: int, x2: float, n2: int, z: float) -> tuple[float, float]:
     """Newcombe's hybrid score interval of p1 - p2 (method 10: from each side's Wilson interval)."""
-    p1, p2 = x1 / n1, x2 / n2
-    l1, u1 = wilson(x1, n1, z)
-    l2, u2 = wilson(x2, n2, z)
-    d = p1 - p2
-    return d - math.hypot(p1 - l1, u2 - p2), d + math.hypot(u1 - p1, p2 - l2)
+    return difference(x1 / n1, wilson(x1, n1, z), x2 / n2, wilson(x2, n2, z))
 
 
 def katz(x1: float, n1: float, x2: float, n2: float, z: float) -> tuple[float, float]:

@@ -11,7 +11,7 @@ from monitor.outcomes._base import (
     get_metric,
 )
 from monitor.outcomes._evaluate import MIN_SUPPORT, evaluate_outcomes
-from monitor.outcomes._intervals import bootstrap, wilson
+from monitor.outcomes._intervals import bootstrap, difference, rescale, wilson
 from monitor.outcomes._multiclass import MulticlassSummary, class_of, confusion_metrics
 
 __all__ = [
@@ -25,7 +25,9 @@ __all__ = [
     "bootstrap",
     "class_of",
     "confusion_metrics",
+    "difference",
     "evaluate_outcomes",
     "get_metric",
+    "rescale",
     "wilson",
 ]

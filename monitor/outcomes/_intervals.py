@@ -1,4 +1,5 @@
-"""Confidence intervals: Wilson for proportions, percentile bootstrap for everything else."""
+"""Confidence intervals: Wilson for proportions, percentile bootstrap for everything else, and
+the interval of a difference of two estimates from their own intervals (MOVER)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,24 @@ def wilson(successes: float, n: int, z: float = Z95) -> tuple[float, float]:
     low = 0.0 if p == 0.0 else max(0.0, centre - half)
     high = 1.0 if p == 1.0 else min(1.0, centre + half)
     return low, high
+
+
+def difference(
+    a: float, a_ci: tuple[float, float], b: float, b_ci: tuple[float, float]
+) -> tuple[float, float]:
+    """Interval of a - b from each estimate's own interval at the same level (MOVER: Zou &
+    Donner's recovery of the variances from the ends; with Wilson intervals of two proportions
+    it is Newcombe's hybrid score interval, method 10)."""
+    d = a - b
+    return d - math.hypot(a - a_ci[0], b_ci[1] - b), d + math.hypot(a_ci[1] - a, b - b_ci[0])
+
+
+def rescale(value: float, low: float, high: float, z: float) -> tuple[float, float]:
+    """A 95% interval of `value` as the interval at normal quantile z: each end moved from the
+    value by z / Z95 (exact for a normal interval, the usual approximation for a percentile
+    bootstrap's)."""
+    k = z / Z95
+    return value - (value - low) * k, value + (high - value) * k
 
 
 def bootstrap(

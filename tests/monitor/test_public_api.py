@@ -123,8 +123,10 @@ PINNED: dict[str, set[str]] = {
         "bootstrap",
         "class_of",
         "confusion_metrics",
+        "difference",
         "evaluate_outcomes",
         "get_metric",
+        "rescale",
         "wilson",
     },
     "monitor.loadtest": {

@@ -26,8 +26,10 @@ def ev(version: str, serving: ServingSummary, outcomes: tuple[OutcomeResult, ...
     return Evidence(version, {}, serving, outcomes)
 
 
-def auc(value: float, n: int) -> OutcomeResult:
-    return OutcomeResult("roc_auc", None, value, None, None, None, None, n, "ok")
+def auc(value: float, n: int, half: float | None = 0.01) -> OutcomeResult:
+    """A ROC AUC with its 95% interval value ± half (None: no interval)."""
+    lo, hi = (None, None) if half is None else (value - half, value + half)
+    return OutcomeResult("roc_auc", None, value, lo, hi, None, None, n, "ok")
 
 
 def test_error_rate_two_proportion_test_and_slo() -> None:
@@ -66,8 +68,14 @@ def test_outcome_metrics_where_labels_exist() -> None:
     stable = ev("1", ServingSummary(), (auc(0.90, 500),))
     drop = outcomes(stable, ev("2", ServingSummary(), (auc(0.85, 200),)), CFG)
     assert [(c.name, c.status, c.threshold) for c in drop] == [("outcome:roc_auc", "fail", 0.88)]
+    assert drop[0].p_value is not None and drop[0].p_value < CFG.canary.alpha
     fine = outcomes(stable, ev("2", ServingSummary(), (auc(0.89, 200),)), CFG)
-    assert fine[0].status == "ok"
+    assert fine[0].status == "ok" and fine[0].p_value == 1.0
+    # the same drop, measured too loosely to be sure it exceeds the tolerance: not a failure
+    loose = outcomes(stable, ev("2", ServingSummary(), (auc(0.85, 200, 0.05),)), CFG)
+    assert loose[0].status == "ok" and loose[0].threshold == 0.88
+    bare = outcomes(stable, ev("2", ServingSummary(), (auc(0.85, 200, None),)), CFG)
+    assert bare[0].status == "insufficient_data" and bare[0].detail == "no interval"
     unlabeled = outcomes(stable, ev("2", ServingSummary()), CFG)
     assert unlabeled[0].status == "insufficient_data" and unlabeled[0].n_canary == 0
     assert outcomes(ev("1", ServingSummary()), ev("2", ServingSummary()), CFG) == []

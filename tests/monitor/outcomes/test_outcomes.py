@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from monitor.errors import InputError, RegistryError
-from monitor.outcomes import METRICS, evaluate_outcomes, get_metric, wilson
+from monitor.outcomes import METRICS, difference, evaluate_outcomes, get_metric, rescale, wilson
 
 
 @pytest.fixture
@@ -51,6 +51,18 @@ def test_ece_of_perfectly_calibrated_scores_is_small(rng: np.random.Generator) -
 def test_wilson_known_values() -> None:
     assert wilson(0, 10) == pytest.approx((0.0, 0.2775), abs=1e-4)
     assert wilson(5, 10) == pytest.approx((0.2366, 0.7634), abs=1e-4)
+
+
+def test_difference_and_rescale() -> None:
+    # two normal 95% intervals: the difference's is the Wald interval, sqrt(se1² + se2²)
+    assert difference(0.5, (0.4, 0.6), 0.3, (0.2, 0.4)) == pytest.approx((0.0586, 0.3414), 1e-3)
+    # asymmetric ends: each side of the difference takes the matching ends
+    assert difference(1.0, (0.9, 1.3), 0.0, (-0.4, 0.1)) == pytest.approx(
+        (1.0 - 0.1 * 2**0.5, 1.0 + 0.5), 1e-9
+    )
+    assert rescale(1.0, 0.8, 1.4, 1.959963984540054) == pytest.approx((0.8, 1.4))
+    assert rescale(1.0, 0.8, 1.4, 0.0) == (1.0, 1.0)
+    assert rescale(1.0, 0.8, 1.4, 2 * 1.959963984540054) == pytest.approx((0.6, 1.8))
 
 
 def test_degradation_in_one_slice_only(rng: np.random.Generator) -> None:
