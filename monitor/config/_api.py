@@ -301,7 +301,7 @@ class SchedulerConfig(StrictModel):
         description=(
             "A day or week that has not ended is re-evaluated at most once per this many "
             "seconds while its windows change (0: every evaluation); one that has ended is "
-            "evaluated at once. Null: 0.25 s per model, up to 300, and 0 while that is not "
+            "evaluated at once. Null: 1 s per model, up to 900, and 0 while that is not "
             "more than `evaluate_interval_s` (small deployments see every change at once)."
         ),
     )
@@ -315,8 +315,8 @@ class SchedulerConfig(StrictModel):
         description=(
             "A window that has not ended is re-evaluated at most once per this many seconds "
             "while its profiles change (0: every evaluation); one that has ended is evaluated "
-            "at the next evaluation. Null: as `period_interval_s` (0.25 s per model, up to "
-            "300, and 0 while that is not more than `evaluate_interval_s`)."
+            "at the next evaluation. Null: 0.25 s per model, up to 300, and 0 while that is "
+            "not more than `evaluate_interval_s`."
         ),
     )
     reference_cache: int = Field(

@@ -43,8 +43,14 @@ Compute = Callable[[Session, str, str, Period], Sequence[DriftResult] | Sequence
 """A period's results of one version (drift or outcome metrics), from (session, version, period
 name, period), reading and storing its merge in the session."""
 
-PERIOD_S_PER_MODEL = 0.25
-PERIOD_INTERVAL_CAP_S = 300.0
+# An open day or week, re-evaluated at most this often per model in the fleet, and at least
+# every cap: a period's merge and comparison cost ~2.5 window evaluations, and were two thirds
+# of a 400-model fleet's evaluation time at 0.25 s per model (py-spy, bench/fleet.py).
+PERIOD_S_PER_MODEL = 1.0
+PERIOD_INTERVAL_CAP_S = 900.0
+# An open window, likewise (`scheduler.open_window_interval_s`).
+OPEN_WINDOW_S_PER_MODEL = 0.25
+OPEN_WINDOW_INTERVAL_CAP_S = 300.0
 
 WINDOW_ITEMS = {"drift": "drift", "outcome": "outcomes"}
 """The evaluate job's item kind of one window (`monitor.failures.window_item`), per result kind."""
@@ -98,13 +104,20 @@ def merge_marked(pending: list[Change], marked: list[Change]) -> list[Change]:
     return sorted(found.values(), key=lambda c: (c.start, c.version))
 
 
-def period_interval(configured: float | None, models: int, evaluate_s: float) -> float:
-    """Seconds between re-evaluations of an open period (`scheduler.period_interval_s`);
-    the default scales with the fleet: 0.25 s per model up to 300 s, 0 (every tick) while that
+def period_interval(
+    configured: float | None,
+    models: int,
+    evaluate_s: float,
+    per_model: float = PERIOD_S_PER_MODEL,
+    cap: float = PERIOD_INTERVAL_CAP_S,
+) -> float:
+    """Seconds between re-evaluations of an open period (`scheduler.period_interval_s`; with
+    `per_model` and `cap` of open windows, `scheduler.open_window_interval_s`); the default
+    scales with the fleet: `per_model` seconds per model up to `cap`, 0 (every tick) while that
     is not longer than a tick."""
     if configured is not None:
         return configured
-    scaled = min(PERIOD_INTERVAL_CAP_S, PERIOD_S_PER_MODEL * models)
+    scaled = min(cap, per_model * models)
     return scaled if scaled > evaluate_s else 0.0
 
 

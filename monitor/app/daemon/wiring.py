@@ -49,7 +49,11 @@ from monitor.app.daemon.signals import (
     slo_signals,
 )
 from monitor.config import Config
-from monitor.evaluation.period_jobs import period_interval
+from monitor.evaluation.period_jobs import (
+    OPEN_WINDOW_INTERVAL_CAP_S,
+    OPEN_WINDOW_S_PER_MODEL,
+    period_interval,
+)
 from monitor.evaluation.windows import EVALUATE_JOB, WindowEvaluation, WindowEvaluator
 from monitor.failures import Backoff, Isolation, clear_failure, record_failure, redact
 from monitor.storage import utcnow
@@ -161,8 +165,9 @@ class Monitoring:
             sched.period_interval_s, len(config.models), sched.evaluate_interval_s
         )
         open_s = period_interval(
-            sched.open_window_interval_s, len(config.models), sched.evaluate_interval_s
-        )
+            sched.open_window_interval_s, len(config.models), sched.evaluate_interval_s,
+            OPEN_WINDOW_S_PER_MODEL, OPEN_WINDOW_INTERVAL_CAP_S,
+        )  # fmt: skip
         self.windows = WindowEvaluator(
             engine, config.models, window_s, self._isolation(EVALUATE_JOB), periods_s,
             sched.reference_cache, open_window_interval_s=open_s,

@@ -322,7 +322,10 @@ def test_an_open_day_is_evaluated_again_at_most_once_per_interval(
 
 
 def test_the_default_period_interval_scales_with_the_fleet() -> None:
-    assert period_interval(None, 10, 60.0) == 0.0  # 2.5 s is within a tick: every tick
-    assert period_interval(None, 1000, 10.0) == 250.0
-    assert period_interval(None, 5000, 10.0) == 300.0
+    assert period_interval(None, 10, 60.0) == 0.0  # 10 s is within a tick: every tick
+    assert period_interval(None, 1000, 10.0) == 900.0  # an open day every 15 minutes
+    assert period_interval(None, 400, 60.0) == 400.0
+    # open windows: a quarter second per model, up to 5 minutes
+    assert period_interval(None, 1000, 10.0, 0.25, 300.0) == 250.0
+    assert period_interval(None, 5000, 10.0, 0.25, 300.0) == 300.0
     assert period_interval(42.0, 5000, 10.0) == 42.0 and period_interval(0.0, 5000, 10.0) == 0.0
