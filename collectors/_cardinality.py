@@ -177,16 +177,20 @@ class Cardinality:
         first_met = [
             g for g in groups if (g[0], g[2]) not in self.versions or g not in self.columns
         ]
-        if len(first_met) > 1:
+        prefetched = len(first_met) > 1
+        if prefetched:
             self.stored.prefetch(first_met)
-        for group, rows in groups.items():
-            rejection = self._version(group)
-            if rejection is not None:
-                out.update(dict.fromkeys(range(len(table)) if rows is None else rows, rejection))
-                continue
-            out.update(self._columns(table, group, rows))
-        if len(first_met) > 1:
-            self.stored.prefetch(())  # what was not asked for is not kept for a later batch
+        try:
+            for group, rows in groups.items():
+                rejection = self._version(group)
+                if rejection is not None:
+                    every = range(len(table)) if rows is None else rows
+                    out.update(dict.fromkeys(every, rejection))
+                    continue
+                out.update(self._columns(table, group, rows))
+        finally:
+            if prefetched:  # what was read is not kept for a later batch, even on failure
+                self.stored.prefetch(())
         return out
 
     def _version(self, group: Group) -> Rejection | None:
