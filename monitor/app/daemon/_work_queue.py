@@ -48,6 +48,14 @@ CONNECT_TIMEOUT_S = 10
 SHUTDOWN_GRACE_S = 2.0
 
 UnitFunc = Callable[[str], object]
+More = Callable[[], Sequence[str] | None]
+_NEWEST = "SELECT max(id) AS id FROM procrastinate_jobs WHERE queue_name = %(queue)s"
+_PENDING = (
+    "SELECT count(*) FILTER (WHERE status = 'todo') AS todo,"
+    " count(*) FILTER (WHERE status = 'doing') AS doing,"
+    " count(*) FILTER (WHERE id <= %(last)s) AS upto"
+    " FROM procrastinate_jobs WHERE queue_name = %(queue)s AND status IN ('todo', 'doing')"
+)
 
 
 @dataclass(frozen=True)
@@ -70,6 +78,11 @@ class Timings:
 def conninfo(engine: Engine) -> str:
     """libpq's URL of the engine's PostgreSQL database (procrastinate speaks psycopg)."""
     return engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def _sync(app: App) -> Any:
+    """The app's synchronous connector (procrastinate's own queries run on it too)."""
+    return app.connector.get_sync_connector()
 
 
 def _key(model: str) -> str:
@@ -125,44 +138,66 @@ class WorkQueue:
 
     # -- the producer ----------------------------------------------------------------------
 
-    def evaluate(self, models: Sequence[str] | None = None) -> int:
+    def evaluate(self, models: Sequence[str] | None = None, more: More | None = None) -> int:
         """Defer a unit per model of `models` (those with work due, `_due`; None: every
         configured model) and wait (up to the lease) until none of the units pending then is;
-        how many units this tick deferred (a model whose unit waits already gets none)."""
+        how many units this tick deferred (a model whose unit waits already gets none).
+
+        `more()`, asked at each poll while it returns a list, names models to defer now as
+        well (those whose windows the intake drain has just written, `Monitoring`), then None
+        once nothing more is to come; their units are waited for too."""
         app = self._app()
-        deferred: list[int] = []
-        for model in self._models if models is None else models:
+        deferred = self._defer(app, self._models if models is None else models)
+        # Ours and those deferred before (a model's waiting unit, one still running): the
+        # tick's rules then see every unit's results.
+        deadline = time.monotonic() + self.timings.wait_s
+        last = self._newest(app)
+        while True:
+            extra = more() if more is not None else None
+            if extra is None:
+                more = None
+            elif extra:
+                deferred += self._defer(app, extra)
+                last = self._newest(app)
+            if more is None and not self._pending(app, last):
+                break
+            if time.monotonic() >= deadline:
+                log.warning("evaluation units still pending after %.0f s", self.timings.wait_s)
+                break
+            if self._stopping.wait(POLL_S):
+                break
+        return deferred
+
+    def _defer(self, app: App, models: Sequence[str]) -> int:
+        deferred = 0
+        for model in models:
             task = app.configure_task(
                 TASK, queue=QUEUE, lock=_key(model), queueing_lock=_key(model)
             )
             with contextlib.suppress(AlreadyEnqueued):  # it waits already: it will see ours
-                deferred.append(task.defer(model=model))
+                task.defer(model=model)
+                deferred += 1
         if self._metrics is not None:
-            self._metrics.record_units_deferred(len(deferred))
-        # Ours and those deferred before (a model's waiting unit, one still running): the
-        # tick's rules then see every unit's results.
-        self._wait(app, {job.id for job in self.depth(app) if job.id is not None})
-        return len(deferred)
+            self._metrics.record_units_deferred(deferred)
+        return deferred
 
-    def _wait(self, app: App, ids: set[int]) -> None:
-        deadline = time.monotonic() + self.timings.wait_s
-        while True:
-            pending = self.depth(app)
-            if not ids & {job.id for job in pending}:
-                return
-            if time.monotonic() >= deadline:
-                log.warning("evaluation units still pending after %.0f s", self.timings.wait_s)
-                return
-            if self._stopping.wait(POLL_S):
-                return
+    def _newest(self, app: App) -> int:
+        """The id of the newest unit waiting or running (0: none)."""
+        row = _sync(app).execute_query_one(_NEWEST, queue=QUEUE)
+        return int(row["id"] or 0)
+
+    def _pending(self, app: App, last: int) -> int:
+        """How many units up to `last` wait or run (ids only grow; a unit put back keeps its
+        id); the queue-depth gauge on the way. Two aggregates per poll: listing the units
+        built ~1,000 job objects every 0.2 s (~10 ms of CPU) beside the evaluation."""
+        row = _sync(app).execute_query_one(_PENDING, queue=QUEUE, last=last)
+        if self._metrics is not None:
+            self._metrics.set_queue_depth(int(row["todo"]), int(row["doing"]))
+        return int(row["upto"])
 
     def depth(self, app: App | None = None) -> list[Job]:
-        """The queue's units waiting or running (finished ones are deleted), and its gauge."""
-        jobs = (app or self._app()).job_manager.list_jobs(queue=QUEUE)
-        if self._metrics is not None:
-            todo = sum(1 for j in jobs if j.status == "todo")
-            self._metrics.set_queue_depth(todo, len(jobs) - todo)
-        return jobs
+        """The queue's units waiting or running (finished ones are deleted)."""
+        return (app or self._app()).job_manager.list_jobs(queue=QUEUE)
 
     def stop_waiting(self) -> None:
         """A tick waiting for units returns at once, and later ones do not wait (stopping)."""

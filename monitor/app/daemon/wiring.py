@@ -37,7 +37,7 @@ from monitor.app.daemon._service import replica_id as replica_id  # the demo nam
 from monitor.app.daemon._shadow_signals import ShadowSignals
 from monitor.app.daemon._skew_job import SkewWatch, skew_signals
 from monitor.app.daemon._supervisor import Component, SupervisedComponent
-from monitor.app.daemon._watermark import await_intake
+from monitor.app.daemon._watermark import IntakeFollow, await_intake
 from monitor.app.daemon._work_queue import Worker, WorkQueue
 from monitor.app.daemon.metrics import MetricsPublisher
 from monitor.app.daemon.signals import (
@@ -64,8 +64,13 @@ log = logging.getLogger(__name__)
 ALERTS_JOB = "alerts"
 COMPONENTS_JOB = "components"
 SignalsOf = Callable[[datetime], list[Signal]]
-# The longest a tick waits for the HTTP intake to pass a window's end (`_watermark`).
+# The longest a tick waits for the HTTP intake to pass a window's end (`_watermark`), blocking
+# (evaluation in the tick's process: at most half the interval) ...
 INTAKE_WAIT_MAX_S = 30.0
+# ... and while its units run (the shared queue: at most 3/4 of the interval). Past it, the
+# tick's rules run and late windows are evaluated at the next tick; a drain that is stuck
+# delays each tick's rules by this much (its `ingest_lag` signal among them).
+INTAKE_FOLLOW_MAX_S = 60.0
 
 
 class ComponentHealth:
@@ -211,9 +216,12 @@ class Monitoring:
                 self.metrics.observe_window_evaluation(done.window.model, done.seconds)
         return evaluated
 
-    def _evaluate(self, now: datetime) -> list[WindowEvaluation]:
+    def _evaluate(
+        self, now: datetime, follow: IntakeFollow | None = None
+    ) -> list[WindowEvaluation]:
         """This tick's windows: evaluated here, or by the replicas' workers (then none here);
-        only the models with work due (`_due`), on both paths."""
+        only the models with work due (`_due`), on both paths. With the queue, `follow` is the
+        intake this tick follows: models due once it has passed are deferred too."""
         self._due = None
         if self.queue is None:
             due = set(self._due_now(now))
@@ -227,8 +235,33 @@ class Monitoring:
         shared = self._isolation(EVALUATE_JOB, Backoff(0.0, 0.0))
         shared.begin(now)
         queue = self.queue
-        shared.attempt("queue", lambda: queue.evaluate(self._due_now(now)))
+        more = None if follow is None else self._following(follow)
+        shared.attempt("queue", lambda: queue.evaluate(self._due_now(now), more))
         return []
+
+    def _following(self, follow: IntakeFollow) -> Callable[[], list[str] | None]:
+        """The queue's `more`: nothing while the intake is behind, then (once) the models due
+        now, then None; None at once past the bound or when the database is away."""
+        asked = False
+
+        def more() -> list[str] | None:
+            nonlocal asked
+            if asked:
+                return None
+            try:
+                passed = follow.passed()
+                if passed is False:
+                    return []
+                asked = True
+                due = self.due(utcnow()) if passed else []
+            except Exception as exc:  # the database away: the next tick tries again
+                log.warning("following the intake drain: %s", redact(exc))
+                asked = True
+                return None
+            self._due = sorted({*(self._due or []), *due})
+            return due or None
+
+        return more
 
     def _due_now(self, now: datetime) -> list[str]:
         self._due = self.due(now)
@@ -249,10 +282,14 @@ class Monitoring:
     def __call__(
         self, _window: datetime | None = None, now: datetime | None = None
     ) -> list[WindowEvaluation]:
+        follow = None
         if now is None:  # a scheduled tick (tests give their own clock)
-            self._await_intake(utcnow())
+            follow = self._intake_follow(utcnow())
+            if follow is not None and self.queue is None:
+                self._await_intake(follow)
+                follow = None
         now = now or utcnow()
-        evaluated = self._evaluate(now)
+        evaluated = self._evaluate(now, follow)
         self.isolation.begin(now)
         fresh = self.refresh.models(now, self._due)
         signals = [
@@ -266,20 +303,26 @@ class Monitoring:
             self.isolation.attempt("metrics", publish)
         return evaluated
 
-    def _await_intake(self, now: datetime) -> None:
-        """When a window ended since the previous tick, wait (at most half the interval, and
-        `INTAKE_WAIT_MAX_S`) until the HTTP intake received before `now` is aggregated
-        (`_watermark`)."""
+    def _intake_follow(self, now: datetime) -> IntakeFollow | None:
+        """When a window ended since the previous tick, the wait until the HTTP intake received
+        before `now` is aggregated (`_watermark`): at most half the interval and
+        `INTAKE_WAIT_MAX_S` when it blocks the tick, 3/4 of it and `INTAKE_FOLLOW_MAX_S` when
+        the tick follows it while its units run (the shared queue). None: nothing ended."""
         interval = self.config.scheduler.evaluate_interval_s
         ended = window_of(now, self.windows.window_s)
-        if (now - ended).total_seconds() <= interval:
-            # Up to the tick's start, not the window's end: events of the ended window sent
-            # just before it can be received just after (clients batch and queue).
-            wait = min(interval / 2, INTAKE_WAIT_MAX_S)
-            try:
-                await_intake(self.engine, now, wait)
-            except Exception as exc:  # the database away: the evaluation meets it and records it
-                log.warning("waiting for the intake drain: %s", redact(exc))
+        if (now - ended).total_seconds() > interval:
+            return None
+        # Up to the tick's start, not the window's end: events of the ended window sent just
+        # before it can be received just after (clients batch and queue).
+        if self.queue is None:
+            return IntakeFollow(self.engine, now, min(interval / 2, INTAKE_WAIT_MAX_S))
+        return IntakeFollow(self.engine, now, min(interval * 0.75, INTAKE_FOLLOW_MAX_S))
+
+    def _await_intake(self, follow: IntakeFollow) -> None:
+        try:
+            await_intake(self.engine, follow.boundary, follow.timeout_s)
+        except Exception as exc:  # the database away: the evaluation meets it and records it
+            log.warning("waiting for the intake drain: %s", redact(exc))
 
     def producers(self, fresh: set[str] | None = None) -> list[tuple[str, SignalsOf]]:
         """(item name, producer) of every signal, per model where a producer is per model.

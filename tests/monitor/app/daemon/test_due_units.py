@@ -5,15 +5,17 @@ evaluation in the tick's process); an idle model gets none, and an idle tick cos
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import delete, event, select
+from sqlalchemy import delete, event, select, update
 from sqlalchemy.engine import Engine
 
 from migrations import upgrade
 from monitor.app.daemon._due import UNIT_KINDS, due_models
+from monitor.app.daemon._watermark import IntakeFollow
 from monitor.app.daemon._work_queue import WorkQueue
 from monitor.app.daemon.wiring import Monitoring
 from monitor.config import Config, parse_config
@@ -21,6 +23,7 @@ from monitor.evaluation.windows import EVALUATE_JOB
 from monitor.failures import Backoff, record_failure, window_item
 from monitor.slo.evaluate import slo_item
 from monitor.storage import (
+    IntakeEntry,
     JobFailure,
     WindowChange,
     consume_changes,
@@ -179,5 +182,44 @@ def test_the_producer_defers_units_only_for_models_with_work(
         monitoring._evaluate(now)
         assert sorted(str(j.task_kwargs["model"]) for j in queue.depth()) == MODELS
     finally:
+        queue.close()
+        engine.dispose()
+
+
+def test_a_tick_defers_the_units_of_windows_the_drain_writes_while_it_waits(
+    postgres: PostgresServer, pg_head: str
+) -> None:
+    """The shared queue's tick does not block on the intake: it follows it while it waits for
+    its units, and defers the models due once the drain has passed the boundary, in the tick."""
+    engine = make_engine(postgres.create_database(template=pg_head))
+    monitoring = Monitoring(engine, _config(str(engine.url)))
+    done: list[str] = []
+    queue = WorkQueue(engine, MODELS, done.append, lease_s=6, holder="test")
+    monitoring.share(queue)
+    stop = threading.Event()
+    worker = threading.Thread(target=queue.work, args=(stop,), daemon=True)
+    worker.start()
+    try:
+        with transaction(engine) as s:  # a request received before the tick, not drained yet
+            entry = IntakeEntry(kind="events", sha256="0" * 64, events=1, body=b"[]",
+                                received_at=utcnow() - timedelta(seconds=1))  # fmt: skip
+            s.add(entry)
+        follow = IntakeFollow(engine, utcnow(), 5.0)
+
+        def drained() -> None:  # the drain's batch: the model's window and the intake entry
+            with transaction(engine) as s:
+                mark_changed(s, "drift", [("b", "1", START, START + WINDOW)])
+                s.execute(update(IntakeEntry).values(consumed_at=utcnow()))
+
+        timer = threading.Timer(0.5, drained)
+        timer.start()
+        monitoring._evaluate(START + timedelta(days=1), follow)
+        timer.join()
+        assert done == ["b"]  # deferred and run within the tick, not the next one
+        assert queue.depth() == []
+        assert follow.passed() is True
+    finally:
+        stop.set()
+        worker.join(10)
         queue.close()
         engine.dispose()
