@@ -1,0 +1,157 @@
+"""A spawned child's log records reach the parent's handlers at the parent's level, scrubbed of
+secrets; a flooded relay drops and counts instead of blocking the child; a killed child, or one
+that left a torn frame, never keeps the parent's relay from stopping."""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import signal
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from monitor.common.childlog import ChildLog, LogRelay, RelayHandler, encode
+
+CTX = multiprocessing.get_context("spawn")
+SECRET = "hunter2-Xq9"
+
+
+class Captured(logging.Handler):
+    """The parent's handler: every record it is handed, formatted as the parent would."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        self.lines: list[str] = []
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+        self.lines.append(self.format(record))
+
+
+@pytest.fixture
+def captured() -> Iterator[Captured]:
+    """A plain handler on the root logger (no redacting filter: the child must scrub)."""
+    root = logging.getLogger()
+    handler, level = Captured(), root.level
+    root.addHandler(handler)
+    yield handler
+    root.removeHandler(handler)
+    root.setLevel(level)
+
+
+def _talk(log: ChildLog) -> None:
+    log.install()
+    child = logging.getLogger("tests.child")
+    child.debug("debug line")
+    child.info("info line from %s", "the child")
+    child.warning("fetching https://svc:%s@example.org/x?token=%s", SECRET, SECRET)
+    try:
+        raise RuntimeError(f"password={SECRET}")
+    except RuntimeError:
+        child.exception("it failed")
+
+
+def _flood(log: ChildLog, torn: bool) -> None:
+    """Log until killed; with `torn`, leave half a frame in the pipe and kill itself."""
+    relayed = log.install()
+    logging.getLogger("tests.child").warning("started")
+    if torn:
+        relayed.close()  # the record above is sent whole first
+        frame = encode(logging.makeLogRecord({"msg": "never whole"}))
+        os.write(log.writer.fileno(), frame[: len(frame) // 2])
+        os.kill(os.getpid(), signal.SIGKILL)
+    while True:
+        logging.getLogger("tests.child").warning("busy")
+
+
+def _record(msg: str, **extra: Any) -> logging.LogRecord:
+    fields = {"name": "tests.made", "levelno": logging.WARNING, "levelname": "WARNING"}
+    return logging.makeLogRecord({**fields, "msg": msg, **extra})
+
+
+def _run_child(level: int) -> Captured:
+    root = logging.getLogger()
+    root.setLevel(level)
+    handler = next(h for h in root.handlers if isinstance(h, Captured))
+    with LogRelay(CTX) as relay:
+        process = CTX.Process(target=_talk, args=(relay.child,), daemon=True)
+        process.start()
+        relay.child_started()
+        process.join(30)
+    assert process.exitcode == 0 and not relay.alive()
+    return handler
+
+
+def test_a_childs_records_reach_the_parent_at_its_level_scrubbed(captured: Captured) -> None:
+    lines = _run_child(logging.INFO).lines
+    assert lines[0] == "INFO tests.child: info line from the child"
+    assert lines[1] == (
+        "WARNING tests.child: fetching https://<redacted>@example.org/x?token=<redacted>"
+    )
+    assert lines[2].startswith("ERROR tests.child: it failed\nTraceback (most recent call")
+    assert lines[2].endswith("RuntimeError: password=<redacted>")
+    assert len(lines) == 3 and not any(SECRET in line for line in lines)
+    assert captured.records[0].process != os.getpid()  # the child's own pid and name
+
+
+def test_below_the_parents_level_a_childs_records_are_not_relayed(captured: Captured) -> None:
+    lines = _run_child(logging.WARNING).lines
+    assert [line.split(":")[0] for line in lines] == ["WARNING tests.child", "ERROR tests.child"]
+
+
+@pytest.mark.parametrize("torn", [False, True], ids=["killed", "torn-frame"])
+def test_a_killed_child_never_keeps_the_relay_from_stopping(
+    captured: Captured, torn: bool
+) -> None:
+    # Like the pool's relay: this process keeps its copy of the pipe, so no EOF ever comes.
+    relay = LogRelay(CTX, level=logging.INFO).start()
+    process = CTX.Process(target=_flood, args=(relay.child, torn), daemon=True)
+    process.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not captured.lines and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert captured.lines[0] == "WARNING tests.child: started"
+    finally:
+        process.join(10 if torn else 0)  # torn: it killed itself
+        if process.is_alive():
+            os.kill(process.pid, signal.SIGKILL)  # mid-record, most likely
+            process.join(10)
+    assert process.exitcode == -signal.SIGKILL
+    started = time.monotonic()
+    relay.stop(timeout=0.5)
+    assert not relay.alive() and time.monotonic() - started < 5
+    assert "never whole" not in "".join(captured.lines)
+
+
+def test_a_full_relay_drops_and_counts_records_instead_of_waiting(captured: Captured) -> None:
+    relay = LogRelay(CTX, level=logging.INFO)  # not reading yet: the pipe and queue fill
+    handler = RelayHandler(relay.child.writer, capacity=10)
+    flood = [_record(f"record {i}") for i in range(2000)]
+    for record in flood:  # returns, however full the pipe
+        handler.handle(record)
+    assert handler.dropped > 1000
+    with relay:
+        handler.close()
+    messages = [r.getMessage() for r in captured.records]
+    notices = [m for m in messages if m.endswith("dropped so far (the relay was full)")]
+    assert notices[-1].startswith(f"{handler.dropped} log records of this process dropped")
+    assert len(messages) - len(notices) + handler.dropped == len(flood)
+
+
+def test_an_unencodable_value_travels_as_text(captured: Captured) -> None:
+    record = _record("with extra", thing=object())
+    relay = LogRelay(CTX, level=logging.INFO)
+    with relay:
+        handler = RelayHandler(relay.child.writer)
+        handler.handle(record)
+        handler.close()
+    (got,) = captured.records
+    thing: Any = got.__dict__["thing"]
+    assert got.getMessage() == "with extra" and thing.startswith("<object object at")
