@@ -106,9 +106,7 @@ def test_below_the_parents_level_a_childs_records_are_not_relayed(captured: Capt
 
 
 @pytest.mark.parametrize("torn", [False, True], ids=["killed", "torn-frame"])
-def test_a_killed_child_never_keeps_the_relay_from_stopping(
-    captured: Captured, torn: bool
-) -> None:
+def test_a_killed_child_never_keeps_the_relay_from_stopping(captured: Captured, torn: bool) -> None:
     # Like the pool's relay: this process keeps its copy of the pipe, so no EOF ever comes.
     relay = LogRelay(CTX, level=logging.INFO).start()
     process = CTX.Process(target=_flood, args=(relay.child, torn), daemon=True)
