@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -24,6 +24,7 @@ from migrations import upgrade
 from monitor.config import Config, parse_config
 from monitor.storage import DeadLetter, IngestCounter, IntakeEntry, make_engine
 from tests.collectors.conftest import aggregated, event
+from tests.logged import root_lines
 from tests.services.postgres import PostgresServer
 from tests.waiting import wait_until
 
@@ -223,46 +224,22 @@ def _unreachable(_engine: Engine, _config: Config, _adapter: str) -> Ingestor:
     raise RuntimeError(f"cannot reach postgresql://svc:{SECRET}@db:5432/mw?token={SECRET}")
 
 
-class Lines(logging.Handler):
-    """A plain handler (no redacting filter) on the root logger, at INFO."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.setFormatter(logging.Formatter("%(processName)s %(levelname)s %(message)s"))
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(self.format(record))
-
-
-@pytest.fixture
-def lines() -> Iterator[Lines]:
-    root = logging.getLogger()
-    handler, level = Lines(), root.level
-    root.addHandler(handler)
-    root.setLevel(logging.INFO)
-    yield handler
-    root.removeHandler(handler)
-    root.setLevel(level)
-
-
 @pytest.mark.slow
-def test_the_drain_process_logs_through_the_parent_with_secrets_scrubbed(
-    tmp_path: Path, lines: Lines
-) -> None:
+def test_the_drain_process_logs_through_the_parent_with_secrets_scrubbed(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'mw.db'}"
     engine = make_engine(url)
     upgrade(engine)
     IntakeLog(engine, max_backlog=100).append("events", orjson.dumps([event(1)]), 1, "k")
     worker, stop = DrainProcess(url, CONFIG, "a", _unreachable), threading.Event()
     thread = threading.Thread(target=worker.run, args=(stop,))
-    thread.start()
-    try:
-        failed = "intake-drain ERROR intake drain failed; retrying"
-        wait_until(lambda: any(line.startswith(failed) for line in lines.lines), failed, 60)
-    finally:
-        stop.set()
-        thread.join(30)
-    text = "\n".join(lines.lines)
+    with root_lines(logging.INFO) as lines:
+        thread.start()
+        try:
+            failed = "intake-drain ERROR collectors._intake_drain: intake drain failed; retrying"
+            wait_until(lambda: any(line.startswith(failed) for line in lines.lines), failed, 60)
+        finally:
+            stop.set()
+            thread.join(30)
+    text = lines.text()
     assert "RuntimeError: cannot reach postgresql://<redacted>@db:5432/mw?token=<redacted>" in text
     assert SECRET not in text and not thread.is_alive()

@@ -15,34 +15,17 @@ from typing import Any
 import pytest
 
 from monitor.common.childlog import ChildLog, LogRelay, RelayHandler, encode
+from tests.logged import Lines, root_lines
 
 CTX = multiprocessing.get_context("spawn")
 SECRET = "hunter2-Xq9"
 
 
-class Captured(logging.Handler):
-    """The parent's handler: every record it is handed, formatted as the parent would."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-        self.lines: list[str] = []
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-        self.lines.append(self.format(record))
-
-
 @pytest.fixture
-def captured() -> Iterator[Captured]:
-    """A plain handler on the root logger (no redacting filter: the child must scrub)."""
-    root = logging.getLogger()
-    handler, level = Captured(), root.level
-    root.addHandler(handler)
-    yield handler
-    root.removeHandler(handler)
-    root.setLevel(level)
+def captured() -> Iterator[Lines]:
+    """What reaches the root logger (no redacting filter there: the child must scrub)."""
+    with root_lines(logging.getLogger().level) as handler:
+        yield handler
 
 
 def _talk(log: ChildLog) -> None:
@@ -75,47 +58,48 @@ def _record(msg: str, **extra: Any) -> logging.LogRecord:
     return logging.makeLogRecord({**fields, "msg": msg, **extra})
 
 
-def _run_child(level: int) -> Captured:
-    root = logging.getLogger()
-    root.setLevel(level)
-    handler = next(h for h in root.handlers if isinstance(h, Captured))
+def _run_child(captured: Lines, level: int) -> list[str]:
+    logging.getLogger().setLevel(level)
     with LogRelay(CTX) as relay:
-        process = CTX.Process(target=_talk, args=(relay.child,), daemon=True)
+        process = CTX.Process(target=_talk, args=(relay.child,), name="kid", daemon=True)
         process.start()
         relay.child_started()
         process.join(30)
     assert process.exitcode == 0 and not relay.alive()
-    return handler
+    return captured.lines
 
 
-def test_a_childs_records_reach_the_parent_at_its_level_scrubbed(captured: Captured) -> None:
-    lines = _run_child(logging.INFO).lines
-    assert lines[0] == "INFO tests.child: info line from the child"
+def test_a_childs_records_reach_the_parent_at_its_level_scrubbed(captured: Lines) -> None:
+    lines = _run_child(captured, logging.INFO)
+    assert lines[0] == "kid INFO tests.child: info line from the child"
     assert lines[1] == (
-        "WARNING tests.child: fetching https://<redacted>@example.org/x?token=<redacted>"
+        "kid WARNING tests.child: fetching https://<redacted>@example.org/x?token=<redacted>"
     )
-    assert lines[2].startswith("ERROR tests.child: it failed\nTraceback (most recent call")
+    assert lines[2].startswith("kid ERROR tests.child: it failed\nTraceback (most recent call")
     assert lines[2].endswith("RuntimeError: password=<redacted>")
     assert len(lines) == 3 and not any(SECRET in line for line in lines)
     assert captured.records[0].process != os.getpid()  # the child's own pid and name
 
 
-def test_below_the_parents_level_a_childs_records_are_not_relayed(captured: Captured) -> None:
-    lines = _run_child(logging.WARNING).lines
-    assert [line.split(":")[0] for line in lines] == ["WARNING tests.child", "ERROR tests.child"]
+def test_below_the_parents_level_a_childs_records_are_not_relayed(captured: Lines) -> None:
+    lines = _run_child(captured, logging.WARNING)
+    assert [line.split(":")[0] for line in lines] == [
+        "kid WARNING tests.child",
+        "kid ERROR tests.child",
+    ]
 
 
 @pytest.mark.parametrize("torn", [False, True], ids=["killed", "torn-frame"])
-def test_a_killed_child_never_keeps_the_relay_from_stopping(captured: Captured, torn: bool) -> None:
+def test_a_killed_child_never_keeps_the_relay_from_stopping(captured: Lines, torn: bool) -> None:
     # Like the pool's relay: this process keeps its copy of the pipe, so no EOF ever comes.
     relay = LogRelay(CTX, level=logging.INFO).start()
-    process = CTX.Process(target=_flood, args=(relay.child, torn), daemon=True)
+    process = CTX.Process(target=_flood, args=(relay.child, torn), name="kid", daemon=True)
     process.start()
     try:
         deadline = time.monotonic() + 30
         while not captured.lines and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert captured.lines[0] == "WARNING tests.child: started"
+        assert captured.lines[0] == "kid WARNING tests.child: started"
     finally:
         process.join(10 if torn else 0)  # torn: it killed itself
         if process.is_alive():
@@ -128,7 +112,7 @@ def test_a_killed_child_never_keeps_the_relay_from_stopping(captured: Captured, 
     assert "never whole" not in "".join(captured.lines)
 
 
-def test_a_full_relay_drops_and_counts_records_instead_of_waiting(captured: Captured) -> None:
+def test_a_full_relay_drops_and_counts_records_instead_of_waiting(captured: Lines) -> None:
     relay = LogRelay(CTX, level=logging.INFO)  # not reading yet: the pipe and queue fill
     handler = RelayHandler(relay.child.writer, capacity=10)
     flood = [_record(f"record {i}") for i in range(2000)]
@@ -143,7 +127,7 @@ def test_a_full_relay_drops_and_counts_records_instead_of_waiting(captured: Capt
     assert len(messages) - len(notices) + handler.dropped == len(flood)
 
 
-def test_an_unencodable_value_travels_as_text(captured: Captured) -> None:
+def test_an_unencodable_value_travels_as_text(captured: Lines) -> None:
     record = _record("with extra", thing=object())
     relay = LogRelay(CTX, level=logging.INFO)
     with relay:
