@@ -38,7 +38,7 @@ from sqlalchemy.engine import Engine
 from collectors._ingest import Ingestor
 from collectors._intake_drain import Drain
 from collectors._profiling import default_backend
-from monitor.common.childlog import ChildLog, LogRelay
+from monitor.common.childlog import ChildLog, LogRelay, RelayHandler
 from monitor.config import Config
 from monitor.storage import make_engine
 
@@ -76,7 +76,15 @@ def _exit_with_parent(parent: int) -> None:
     os._exit(1)
 
 
-def _main(
+def _main(log: ChildLog, *args: Any) -> None:
+    """The worker: `_drain_until_stopped`, its records (and a crash's traceback) going through
+    the parent's logging."""
+    with log.relayed() as relayed:
+        _drain_until_stopped(relayed, *args)
+
+
+def _drain_until_stopped(
+    relayed: RelayHandler,
     factory: IngestorFactory,
     url: str,
     config: Config,
@@ -85,9 +93,7 @@ def _main(
     error: Any,
     parent: int,
     wakes: Any,
-    log: ChildLog,
 ) -> None:
-    relayed = log.install()  # this process's records go through the parent's logging
     for sig in (signal.SIGTERM, signal.SIGINT):  # the parent stops us (module docstring)
         signal.signal(sig, signal.SIG_IGN)
     threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
@@ -174,7 +180,7 @@ class DrainProcess:
         self._error.value = b""
         wakes, waker = self._ctx.Pipe(duplex=False)
         os.set_blocking(waker.fileno(), False)
-        args = (*self._args, flag, self._error, os.getpid(), wakes, relay.child)
+        args = (relay.child, *self._args, flag, self._error, os.getpid(), wakes)
         process = self._ctx.Process(target=_main, args=args, name="intake-drain", daemon=True)
         process.start()
         wakes.close()

@@ -232,18 +232,19 @@ def _orphaned(parent: int) -> None:
 
 
 def _worker(spec: ReplaySpec, parent: int, send: Any, log: ChildLog) -> None:
-    """The replay process (niced by `run_niced` before this module was imported)."""
-    log.install()
-    threading.Thread(target=_orphaned, args=(parent,), daemon=True).start()
-    try:
-        verdict = _run(spec)
-    except ModelwatchError as exc:
-        send.send(("error", exc))
-    except Exception as exc:  # whatever onnxruntime raises; its text goes back, not its type
-        send.send(("error", RuntimeError(f"{type(exc).__name__}: {exc}".splitlines()[0])))
-    else:
-        send.send(("ok", verdict))
-    send.close()
+    """The replay process (niced by `run_niced` before this module was imported); its records
+    go through the daemon's logging."""
+    with log.relayed():
+        threading.Thread(target=_orphaned, args=(parent,), daemon=True).start()
+        try:
+            verdict = _run(spec)
+        except ModelwatchError as exc:
+            send.send(("error", exc))
+        except Exception as exc:  # whatever onnxruntime raises; its text goes back, not its type
+            send.send(("error", RuntimeError(f"{type(exc).__name__}: {exc}".splitlines()[0])))
+        else:
+            send.send(("ok", verdict))
+        send.close()
 
 
 def _run(spec: ReplaySpec) -> GuardVerdict:

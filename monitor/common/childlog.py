@@ -44,11 +44,14 @@ from __future__ import annotations
 
 import json
 import logging
+import multiprocessing
 import os
 import queue
 import struct
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import TracebackType
 from typing import Any
 
@@ -81,14 +84,37 @@ class ChildLog:
 
     def install(self) -> RelayHandler:
         """Send this process's records to the parent: the root logger's only handler, at the
-        parent's level. Returns the handler (its `dropped` count; `close()` flushes)."""
+        parent's level; a thread's uncaught exception is logged, not printed raw. Returns the
+        handler (its `dropped` count; `close()` sends what is queued)."""
         handler = RelayHandler(self.writer, self.capacity)
         root = logging.getLogger()
         for old in list(root.handlers):
             root.removeHandler(old)
         root.addHandler(handler)
         root.setLevel(self.level)
+        threading.excepthook = _log_thread_exception
         return handler
+
+    @contextmanager
+    def relayed(self) -> Iterator[RelayHandler]:
+        """`install()` around a process's target: an exception leaving it is logged (relayed,
+        scrubbed) and the process exits with 1, where multiprocessing would have printed its
+        traceback, secrets and all, straight to stderr."""
+        handler = self.install()
+        try:
+            yield handler
+        except Exception:
+            log.critical("process %s failed", multiprocessing.current_process().name,
+                         exc_info=True)  # fmt: skip
+            raise SystemExit(1) from None
+
+
+def _log_thread_exception(args: threading.ExceptHookArgs) -> None:
+    if args.exc_type is SystemExit:
+        return
+    name = args.thread.name if args.thread is not None else "?"
+    exc_info = (args.exc_type, args.exc_value, args.exc_traceback)
+    log.error("uncaught exception in thread %s", name, exc_info=exc_info)  # type: ignore[arg-type]
 
 
 class RelayHandler(logging.Handler):
@@ -112,9 +138,8 @@ class RelayHandler(logging.Handler):
             return
         try:
             frame = encode(record)
-        except Exception:  # an unformattable message: logging reports it as for any handler
-            self.handleError(record)
-            return
+        except Exception:  # its arguments do not fit its format, or it is too large
+            frame = encode(_unformattable(record))
         try:
             self._queue.put_nowait(frame)
         except queue.Full:
@@ -133,11 +158,14 @@ class RelayHandler(logging.Handler):
         super().close()
 
     def _send(self) -> None:
-        while (frame := self._queue.get()) is not None:
+        while True:
+            frame = self._queue.get()
             try:
                 if self.dropped > self._reported:
                     self._reported = dropped = self.dropped
                     _write(self._writer.fileno(), encode(_dropped_notice(dropped)))
+                if frame is None:
+                    return
                 _write(self._writer.fileno(), frame)
             except OSError:  # the parent is gone or closed its end: drop from now on
                 self._broken = True
@@ -148,6 +176,16 @@ def _dropped_notice(count: int) -> logging.LogRecord:
     return logging.makeLogRecord({
         "name": __name__, "levelno": logging.WARNING, "levelname": "WARNING",
         "msg": f"{count} log records of this process dropped so far (the relay was full)",
+    })  # fmt: skip
+
+
+def _unformattable(record: logging.LogRecord) -> logging.LogRecord:
+    """What is said instead of a record that cannot be encoded: where it was logged and its
+    format (code, not data), never its arguments (logging's own report would print them raw)."""
+    text = f"a log record that could not be sent: {str(record.msg)[:200]!r} at "
+    return logging.makeLogRecord({
+        "name": record.name, "levelno": record.levelno, "levelname": record.levelname,
+        "msg": text + f"{record.pathname}:{record.lineno}",
     })  # fmt: skip
 
 

@@ -8,6 +8,7 @@ import logging
 import multiprocessing
 import os
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -38,6 +39,18 @@ def _talk(log: ChildLog) -> None:
         raise RuntimeError(f"password={SECRET}")
     except RuntimeError:
         child.exception("it failed")
+
+
+def _crash(log: ChildLog) -> None:
+    with log.relayed():
+        thread = threading.Thread(target=_fail, args=("thread",), name="helper")
+        thread.start()
+        thread.join()
+        _fail("target")
+
+
+def _fail(where: str) -> None:
+    raise RuntimeError(f"{where}: cannot reach https://svc:{SECRET}@example.org/")
 
 
 def _flood(log: ChildLog, torn: bool) -> None:
@@ -81,6 +94,7 @@ def test_a_childs_records_reach_the_parent_at_its_level_scrubbed(captured: Lines
     assert captured.records[0].process != os.getpid()  # the child's own pid and name
 
 
+@pytest.mark.slow  # a spawned child: ~0.25 s on an idle machine
 def test_below_the_parents_level_a_childs_records_are_not_relayed(captured: Lines) -> None:
     lines = _run_child(captured, logging.WARNING)
     assert [line.split(":")[0] for line in lines] == [
@@ -89,6 +103,7 @@ def test_below_the_parents_level_a_childs_records_are_not_relayed(captured: Line
     ]
 
 
+@pytest.mark.slow  # a spawned child: ~0.25 s on an idle machine
 @pytest.mark.parametrize("torn", [False, True], ids=["killed", "torn-frame"])
 def test_a_killed_child_never_keeps_the_relay_from_stopping(captured: Lines, torn: bool) -> None:
     # Like the pool's relay: this process keeps its copy of the pipe, so no EOF ever comes.
@@ -112,13 +127,42 @@ def test_a_killed_child_never_keeps_the_relay_from_stopping(captured: Lines, tor
     assert "never whole" not in "".join(captured.lines)
 
 
+@pytest.mark.slow  # a spawned child: ~0.25 s on an idle machine
+def test_a_crash_is_logged_through_the_parent_never_printed_raw(
+    captured: Lines, capfd: pytest.CaptureFixture[str]
+) -> None:
+    with LogRelay(CTX, level=logging.INFO) as relay:
+        process = CTX.Process(target=_crash, args=(relay.child,), name="kid", daemon=True)
+        process.start()
+        relay.child_started()
+        process.join(30)
+    assert process.exitcode == 1
+    thread, target = captured.lines
+    assert thread.startswith(
+        "kid ERROR monitor.common.childlog: uncaught exception in thread helper"
+    )
+    assert target.startswith("kid CRITICAL monitor.common.childlog: process kid failed\nTraceback")
+    assert target.endswith("RuntimeError: target: cannot reach https://<redacted>@example.org/")
+    assert SECRET not in captured.text() + "".join(capfd.readouterr())
+
+
+def test_a_record_that_cannot_be_formatted_is_named_not_sent(captured: Lines) -> None:
+    with LogRelay(CTX, level=logging.INFO) as relay:
+        handler = RelayHandler(relay.child.writer)
+        handler.handle(_record("token %d", args=(SECRET,)))
+        handler.close()
+    (line,) = captured.lines
+    assert line.startswith("MainProcess WARNING tests.made: a log record that could not be sent:")
+    assert SECRET not in line
+
+
 def test_a_full_relay_drops_and_counts_records_instead_of_waiting(captured: Lines) -> None:
     relay = LogRelay(CTX, level=logging.INFO)  # not reading yet: the pipe and queue fill
     handler = RelayHandler(relay.child.writer, capacity=10)
-    flood = [_record(f"record {i}") for i in range(2000)]
+    flood = [_record(f"record {i}") for i in range(500)]
     for record in flood:  # returns, however full the pipe
         handler.handle(record)
-    assert handler.dropped > 1000
+    assert handler.dropped > len(flood) // 2
     with relay:
         handler.close()
     messages = [r.getMessage() for r in captured.records]
