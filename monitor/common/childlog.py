@@ -12,15 +12,21 @@ logs through a relay:
   each record to ``logging.getLogger(record.name).handle(record)``, so the parent's handlers,
   filters (the CLI's ``RedactSecrets``), format (text or JSON) and levels apply to it exactly
   as to the parent's own records.
-- The child calls :meth:`ChildLog.install` first: its root logger gets one handler, at the
-  parent root's effective level, that sends each record as one frame (a 4-byte length, then
-  the record's attributes as JSON with its message and traceback already formatted to text).
+- The child calls :meth:`ChildLog.install` first (a process target: ``with log.relayed():``
+  around its body; a pool worker: in its initializer). Its root logger gets one handler, at
+  the parent root's effective level, that sends each record as one frame (a 4-byte length,
+  then the record's attributes as JSON, its message and traceback formatted to text). A
+  thread's uncaught exception is logged rather than printed, and so (with ``relayed()``) is an
+  exception leaving the target, which multiprocessing would print raw to stderr. The parent
+  checks each record against its logger's level again on arrival. A named logger the parent
+  set below its root's level does not lower the child's level.
 
 Secrets are scrubbed in the child as well, before a record leaves it (`redact.scrub`: URL
 userinfo, query values, bearer/basic credentials, key=value secrets): a parent configured
 without the redacting filter (library use, a test harness) still never shows them, and no
 secret crosses the pipe. The literal values a config names as secrets are the parent's filter's
-to replace; the child does not know them.
+to replace; the child does not know them. A record whose message cannot be formatted is sent
+as a notice naming its format and place, never its arguments.
 
 Nothing here may hold up the work or a shutdown:
 
