@@ -264,7 +264,9 @@ class LogRelay:
         """Read what is already in the pipe for up to `timeout`, then stop (never longer)."""
         self._deadline = time.monotonic() + timeout
         self._stopping.set()
-        if self._thread.is_alive():
+        if self._thread.ident is None:  # never started: nobody else closes the read end
+            self._reader.close()
+        elif self._thread.is_alive():
             self._thread.join(timeout + POLL_S)
         self.child.writer.close()
 

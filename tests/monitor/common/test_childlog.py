@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from monitor.common.childlog import ChildLog, LogRelay, RelayHandler, encode
+from monitor.common.childlog import MAX_FRAME, ChildLog, LogRelay, RelayHandler, encode
 from tests.logged import Lines, root_lines
 
 CTX = multiprocessing.get_context("spawn")
@@ -169,6 +169,17 @@ def test_a_full_relay_drops_and_counts_records_instead_of_waiting(captured: Line
     notices = [m for m in messages if m.endswith("dropped so far (the relay was full)")]
     assert notices[-1].startswith(f"{handler.dropped} log records of this process dropped")
     assert len(messages) - len(notices) + handler.dropped == len(flood)
+
+
+def test_a_garbled_stream_ends_the_relay_with_a_warning(captured: Lines) -> None:
+    relay = LogRelay(CTX, level=logging.INFO).start()
+    os.write(relay.child.writer.fileno(), (MAX_FRAME + 1).to_bytes(4, "big") + b"junk")
+    relay.child.writer.close()
+    relay.stop()
+    assert captured.lines == [
+        "MainProcess WARNING monitor.common.childlog: log relay: a garbled frame from a child "
+        "process; its records are lost"
+    ]
 
 
 def test_an_unencodable_value_travels_as_text(captured: Lines) -> None:
