@@ -42,8 +42,12 @@ Nothing here may hold up the work or a shutdown:
   :meth:`LogRelay.child_started`) ends the reader, and :meth:`LogRelay.stop` ends it within its
   timeout, after reading what is already in the pipe.
 
-One child writes to a relay at a time (frames from two writers could interleave): a process
-pool relayed this way has one worker. Standard library only, plus `redact`.
+Why a pipe with frames of our own rather than a ``multiprocessing.Queue``: a queue's writers
+share a lock that a killed child can leave held, its reader blocks for the rest of a message a
+killed child tore, and its feeder thread is joined without a bound at the child's exit. So one
+child writes to a relay at a time (frames from two writers could interleave): a process pool
+relayed this way has one worker. JSON rather than pickle: the parent builds nothing but a log
+record from what arrives. Standard library only, plus `redact`.
 """
 
 from __future__ import annotations
