@@ -38,6 +38,7 @@ from sqlalchemy.engine import Engine
 from collectors._ingest import Ingestor
 from collectors._intake_drain import Drain
 from collectors._profiling import default_backend
+from monitor.common.childlog import ChildLog, LogRelay, RelayHandler
 from monitor.config import Config
 from monitor.storage import make_engine
 
@@ -75,7 +76,15 @@ def _exit_with_parent(parent: int) -> None:
     os._exit(1)
 
 
-def _main(
+def _main(log: ChildLog, *args: Any) -> None:
+    """The worker: `_drain_until_stopped`, its records (and a crash's traceback) going through
+    the parent's logging."""
+    with log.relayed() as relayed:
+        _drain_until_stopped(relayed, *args)
+
+
+def _drain_until_stopped(
+    relayed: RelayHandler,
     factory: IngestorFactory,
     url: str,
     config: Config,
@@ -115,6 +124,7 @@ def _main(
     drain.start()
     while not stop.value:
         if not drain.running():  # its thread died: exit, and the parent starts another worker
+            relayed.close()  # os._exit skips logging's shutdown, which would send what is queued
             os._exit(1)
         error.value = (drain.last_error or "").encode()[:_ERROR_BYTES]
         time.sleep(POLL_S)
@@ -160,15 +170,21 @@ class DrainProcess:
 
     def run(self, stop: threading.Event) -> None:
         """Run one worker until `stop` is set, then stop it (flush for up to `grace_s`, then
-        kill; its open batch rolls back). DrainDied when it exits unasked."""
+        kill; its open batch rolls back). DrainDied when it exits unasked. The worker's log
+        records go through this process's logging while it runs (`monitor.common.childlog`)."""
+        with LogRelay(self._ctx) as relay:
+            self._run(stop, relay)
+
+    def _run(self, stop: threading.Event, relay: LogRelay) -> None:
         flag: Any = self._ctx.RawValue("b", 0)  # no lock, no condition: module docstring
         self._error.value = b""
         wakes, waker = self._ctx.Pipe(duplex=False)
         os.set_blocking(waker.fileno(), False)
-        args = (*self._args, flag, self._error, os.getpid(), wakes)
+        args = (relay.child, *self._args, flag, self._error, os.getpid(), wakes)
         process = self._ctx.Process(target=_main, args=args, name="intake-drain", daemon=True)
         process.start()
         wakes.close()
+        relay.child_started()
         self._process = process
         with self._waker_lock:
             self._waker = waker

@@ -14,7 +14,8 @@ are spread over more events instead of the backlog growing.
 A worker that dies (kill -9, the OOM killer) breaks the pool: the next `submit`, `idle` or
 `drain` raises `BrokenProcessPool`, the source's loop ends with it, and its supervisor starts
 the source again (a fresh worker) after its backoff; what the dead worker had not committed is
-read again from the stored positions. The worker calls itself `mw-ingest` (Linux: `ps`, `top`).
+read again from the stored positions. The worker calls itself `mw-ingest` (Linux: `ps`, `top`);
+its log records go through this process's logging (`monitor.common.childlog`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from sqlalchemy.engine import Engine
 
 from collectors._base import Batch, RawRecord
 from collectors._ingest import Ingestor
+from monitor.common.childlog import ChildLog, LogRelay
 from monitor.config import Config, SourceConfig
 from monitor.storage import make_engine
 
@@ -62,9 +64,15 @@ def _name_process(name: bytes) -> None:
 
 
 def _start_worker(
-    factory: IngestorFactory, database_url: str, config: Config, source_name: str, parent: int
+    factory: IngestorFactory,
+    database_url: str,
+    config: Config,
+    source_name: str,
+    parent: int,
+    log: ChildLog,
 ) -> None:
     global _INGESTOR
+    log.install()
     _name_process(WORKER_NAME)
     threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
     source = next(s for s in config.sources if s.name == source_name)
@@ -97,11 +105,15 @@ class PipelinedIngest:
         depth: int = 2,
         max_records: int = 50_000,
     ) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        # One worker, one writer to the relay; the pool starts it when it likes, so this
+        # process keeps its copy of the relay's pipe (the relay ends with `close`, not EOF).
+        self.relay = LogRelay(ctx).start()
         self.pool = ProcessPoolExecutor(
             max_workers=1,
-            mp_context=multiprocessing.get_context("spawn"),
+            mp_context=ctx,
             initializer=_start_worker,
-            initargs=(factory, database_url, config, source_name, os.getpid()),
+            initargs=(factory, database_url, config, source_name, os.getpid(), self.relay.child),
         )
         self.depth = depth
         self.max_records = max_records
@@ -144,7 +156,10 @@ class PipelinedIngest:
         return done
 
     def close(self) -> None:
-        self.pool.shutdown(wait=True, cancel_futures=False)
+        try:
+            self.pool.shutdown(wait=True, cancel_futures=False)
+        finally:
+            self.relay.stop()
 
     def _collect(self) -> list[dict[str, int]]:
         done = []

@@ -6,7 +6,8 @@ take turns with the API's event loop on one interpreter lock, and nothing could 
 time budget. So each replay runs in a spawned process at a lower CPU priority (`REPLAY_NICE`,
 and SCHED_IDLE on Linux): when ingest and a replay both want the CPU, ingest goes first. A
 process still running at the deadline is killed — the budget is a bound, not a hope — and the
-replay is a failed item.
+replay is a failed item. The process's log records go through the daemon's logging
+(`monitor.common.childlog`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from guards._request import gate_request
 from guards.gate import run_gate
 from guards.golden import sha256_file
 from guards.results import GuardVerdict
+from monitor.common.childlog import ChildLog, LogRelay
 from monitor.common.lowpriority import pack, run_niced
 from monitor.config import GuardsConfig
 from monitor.config.guards import GoldenSetConfig
@@ -174,11 +176,19 @@ def replay(
     file, ...), anything unexpected as a RuntimeError with its type and message.
     """
     ctx = multiprocessing.get_context("spawn")
+    with LogRelay(ctx) as relay:
+        return _replay(ctx, spec, budget_s, stop, relay)
+
+
+def _replay(
+    ctx: Any, spec: ReplaySpec, budget_s: float, stop: Callable[[], bool], relay: LogRelay
+) -> GuardVerdict:
     receive, send = ctx.Pipe(duplex=False)
-    args = (REPLAY_NICE, True, pack(_worker, spec, os.getpid()), send)
+    args = (REPLAY_NICE, True, pack(_worker, spec, os.getpid()), send, relay.child)
     process = ctx.Process(target=run_niced, args=args, name="guard-replay", daemon=True)
     process.start()
     send.close()
+    relay.child_started()
     deadline = time.monotonic() + budget_s
     try:
         while not receive.poll(POLL_S):
@@ -221,18 +231,20 @@ def _orphaned(parent: int) -> None:
     os._exit(1)
 
 
-def _worker(spec: ReplaySpec, parent: int, send: Any) -> None:
-    """The replay process (niced by `run_niced` before this module was imported)."""
-    threading.Thread(target=_orphaned, args=(parent,), daemon=True).start()
-    try:
-        verdict = _run(spec)
-    except ModelwatchError as exc:
-        send.send(("error", exc))
-    except Exception as exc:  # whatever onnxruntime raises; its text goes back, not its type
-        send.send(("error", RuntimeError(f"{type(exc).__name__}: {exc}".splitlines()[0])))
-    else:
-        send.send(("ok", verdict))
-    send.close()
+def _worker(spec: ReplaySpec, parent: int, send: Any, log: ChildLog) -> None:
+    """The replay process (niced by `run_niced` before this module was imported); its records
+    go through the daemon's logging."""
+    with log.relayed():
+        threading.Thread(target=_orphaned, args=(parent,), daemon=True).start()
+        try:
+            verdict = _run(spec)
+        except ModelwatchError as exc:
+            send.send(("error", exc))
+        except Exception as exc:  # whatever onnxruntime raises; its text goes back, not its type
+            send.send(("error", RuntimeError(f"{type(exc).__name__}: {exc}".splitlines()[0])))
+        else:
+            send.send(("ok", verdict))
+        send.close()
 
 
 def _run(spec: ReplaySpec) -> GuardVerdict:

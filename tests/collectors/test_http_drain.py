@@ -1,10 +1,13 @@
 """The HTTP intake log's drain: two drains racing for the same rows count them once; a stored
-body that cannot be split is a dead letter, not a stuck drain. SQLite and PostgreSQL."""
+body that cannot be split is a dead letter, not a stuck drain. SQLite and PostgreSQL. The
+drain's worker process logs through the parent's logging, its secrets scrubbed."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, cast
 
 import orjson
@@ -16,10 +19,14 @@ from sqlalchemy.orm import Session
 from collectors import Batch, BatchResult, Ingestor, _intake_drain
 from collectors._http_intake import IntakeLog, make_ingestor
 from collectors._intake_drain import Drain
+from collectors._intake_worker import DrainProcess
+from migrations import upgrade
 from monitor.config import Config, parse_config
 from monitor.storage import DeadLetter, IngestCounter, IntakeEntry, make_engine
 from tests.collectors.conftest import aggregated, event
+from tests.logged import root_lines
 from tests.services.postgres import PostgresServer
+from tests.waiting import wait_until
 
 CONFIG = parse_config({"models": [{"name": "fraud", "slices": ["region"]}]}, env={})
 
@@ -207,3 +214,32 @@ def test_after_a_large_batch_the_drain_hands_its_freed_heap_back(
     assert trims == []  # small batches: nothing to give back
     drain._done(cast(Ingestor, None), _intake_drain.TRIM_AFTER_EVENTS)
     assert trims == [1]
+
+
+SECRET = "hunter2-Xq9"
+
+
+def _unreachable(_engine: Engine, _config: Config, _adapter: str) -> Ingestor:
+    """The worker's ingestor factory: fails naming a URL with a password and a query token."""
+    raise RuntimeError(f"cannot reach postgresql://svc:{SECRET}@db:5432/mw?token={SECRET}")
+
+
+@pytest.mark.slow
+def test_the_drain_process_logs_through_the_parent_with_secrets_scrubbed(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'mw.db'}"
+    engine = make_engine(url)
+    upgrade(engine)
+    IntakeLog(engine, max_backlog=100).append("events", orjson.dumps([event(1)]), 1, "k")
+    worker, stop = DrainProcess(url, CONFIG, "a", _unreachable), threading.Event()
+    thread = threading.Thread(target=worker.run, args=(stop,))
+    with root_lines(logging.INFO) as lines:
+        thread.start()
+        try:
+            failed = "intake-drain ERROR collectors._intake_drain: intake drain failed; retrying"
+            wait_until(lambda: any(line.startswith(failed) for line in lines.lines), failed, 60)
+        finally:
+            stop.set()
+            thread.join(30)
+    text = lines.text()
+    assert "RuntimeError: cannot reach postgresql://<redacted>@db:5432/mw?token=<redacted>" in text
+    assert SECRET not in text and not thread.is_alive()

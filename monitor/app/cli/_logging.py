@@ -11,7 +11,8 @@ Every handler configured here carries :class:`RedactSecrets`, so no line at any 
 or a library's such as httpx's "HTTP Request: POST <url>" and httpcore's DEBUG traces) shows
 URL userinfo, query tokens, bearer credentials or key=value secrets; the rules themselves are
 `monitor.common.redact`'s (their one home). Values the config names as secrets (API tokens, signing
-secrets, the database password) are also replaced wherever they appear.
+secrets, the database password) are also replaced wherever they appear. The records of the
+worker processes a command spawns reach these same handlers through `monitor.common.childlog`.
 """
 
 from __future__ import annotations
