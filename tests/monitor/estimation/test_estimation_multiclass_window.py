@@ -30,6 +30,8 @@ from monitor.estimation._window import StoredModels, window_rows
 from monitor.profiles import ColumnSpec
 
 CLASSES = ("a", "b", "c")
+OTHER_BINS = {"edges": [0.5], "probability": [0, 1], "counts": [1, 1], "threshold": 0.5,
+              "raw_ece": 0}  # fmt: skip
 
 
 def _scores(n: int, seed: int, sharp: float = 1.5) -> tuple[np.ndarray, np.ndarray]:
@@ -139,8 +141,7 @@ def test_a_profile_on_other_bins_is_refused() -> None:
         {"calibrations_other": None},  # one side of the conditional maps only
         {"calibrations_other": 3},  # not a list
         {"calibrations_other": [{}, {}, {}]},
-        {"calibrations_other": [{"edges": [0.5], "probability": [0, 1], "counts": [1, 1],
-                                 "threshold": 0.5, "raw_ece": 0}] * 3},  # other bins
+        {"calibrations_other": [OTHER_BINS] * 3},  # conditional maps on other bins
     ],
 )
 def test_a_malformed_stored_multiclass_calibration_is_refused(broken: dict[str, Any]) -> None:

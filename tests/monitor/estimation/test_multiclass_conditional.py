@@ -21,9 +21,7 @@ from monitor.estimation._stored import OTHER_KEY, PREDICTED_KEY, StoredMulticlas
 CLASSES = ("a", "b", "c", "d")
 
 
-def _overconfident(
-    rng: np.random.Generator, n: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _overconfident(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(true probabilities Dirichlet(2, 2, 2, 2), labels drawn from them, scores: the
     probabilities cubed and renormalised — overconfident)."""
     p = rng.dirichlet(np.full(len(CLASSES), 2.0), n)
