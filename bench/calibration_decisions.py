@@ -25,7 +25,7 @@ lies above the nominal rate, `exceeds`), applied to each decision under its null
   Beta(4, 4) (100- and 1,000-row chunks).
 * **mc_bands** (`monitor.estimation.estimate_multiclass`): the same for multiclass CBPE's
   macro metrics, a 3-class model (`multiclass_classifier`: calibrated, or overconfident scores
-  that the one-vs-rest maps correct).
+  that the per-class maps, conditioned on the predicted class, correct).
 * **dle_bands** (`monitor.estimation.estimate_regression`): the same for DLE's MAE and RMSE
   bands, loss models fitted on a fresh labelled 5,000-row reference of `regression_rows`.
 * **multivariate** (`monitor.estimation.multivariate_drift`): clean chunks of `factor_frame`
@@ -234,7 +234,7 @@ def multiclass_classifier(
     """A 3-class classifier's (labels as class indexes, scores per class): probabilities
     Dirichlet(2, 2, 2), labels Categorical(probabilities); scores the probabilities to the
     power `sharpen`, renormalised (1: calibrated, as `classifier`; 2: overconfident, which the
-    one-vs-rest maps must correct and the row normalisation may not restore exactly)."""
+    per-class maps, conditioned on the predicted class, must correct)."""
     p = rng.dirichlet(np.full(len(CLASSES), 2.0), n)
     labels = (rng.random((n, 1)) > p.cumsum(axis=1)).sum(axis=1)
     scores = p**sharpen

@@ -96,7 +96,19 @@ def fit_calibration(
         raise InputError(f"calibration needs at least {MIN_REFERENCE} labelled reference rows")
     if not np.isin(y, (0.0, 1.0)).all():
         raise InputError("calibration: the label must be 0/1 (or the positive class)")
-    edges = _edges(s, threshold, bins)
+    return _fit_on_edges(s, y, _edges(s, threshold, bins), threshold)
+
+
+def refit(calibration: Calibration, scores: Array, labels: Array) -> Calibration:
+    """`calibration`'s bins (edges and threshold) with their probabilities fitted on other
+    labelled rows (`scores`, 0/1 `labels`; non-finite ones left out, none required: empty bins
+    take their neighbours' values as in `fit_calibration`)."""
+    keep = np.isfinite(scores) & np.isfinite(labels)
+    edges = np.asarray(calibration.edges, dtype=np.float64)
+    return _fit_on_edges(scores[keep], labels[keep], edges, calibration.threshold)
+
+
+def _fit_on_edges(s: Array, y: Array, edges: Array, threshold: float) -> Calibration:
     idx = np.searchsorted(edges, s, side="right")
     counts = np.bincount(idx, minlength=edges.size + 1)
     positives = np.bincount(idx, weights=y, minlength=edges.size + 1).astype(np.float64)

@@ -72,7 +72,7 @@ def score_counts(calibration: Calibration, profile: Any) -> ScoreCounts:
 
 # Multiclass (`baseline create --score CLASS=COL ...`): a column per class, `__cbpe_score.<k>`
 # (k: the class's index in the baseline's order), whose value is 2·bin + q (its score's bin in
-# the class's calibration and its normalised calibrated probability q ∈ [0, 1]); on edges
+# the class's calibration and its calibrated probability q ∈ [0, 1], `probabilities`); on edges
 # 0, 2, 4, ... each bin is one bucket, whose count is the rows of that bin and whose sum minus
 # 2·bin·count is their summed q. `__cbpe_predicted` is 2·j + q of the predicted class j (the
 # event's own class, else the highest score: `predicted_classes`): per bucket the rows
@@ -104,9 +104,9 @@ def multiclass_values(
     NaN in every column where a score is missing or not finite."""
     finite: NDArray[np.bool_] = np.asarray(np.isfinite(scores).all(axis=1))
     bins = calibration.bins(scores)  # a non-finite score's bin is never used: its row is NaN
-    q = calibration.normalised(bins)
     given = None if predictions is None else named_classes(calibration.classes, predictions)
     predicted = predicted_classes(scores, given)
+    q = calibration.probabilities(bins, predicted)
     out: dict[str, NDArray[np.float64]] = {}
     for k, b in enumerate(bins):
         out[CLASS_COLUMN.format(k)] = 2.0 * b + q[:, k]

@@ -1,7 +1,19 @@
-"""CBPE for a multiclass classifier, one-vs-rest as NannyML does: each class's score gets its
-own binned calibration map, calibrated rows are normalised to sum to one, and the estimates are
-accuracy (mean calibrated probability of the predicted class), macro precision, recall, F1 and
-specificity, and macro one-vs-rest ROC-AUC (each class's bins in its score order)."""
+"""CBPE for a multiclass classifier, one-vs-rest: each class's score gets its own binned
+calibration maps, and the estimates are accuracy (mean calibrated probability of the predicted
+class), macro precision, recall, F1 and specificity, and macro one-vs-rest ROC-AUC (each class's
+bins in its score order).
+
+Each class k has two maps on the same bins of its score: P(y = k | s_k, predicted k), fitted on
+the reference rows predicted k, and P(y = k | s_k, predicted another class), fitted on the rest;
+a row's probability of k comes from the map of its side, unnormalised. The expected true
+positives of k (rows predicted k) and its expected false negatives (rows predicted otherwise)
+are then each a sum of the right conditional probability. NannyML's one map per class, P(y = k
+| s_k) over both sides, normalised per row, is biased when the scores are miscalibrated: a bin
+mixes rows where k is the argmax with rows where it is not (+0.005 accuracy for squared
+Dirichlet scores; docs, Calibration). A side with fewer than `MIN_SIDE` labelled reference rows
+keeps the class's one map; a calibration without the conditional maps (a baseline stored before
+them) estimates as NannyML does: one map per class for both sides, rows normalised to sum to
+one."""
 
 from __future__ import annotations
 
@@ -15,7 +27,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from monitor.errors import InputError
-from monitor.estimation._calibration import DEFAULT_BINS, Array, Calibration, fit_calibration
+from monitor.estimation._calibration import (
+    DEFAULT_BINS,
+    MIN_REFERENCE,
+    Array,
+    Calibration,
+    fit_calibration,
+    refit,
+)
 from monitor.estimation._metrics import Estimate, band, soft_auc
 from monitor.estimation._realized import class_matrix, realized_macro
 from monitor.estimation._results import EstimationResult
@@ -25,6 +44,7 @@ from monitor.outcomes import metrics as m
 from monitor.profiles import value_text
 
 MULTICLASS_METRICS = ("roc_auc", "accuracy", "precision", "recall", "f1", "specificity")
+MIN_SIDE = MIN_REFERENCE  # fewer reference rows on one side of a class: its one map serves there
 
 
 @dataclass(frozen=True)
@@ -47,26 +67,66 @@ class MulticlassData:
 
 @dataclass(frozen=True)
 class MulticlassCalibration:
-    """The classes in order and one one-vs-rest calibration map per class."""
+    """The classes in order, one one-vs-rest calibration map per class over all reference rows
+    (its bins are the class's score bins) and, on those bins, each class's maps conditioned on
+    the predicted class: `predicted_maps` fitted on the rows predicted that class,
+    `other_maps` on the rest (None: a calibration stored before them; the one map serves both
+    sides and rows are normalised)."""
 
     classes: tuple[str, ...]
     maps: tuple[Calibration, ...]
+    predicted_maps: tuple[Calibration, ...] | None = None
+    other_maps: tuple[Calibration, ...] | None = None
+
+    def __post_init__(self) -> None:
+        sides = (self.predicted_maps, self.other_maps)
+        if (sides[0] is None) != (sides[1] is None):
+            raise InputError("multiclass calibration: need both conditional maps or neither")
+        for side in sides:
+            if side is not None and (
+                len(side) != len(self.maps)
+                or any(c.edges != m.edges for c, m in zip(side, self.maps, strict=False))
+            ):
+                raise InputError("multiclass calibration: a conditional map on other bins")
+
+    @property
+    def conditional(self) -> bool:
+        """Whether the maps are conditioned on the predicted class."""
+        return self.predicted_maps is not None
 
     @property
     def reference_rows(self) -> int:
         """The labelled reference rows the maps were fitted on (every map sees them all)."""
         return sum(self.maps[0].counts) if self.maps else 0
 
-    def calibrate(self, scores: NDArray[np.float64]) -> NDArray[np.float64]:
-        """Calibrated probabilities per row and class, normalised to sum to one per row."""
-        return self.normalised(self.bins(scores))
+    def calibrate(
+        self, scores: NDArray[np.float64], predicted: NDArray[np.intp] | None = None
+    ) -> NDArray[np.float64]:
+        """Calibrated probabilities per row and class of rows of finite `scores` whose
+        predicted classes are `predicted` (None: the highest score, `predicted_classes`)."""
+        chosen = predicted_classes(scores) if predicted is None else predicted
+        return self.probabilities(self.bins(scores), chosen)
 
     def bins(self, scores: NDArray[np.float64]) -> list[NDArray[np.intp]]:
         """Per class, the calibration bin of each row's score of that class."""
         return [c.bin_of(scores[:, k]) for k, c in enumerate(self.maps)]
 
-    def normalised(self, bins: list[NDArray[np.intp]]) -> NDArray[np.float64]:
-        """The calibrated probabilities of rows in `bins`, normalised to sum to one per row."""
+    def probabilities(
+        self, bins: list[NDArray[np.intp]], predicted: NDArray[np.intp]
+    ) -> NDArray[np.float64]:
+        """The calibrated probability of each class of rows in `bins` predicted `predicted`:
+        per class, the map of the row's side; without conditional maps the one map per class,
+        normalised to sum to one per row."""
+        if self.predicted_maps is None or self.other_maps is None:
+            return self._normalised(bins)
+        columns = [
+            np.where(predicted == k, np.asarray(p.probability)[b], np.asarray(o.probability)[b])
+            for k, (p, o, b) in enumerate(zip(self.predicted_maps, self.other_maps, bins,
+                                              strict=True))
+        ]  # fmt: skip
+        return np.column_stack(columns).astype(np.float64)
+
+    def _normalised(self, bins: list[NDArray[np.intp]]) -> NDArray[np.float64]:
         cal = np.column_stack(
             [np.asarray(c.probability)[b] for c, b in zip(self.maps, bins, strict=True)]
         )
@@ -116,15 +176,30 @@ def class_column(
 
 def fit_multiclass(
     classes: Sequence[str], scores: NDArray[np.float64], labels: NDArray[np.intp],
-    bins: int = DEFAULT_BINS,
+    bins: int = DEFAULT_BINS, predicted: NDArray[np.intp] | None = None,
 ) -> MulticlassCalibration:  # fmt: skip
-    """One-vs-rest binned calibration per class on labelled reference rows."""
+    """One-vs-rest binned calibration per class on labelled reference rows, and per class its
+    maps on the rows `predicted` that class and on the rest (None: the highest score,
+    `predicted_classes`); a side with fewer than `MIN_SIDE` labelled rows takes the class's
+    map over all rows."""
     known = labels >= 0
+    chosen = predicted_classes(scores) if predicted is None else predicted
     maps = tuple(
         fit_calibration(scores[known, k], (labels[known] == k).astype(np.float64), 0.5, bins)
         for k in range(len(classes))
     )
-    return MulticlassCalibration(tuple(classes), maps)
+
+    def side(k: int, rows: NDArray[np.bool_]) -> Calibration:
+        rows = rows & known & np.isfinite(scores[:, k])
+        if int(rows.sum()) < MIN_SIDE:
+            return maps[k]
+        return refit(maps[k], scores[rows, k], (labels[rows] == k).astype(np.float64))
+
+    ks = range(len(classes))
+    return MulticlassCalibration(
+        tuple(classes), maps, tuple(side(k, chosen == k) for k in ks),
+        tuple(side(k, chosen != k) for k in ks),
+    )  # fmt: skip
 
 
 def estimate_multiclass(
@@ -143,7 +218,7 @@ def estimate_multiclass(
 def _side(c: MulticlassCalibration, data: MulticlassData, how: EstimateOptions) -> Side:
     finite: NDArray[np.bool_] = np.asarray(np.isfinite(data.scores).all(axis=1))
     q = np.zeros_like(data.scores)
-    q[finite] = c.calibrate(data.scores[finite])
+    q[finite] = c.calibrate(data.scores[finite], data.predicted[finite])
     return Side(
         data.scores.shape[0],
         data.slices,
@@ -180,7 +255,8 @@ class MulticlassSums:
 def multiclass_sums(
     c: MulticlassCalibration, q: Array, scores: Array, predicted: NDArray[np.intp]
 ) -> MulticlassSums:
-    """The sums of rows with finite scores: `q` calibrated (normalised) probabilities."""
+    """The sums of rows with finite scores: `q` their calibrated probabilities
+    (`MulticlassCalibration.calibrate`)."""
     k = len(c.classes)
     bins = [cal.bin_of(scores[:, j]) for j, cal in enumerate(c.maps)]
     p = q[np.arange(q.shape[0]), predicted] if q.shape[0] else np.empty(0)

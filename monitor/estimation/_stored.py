@@ -36,6 +36,9 @@ from monitor.estimation._run import reference_bounds
 from monitor.profiles import NULL_VALUE, OVERALL, slice_key, value_text
 
 SETTINGS_KEY = "estimation"
+# a multiclass calibration's maps conditioned on the predicted class (absent: stored before them)
+PREDICTED_KEY = "calibrations_predicted"
+OTHER_KEY = "calibrations_other"
 Bounds = dict[str, float | None]
 Rows = NDArray[np.intp]
 
@@ -74,7 +77,8 @@ class StoredEstimation:
 @dataclass(frozen=True)
 class StoredMulticlass:
     """A baseline's multiclass calibration: classes, the score column of each, the label
-    column, one-vs-rest calibrations and the thresholds (as `StoredEstimation`)."""
+    column, one-vs-rest calibrations (with their maps conditioned on the predicted class) and
+    the thresholds (as `StoredEstimation`)."""
 
     scores: tuple[str, ...]
     label: str
@@ -92,18 +96,31 @@ class StoredMulticlass:
             "scores": list(self.scores),
             "label": self.label,
             "calibrations": [c.to_dict() for c in self.calibration.maps],
+            **{key: [c.to_dict() for c in side] for key, side in (
+                (PREDICTED_KEY, self.calibration.predicted_maps),
+                (OTHER_KEY, self.calibration.other_maps)) if side is not None},
             "thresholds": self.thresholds,
             "slice_thresholds": self.slice_thresholds,
-        }
+        }  # fmt: skip
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], where: str) -> StoredMulticlass:
+        """Inverse of `to_dict`; a payload without the conditional maps (stored before them)
+        loads with one map per class for both sides (`MulticlassCalibration`)."""
         classes = [str(c) for c in data.get("classes", [])]
         scores = [str(c) for c in data.get("scores", [])]
         maps = [Calibration.from_dict(c, where) for c in data.get("calibrations", [])]
         if len(classes) < 2 or not len(classes) == len(scores) == len(maps):
             raise CorruptProfileError(f"{where}: malformed multiclass calibration")
-        cal = MulticlassCalibration(tuple(classes), tuple(maps))
+        try:
+            sides = [
+                None if data.get(key) is None
+                else tuple(Calibration.from_dict(c, where) for c in list(data[key]))
+                for key in (PREDICTED_KEY, OTHER_KEY)
+            ]  # fmt: skip
+            cal = MulticlassCalibration(tuple(classes), tuple(maps), *sides)
+        except (InputError, TypeError) as exc:
+            raise CorruptProfileError(f"{where}: malformed multiclass calibration: {exc}") from None
         return cls(tuple(scores), str(data.get("label")), cal, *thresholds_of(data, where))
 
 
@@ -151,8 +168,8 @@ def fit_stored_multiclass(
     frame = concat(batches, [*scores, label, *slice_by])
     s = np.column_stack([floats(frame, c) for c in scores])
     y = class_column(frame, label, classes)
-    calibration = fit_multiclass(classes, s, y, bins)
     data = MulticlassData(s, predicted_classes(s), y)
+    calibration = fit_multiclass(classes, s, y, bins, data.predicted)
 
     def real(metric: str, rows: Rows) -> float | None:
         return realized_multiclass(data, len(classes), metric, rows)

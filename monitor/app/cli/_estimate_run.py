@@ -162,7 +162,7 @@ def _multiclass(
     cur = read_multiclass(files.current, files.cur, scores, label, prediction, slice_by)
     if ref.labels is None:
         raise InputError(f"{files.reference}: column '{label}' not found")
-    calibration = fit_multiclass(scores.classes, ref.scores, ref.labels, bins)
+    calibration = fit_multiclass(scores.classes, ref.scores, ref.labels, bins, ref.predicted)
     how = replace(how, metrics=MULTICLASS_METRICS)
     summary = {name: calibration_summary(c) for name, c in zip(scores.classes, calibration.maps,
                                                              strict=True)}  # fmt: skip

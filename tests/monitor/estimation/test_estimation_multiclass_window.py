@@ -30,6 +30,8 @@ from monitor.estimation._window import StoredModels, window_rows
 from monitor.profiles import ColumnSpec
 
 CLASSES = ("a", "b", "c")
+OTHER_BINS = {"edges": [0.5], "probability": [0, 1], "counts": [1, 1], "threshold": 0.5,
+              "raw_ece": 0}  # fmt: skip
 
 
 def _scores(n: int, seed: int, sharp: float = 1.5) -> tuple[np.ndarray, np.ndarray]:
@@ -60,9 +62,11 @@ def _awkward(seed: int) -> np.ndarray:
     return np.concatenate([p, extra])
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_profiles_give_the_estimates_of_the_raw_rows(seed: int) -> None:
+@pytest.mark.parametrize(("seed", "conditional"), [(1, True), (2, True), (3, True), (1, False)])
+def test_profiles_give_the_estimates_of_the_raw_rows(seed: int, conditional: bool) -> None:
     cal = _calibration()
+    if not conditional:  # a calibration stored before the conditional maps
+        cal = MulticlassCalibration(cal.classes, cal.maps)
     scores = _awkward(seed)
     predicted = np.argmax(np.nan_to_num(scores, nan=-1.0), axis=1).astype(np.intp)
     data = MulticlassData(scores, predicted)
@@ -134,6 +138,10 @@ def test_a_profile_on_other_bins_is_refused() -> None:
         {"classes": ["a", "b"], "scores": ["pa"], "calibrations": []},  # lengths differ
         {"classes": ["a", "b"], "scores": ["pa", "pb"], "calibrations": [{}, {}]},
         {"thresholds": [1, 2]},  # thresholds not a mapping
+        {"calibrations_other": None},  # one side of the conditional maps only
+        {"calibrations_other": 3},  # not a list
+        {"calibrations_other": [{}, {}, {}]},
+        {"calibrations_other": [OTHER_BINS] * 3},  # conditional maps on other bins
     ],
 )
 def test_a_malformed_stored_multiclass_calibration_is_refused(broken: dict[str, Any]) -> None:

@@ -1,0 +1,99 @@
+"""Multiclass CBPE's maps conditioned on the predicted class: they remove the one-vs-rest
+estimate's bias on miscalibrated scores, a side with too few reference rows keeps the class's
+one map, and a calibration stored without them (before them) loads and estimates as before:
+one map per class for both sides, rows normalised."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from monitor.estimation import (
+    EstimateOptions,
+    MulticlassCalibration,
+    MulticlassData,
+    estimate_multiclass,
+    fit_multiclass,
+)
+from monitor.estimation._multiclass import MIN_SIDE, estimate_sums, multiclass_sums
+from monitor.estimation._stored import OTHER_KEY, PREDICTED_KEY, StoredMulticlass
+
+CLASSES = ("a", "b", "c", "d")
+
+
+def _overconfident(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(true probabilities Dirichlet(2, 2, 2, 2), labels drawn from them, scores: the
+    probabilities cubed and renormalised — overconfident)."""
+    p = rng.dirichlet(np.full(len(CLASSES), 2.0), n)
+    labels = (rng.random((n, 1)) > p.cumsum(axis=1)).sum(axis=1).astype(np.intp)
+    scores = p**3
+    return p, labels, scores / scores.sum(axis=1, keepdims=True)
+
+
+def _accuracy(cal: MulticlassCalibration, scores: np.ndarray, predicted: np.ndarray) -> float:
+    """The estimated accuracy of rows (as `estimate_multiclass` computes it per chunk)."""
+    sums = multiclass_sums(cal, cal.calibrate(scores, predicted), scores, predicted)
+    (accuracy,) = estimate_sums(sums, ("accuracy",), cal.reference_rows)
+    return accuracy.estimated
+
+
+def test_conditional_maps_estimate_an_overconfident_models_accuracy_without_bias() -> None:
+    """Maps on 100,000 reference rows, one 50,000-row chunk; the truth is the chunk's expected
+    accuracy (the true probability of each row's predicted class), free of label noise.
+    Over 10 seeds the estimate erred +0.0087 (sd 0.0014) with one map per class, normalised,
+    and −0.0001 (sd 0.0014, at most 0.0028) with the conditional maps."""
+    rng = np.random.default_rng(7)
+    _, ry, rs = _overconfident(rng, 100_000)
+    p, _, cs = _overconfident(rng, 50_000)
+    predicted = cs.argmax(axis=1)
+    truth = float(p[np.arange(p.shape[0]), predicted].mean())
+    cal = fit_multiclass(CLASSES, rs, ry)
+    assert cal.conditional
+    assert abs(_accuracy(cal, cs, predicted) - truth) < 0.0045
+    one_map = MulticlassCalibration(cal.classes, cal.maps)  # as before the conditional maps
+    assert _accuracy(one_map, cs, predicted) - truth > 0.0045
+
+
+def test_a_side_with_too_few_reference_rows_keeps_the_classes_one_map() -> None:
+    rng = np.random.default_rng(3)
+    _, labels, scores = _overconfident(rng, 3_000)
+    predicted = scores.argmax(axis=1)
+    rare = np.flatnonzero(predicted == 3)[MIN_SIDE - 1 :]
+    predicted[rare] = 0  # class d predicted in MIN_SIDE - 1 rows
+    cal = fit_multiclass(CLASSES, scores, labels, bins=20, predicted=predicted)
+    assert cal.predicted_maps is not None and cal.other_maps is not None
+    assert cal.predicted_maps[3] is cal.maps[3] and cal.other_maps[3] is not cal.maps[3]
+    assert all(cal.predicted_maps[k] is not cal.maps[k] for k in range(3))
+
+
+@pytest.fixture(scope="module")
+def stored() -> StoredMulticlass:
+    rng = np.random.default_rng(5)
+    _, labels, scores = _overconfident(rng, 3_000)
+    cal = fit_multiclass(CLASSES, scores, labels, bins=20)
+    return StoredMulticlass(("pa", "pb", "pc", "pd"), "y", cal, {"accuracy": 0.6})
+
+
+def test_the_conditional_maps_are_stored_and_loaded(stored: StoredMulticlass) -> None:
+    loaded = StoredMulticlass.from_dict(stored.to_dict(), "baseline 'x'")
+    assert loaded.calibration == stored.calibration and loaded.calibration.conditional
+
+
+def test_a_baseline_stored_before_the_conditional_maps_estimates_as_before(
+    stored: StoredMulticlass,
+) -> None:
+    old = {k: v for k, v in stored.to_dict().items() if k not in (PREDICTED_KEY, OTHER_KEY)}
+    cal = StoredMulticlass.from_dict(old, "baseline 'x'").calibration
+    assert not cal.conditional and cal.maps == stored.calibration.maps
+    _, labels, scores = _overconfident(np.random.default_rng(6), 500)
+    predicted = scores.argmax(axis=1)
+    q = cal.calibrate(scores, predicted)
+    # one map per class for both sides, normalised per row (NannyML's estimate)
+    one = np.column_stack([m.calibrate(scores[:, k]) for k, m in enumerate(cal.maps)])
+    assert q == pytest.approx(one / one.sum(axis=1, keepdims=True), abs=1e-12)
+    data = MulticlassData(scores, predicted, labels)
+    how = EstimateOptions(chunk_size=500, metrics=("accuracy",))
+    (old_estimate,) = estimate_multiclass(cal, data, data, how)
+    (new_estimate,) = estimate_multiclass(stored.calibration, data, data, how)
+    assert old_estimate.estimated == pytest.approx(float(q[np.arange(500), predicted].mean()))
+    assert old_estimate.estimated != pytest.approx(new_estimate.estimated)
