@@ -4,7 +4,8 @@ The replica that wins an `evaluate` tick's (job, window) claim is its producer: 
 unit per model with work due (`_due`: pending change markers, failed items due for retry; an
 idle model gets none) and waits, up to the lease, for them to finish, so that the tick's
 alert rules see their results. Every replica runs a worker (a supervised component) that takes
-units one at a time. procrastinate (`SELECT ... FOR UPDATE SKIP LOCKED` on its own tables) gives:
+`scheduler.evaluation_concurrency` units at a time (threads: a unit waits on the database for
+about half its time). procrastinate (`SELECT ... FOR UPDATE SKIP LOCKED` on its own tables) gives:
 
 - a `lock` per model: no two units of a model run at once, on any replica;
 - a `queueing_lock` per model: at most one unit of a model waits, however many ticks defer;
@@ -104,8 +105,10 @@ class WorkQueue:
         lease_s: float,
         holder: str,
         metrics: ModelwatchMetrics | None = None,
+        concurrency: int = 1,
     ) -> None:
         self._conninfo = conninfo(engine)
+        self._concurrency = concurrency
         self._models = list(models)
         self._unit = unit
         self.timings = Timings.of(lease_s)
@@ -121,7 +124,7 @@ class WorkQueue:
         return {
             "conninfo": self._conninfo,
             "min_size": 1,
-            "max_size": 2,
+            "max_size": 1 + self._concurrency,
             "timeout": CONNECT_TIMEOUT_S,
             "kwargs": {"connect_timeout": CONNECT_TIMEOUT_S},
         }
@@ -227,7 +230,9 @@ class WorkQueue:
                 app.run_worker_async(
                     queues=[QUEUE],
                     name=self._holder,
-                    concurrency=1,  # evaluation is CPU-bound: a replica takes one unit at a time
+                    # A unit waits on the database for about half its time: two overlap
+                    # (`scheduler.evaluation_concurrency`; a model's lock keeps its units apart).
+                    concurrency=self._concurrency,
                     install_signal_handlers=False,  # the daemon owns SIGTERM
                     delete_jobs="always",  # the queue holds only what is pending
                     shutdown_graceful_timeout=SHUTDOWN_GRACE_S,
