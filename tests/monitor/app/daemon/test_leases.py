@@ -6,7 +6,7 @@ import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import create_engine, select
 from sqlalchemy.engine import Engine
 
 from monitor.app.daemon._leases import claim, finish
@@ -135,3 +135,32 @@ def test_ticks_after_the_first_stay_on_the_grid(sqlite_engine: Engine) -> None:
     assert abs(runs[0].microsecond / 1e6 - 0.6) < 0.2  # at start
     for run in runs[1:3]:
         assert abs(run.microsecond / 1e6 - 0.25) < 0.15, runs
+
+
+def test_the_next_time_on_the_grid_is_strictly_after() -> None:
+    sched = Scheduler(create_engine("sqlite://"), holder="a", lease_s=60, tick_offset_s=2.0)
+    spec = JobSpec("evaluate", lambda _now: None, 60.0)
+    at = datetime(2026, 12, 5, 16, 0, 2, tzinfo=UTC)  # on the grid: the next one
+    assert sched.next_time(spec, at) == datetime(2026, 12, 5, 16, 1, 2, tzinfo=UTC)
+    assert sched.next_time(spec, at - timedelta(microseconds=1)) == at
+
+
+@pytest.mark.slow
+def test_a_run_past_its_next_time_runs_again_at_once_not_an_interval_later(
+    sqlite_engine: Engine,
+) -> None:
+    """APScheduler skips a time that comes while the job still runs: the tick runs once more
+    when it ends (for the window it is then in), instead of leaving it to the time after."""
+    runs: list[float] = []
+
+    def slow_first(_window: datetime) -> None:
+        runs.append(time.monotonic())
+        if len(runs) == 1:
+            time.sleep(1.3)  # past the next time on a 1 s grid
+
+    sched = Scheduler(sqlite_engine, holder="a", lease_s=60)
+    sched.add(JobSpec("often", slow_first, 1.0))
+    began = time.monotonic()
+    assert sched.tick("often")
+    assert len(runs) == 2  # the skipped time's run, at once after the first
+    assert runs[1] - runs[0] < 1.5 and time.monotonic() - began < 2.0
