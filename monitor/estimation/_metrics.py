@@ -11,6 +11,7 @@ import numpy as np
 
 from monitor.estimation._calibration import Array, Calibration
 from monitor.estimation._counts import ScoreCounts
+from monitor.estimation._exact import EXACT_ROWS, exact_intervals
 
 METRICS = ("roc_auc", "accuracy", "precision", "recall", "f1", "specificity")
 BAND_Z = 3.0  # band = estimate ± 3 standard errors (as NannyML's sampling-error bands)
@@ -69,11 +70,26 @@ def estimate_metrics(
     e = expected(calibration, counts)
     n = counts.n
     n_reference = sum(calibration.counts)
+    exact = exact_intervals(counts.array(), e.probability, metrics) if n < EXACT_ROWS else {}
     out = []
     for name in metrics:
         value, se = _ESTIMATORS[name](e)
-        out.append(_band(name, value, se, n, n_reference))
+        if name in exact:
+            out.append(_widened(name, value, se, exact[name], n, n_reference))
+        else:
+            out.append(_band(name, value, se, n, n_reference))
     return out
+
+
+def _widened(
+    name: str, value: float, se: float, interval: tuple[float, float], n: int, n_reference: int
+) -> Estimate:
+    """The exact interval of a small window's realized metric (`exact_intervals`), each side's
+    distance from the estimate widened for the calibration's own error as `_band`'s."""
+    wider = widening(n, n_reference)
+    low, high = min(interval[0], value), max(interval[1], value)
+    return Estimate(name, value, se, max(0.0, value - (value - low) * wider),
+                    min(1.0, value + (high - value) * wider), n)  # fmt: skip
 
 
 def _band(name: str, value: float, se: float, n: int, n_reference: int) -> Estimate:
