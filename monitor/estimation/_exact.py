@@ -14,6 +14,7 @@ cheaper normal band is kept (docs, Calibration).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -26,28 +27,35 @@ EXACT_METRICS = ("accuracy", "precision", "recall", "f1", "specificity")
 _NEGLIGIBLE = 1e-13  # probability mass dropped from each count's far tails (the grid's size)
 
 
-def poisson_binomial(rows: Array, q: Array) -> Array:
+def poisson_binomial(rows: Array, q: Array) -> tuple[int, Array]:
     """The distribution of the number of positives among `rows[i]` rows of probability `q[i]`
-    each (index: the count, 0 … rows.sum())."""
+    each: the first count and the probabilities of it and the counts after it (beyond them:
+    less than 1e-13 in all)."""
     n = int(round(float(rows.sum())))
     if n == 0:
-        return np.ones(1)
-    keep = rows > 0
-    omega = np.exp(2j * np.pi * np.arange(n + 1) / (n + 1))
-    with np.errstate(divide="ignore"):
-        logs = np.log(1.0 - q[keep, None] + q[keep, None] * omega[None, :])
-    pgf = np.exp(rows[keep] @ logs)  # integer exponents: the log's branch does not matter
-    pmf = np.maximum(np.fft.fft(pgf).real / (n + 1), 0.0)
-    return np.asarray(pmf / pmf.sum(), dtype=np.float64)
+        return 0, np.ones(1)
+    # rows of one probability are one binomial; the counts within ±(4√n + 32) of the mean hold
+    # all but 2·exp(−32) of the mass (Hoeffding), so a DFT of that size, aliased, is exact
+    values, where = np.unique(q[rows > 0], return_inverse=True)
+    weights = np.bincount(where, weights=rows[rows > 0])
+    size = min(n + 1, int(8 * math.sqrt(n)) + 64)
+    omega = np.exp(2j * np.pi * np.arange(size) / size)
+    z = 1.0 - values[:, None] + values[:, None] * omega[None, :]
+    with np.errstate(divide="ignore"):  # z^k as exp(k·(log|z| + i·arg z)): integer k
+        pgf = np.exp(weights @ np.log(np.abs(z)) + 1j * (weights @ np.angle(z)))
+    aliased = np.maximum(np.fft.fft(pgf).real / size, 0.0)  # P(count ≡ m mod size)
+    first = min(max(int(round(float(weights @ values))) - size // 2, 0), n + 1 - size)
+    pmf = aliased[(first + np.arange(size)) % size]
+    return _trimmed(first, pmf / pmf.sum())
 
 
-def _support(pmf: Array) -> tuple[int, Array]:
-    """The first count kept and the probabilities of the counts between the far tails."""
+def _trimmed(first: int, pmf: Array) -> tuple[int, Array]:
+    """The counts from `first` with probabilities `pmf`, less the far tails (less than
+    _NEGLIGIBLE on each side)."""
     cdf = np.cumsum(pmf)
-    first = int(np.searchsorted(cdf, _NEGLIGIBLE, side="right"))
-    last = int(np.searchsorted(cdf, 1.0 - _NEGLIGIBLE, side="left"))
-    last = min(max(last, first), pmf.size - 1)
-    return first, pmf[first : last + 1]
+    low = int(np.searchsorted(cdf, _NEGLIGIBLE, side="right"))
+    high = int(np.searchsorted(cdf, 1.0 - _NEGLIGIBLE, side="left"))
+    return first + low, pmf[low : min(max(high, low), pmf.size - 1) + 1]
 
 
 def _ratio(num: Array, den: Array) -> Array:
@@ -61,8 +69,8 @@ def exact_intervals(
     of the window whose rows per (bin, predicted class) are `counts` (shape (bins, 2)), labels
     Bernoulli(probability[bin]): its lower end has P(below) ≤ TAIL, its upper P(above) ≤ TAIL."""
     negatives, positives = counts[:, 0].sum(), counts[:, 1].sum()
-    tp0, p_tp = _support(poisson_binomial(counts[:, 1], probability))
-    fn0, p_fn = _support(poisson_binomial(counts[:, 0], probability))
+    tp0, p_tp = poisson_binomial(counts[:, 1], probability)
+    fn0, p_fn = poisson_binomial(counts[:, 0], probability)
     tp = (tp0 + np.arange(p_tp.size, dtype=np.float64))[:, None]
     fn = (fn0 + np.arange(p_fn.size, dtype=np.float64))[None, :]
     weight = (p_tp[:, None] * p_fn[None, :]).ravel()

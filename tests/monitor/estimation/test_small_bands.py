@@ -75,8 +75,17 @@ def test_poisson_binomial_is_the_convolution_of_binomials() -> None:
     pmf = np.ones(1)
     for k, p in zip(rows.astype(int), q, strict=True):
         pmf = np.convolve(pmf, binom.pmf(np.arange(k + 1), k, p))
-    assert poisson_binomial(rows, q) == pytest.approx(pmf, abs=1e-12)
-    assert poisson_binomial(np.zeros(3), np.full(3, 0.5)).tolist() == [1.0]
+    first, got = poisson_binomial(rows, q)
+    assert first + got.size <= pmf.size
+    assert got == pytest.approx(pmf[first : first + got.size], abs=1e-12)
+    assert pmf[:first].sum() + pmf[first + got.size :].sum() < 1e-12
+    # 400 rows: a DFT of 224 points, aliased, still exact around the mean
+    rows, q = np.array([150.0, 250.0]), np.array([0.02, 0.6])
+    first, got = poisson_binomial(rows, q)
+    pmf = np.convolve(binom.pmf(np.arange(151), 150, 0.02), binom.pmf(np.arange(251), 250, 0.6))
+    assert got == pytest.approx(pmf[first : first + got.size], abs=1e-12)
+    assert pmf[:first].sum() + pmf[first + got.size :].sum() < 1e-12
+    assert poisson_binomial(np.zeros(3), np.full(3, 0.5)) == (0, pytest.approx([1.0]))
 
 
 def test_intervals_leave_at_most_the_tail_on_each_side() -> None:
