@@ -87,6 +87,23 @@ def exact_intervals(
             for name in metrics if name in values}  # fmt: skip
 
 
+def widened(value: float, interval: tuple[float, float], wider: float) -> tuple[float, float]:
+    """`interval` (stretched to hold `value`) with each side's distance from `value` times
+    `wider` (`widening`: the calibration's or loss models' own error), the low end at least 0."""
+    low, high = min(interval[0], value), max(interval[1], value)
+    return max(0.0, value - (value - low) * wider), value + (high - value) * wider
+
+
+def gamma_interval(mean: float, se: float) -> tuple[float, float]:
+    """The central interval leaving `TAIL` on each side of the gamma distribution with this
+    mean and standard deviation: a mean of n positive, right-skewed losses (a mean squared
+    error over normal errors is exactly gamma: χ²), where ±3 SE misses above too often."""
+    from scipy.special import gammainccinv, gammaincinv
+
+    shape, scale = (mean / se) ** 2, se * se / mean
+    return float(gammaincinv(shape, TAIL)) * scale, float(gammainccinv(shape, TAIL)) * scale
+
+
 def _central(values: Array, weight: Array) -> tuple[float, float]:
     order = np.argsort(values, kind="stable")
     v, cdf = values[order], np.cumsum(weight[order])

@@ -11,7 +11,7 @@ import numpy as np
 
 from monitor.estimation._calibration import Array, Calibration
 from monitor.estimation._counts import ScoreCounts
-from monitor.estimation._exact import EXACT_ROWS, exact_intervals
+from monitor.estimation._exact import EXACT_ROWS, exact_intervals, widened
 
 METRICS = ("roc_auc", "accuracy", "precision", "recall", "f1", "specificity")
 BAND_Z = 3.0  # band = estimate ± 3 standard errors (as NannyML's sampling-error bands)
@@ -86,10 +86,8 @@ def _widened(
 ) -> Estimate:
     """The exact interval of a small window's realized metric (`exact_intervals`), each side's
     distance from the estimate widened for the calibration's own error as `_band`'s."""
-    wider = widening(n, n_reference)
-    low, high = min(interval[0], value), max(interval[1], value)
-    return Estimate(name, value, se, max(0.0, value - (value - low) * wider),
-                    min(1.0, value + (high - value) * wider), n)  # fmt: skip
+    low, high = widened(value, interval, widening(n, n_reference))
+    return Estimate(name, value, se, low, min(1.0, high), n)
 
 
 def _band(name: str, value: float, se: float, n: int, n_reference: int) -> Estimate:

@@ -1,6 +1,7 @@
-"""Small windows' CBPE bands: the exact interval of the realized metric (`_exact`) instead of
+"""Small windows' bands: CBPE's the exact interval of the realized metric (`_exact`) instead of
 ±3 normal standard errors, which miss a skewed, discrete metric (a precision over a few dozen
-predicted positives near 1) far more often than the promised 0.27%.
+predicted positives near 1) far more often than the promised 0.27%; DLE's MSE and RMSE a gamma
+interval (a mean of squared losses is right-skewed).
 
 The miss probabilities here are exact: the window's true positives and false negatives are
 binomial (one calibrated probability per predicted class), computed with scipy's binomial
@@ -12,14 +13,21 @@ import math
 
 import numpy as np
 import pytest
-from scipy.stats import binom
+from scipy.stats import binom, chi2
 
 from monitor.estimation import count_scores, estimate_metrics
 from monitor.estimation._calibration import Calibration
 from monitor.estimation._counts import ScoreCounts
-from monitor.estimation._exact import EXACT_METRICS, TAIL, exact_intervals, poisson_binomial
+from monitor.estimation._exact import (
+    EXACT_METRICS,
+    TAIL,
+    exact_intervals,
+    gamma_interval,
+    poisson_binomial,
+)
 from monitor.estimation._metrics import _ESTIMATORS as ESTIMATORS
 from monitor.estimation._metrics import METRICS, band, expected
+from monitor.estimation._regression import LossModel, LossSums, RegressionModel, estimate_losses
 
 NOMINAL = 2 * TAIL  # 0.0027: the normal two-sided tail at 3 SE
 REFERENCE = 5_000
@@ -127,3 +135,52 @@ def test_windows_of_exact_rows_and_more_keep_the_normal_band() -> None:
     e = expected(calibration, counts)
     for r in estimate_metrics(calibration, counts):
         assert r == band(r.metric, *ESTIMATORS[r.metric](e), 1_000, REFERENCE)
+
+
+def test_small_window_mse_band_is_the_gamma_interval_a_chi_square_needs() -> None:
+    # 100 rows of N(0, 1) errors: the realized MSE is chi-square(100) / 100 (mean 1, SE
+    # sqrt(0.02)), exactly the gamma of that mean and SE. ±3 SE misses 0.0036 (0.0034 above).
+    n, se = 100, math.sqrt(0.02)
+    old_low, old_high = 1.0 - 3 * se, 1.0 + 3 * se
+    assert chi2.cdf(old_low * n, n) + chi2.sf(old_high * n, n) > 1.2 * NOMINAL
+    low, high = gamma_interval(1.0, se)
+    assert chi2.cdf(low * n, n) == pytest.approx(TAIL, rel=1e-9)
+    assert chi2.sf(high * n, n) == pytest.approx(TAIL, rel=1e-9)
+
+
+def _regression_model(rows: int = REFERENCE) -> RegressionModel:
+    """Loss models as estimate_losses reads them: only the reference's loss mean and std."""
+    return RegressionModel((), {}, LossModel("absolute", "", 0.8, 0.6),
+                           LossModel("squared", "", 1.0, math.sqrt(2.0)), rows)  # fmt: skip
+
+
+def test_dle_small_windows_get_the_gamma_band_larger_ones_keep_nannymls() -> None:
+    model = _regression_model()
+    wider = math.sqrt(1 + 100 / REFERENCE)
+    got = {e.metric: e for e in estimate_losses(model, LossSums(100, 80.0, 100.0))}
+    low, high = gamma_interval(1.0, math.sqrt(2.0) / 10)
+    assert (got["mse"].ci_low, got["mse"].ci_high) == pytest.approx(
+        (1.0 - (1.0 - low) * wider, 1.0 + (high - 1.0) * wider)
+    )
+    assert got["rmse"].ci_high == pytest.approx(1.0 + (math.sqrt(high) - 1.0) * wider)
+    assert got["mae"].ci_high == pytest.approx(0.8 + 3 * 0.06 * wider)  # MAE: normal
+    # 1,000 rows and more: NannyML's ±3 sampling errors, widened (the oracle's chunk sizes)
+    big = {e.metric: e for e in estimate_losses(model, LossSums(1_000, 800.0, 1_000.0))}
+    half = 3 * math.sqrt(2.0 / (4 * 1_000)) * math.sqrt(1 + 1_000 / REFERENCE)
+    assert (big["rmse"].ci_low, big["rmse"].ci_high) == pytest.approx((1.0 - half, 1.0 + half))
+
+
+@pytest.mark.parametrize(
+    "sums",
+    [
+        LossSums(0, 0.0, 0.0),
+        LossSums(1, 0.8, 1.0),
+        LossSums(1, 0.0, 0.0),
+        LossSums(100, 0.0, 0.0),
+        LossSums(30, 1e-9, 1e-12),
+    ],  # fmt: skip
+)
+def test_dle_tiny_windows_give_finite_bands_around_the_estimate(sums: LossSums) -> None:
+    for e in estimate_losses(_regression_model(), sums):
+        assert all(math.isfinite(v) for v in (e.estimated, e.se, e.ci_low, e.ci_high)), e
+        assert 0.0 <= e.ci_low <= e.estimated <= e.ci_high, e
