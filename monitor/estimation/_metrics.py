@@ -99,10 +99,6 @@ def _ratio(num: float, den: float) -> float:
     return num / den if den > 0 else 0.0
 
 
-def _binomial_se(p: float, n: float) -> float:
-    return math.sqrt(max(p * (1 - p), 0.0) / n) if n > 0 else 0.0
-
-
 def _accuracy(e: _Expected) -> tuple[float, float]:
     n = e.tp + e.fp + e.fn + e.tn
     return _ratio(e.tp + e.tn, n), _ratio(math.sqrt(e.var_pos + e.var_neg), n)
@@ -113,19 +109,35 @@ def _precision(e: _Expected) -> tuple[float, float]:
     return _ratio(e.tp, e.tp + e.fp), _ratio(math.sqrt(e.var_pos), e.tp + e.fp)
 
 
+def _delta_se(e: _Expected, d_tp: float, d_fn: float) -> float:
+    """The delta method's standard error of a metric whose derivatives in the true positives
+    and false negatives are `d_tp`, `d_fn` (the two are independent sums given the window)."""
+    return math.sqrt(max(d_tp * d_tp * e.var_pos + d_fn * d_fn * e.var_neg, 0.0))
+
+
 def _recall(e: _Expected) -> tuple[float, float]:
-    value = _ratio(e.tp, e.tp + e.fn)
-    return value, _binomial_se(value, e.tp + e.fn)
+    # recall = TP / (TP + FN); the binomial SE at the expected positives (before) ignored that
+    # the window's predictions are known: bands 37% wider than the realized spread (docs)
+    d = e.tp + e.fn
+    if d <= 0:
+        return 0.0, 0.0
+    return e.tp / d, _delta_se(e, e.fn / d**2, -e.tp / d**2)
 
 
 def _specificity(e: _Expected) -> tuple[float, float]:
-    value = _ratio(e.tn, e.tn + e.fp)
-    return value, _binomial_se(value, e.tn + e.fp)
+    # TN / (TN + FP) with TN = negatives − FN and FP = positives − TP (predictions known)
+    d = e.tn + e.fp
+    if d <= 0:
+        return 0.0, 0.0
+    return e.tn / d, _delta_se(e, e.tn / d**2, -e.fp / d**2)
 
 
 def _f1(e: _Expected) -> tuple[float, float]:
-    value = _ratio(2 * e.tp, 2 * e.tp + e.fp + e.fn)
-    return value, _binomial_se(value, e.tp + (e.fp + e.fn) / 2)
+    # 2TP / (TP + FN + predicted positives)
+    d = 2 * e.tp + e.fp + e.fn
+    if d <= 0:
+        return 0.0, 0.0
+    return 2 * e.tp / d, _delta_se(e, 2 * (e.tp + e.fp + e.fn) / d**2, -2 * e.tp / d**2)
 
 
 def _roc_auc(e: _Expected) -> tuple[float, float]:
