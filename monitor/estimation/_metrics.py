@@ -1,5 +1,7 @@
 """Estimated binary metrics from the expected confusion matrix, each with its standard error at
-the window's size (the spread of the realized value if the calibration holds)."""
+the window's size (the spread of the realized value if the calibration holds) and its band:
+±BAND_Z standard errors, or under EXACT_ROWS rows the realized metric's exact interval
+(`_exact`), both widened for the calibration's own error."""
 
 from __future__ import annotations
 

@@ -239,7 +239,8 @@ def loss_sums(losses: Floats) -> LossSums:
 def estimate_losses(
     model: RegressionModel, sums: LossSums, metrics: Sequence[str] = REGRESSION_METRICS
 ) -> list[Estimate]:
-    """MAE, MSE and RMSE of the rows `sums` describes, each with NannyML's sampling-error band."""
+    """MAE, MSE and RMSE of the rows `sums` describes, each with NannyML's sampling-error band
+    (MSE and RMSE under EXACT_ROWS rows: a gamma interval, `_skewed_bands`)."""
     n = sums.n
     if n == 0:
         return [Estimate(m, 0.0, 0.0, 0.0, 0.0, 0) for m in metrics]
