@@ -28,7 +28,8 @@ lies above the nominal rate, `exceeds`), applied to each decision under its null
   macro metrics, a 3-class model (`multiclass_classifier`: calibrated, or overconfident scores
   that the per-class maps, conditioned on the predicted class, correct).
 * **dle_bands** (`monitor.estimation.estimate_regression`): the same for DLE's MAE and RMSE
-  bands (RMSE's under 1,000 rows: a gamma interval of the MSE, rooted), loss models fitted on a fresh labelled 5,000-row reference of `regression_rows`.
+  bands (RMSE's under 1,000 rows: a gamma interval of the MSE, rooted), loss models fitted on a
+  fresh labelled 5,000-row reference of `regression_rows`.
 * **multivariate** (`monitor.estimation.multivariate_drift`): clean chunks of `factor_frame`
   (false alarms, nominal 0.0027) and chunks with x1 decorrelated in half the rows (power).
 * **evidence** (`homogeneity_p`, the evidence rule's test): 2 x k tables of two multinomial
