@@ -271,6 +271,11 @@ def _skewed_bands(mse: float, se: float, wider: float) -> dict[str, tuple[float,
     if mse <= 0.0 or se <= 0.0:
         return {}
     low, high = gamma_interval(mse, se)
+    if not (math.isfinite(low) and math.isfinite(high)):  # beyond scipy's range: ±3 SE
+        return {}
+    # never under +3 SE: a window whose MSE is far under the reference's (the SE is the
+    # reference's) makes the gamma so skewed that its upper quantile collapses towards 0
+    high = max(high, mse + BAND_Z * se)
     rmse = math.sqrt(mse)
     return {"mse": widened(mse, (low, high), wider),
             "rmse": widened(rmse, (math.sqrt(low), math.sqrt(high)), wider)}  # fmt: skip

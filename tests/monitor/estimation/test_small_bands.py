@@ -184,3 +184,11 @@ def test_dle_tiny_windows_give_finite_bands_around_the_estimate(sums: LossSums) 
     for e in estimate_losses(_regression_model(), sums):
         assert all(math.isfinite(v) for v in (e.estimated, e.se, e.ci_low, e.ci_high)), e
         assert 0.0 <= e.ci_low <= e.estimated <= e.ci_high, e
+
+
+def test_dle_gamma_band_never_falls_under_three_se_above() -> None:
+    # an MSE 1e-6 of the reference's: the gamma of that mean and the reference's SE puts its
+    # upper quantile near 0; the band keeps at least the normal +3 SE above
+    got = {e.metric: e for e in estimate_losses(_regression_model(), LossSums(100, 0.0, 1e-4))}
+    assert got["mse"].ci_high >= 1e-6 + 3 * math.sqrt(2.0) / 10
+    assert got["rmse"].ci_high >= math.sqrt(1e-6 + 3 * math.sqrt(2.0) / 10) - 1e-12
