@@ -18,8 +18,9 @@ lies above the nominal rate, `exceeds`), applied to each decision under its null
   degraded model (`OUTCOME_SHIFTS`) against the healthy one's population values.
 * **bands** (`monitor.estimation.estimate_binary`): CBPE fitted on a fresh labelled 5,000-row
   reference per rep, chunks of the same distribution with labels; a miss is a realized metric
-  outside the band (±3 SE widened by sqrt(1 + chunk / reference); nominal 0.0027, the normal
-  two-sided tail at 3 SE); `degraded` (the estimate under the reference chunks' mean minus
+  outside the band (±3 SE widened by sqrt(1 + chunk / reference), under 1,000 rows the realized
+  metric's exact central interval widened alike; nominal 0.0027, the normal two-sided tail at
+  3 SE); `degraded` (the estimate under the reference chunks' mean minus
   a prediction interval's `band_k` sd) nominal 0.00135.
   Power (`band_power_rows`, none promised): `degraded` on chunks whose scores moved to
   Beta(4, 4) (100- and 1,000-row chunks).
@@ -27,7 +28,8 @@ lies above the nominal rate, `exceeds`), applied to each decision under its null
   macro metrics, a 3-class model (`multiclass_classifier`: calibrated, or overconfident scores
   that the per-class maps, conditioned on the predicted class, correct).
 * **dle_bands** (`monitor.estimation.estimate_regression`): the same for DLE's MAE and RMSE
-  bands, loss models fitted on a fresh labelled 5,000-row reference of `regression_rows`.
+  bands (RMSE's under 1,000 rows: a gamma interval of the MSE, rooted), loss models fitted on a
+  fresh labelled 5,000-row reference of `regression_rows`.
 * **multivariate** (`monitor.estimation.multivariate_drift`): clean chunks of `factor_frame`
   (false alarms, nominal 0.0027) and chunks with x1 decorrelated in half the rows (power).
 * **evidence** (`homogeneity_p`, the evidence rule's test): 2 x k tables of two multinomial

@@ -1,5 +1,7 @@
 """Estimated binary metrics from the expected confusion matrix, each with its standard error at
-the window's size (the spread of the realized value if the calibration holds)."""
+the window's size (the spread of the realized value if the calibration holds) and its band:
+±BAND_Z standard errors, or under EXACT_ROWS rows the realized metric's exact interval
+(`_exact`), both widened for the calibration's own error."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import numpy as np
 
 from monitor.estimation._calibration import Array, Calibration
 from monitor.estimation._counts import ScoreCounts
+from monitor.estimation._exact import EXACT_ROWS, exact_intervals, widened
 
 METRICS = ("roc_auc", "accuracy", "precision", "recall", "f1", "specificity")
 BAND_Z = 3.0  # band = estimate ± 3 standard errors (as NannyML's sampling-error bands)
@@ -69,11 +72,24 @@ def estimate_metrics(
     e = expected(calibration, counts)
     n = counts.n
     n_reference = sum(calibration.counts)
+    exact = exact_intervals(counts.array(), e.probability, metrics) if n < EXACT_ROWS else {}
     out = []
     for name in metrics:
         value, se = _ESTIMATORS[name](e)
-        out.append(_band(name, value, se, n, n_reference))
+        if name in exact:
+            out.append(_widened(name, value, se, exact[name], n, n_reference))
+        else:
+            out.append(_band(name, value, se, n, n_reference))
     return out
+
+
+def _widened(
+    name: str, value: float, se: float, interval: tuple[float, float], n: int, n_reference: int
+) -> Estimate:
+    """The exact interval of a small window's realized metric (`exact_intervals`), each side's
+    distance from the estimate widened for the calibration's own error as `_band`'s."""
+    low, high = widened(value, interval, widening(n, n_reference))
+    return Estimate(name, value, se, low, min(1.0, high), n)
 
 
 def _band(name: str, value: float, se: float, n: int, n_reference: int) -> Estimate:
@@ -83,10 +99,6 @@ def _band(name: str, value: float, se: float, n: int, n_reference: int) -> Estim
 
 def _ratio(num: float, den: float) -> float:
     return num / den if den > 0 else 0.0
-
-
-def _binomial_se(p: float, n: float) -> float:
-    return math.sqrt(max(p * (1 - p), 0.0) / n) if n > 0 else 0.0
 
 
 def _accuracy(e: _Expected) -> tuple[float, float]:
@@ -99,19 +111,35 @@ def _precision(e: _Expected) -> tuple[float, float]:
     return _ratio(e.tp, e.tp + e.fp), _ratio(math.sqrt(e.var_pos), e.tp + e.fp)
 
 
+def _delta_se(e: _Expected, d_tp: float, d_fn: float) -> float:
+    """The delta method's standard error of a metric whose derivatives in the true positives
+    and false negatives are `d_tp`, `d_fn` (the two are independent sums given the window)."""
+    return math.sqrt(max(d_tp * d_tp * e.var_pos + d_fn * d_fn * e.var_neg, 0.0))
+
+
 def _recall(e: _Expected) -> tuple[float, float]:
-    value = _ratio(e.tp, e.tp + e.fn)
-    return value, _binomial_se(value, e.tp + e.fn)
+    # recall = TP / (TP + FN); the binomial SE at the expected positives (before) ignored that
+    # the window's predictions are known: bands 37% wider than the realized spread (docs)
+    d = e.tp + e.fn
+    if d <= 0:
+        return 0.0, 0.0
+    return e.tp / d, _delta_se(e, e.fn / d**2, -e.tp / d**2)
 
 
 def _specificity(e: _Expected) -> tuple[float, float]:
-    value = _ratio(e.tn, e.tn + e.fp)
-    return value, _binomial_se(value, e.tn + e.fp)
+    # TN / (TN + FP) with TN = negatives − FN and FP = positives − TP (predictions known)
+    d = e.tn + e.fp
+    if d <= 0:
+        return 0.0, 0.0
+    return e.tn / d, _delta_se(e, e.tn / d**2, -e.fp / d**2)
 
 
 def _f1(e: _Expected) -> tuple[float, float]:
-    value = _ratio(2 * e.tp, 2 * e.tp + e.fp + e.fn)
-    return value, _binomial_se(value, e.tp + (e.fp + e.fn) / 2)
+    # 2TP / (TP + FN + predicted positives)
+    d = 2 * e.tp + e.fp + e.fn
+    if d <= 0:
+        return 0.0, 0.0
+    return 2 * e.tp / d, _delta_se(e, 2 * (e.tp + e.fp + e.fn) / d**2, -2 * e.tp / d**2)
 
 
 def _roc_auc(e: _Expected) -> tuple[float, float]:

@@ -10,7 +10,8 @@ loss, Σ expected squared loss): sums that add across windows, slices and replic
 The band is NannyML's sampling error at the chunk's size, from the reference's per-row losses:
 σ_abs/√n for MAE, σ_sq/√n for MSE, √(σ_sq² / (4·n·mean_sq)) for RMSE (σ: population standard
 deviation), ±3 of them around the estimate (the lower end clipped at 0), widened by
-√(1 + n / reference rows) for the loss models' own error (`widening`).
+√(1 + n / reference rows) for the loss models' own error (`widening`). Under EXACT_ROWS rows
+the MSE and RMSE bands are a gamma distribution's central interval instead (`_skewed_bands`).
 
 The fitted boosters are kept as LightGBM's own text model format (parsed by LightGBM, never
 unpickled). LightGBM is the optional extra `regression`; without it fitting or applying a loss
@@ -29,6 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from monitor.errors import CorruptProfileError, InputError
+from monitor.estimation._exact import EXACT_ROWS, gamma_interval, widened
 from monitor.estimation._metrics import BAND_Z, Estimate, widening
 from monitor.estimation._results import LOSS_METRICS, EstimationResult
 from monitor.estimation._run import EstimateOptions, Rows, Side, run
@@ -237,7 +239,8 @@ def loss_sums(losses: Floats) -> LossSums:
 def estimate_losses(
     model: RegressionModel, sums: LossSums, metrics: Sequence[str] = REGRESSION_METRICS
 ) -> list[Estimate]:
-    """MAE, MSE and RMSE of the rows `sums` describes, each with NannyML's sampling-error band."""
+    """MAE, MSE and RMSE of the rows `sums` describes, each with NannyML's sampling-error band
+    (MSE and RMSE under EXACT_ROWS rows: a gamma interval, `_skewed_bands`)."""
     n = sums.n
     if n == 0:
         return [Estimate(m, 0.0, 0.0, 0.0, 0.0, 0) for m in metrics]
@@ -249,12 +252,33 @@ def estimate_losses(
         "rmse": (math.sqrt(mse), math.sqrt(sq.std**2 / (4 * n * sq.mean)) if sq.mean > 0 else 0.0),
     }
     wider = widening(n, model.rows)
+    skewed = _skewed_bands(mse, sq.std / math.sqrt(n), wider) if n < EXACT_ROWS else {}
     out = []
     for name in metrics:
         value, se = values[name]
         half = BAND_Z * se * wider
-        out.append(Estimate(name, value, se, max(0.0, value - half), value + half, n))
+        low, high = skewed.get(name, (max(0.0, value - half), value + half))
+        out.append(Estimate(name, value, se, low, high, n))
     return out
+
+
+def _skewed_bands(mse: float, se: float, wider: float) -> dict[str, tuple[float, float]]:
+    """A small window's MSE and RMSE bands: the mean of n squared losses is right-skewed, and
+    ±3 SE missed the realized MSE 0.40% of the time at 100 rows (39 of 40 misses above;
+    nominal 0.27%). The gamma distribution of the same mean and SE leaves at most the normal
+    tail on each side (a mean squared error over normal errors is exactly gamma: χ²); RMSE's
+    band is its root. Each side widened for the loss model's own error (`widened`)."""
+    if mse <= 0.0 or se <= 0.0:
+        return {}
+    low, high = gamma_interval(mse, se)
+    if not (math.isfinite(low) and math.isfinite(high)):  # beyond scipy's range: ±3 SE
+        return {}
+    # never under +3 SE: a window whose MSE is far under the reference's (the SE is the
+    # reference's) makes the gamma so skewed that its upper quantile collapses towards 0
+    high = max(high, mse + BAND_Z * se)
+    rmse = math.sqrt(mse)
+    return {"mse": widened(mse, (low, high), wider),
+            "rmse": widened(rmse, (math.sqrt(low), math.sqrt(high)), wider)}  # fmt: skip
 
 
 def realized_loss(metric: str, labels: Floats, prediction: Floats) -> float | None:

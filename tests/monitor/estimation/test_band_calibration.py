@@ -2,13 +2,14 @@
 bench/calibration_decisions.py's `bands` rows.
 
 CBPE fitted on a fresh labelled 5,000-row reference, same-distribution labelled chunks: the
-realized metric lies outside the band (±3 SE widened by sqrt(1 + chunk / reference) for the
-calibration map's own error) at most 0.27% of the time (the normal tail), chunks larger than
-the reference included. The estimate is `degraded` (under the reference chunks' mean minus
-a prediction interval's `band_k` sd, which allows for an sd estimated from as few as 5 chunks)
-at most 0.135% of the time. Multiclass (one-vs-rest maps, macro metrics): the same promises
-for a 3-class model, calibrated or overconfident (`mc_bands`). Regression (DLE): the realized
-MAE and RMSE lie outside their bands at most 0.27% of the time.
+realized metric lies outside the band (±3 SE, or under 1,000 rows the exact interval, widened
+by sqrt(1 + chunk / reference) for the calibration map's own error) at most 0.27% of the time
+(the normal tail), chunks larger than the reference included. The estimate is `degraded` (under
+the reference chunks' mean minus a prediction interval's `band_k` sd, which allows for an sd
+estimated from as few as 5 chunks) at most 0.135% of the time. Multiclass (one-vs-rest maps,
+macro metrics): the same promises for a 3-class model, calibrated or overconfident
+(`mc_bands`). Regression (DLE): the realized MAE and RMSE lie outside their bands at most 0.27%
+of the time.
 """
 
 from __future__ import annotations
