@@ -231,17 +231,6 @@ class SchedulerConfig(StrictModel):
             "on PostgreSQL, a dead replica's evaluation unit within two thirds of it."
         ),
     )
-    evaluation_concurrency: int = Field(
-        default=2,
-        ge=1,
-        le=16,
-        description=(
-            "On PostgreSQL, evaluation units one replica runs at once (threads): a unit waits "
-            "on the database for about half its time, so two overlap those waits (~25% more "
-            "units per second alone, more beside a busy database; a third added nothing on "
-            "two cores). Units of one model never run at once."
-        ),
-    )
     # A failing item of a job (a window, a model) is retried after retry_initial_s, doubling
     # per failure up to retry_max_s; after `failing_after` failures in a row /readyz reports it.
     retry_initial_s: float = Field(

@@ -4,8 +4,7 @@ The replica that wins an `evaluate` tick's (job, window) claim is its producer: 
 unit per model with work due (`_due`: pending change markers, failed items due for retry; an
 idle model gets none) and waits, up to the lease, for them to finish, so that the tick's
 alert rules see their results. Every replica runs a worker (a supervised component) that takes
-`scheduler.evaluation_concurrency` units at a time (threads: a unit waits on the database for
-about half its time). procrastinate (`SELECT ... FOR UPDATE SKIP LOCKED` on its own tables) gives:
+units one at a time. procrastinate (`SELECT ... FOR UPDATE SKIP LOCKED` on its own tables) gives:
 
 - a `lock` per model: no two units of a model run at once, on any replica;
 - a `queueing_lock` per model: at most one unit of a model waits, however many ticks defer;
@@ -105,10 +104,8 @@ class WorkQueue:
         lease_s: float,
         holder: str,
         metrics: ModelwatchMetrics | None = None,
-        concurrency: int = 1,
     ) -> None:
         self._conninfo = conninfo(engine)
-        self._concurrency = concurrency
         self._models = list(models)
         self._unit = unit
         self.timings = Timings.of(lease_s)
@@ -124,7 +121,7 @@ class WorkQueue:
         return {
             "conninfo": self._conninfo,
             "min_size": 1,
-            "max_size": 1 + self._concurrency,
+            "max_size": 2,
             "timeout": CONNECT_TIMEOUT_S,
             "kwargs": {"connect_timeout": CONNECT_TIMEOUT_S},
         }
@@ -230,9 +227,13 @@ class WorkQueue:
                 app.run_worker_async(
                     queues=[QUEUE],
                     name=self._holder,
-                    # A unit waits on the database for about half its time: two overlap
-                    # (`scheduler.evaluation_concurrency`; a model's lock keeps its units apart).
-                    concurrency=self._concurrency,
+                    # One unit at a time. A unit waits on the database for about half its
+                    # time, and two at once ran ~25% more units per second, but with more than
+                    # one, a job whose status procrastinate cannot persist (the database away)
+                    # is left `doing` under a live heartbeat: its model's lock is never freed
+                    # (test_soak.py). With one, that error ends the worker and supervision
+                    # restarts it, so the job is taken over.
+                    concurrency=1,
                     install_signal_handlers=False,  # the daemon owns SIGTERM
                     delete_jobs="always",  # the queue holds only what is pending
                     shutdown_graceful_timeout=SHUTDOWN_GRACE_S,
