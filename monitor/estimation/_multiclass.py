@@ -308,7 +308,8 @@ def estimate_sums(
     sums: MulticlassSums, metrics: tuple[str, ...], n_reference: int
 ) -> list[Estimate]:
     """The estimated multiclass `metrics` of the rows `sums` describe, each with its band
-    (widened for maps fitted on `n_reference` rows)."""
+    (widened for maps fitted on `n_reference` rows: the calibration's
+    `effective_reference_rows` of `sums.predicted`)."""
     values = {
         "accuracy": _accuracy(sums),
         "roc_auc": _macro_auc(sums),
