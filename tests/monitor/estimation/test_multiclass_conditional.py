@@ -130,18 +130,30 @@ def test_the_band_is_widened_for_the_rows_each_conditional_map_learnt_from() -> 
     assert cal.effective_reference_rows(np.zeros(3)) == cal.reference_rows == 3_000
 
 
+def _band(cal: MulticlassCalibration, rows: int) -> tuple[tuple[float, float], float]:
+    """A 1,000-row chunk predicted mostly class a: (the accuracy band `estimate_multiclass`
+    gives, the half-width of ±BAND_Z SE widened for `rows` reference rows)."""
+    _, labels, scores = _overconfident(np.random.default_rng(8), 1_000)
+    predicted = np.where(np.arange(1_000) % 4 == 0, scores.argmax(axis=1), 0)
+    data = MulticlassData(scores, predicted, labels)
+    how = EstimateOptions(chunk_size=1_000, metrics=("accuracy",))
+    (got,) = estimate_multiclass(cal, data, data, how)
+    sums = multiclass_sums(cal, cal.calibrate(scores, predicted), scores, predicted)
+    (want,) = estimate_sums(sums, ("accuracy",), rows)
+    assert got.ci_low is not None and got.ci_high is not None
+    assert got.estimated == pytest.approx(want.estimated)
+    return (got.ci_low, got.ci_high), BAND_Z * want.se * widening(1_000, rows)
+
+
 def test_an_estimate_band_uses_the_effective_reference_rows(stored: StoredMulticlass) -> None:
     cal = stored.calibration
-    _, labels, scores = _overconfident(np.random.default_rng(8), 2_000)
-    predicted = np.where(np.arange(2_000) % 4 == 0, scores.argmax(axis=1), 0)  # mostly a
-    data = MulticlassData(scores, predicted, labels)
-    how = EstimateOptions(chunk_size=2_000, metrics=("accuracy",))
-    (got,) = estimate_multiclass(cal, data, data, how)
+    _, labels, scores = _overconfident(np.random.default_rng(8), 1_000)
+    predicted = np.where(np.arange(1_000) % 4 == 0, scores.argmax(axis=1), 0)
     rows = cal.effective_reference_rows(np.bincount(predicted, minlength=4).astype(np.float64))
     assert rows < cal.reference_rows
-    half = BAND_Z * got.se * widening(2_000, rows)
-    assert (got.ci_low, got.ci_high) == pytest.approx((got.estimated - half, got.estimated + half))
-    assert half > BAND_Z * got.se * widening(2_000, cal.reference_rows)
+    (low, high), half = _band(cal, rows)
+    assert high - low == pytest.approx(2 * half)
+    assert half > _band(cal, cal.reference_rows)[1]  # wider than for all the reference rows
 
 
 def test_a_baseline_stored_before_the_conditional_maps_widens_for_all_reference_rows(
@@ -150,9 +162,5 @@ def test_a_baseline_stored_before_the_conditional_maps_widens_for_all_reference_
     old = {k: v for k, v in stored.to_dict().items() if k not in (PREDICTED_KEY, OTHER_KEY)}
     cal = StoredMulticlass.from_dict(old, "baseline 'x'").calibration
     assert cal.effective_reference_rows(np.array([1_000.0, 0, 0, 0])) == cal.reference_rows
-    _, labels, scores = _overconfident(np.random.default_rng(8), 1_000)
-    data = MulticlassData(scores, np.zeros(1_000, dtype=np.intp), labels)  # all predicted a
-    how = EstimateOptions(chunk_size=1_000, metrics=("accuracy",))
-    (got,) = estimate_multiclass(cal, data, data, how)
-    half = BAND_Z * got.se * widening(1_000, cal.reference_rows)  # as before
-    assert (got.ci_low, got.ci_high) == pytest.approx((got.estimated - half, got.estimated + half))
+    (low, high), half = _band(cal, cal.reference_rows)  # as before
+    assert high - low == pytest.approx(2 * half)
