@@ -26,7 +26,8 @@ lies above the nominal rate, `exceeds`), applied to each decision under its null
   Beta(4, 4) (100- and 1,000-row chunks).
 * **mc_bands** (`monitor.estimation.estimate_multiclass`): the same for multiclass CBPE's
   macro metrics, a 3-class model (`multiclass_classifier`: calibrated, or overconfident scores
-  that the per-class maps, conditioned on the predicted class, correct).
+  that the per-class maps, conditioned on the predicted class, correct); the widening's
+  reference rows are those the maps learnt from (`effective_reference_rows`).
 * **dle_bands** (`monitor.estimation.estimate_regression`): the same for DLE's MAE and RMSE
   bands (RMSE's under 1,000 rows: a gamma interval of the MSE, rooted), loss models fitted on a
   fresh labelled 5,000-row reference of `regression_rows`.

@@ -99,6 +99,28 @@ class MulticlassCalibration:
         """The labelled reference rows the maps were fitted on (every map sees them all)."""
         return sum(self.maps[0].counts) if self.maps else 0
 
+    def effective_reference_rows(self, predicted: Array) -> int:
+        """The reference rows a window's band is widened for (`widening`), given the window's
+        rows per predicted class (`predicted`, in `classes` order). A map fitted on N_s rows
+        adds n_s / N_s of the sampling variance of the n_s window rows it serves (as the one
+        map of `widening`), times 1 + B_s / N_s for its B_s non-empty bins (a bin's rate
+        from m rows has variance ∝ 1/m, and E[1/m] ≈ (1 + 1/E[m]) / E[m]: a side's bins hold
+        few rows); so the maps of one side (those of the rows predicted each class, or of the
+        rest) add Σ n_s² / N'_s / Σ n_s of it, N'_s = N_s² / (N_s + B_s), and N_eff = n Σ n_s
+        / Σ n_s² / N'_s for a window of n rows: the smaller of the two sides', at most the
+        reference rows. By Cauchy–Schwarz it is about the reference rows when the window
+        predicts each class in the reference's shares (n_s / N_s alike), fewer otherwise: a
+        window predicting mostly a class whose side learnt from few rows is widened more.
+        Without conditional maps (a baseline stored before them), or for an empty window:
+        the reference rows (every map sees them all)."""
+        rows = np.asarray(predicted, dtype=np.float64)
+        n = float(rows.sum())
+        if self.predicted_maps is None or self.other_maps is None or n <= 0:
+            return self.reference_rows
+        sides = ((rows, self.predicted_maps), (n - rows, self.other_maps))
+        fewest = min(float(self.reference_rows), *(_effective_rows(n, *side) for side in sides))
+        return max(1, round(fewest))
+
     def calibrate(
         self, scores: NDArray[np.float64], predicted: NDArray[np.intp] | None = None
     ) -> NDArray[np.float64]:
@@ -133,6 +155,16 @@ class MulticlassCalibration:
         total = cal.sum(axis=1, keepdims=True)
         uniform = np.full_like(cal, 1.0 / len(self.maps))
         return np.asarray(np.divide(cal, total, out=uniform, where=total > 0), dtype=np.float64)
+
+
+def _effective_rows(n: float, served: Array, maps: tuple[Calibration, ...]) -> float:
+    """n Σ n_s / Σ n_s² / N'_s over `maps` serving `served` rows n_s of an n-row window each,
+    N'_s = N_s² / (N_s + B_s) for a map fitted on N_s rows (its counts; at least one) in B_s
+    non-empty bins; infinite when they serve none (they add no noise)."""
+    fitted = np.asarray([max(sum(c.counts), 1) for c in maps], dtype=np.float64)
+    bins = np.asarray([sum(1 for x in c.counts if x > 0) for c in maps], dtype=np.float64)
+    spread = float((served * served * (fitted + bins) / (fitted * fitted)).sum())
+    return n * float(served.sum()) / spread if spread > 0 else math.inf
 
 
 def predicted_classes(
@@ -233,7 +265,7 @@ def _estimate(
 ) -> list[Estimate]:  # fmt: skip
     rows = rows[finite[rows]]
     sums = multiclass_sums(c, q[rows], data.scores[rows], data.predicted[rows])
-    return estimate_sums(sums, metrics, c.reference_rows)
+    return estimate_sums(sums, metrics, c.effective_reference_rows(sums.predicted))
 
 
 @dataclass(frozen=True)
@@ -276,7 +308,8 @@ def estimate_sums(
     sums: MulticlassSums, metrics: tuple[str, ...], n_reference: int
 ) -> list[Estimate]:
     """The estimated multiclass `metrics` of the rows `sums` describe, each with its band
-    (widened for maps fitted on `n_reference` rows)."""
+    (widened for maps fitted on `n_reference` rows: the calibration's
+    `effective_reference_rows` of `sums.predicted`)."""
     values = {
         "accuracy": _accuracy(sums),
         "roc_auc": _macro_auc(sums),

@@ -204,7 +204,9 @@ def _estimated(stored: Calibrated | None, profiles: Mapping[str, Any]) -> list[E
         if not any(c in profiles for c in multiclass_specs(stored.calibration)):
             return None
         sums = multiclass_sums_of(stored.calibration, profiles)
-        return estimate_sums(sums, MULTICLASS_METRICS, stored.calibration.reference_rows)
+        return estimate_sums(
+            sums, MULTICLASS_METRICS, stored.calibration.effective_reference_rows(sums.predicted)
+        )
     score = profiles.get(SCORE_COLUMN)
     if stored is None or score is None:
         return None

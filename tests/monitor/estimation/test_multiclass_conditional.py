@@ -1,7 +1,8 @@
 """Multiclass CBPE's maps conditioned on the predicted class: they remove the one-vs-rest
 estimate's bias on miscalibrated scores, a side with too few reference rows keeps the class's
 one map, and a calibration stored without them (before them) loads and estimates as before:
-one map per class for both sides, rows normalised."""
+one map per class for both sides, rows normalised. Bands are widened for the reference rows
+each conditional map learnt from (`effective_reference_rows`)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from monitor.estimation import (
     estimate_multiclass,
     fit_multiclass,
 )
+from monitor.estimation._calibration import Calibration
+from monitor.estimation._metrics import BAND_Z, widening
 from monitor.estimation._multiclass import MIN_SIDE, estimate_sums, multiclass_sums
 from monitor.estimation._stored import OTHER_KEY, PREDICTED_KEY, StoredMulticlass
 
@@ -97,3 +100,67 @@ def test_a_baseline_stored_before_the_conditional_maps_estimates_as_before(
     (new_estimate,) = estimate_multiclass(stored.calibration, data, data, how)
     assert old_estimate.estimated == pytest.approx(float(q[np.arange(500), predicted].mean()))
     assert old_estimate.estimated != pytest.approx(new_estimate.estimated)
+
+
+def _map(counts: tuple[int, int]) -> Calibration:
+    return Calibration((0.5,), (0.2, 0.8), counts, 0.5, 0.0)
+
+
+def test_the_band_is_widened_for_the_rows_each_conditional_map_learnt_from() -> None:
+    """3 classes on 3,000 reference rows; each class's predicted-side map learnt from 1,000
+    rows in one non-empty bin, its other-side map from 2,000 in two: N'_s = N_s² / (N_s +
+    B_s), and per side N_eff = n Σ n_s / Σ n_s² / N'_s, the smaller side's."""
+    maps = tuple(_map((1_500, 1_500)) for _ in range(3))
+    cal = MulticlassCalibration(("a", "b", "c"), maps, tuple(_map((0, 1_000)) for _ in range(3)),
+                                tuple(_map((1_500, 500)) for _ in range(3)))  # fmt: skip
+    p, o = 1_000**2 / 1_001, 2_000**2 / 2_002
+
+    def effective(rows: list[float]) -> int:
+        n = sum(rows)
+        mine = n * n / sum(r * r / p for r in rows)
+        rest = n * 2 * n / sum((n - r) ** 2 / o for r in rows)
+        return round(min(mine, rest))
+
+    # predicted in the reference's shares: about the reference rows (less its bins' share)
+    assert cal.effective_reference_rows(np.array([3_000.0, 3_000, 3_000])) == effective(
+        [3_000, 3_000, 3_000]) == 2_997  # fmt: skip
+    # mostly class a, whose predicted side learnt from a third of the rows: much wider
+    skewed = cal.effective_reference_rows(np.array([8_000.0, 500, 500]))
+    assert skewed == effective([8_000, 500, 500]) == 1_255
+    assert cal.effective_reference_rows(np.zeros(3)) == cal.reference_rows == 3_000
+
+
+def _band(cal: MulticlassCalibration, rows: int) -> tuple[tuple[float, float], float]:
+    """A 1,000-row chunk predicted mostly class a: (the accuracy band `estimate_multiclass`
+    gives, the half-width of ±BAND_Z SE widened for `rows` reference rows)."""
+    _, labels, scores = _overconfident(np.random.default_rng(8), 1_000)
+    predicted = np.where(np.arange(1_000) % 4 == 0, scores.argmax(axis=1), 0)
+    data = MulticlassData(scores, predicted, labels)
+    how = EstimateOptions(chunk_size=1_000, metrics=("accuracy",))
+    (got,) = estimate_multiclass(cal, data, data, how)
+    sums = multiclass_sums(cal, cal.calibrate(scores, predicted), scores, predicted)
+    (want,) = estimate_sums(sums, ("accuracy",), rows)
+    assert got.ci_low is not None and got.ci_high is not None
+    assert got.estimated == pytest.approx(want.estimated)
+    return (got.ci_low, got.ci_high), BAND_Z * want.se * widening(1_000, rows)
+
+
+def test_an_estimate_band_uses_the_effective_reference_rows(stored: StoredMulticlass) -> None:
+    cal = stored.calibration
+    _, labels, scores = _overconfident(np.random.default_rng(8), 1_000)
+    predicted = np.where(np.arange(1_000) % 4 == 0, scores.argmax(axis=1), 0)
+    rows = cal.effective_reference_rows(np.bincount(predicted, minlength=4).astype(np.float64))
+    assert rows < cal.reference_rows
+    (low, high), half = _band(cal, rows)
+    assert high - low == pytest.approx(2 * half)
+    assert half > _band(cal, cal.reference_rows)[1]  # wider than for all the reference rows
+
+
+def test_a_baseline_stored_before_the_conditional_maps_widens_for_all_reference_rows(
+    stored: StoredMulticlass,
+) -> None:
+    old = {k: v for k, v in stored.to_dict().items() if k not in (PREDICTED_KEY, OTHER_KEY)}
+    cal = StoredMulticlass.from_dict(old, "baseline 'x'").calibration
+    assert cal.effective_reference_rows(np.array([1_000.0, 0, 0, 0])) == cal.reference_rows
+    (low, high), half = _band(cal, cal.reference_rows)  # as before
+    assert high - low == pytest.approx(2 * half)
