@@ -11,6 +11,11 @@ units one at a time. procrastinate (`SELECT ... FOR UPDATE SKIP LOCKED` on its o
 - worker heartbeats: a unit whose worker stopped beating for `stalled_s` (the replica died) is
   put back by any live worker (`take_over`), well within the lease.
 
+A unit whose finished status procrastinate cannot write (the database went away just then)
+would stay `doing` under this worker's live heartbeat, holding its model's lock for ever; the
+worker ends instead (`_UnitWorker`), supervision starts a new one, and the unit, now of a
+worker that is gone, is taken over.
+
 A unit evaluates what changed since it was last evaluated and stores results with upserts, so a
 unit done again after a takeover finds only what the dead replica had not committed.
 SQLite keeps evaluation in the tick's process (`WindowEvaluator.run`); nothing here runs there.
@@ -28,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from procrastinate import App, PsycopgConnector, SyncPsycopgConnector
+from procrastinate import worker as procrastinate_worker
 from procrastinate.exceptions import AlreadyEnqueued, ProcrastinateException, UniqueViolation
 from procrastinate.jobs import Job
 from sqlalchemy.engine import Engine
@@ -46,10 +52,16 @@ POLL_S = 0.2
 CONNECT_TIMEOUT_S = 10
 # A unit still running when its worker stops has this long to finish; else it is put back.
 SHUTDOWN_GRACE_S = 2.0
+# What the queue's connections say they are (`application_name`, "modelwatch <role>").
+PRODUCER = "evaluation producer"
+WORKER = "evaluation worker"
 
 UnitFunc = Callable[[str], object]
 More = Callable[[], Sequence[str] | None]
 _NEWEST = "SELECT max(id) AS id FROM procrastinate_jobs WHERE queue_name = %(queue)s"
+# procrastinate notifies workers of inserted units only; one put back is told the same way.
+_CHANNEL = f"procrastinate_queue_v1#{QUEUE}"
+_WAKE = "SELECT pg_notify(%(channel)s, json_build_object('type', 'job_inserted')::text)"
 _PENDING = (
     "SELECT count(*) FILTER (WHERE status = 'todo') AS todo,"
     " count(*) FILTER (WHERE status = 'doing') AS doing,"
@@ -117,13 +129,17 @@ class WorkQueue:
         # worker here runs them any more, and the process must exit within its grace period).
         self._stopping = threading.Event()
 
-    def _pool_args(self) -> dict[str, Any]:
+    def _pool_args(self, role: str) -> dict[str, Any]:
+        """psycopg_pool's arguments; `role` names the connections in `pg_stat_activity`."""
         return {
             "conninfo": self._conninfo,
             "min_size": 1,
             "max_size": 2,
             "timeout": CONNECT_TIMEOUT_S,
-            "kwargs": {"connect_timeout": CONNECT_TIMEOUT_S},
+            "kwargs": {
+                "connect_timeout": CONNECT_TIMEOUT_S,
+                "application_name": f"modelwatch {role}",
+            },
         }
 
     def _app(self) -> App:
@@ -131,7 +147,7 @@ class WorkQueue:
         replaced by the pool on the next use."""
         with self._producer_lock:
             if self._producer is None:
-                app = App(connector=SyncPsycopgConnector(**self._pool_args()))
+                app = App(connector=SyncPsycopgConnector(**self._pool_args(PRODUCER)))
                 app.open()
                 self._producer = app
             return self._producer
@@ -219,44 +235,49 @@ class WorkQueue:
     async def _work(self, stop: threading.Event) -> None:
         if not log.isEnabledFor(logging.DEBUG):  # its lines per unit would flood the log
             logging.getLogger("procrastinate").setLevel(logging.WARNING)
-        app = App(connector=PsycopgConnector(**self._pool_args()))
+        app = App(connector=PsycopgConnector(**self._pool_args(WORKER)))
         app.task(name=TASK, queue=QUEUE)(self._run_unit)
         t = self.timings
         async with app.open_async():
-            worker = asyncio.create_task(
-                app.run_worker_async(
-                    queues=[QUEUE],
-                    name=self._holder,
-                    # One unit at a time. A unit waits on the database for about half its
-                    # time, and two at once ran ~25% more units per second, but with more than
-                    # one, a job whose status procrastinate cannot persist (the database away)
-                    # is left `doing` under a live heartbeat: its model's lock is never freed
-                    # (test_soak.py). With one, that error ends the worker and supervision
-                    # restarts it, so the job is taken over.
-                    concurrency=1,
-                    install_signal_handlers=False,  # the daemon owns SIGTERM
-                    delete_jobs="always",  # the queue holds only what is pending
-                    shutdown_graceful_timeout=SHUTDOWN_GRACE_S,
-                    update_heartbeat_interval=t.heartbeat_s,
-                    stalled_worker_timeout=t.stalled_s,
-                    fetch_job_polling_interval=t.heartbeat_s,
-                    abort_job_polling_interval=t.heartbeat_s,
-                )
+            unit_worker = _UnitWorker(
+                app,
+                queues=[QUEUE],
+                name=self._holder,
+                # One unit at a time: a unit waits on the database for about half its time;
+                # two at once ran ~25% more units per second with evaluation alone
+                # (docs/concepts/daemon.md), not yet measured with the fleet's other load.
+                concurrency=1,
+                install_signal_handlers=False,  # the daemon owns SIGTERM
+                delete_jobs="always",  # the queue holds only what is pending
+                shutdown_graceful_timeout=SHUTDOWN_GRACE_S,
+                update_heartbeat_interval=t.heartbeat_s,
+                stalled_worker_timeout=t.stalled_s,
+                fetch_job_polling_interval=t.heartbeat_s,
+                abort_job_polling_interval=t.heartbeat_s,
             )
+            worker = asyncio.create_task(unit_worker.run())  # type: ignore[no-untyped-call]
             try:
-                await self._watch(app, worker, stop)
+                await self._watch(app, worker, stop, unit_worker)
             finally:
                 worker.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await worker
 
-    async def _watch(self, app: App, worker: asyncio.Task[None], stop: threading.Event) -> None:
+    async def _watch(
+        self,
+        app: App,
+        worker: asyncio.Task[None],
+        stop: threading.Event,
+        unit_worker: _UnitWorker,
+    ) -> None:
         """Until `stop`: put back units of silent workers each heartbeat; raise if the worker
         ended unasked."""
         next_check = 0.0
         while not stop.is_set():
             if worker.done():
                 worker.result()  # raises what killed it
+                if unit_worker.unrecorded is not None:
+                    raise RuntimeError(unit_worker.unrecorded)
                 raise RuntimeError("the evaluation worker stopped")
             if time.monotonic() >= next_check:
                 await self.take_over(app)
@@ -279,6 +300,8 @@ class WorkQueue:
                 retried += await self._retry(app, job)
             # forget dead workers (their units were just put back), as a starting worker does
             await manager.prune_stalled_workers(self.timings.stalled_s)
+            if retried:  # wake idle workers now, not at their next poll (up to a heartbeat)
+                await app.connector.execute_query_async(_WAKE, channel=_CHANNEL)
         except ProcrastinateException as exc:  # the database is away: the next beat retries
             log.warning("cannot take over stalled evaluation units: %s", redact(exc))
         if retried and self._metrics is not None:
@@ -316,6 +339,35 @@ class WorkQueue:
             raise
         if self._metrics is not None:
             self._metrics.record_unit(model, "done")
+
+
+class _UnitWorker(procrastinate_worker.Worker):
+    """procrastinate's worker, which stops when it cannot write a finished unit's status.
+
+    procrastinate logs that error and goes on taking units, leaving the unit `doing` under this
+    worker's live heartbeat: its model's lock would never be freed (no worker takes a unit of a
+    locked model) and the model never evaluated again. Stopping unregisters this worker (or,
+    with the database still away, lets its heartbeat go stale), so any live worker's
+    `take_over` puts the unit back; `WorkQueue._watch` then raises, for supervision to restart.
+    procrastinate has no public hook after a job's status is written: this wraps the private
+    `_persist_job_status` (the pin `procrastinate~=3.10.0` holds its shape; test_work_queue.py
+    breaks if it changes).
+    """
+
+    unrecorded: str | None = None
+
+    async def _persist_job_status(self, *args: Any, **kwargs: Any) -> None:
+        try:
+            await super()._persist_job_status(*args, **kwargs)
+        except Exception as exc:
+            job = kwargs.get("job", args[0] if args else None)
+            model = job.task_kwargs.get("model") if isinstance(job, Job) else None
+            self.unrecorded = (
+                f"the status of the evaluation unit of model {model} could not be written"
+                f" ({redact(exc)}); the worker restarts and the unit is taken over"
+            )
+            log.warning("%s", self.unrecorded)
+            self.stop()  # type: ignore[no-untyped-call]
 
 
 class Worker(Component):

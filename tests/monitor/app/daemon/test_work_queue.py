@@ -4,10 +4,14 @@ that ends a tick's wait (with real replicas and faults: test_shared_evaluation.p
 from __future__ import annotations
 
 import threading
+import time
+
+from sqlalchemy import Engine, text
 
 from migrations import upgrade
 from monitor.app.daemon._supervisor import SupervisedComponent
-from monitor.app.daemon._work_queue import Timings, Worker, WorkQueue
+from monitor.app.daemon._work_queue import WORKER, Timings, Worker, WorkQueue
+from monitor.failures import Backoff
 from monitor.storage import make_engine
 from tests.services.postgres import PostgresServer
 from tests.waiting import wait_until
@@ -36,5 +40,62 @@ def test_a_waiting_unit_is_deferred_once_and_stopping_ends_the_wait(
         assert queue.evaluate() == 0  # each model's unit waits already: none deferred again
         assert sorted(str(j.task_kwargs["model"]) for j in queue.depth()) == ["a", "b"]
     finally:
+        queue.close()
+        engine.dispose()
+
+
+_HOLD_RUNNING_UNIT = text("SELECT 1 FROM procrastinate_jobs WHERE status = 'doing' FOR UPDATE")
+_WAITING_WORKER = text(
+    "SELECT pid FROM pg_stat_activity WHERE application_name = :name AND wait_event_type = 'Lock'"
+)
+
+
+def _fail_the_status_write(engine: Engine, held: threading.Event) -> None:
+    """Hold the running unit's row until the worker waits on it to write the unit's status,
+    then end that connection: the write fails as in an outage (its connections are checked
+    before use, so a connection merely killed while idle would not do)."""
+    with engine.begin() as connection:
+        connection.execute(_HOLD_RUNNING_UNIT)
+        held.set()
+        name = {"name": f"modelwatch {WORKER}"}
+        deadline = time.monotonic() + 10
+        while not (pids := connection.execute(_WAITING_WORKER, name).scalars().all()):
+            assert time.monotonic() < deadline, "the worker never wrote the unit's status"
+            time.sleep(0.05)
+        for pid in pids:
+            connection.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+
+
+def test_a_unit_whose_status_cannot_be_written_is_evaluated_again(
+    postgres: PostgresServer,
+) -> None:
+    """Left `doing` under a live worker, the unit would hold its model's lock for ever."""
+    engine = make_engine(postgres.create_database())
+    upgrade(engine)
+    runs: list[str] = []
+    failing: list[threading.Thread] = []
+
+    def unit(model: str) -> None:
+        runs.append(model)
+        if len(runs) == 1:
+            held = threading.Event()
+            failing.append(threading.Thread(target=_fail_the_status_write, args=(engine, held)))
+            failing[0].start()
+            held.wait(10)
+
+    # a long lease: the heartbeat (every 10 s) does not end the worker first
+    queue = WorkQueue(engine, ["a"], unit, lease_s=60, holder="test")
+    supervised = SupervisedComponent("evaluation", queue.work, backoff=Backoff(0.2, 1.0))
+    worker = Worker(queue, supervised)
+    try:
+        worker.start()
+        assert queue.evaluate(["a"]) == 1  # waits until the unit is done (not just doing)
+        failing[0].join(10)
+        assert runs == ["a", "a"]
+        assert supervised.restarts == 1
+        assert queue.depth() == []
+        wait_until(lambda: worker.problem() is None, "the worker runs again", 10)
+    finally:
+        worker.stop(5)
         queue.close()
         engine.dispose()
