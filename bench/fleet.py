@@ -27,7 +27,7 @@ The default is small (a smoke run); the target case is `--models 1000 --features
 
     PYTHONPATH=. python bench/fleet.py [--models 20] [--features 5] [--slices 3] [--rate 300]
         [--window 1m] [--duration 150] [--replicas 1] [--clients 2] [--interval SECONDS]
-        [--drain-delay SECONDS]
+        [--drain-delay SECONDS] [--tick-offset SECONDS]
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def baselines(engine: Engine, models: list[str], features: int, slices: int) -> 
 
 def config_doc(
     url: str, models: list[str], window: timedelta, interval_s: float,
-    drain_delay_s: float = 0.0, rate: float = 0.0,
+    drain_delay_s: float = 0.0, rate: float = 0.0, tick_offset_s: float | None = None,
 ) -> object:  # fmt: skip
     tokens = [{"name": "bench", "scopes": ["ingest", "read"], "token": TOKEN}]
     collect: dict[str, object] = {
@@ -104,7 +104,8 @@ def config_doc(
         "models": [{"name": m, "slices": ["seg"]} for m in models],
         "api": {"tokens": tokens, "max_body_bytes": 10 << 20},
         "collect": collect,
-        "scheduler": {"evaluate_interval_s": interval_s},
+        "scheduler": {"evaluate_interval_s": interval_s}
+        | ({} if tick_offset_s is None else {"tick_offset_s": tick_offset_s}),
     }
 
 
@@ -158,9 +159,11 @@ def _wait_ready(base: str) -> None:
 def traffic(
     bases: list[str], models: list[str], features: int, slices: int, rate: float,
     duration: float, clients: int,
-) -> int:  # fmt: skip
-    """Post `rate` events/s for `duration` s, round-robin over models and replicas; events sent."""
-    work: queue.Queue[tuple[str, bytes] | None] = queue.Queue(maxsize=1000)
+) -> tuple[int, list[float]]:  # fmt: skip
+    """Post `rate` events/s for `duration` s, round-robin over models and replicas; events sent,
+    and each request's delay: its first event's timestamp to its send (the clients' queue)."""
+    work: queue.Queue[tuple[str, bytes, float] | None] = queue.Queue(maxsize=1000)
+    delays: list[float] = []
     rng = random.Random(3)
     segs = [f"s{k}" for k in range(slices)]
 
@@ -176,6 +179,7 @@ def traffic(
         headers = {"Authorization": f"Bearer {TOKEN}", "content-type": "application/json"}
         with httpx.Client(headers=headers, timeout=60) as http:
             while (item := work.get()) is not None:
+                delays.append(time.time() - item[2])
                 with contextlib.suppress(httpx.HTTPError):  # counted as not ingested
                     http.post(f"{item[0]}/v1/events", content=item[1])
 
@@ -189,15 +193,16 @@ def traffic(
         due = int(rate * elapsed) - sent
         while due > 0:  # one request per model's share of the tick's events
             model, n = next(cycle), min(due, max(1, min(BATCH, due // len(models) + 1)))
+            created = time.time()
             body = orjson.dumps([event(model, sent + k) for k in range(n)])
-            work.put((next(replica), body))
+            work.put((next(replica), body, created))
             sent, due = sent + n, due - n
         time.sleep(tick)
     for _ in threads:
         work.put(None)
     for t in threads:
         t.join()
-    return sent
+    return sent, delays
 
 
 def process_cpu(pids: list[int]) -> float:
@@ -300,13 +305,13 @@ def run(args: argparse.Namespace, directory: Path) -> None:
     baselines(engine, models, args.features, args.slices)
     config = directory / "fleet.yaml"
     interval = args.interval or min(10.0, max(1.0, window.total_seconds() / 6))
-    doc = config_doc(url, models, window, interval, args.drain_delay, args.rate)
+    doc = config_doc(url, models, window, interval, args.drain_delay, args.rate, args.tick_offset)
     config.write_text(yaml.safe_dump(doc))
     with servers(config, args.replicas) as procs:
         pids = [pid for _, pid in procs]
         size0, cpu0 = db_size(engine), process_cpu(pids)
         t0 = datetime.now(UTC)
-        sent = traffic([b for b, _ in procs], models, args.features, args.slices, args.rate,
+        sent, delays = traffic([b for b, _ in procs], models, args.features, args.slices, args.rate,
                        args.duration, args.clients)  # fmt: skip
         t1 = datetime.now(UTC)
         traffic_s = (t1 - t0).total_seconds()
@@ -330,7 +335,9 @@ def run(args: argparse.Namespace, directory: Path) -> None:
         f"  evaluation lag (window close -> stored result): p50 {p50:.1f} s, p99 {p99:.1f} s "
         f"over {len(lags)} closed (model, window)s\n"
         f"  ingest: {sent:,} sent, {ingested:,} counted by the end of traffic "
-        f"({ingested / traffic_s:,.0f} ev/s), {drained:,} by the last evaluation\n"
+        f"({ingested / traffic_s:,.0f} ev/s), {drained:,} by the last evaluation; sent "
+        f"{statistics.median(delays):.2f} s / {np.percentile(delays, 99):.2f} s (p50 / p99) "
+        f"after their events' timestamps (the clients' queue)\n"
         f"  CPU per stored (model, window) result: "
         f"{(cpu / len(lags) * 1e3) if lags else float('nan'):.0f} ms "
         f"({cpu:.1f} s of serve CPU in all)\n"
@@ -360,6 +367,11 @@ def main() -> None:
         "--drain-delay", type=float, default=0.0,
         help="collect.drain_max_delay in seconds, with the batch and backlog bounds it needs "
         "(default: the config's, 2 s); the window's length writes each window's profiles once",
+    )  # fmt: skip
+    parser.add_argument(
+        "--tick-offset", type=float, default=None,
+        help="scheduler.tick_offset_s (default: the config's, 2 s): how long after a window's "
+        "end its evaluation (and the drain's batch after it) waits for its last events",
     )  # fmt: skip
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:

@@ -116,6 +116,7 @@ class WindowEvaluator:
         reference_cache: int = 1000,
         clock: Callable[[], datetime] = utcnow,
         open_window_interval_s: float = 0.0,
+        settled: Callable[[], datetime | None] | None = None,
     ) -> None:
         self.engine = engine
         self.models = list(models)
@@ -128,6 +129,10 @@ class WindowEvaluator:
         # An open window's changed profiles are re-evaluated at most this often (an ended one
         # at once): `scheduler.open_window_interval_s`.
         self.open_interval = timedelta(seconds=open_window_interval_s)
+        # The latest window end whose events are all aggregated (`intake_settled`; None or
+        # returning None: any ended window): an ended window evaluated before its last events
+        # were would be evaluated on part of them, then again once they re-mark it.
+        self.settled = settled
 
     def sibling(self, models: Sequence[ModelConfig], isolation: Isolation) -> WindowEvaluator:
         """An evaluator of `models` sharing this one's settings and decoded baselines (a unit
@@ -136,6 +141,7 @@ class WindowEvaluator:
         out = WindowEvaluator(self.engine, models, self.window_s, isolation, interval, 1)
         out.clock = self.clock
         out.open_interval = self.open_interval
+        out.settled = self.settled
         out.references = self.references
         return out
 
@@ -170,8 +176,13 @@ class WindowEvaluator:
         with session_factory(self.engine)() as s:
             pending = pending_kinds(s, cfg.name, CHANGES)
             now = self.clock()
-            for kind in OPEN_PACED:  # an open window not due yet stays pending for a later tick
-                pending[kind] = [c for c in pending[kind] if c.due(now, self.open_interval)]
+            settled = self.settled() if self.settled is not None else None
+            # an open window not due yet, or an ended one whose last events are still in the
+            # intake, stays pending for a later tick
+            for kind in OPEN_PACED:
+                pending[kind] = [
+                    c for c in pending[kind] if c.due(now, self.open_interval, settled)
+                ]
             versions = sorted({c.version for c in pending["drift"]})
             return pending, {
                 v: chosen_baseline(s, cfg.name, v, cfg.drift.baseline) for v in versions

@@ -49,7 +49,7 @@ from monitor.storage._engine import (
 from monitor.storage._estimates import EstimatedResultRow
 from monitor.storage._fairness import FairnessResultRow
 from monitor.storage._guards import GateRun, RollbackEvent
-from monitor.storage._intake import IntakeEntry
+from monitor.storage._intake import IntakeEntry, intake_settled, oldest_pending
 from monitor.storage._partitions import (
     PARTITIONED,
     RECENT,
@@ -127,6 +127,8 @@ __all__ = [
     "GateRun",
     "IngestCounter",
     "IntakeEntry",
+    "intake_settled",
+    "oldest_pending",
     "JobFailure",
     "JobRun",
     "LabeledPrediction",

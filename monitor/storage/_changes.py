@@ -73,11 +73,14 @@ class Change:
     # When the marker became pending (see `WindowChange.changed_at`); None where not read.
     changed_at: datetime | None = field(default=None, compare=False)
 
-    def due(self, now: datetime, interval: timedelta) -> bool:
+    def due(self, now: datetime, interval: timedelta, settled: datetime | None = None) -> bool:
         """Whether to evaluate it at `now` when open windows or periods are re-evaluated at most
-        once per `interval`: an ended one at once, an open one once it has been pending that
+        once per `interval`: an ended one once its events are all aggregated (its end not after
+        `settled`, `intake_settled`; None: at once), an open one once it has been pending that
         long (`models_pending` asks the same of the stored rows)."""
-        if not interval or self.end <= now or self.changed_at is None:
+        if self.end <= now:
+            return settled is None or self.end <= settled
+        if not interval or self.changed_at is None:
             return True
         return now - self.changed_at >= interval
 
@@ -240,13 +243,16 @@ def models_pending(
     kinds: Sequence[str],
     now: datetime | None = None,
     paced: Sequence[tuple[Sequence[str], float]] = (),
+    settled: tuple[Sequence[str], datetime] | None = None,
 ) -> set[str]:
     """Of `models`, those with a pending change of one of `kinds`: one query, each (model, kind)
     a lookup of the pending index (`ix_window_changes_pending`), whatever the history.
 
     `paced`: (kinds, interval_s) pairs; a pending change of those kinds counts only once its
     window ended by `now` or it has been pending `interval_s` (an open window, day or week
-    waits for its interval: `monitor.evaluation`)."""
+    waits for its interval: `monitor.evaluation`). `settled`: (kinds, time); an ended window
+    of those kinds counts only once it ended by that time (its events are all aggregated:
+    `intake_settled`)."""
     if not models or not kinds:
         return set()
     due: Any = WindowChange.kind.in_(sorted(set(kinds)))
@@ -261,6 +267,16 @@ def models_pending(
                 WindowChange.kind.not_in(sorted(set(paced_kinds))),
                 WindowChange.window_end <= at,
                 WindowChange.changed_at <= waited,
+            ),
+        )
+    if settled is not None:
+        settled_kinds, settled_at = settled
+        due = and_(
+            due,
+            or_(
+                WindowChange.kind.not_in(sorted(set(settled_kinds))),
+                WindowChange.window_end > at,
+                WindowChange.window_end <= settled_at,
             ),
         )
     stmt = (

@@ -8,11 +8,13 @@ dropped), so a retry of an applied request is still answered as a duplicate.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from sqlalchemy import BigInteger, Index, Integer, LargeBinary, String, text
+from sqlalchemy import BigInteger, Index, Integer, LargeBinary, String, select, text
+from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Mapped, mapped_column
 
+from monitor.storage._engine import session_factory
 from monitor.storage.base import Base, UTCDateTime, utcnow
 
 
@@ -47,3 +49,25 @@ class IntakeEntry(Base):
     body: Mapped[bytes | None] = mapped_column(LargeBinary)
     received_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     consumed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+def oldest_pending(engine: Engine) -> datetime | None:
+    """When the oldest request still pending in the intake log was received (None: none)."""
+    entry = IntakeEntry.__table__.c
+    stmt = select(entry.received_at).where(entry.consumed_at.is_(None)).order_by(entry.id).limit(1)
+    with session_factory(engine)() as s:
+        found: datetime | None = s.scalar(stmt)
+    return found
+
+
+def intake_settled(engine: Engine, settle_s: float, max_lag_s: float) -> datetime | None:
+    """The latest window end whose events the intake has all aggregated: a window's events
+    arrive up to `settle_s` after its end (`scheduler.tick_offset_s`: clients queue and batch),
+    so a window is complete once no request received before its end + `settle_s` is pending.
+    A drain behind by more than `max_lag_s` (`collect.http_max_lag`, `/readyz` unready) holds
+    no window longer: evaluated on what is aggregated, it is re-marked by the rest. None:
+    nothing is pending (every ended window is complete as far as the intake knows)."""
+    oldest = oldest_pending(engine)
+    if oldest is None:
+        return None
+    return max(oldest - timedelta(seconds=settle_s), utcnow() - timedelta(seconds=max_lag_s))

@@ -59,10 +59,14 @@ def due_models(
     now: datetime,
     period_s: float = 0.0,
     open_window_s: float = 0.0,
+    settled: datetime | None = None,
 ) -> list[str]:
     """Of `models` (in their order), those with evaluation work due at `now`; a pending open
     day or week counts once it has waited `period_s` (`period_jobs.PeriodWork.due`), an open
-    window's profiles once they waited `open_window_s` (`WindowEvaluator`)."""
+    window's profiles once they waited `open_window_s`, an ended window's once it ended by
+    `settled` (its events all aggregated: `intake_settled`; None: at once) (`WindowEvaluator`)."""
     paced = [(PERIOD_KINDS, period_s), (OPEN_PACED, open_window_s)]
-    due = models_pending(engine, models, UNIT_KINDS, now, paced) | retries_due(engine, job, now)
+    complete = None if settled is None else (OPEN_PACED, settled)
+    pending = models_pending(engine, models, UNIT_KINDS, now, paced, complete)
+    due = pending | retries_due(engine, job, now)
     return [m for m in models if m in due]

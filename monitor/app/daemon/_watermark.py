@@ -24,22 +24,12 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
-from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
-from monitor.storage import IntakeEntry, session_factory
+from monitor.storage import oldest_pending
 
 log = logging.getLogger(__name__)
 POLL_S = 0.1
-
-
-def oldest_pending(engine: Engine) -> datetime | None:
-    """When the oldest request still pending in the intake log was received (None: none)."""
-    entry = IntakeEntry.__table__.c
-    stmt = select(entry.received_at).where(entry.consumed_at.is_(None)).order_by(entry.id).limit(1)
-    with session_factory(engine)() as s:
-        found: datetime | None = s.scalar(stmt)
-    return found
 
 
 def await_intake(engine: Engine, boundary: datetime, timeout_s: float) -> bool:

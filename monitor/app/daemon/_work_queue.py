@@ -52,6 +52,8 @@ POLL_S = 0.2
 CONNECT_TIMEOUT_S = 10
 # A unit still running when its worker stops has this long to finish; else it is put back.
 SHUTDOWN_GRACE_S = 2.0
+# Units one worker runs at once (each on its own thread).
+UNITS_AT_ONCE = 2
 # What the queue's connections say they are (`application_name`, "modelwatch <role>").
 PRODUCER = "evaluation producer"
 WORKER = "evaluation worker"
@@ -134,7 +136,7 @@ class WorkQueue:
         return {
             "conninfo": self._conninfo,
             "min_size": 1,
-            "max_size": 2,
+            "max_size": 1 + UNITS_AT_ONCE,
             "timeout": CONNECT_TIMEOUT_S,
             "kwargs": {
                 "connect_timeout": CONNECT_TIMEOUT_S,
@@ -243,10 +245,9 @@ class WorkQueue:
                 app,
                 queues=[QUEUE],
                 name=self._holder,
-                # One unit at a time: a unit waits on the database for about half its time;
-                # two at once ran ~25% more units per second with evaluation alone
-                # (docs/concepts/daemon.md), not yet measured with the fleet's other load.
-                concurrency=1,
+                # A unit waits on the database for about half its time: two at once ran ~25%
+                # more units per second (docs/how-to/scale-out.md, "The evaluation worker").
+                concurrency=UNITS_AT_ONCE,
                 install_signal_handlers=False,  # the daemon owns SIGTERM
                 delete_jobs="always",  # the queue holds only what is pending
                 shutdown_graceful_timeout=SHUTDOWN_GRACE_S,

@@ -56,7 +56,7 @@ from monitor.evaluation.period_jobs import (
 )
 from monitor.evaluation.windows import EVALUATE_JOB, WindowEvaluation, WindowEvaluator
 from monitor.failures import Backoff, Isolation, clear_failure, record_failure, redact
-from monitor.storage import utcnow
+from monitor.storage import intake_settled, utcnow
 from monitor.summaries import window_of
 
 log = logging.getLogger(__name__)
@@ -173,9 +173,13 @@ class Monitoring:
             sched.open_window_interval_s, len(config.models), sched.evaluate_interval_s,
             OPEN_WINDOW_S_PER_MODEL, OPEN_WINDOW_INTERVAL_CAP_S,
         )  # fmt: skip
+        # A window's last events reach the intake up to the tick offset after its end.
+        settle_s = sched.offset_s(sched.evaluate_interval_s)
+        max_lag_s = config.collect.http_max_lag.total_seconds()
+        self.settled = functools.partial(intake_settled, engine, settle_s, max_lag_s)
         self.windows = WindowEvaluator(
             engine, config.models, window_s, self._isolation(EVALUATE_JOB), periods_s,
-            sched.reference_cache, open_window_interval_s=open_s,
+            sched.reference_cache, open_window_interval_s=open_s, settled=self.settled,
         )  # fmt: skip
         self.isolation = self._isolation(ALERTS_JOB)
         self.alerts = Evaluator(engine, config.alerts)
@@ -271,7 +275,8 @@ class Monitoring:
         """The configured models with evaluation work due at `now` (`_due`)."""
         period_s = self.windows.period_interval.total_seconds()
         open_s = self.windows.open_interval.total_seconds()
-        return due_models(self.engine, self.names, EVALUATE_JOB, now, period_s, open_s)
+        settled = self.settled()
+        return due_models(self.engine, self.names, EVALUATE_JOB, now, period_s, open_s, settled)
 
     def _isolation(self, job: str, backoff: Backoff | None = None) -> Isolation:
         cfg = self.config.scheduler

@@ -1,13 +1,14 @@
 """A tick evaluates only the models with work due (`monitor.app.daemon._due`): every kind of
 pending change and every failed item due for retry gives its model a unit (on SQLite: its
-evaluation in the tick's process); an idle model gets none, and an idle tick costs two queries.
+evaluation in the tick's process); an idle model gets none, and an idle tick costs three queries.
+An ended window's profiles are due only once the HTTP intake holds none of its last events.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from sqlalchemy import delete, event, select, update
@@ -23,10 +24,12 @@ from monitor.evaluation.windows import EVALUATE_JOB
 from monitor.failures import Backoff, record_failure, window_item
 from monitor.slo.evaluate import slo_item
 from monitor.storage import (
+    Change,
     IntakeEntry,
     JobFailure,
     WindowChange,
     consume_changes,
+    intake_settled,
     make_engine,
     mark_changed,
     pending_changes,
@@ -148,7 +151,9 @@ def test_the_in_process_tick_evaluates_only_models_with_work(
     assert sorted(e.window.model for e in monitoring._evaluate(now)) == MODELS
     seen = _statements(engine)
     assert monitoring._evaluate(now) == []  # idle: nothing evaluated
-    assert len(seen) == 2, seen  # the pending markers and the failures due, nothing per model
+    # the intake's oldest pending request, the pending markers and the failures due: nothing
+    # per model
+    assert len(seen) == 3, seen
     ingest(engine, config.models, events("b", FEATURES, 2, 20), 40)  # new profiles
     assert {e.window.model for e in monitoring._evaluate(now)} == {"b"}
     labels = [
@@ -223,3 +228,59 @@ def test_a_tick_defers_the_units_of_windows_the_drain_writes_while_it_waits(
         worker.join(10)
         queue.close()
         engine.dispose()
+
+
+def _pending_request(engine: Engine, received_at: datetime) -> None:
+    with transaction(engine) as s:
+        s.execute(delete(IntakeEntry))
+        s.add(IntakeEntry(kind="events", sha256="0" * 64, events=1, body=b"[]",
+                          received_at=received_at))  # fmt: skip
+
+
+def test_an_ended_window_is_due_once_its_last_events_left_the_intake(db: Engine) -> None:
+    """Evaluated while a request received just after its end is still pending, the window
+    would be evaluated on part of its events, then again once they re-mark it."""
+    end = START + WINDOW
+    _mark(db, "drift", "a")
+    _mark(db, "outcome", "b")  # labels: not held by the events' intake
+    args = (db, MODELS, EVALUATE_JOB, START + timedelta(days=1))
+    assert due_models(*args, settled=end - timedelta(microseconds=1)) == ["b"]
+    assert due_models(*args, settled=end) == MODELS  # exactly settled
+    assert due_models(*args, settled=None) == MODELS  # nothing pending in the intake
+    held = Change("a", "1", START, end, 1, changed_at=START)
+    assert not held.due(end, timedelta(0), end - timedelta(microseconds=1))
+    assert held.due(end, timedelta(0), end) and held.due(end, timedelta(0))
+    # an open window keeps its own pacing, whatever the intake holds
+    assert held.due(START, timedelta(0), START - WINDOW)
+
+
+def test_the_intake_settles_windows_up_to_its_oldest_request_less_the_tick_offset(
+    db: Engine,
+) -> None:
+    with transaction(db) as s:
+        s.execute(delete(IntakeEntry))
+    assert intake_settled(db, 2.0, 60.0) is None
+    received = utcnow() - timedelta(seconds=1)
+    _pending_request(db, received)
+    assert intake_settled(db, 2.0, 60.0) == received - timedelta(seconds=2)
+    # a drain behind by more than collect.http_max_lag holds no window longer than that
+    _pending_request(db, utcnow() - timedelta(seconds=600))
+    found = intake_settled(db, 2.0, 60.0)
+    assert found is not None and utcnow() - found < timedelta(seconds=61)
+
+
+def test_the_tick_holds_a_window_whose_last_request_is_still_in_the_intake(db: Engine) -> None:
+    monitoring = Monitoring(db, _config(str(db.url)))  # tick offset 2 s, max lag 60 s
+    end = utcnow().replace(microsecond=0) - timedelta(seconds=1)
+    with transaction(db) as s:
+        mark_changed(s, "drift", [("a", "1", end - WINDOW, end)])
+    _pending_request(db, end + timedelta(seconds=1))  # received 1 s after the end: its events
+    assert monitoring.due(utcnow()) == []
+    assert monitoring._evaluate(utcnow()) == []
+    assert monitoring.unit("a") == []  # a unit deferred earlier, run now, holds it too
+    assert [c.end for c in pending_changes(db, "a", "drift")] == [end]  # still pending
+    with transaction(db) as s:  # the drain's batch took it
+        s.execute(update(IntakeEntry).values(consumed_at=utcnow()))
+    assert monitoring.due(utcnow()) == ["a"]
+    with transaction(db) as s:
+        s.execute(delete(IntakeEntry))

@@ -11,8 +11,8 @@ import pytest
 from sqlalchemy import update
 from sqlalchemy.engine import Engine
 
-from monitor.app.daemon._watermark import await_intake, oldest_pending
-from monitor.storage import IntakeEntry, transaction, utcnow
+from monitor.app.daemon._watermark import await_intake
+from monitor.storage import IntakeEntry, oldest_pending, transaction, utcnow
 
 
 def _pending(engine: Engine, received_ago_s: float) -> int:
