@@ -63,8 +63,14 @@ for _metric in (
     Metric("f1", m.f1, "classification", True),
     Metric("roc_auc", m.roc_auc, "classification", True),
     Metric("log_loss", m.log_loss, "classification", False),
-    Metric("ece", m.ece, "classification", False, estimate=ece_with_interval,
-           interval_centre="midpoint"),  # fmt: skip
+    Metric(
+        "ece",
+        m.ece,
+        "classification",
+        False,
+        estimate=ece_with_interval,
+        interval_centre="midpoint",
+    ),
     Metric("mae", m.mae, "regression", False),
     Metric("rmse", m.rmse, "regression", False),
     Metric("mape", m.mape, "regression", False),

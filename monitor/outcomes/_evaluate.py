@@ -140,4 +140,3 @@ def _one(
     status = status_of(metric, value, lo, hi, base, tol or 0.0)
     level = None if base is None else FAMILY_ALPHA
     return OutcomeResult(metric.name, slice_, value, lo, hi, base, tol, n, status, level)
-
