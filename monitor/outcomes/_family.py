@@ -102,7 +102,7 @@ def evidence(metric: Metric, r: OutcomeResult) -> float:
     if metric.proportion:
         return _score_z(r.value, r.n, edge, sign)
     centre = _centre(metric, r)
-    shortfall = sign * (edge - r.value)  # > 0: the value is worse than the tolerated level
+    shortfall = sign * (edge - centre)  # > 0: the centre is worse than the tolerated level
     half = sign * ((r.ci_high if sign > 0 else r.ci_low) - centre)
     return Z95 * shortfall / half if half > 0 else math.copysign(math.inf, shortfall)
 
