@@ -14,12 +14,14 @@ import pytest
 from pydantic import ValidationError
 
 from bench.calibration_decisions import failures, outcome_rows
+from monitor.config import ModelConfig
 from monitor.config._monitoring import OutcomeConfig
 from monitor.outcomes import OutcomeResult, evaluate_outcomes, get_metric, wilson
 from monitor.outcomes._family import FAMILY_ALPHA, decide, evidence, z_of
 from monitor.outcomes._intervals import Z95
 from monitor.outcomes.from_summary import evaluate_summaries
 from monitor.outcomes.summary import add_pairs, new_summary
+from monitor.summaries import results_of
 
 
 def accuracy(successes: int, n: int, base: float = 0.8, slice_: str | None = None) -> OutcomeResult:
@@ -153,3 +155,31 @@ def test_a_clean_evaluation_is_falsely_degraded_at_most_at_the_family_rate() -> 
     *_, per_result, family = outcome_rows(400, 150, ("accuracy", "precision", "recall"), True)
     assert failures([family]) == [] and family.nominal == FAMILY_ALPHA
     assert per_result.events > family.events
+
+
+def test_the_daemon_decides_a_window_as_its_model_is_configured() -> None:
+    # slice a: 302 of 400 right (0.755): its 95% interval ends at 0.797, under the baseline 0.8,
+    # but Holm tests the strongest of 3 results at 0.025 / 3, where it ends above 0.8
+    y = np.tile([0.0, 1.0], 400)
+    right = np.r_[np.arange(400) < 302, np.arange(400) < 320]
+    score = np.where(right, y, 1 - y) * 0.6 + 0.2
+    summaries = []
+    for where, rows in (
+        (None, slice(None)),
+        ({"g": "a"}, slice(0, 400)),
+        ({"g": "b"}, slice(400, None)),
+    ):
+        summary = new_summary("classification", 0.5)
+        add_pairs(summary, y[rows], score[rows])
+        summaries.append((where, summary))
+    found = {}
+    for c in ("family", "per_result"):
+        outcomes = OutcomeConfig(
+            metrics=["accuracy"], baseline={"accuracy": 0.8}, tolerance=0.0, correction=c
+        )
+        found[c] = [
+            (r.status, r.level)
+            for r in results_of(ModelConfig(name="m", outcomes=outcomes), summaries)
+        ]
+    assert found["per_result"] == [("ok", 0.025), ("degraded", 0.025), ("ok", 0.025)]
+    assert found["family"] == [("ok", FAMILY_ALPHA / 3)] * 3
