@@ -8,6 +8,7 @@ stricter-level counterpart known), and the setting's path through `evaluate_outc
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import get_args
 
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ from bench.calibration_decisions import failures, outcome_rows
 from monitor.config import ModelConfig
 from monitor.config._monitoring import OutcomeConfig
 from monitor.outcomes import OutcomeResult, evaluate_outcomes, get_metric, wilson
-from monitor.outcomes._family import FAMILY_ALPHA, decide, evidence, z_of
+from monitor.outcomes._family import CORRECTIONS, FAMILY_ALPHA, decide, evidence, z_of
 from monitor.outcomes._intervals import Z95
 from monitor.outcomes.from_summary import evaluate_summaries
 from monitor.outcomes.summary import add_pairs, new_summary
@@ -142,6 +143,8 @@ def test_evaluations_decide_the_family_alike_by_rows_and_by_summaries(
 
 def test_the_setting_is_typed() -> None:
     assert OutcomeConfig().correction == "family"
+    # the config's choices are the ones `decide` knows (config may not import monitor.outcomes)
+    assert get_args(OutcomeConfig.model_fields["correction"].annotation) == CORRECTIONS
     assert OutcomeConfig(correction="per_result").correction == "per_result"
     with pytest.raises(ValidationError, match="correction"):
         OutcomeConfig(correction="bonferroni")  # type: ignore[arg-type]
