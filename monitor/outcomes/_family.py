@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
 from statistics import NormalDist
 from typing import Literal
 
@@ -52,8 +51,11 @@ def decide(results: Sequence[OutcomeResult], correction: Correction) -> list[Out
         level = FAMILY_ALPHA / (m - k)
         if stop is None and not beyond(metrics[i], out[i], level):
             stop = level
-        status: OutcomeStatus = "degraded" if stop is None else "ok"
-        out[i] = replace(out[i], status=status, level=level if stop is None else stop)
+        r = out[i]
+        # Built, not `dataclasses.replace`d: a fifth of the cost (a burst decides ~60,000).
+        out[i] = OutcomeResult(r.metric, r.slice, r.value, r.ci_low, r.ci_high, r.baseline_value,
+                               r.tolerance, r.n, "degraded" if stop is None else "ok",
+                               level if stop is None else stop)  # fmt: skip
     return out
 
 
