@@ -13,9 +13,13 @@ lies above the nominal rate, `exceeds`), applied to each decision under its null
   metric's population value (1M rows), tolerance 0. A result is `degraded` when its whole
   95% interval lies beyond the baseline: nominal at most 0.025 per result (the one-sided tail
   of a two-sided 95% interval).
-  Whole windows and 4 equal random slices; "any" counts evaluations with any degraded result.
+  Whole windows and 4 equal random slices, each result at 95% (`per_result`); "any result"
+  counts evaluations with any degraded result under both corrections, decided on the same
+  windows: `per_result` (nothing promised) and `family` (Holm across the evaluation's results,
+  nominal 0.025 per evaluation).
   Power (`outcome_power_rows`, none promised): whole windows of 100 and 1,000 rows of a
-  degraded model (`OUTCOME_SHIFTS`) against the healthy one's population values.
+  degraded model (`OUTCOME_SHIFTS`) against the healthy one's population values, each metric
+  under both corrections (the window's metrics one family).
 * **bands** (`monitor.estimation.estimate_binary`): CBPE fitted on a fresh labelled 5,000-row
   reference per rep, chunks of the same distribution with labels; a miss is a realized metric
   outside the band (±3 SE widened by sqrt(1 + chunk / reference), under 1,000 rows the realized
@@ -62,6 +66,7 @@ import pandas as pd
 from bench.calibration import exceeds, seed_of, wilson
 from monitor.estimation import EstimateOptions, fit_calibration
 from monitor.estimation._binary import BinaryData, estimate_binary
+from monitor.outcomes._family import CORRECTIONS
 
 POPULATION = 1_000_000
 REFERENCE_ROWS = 5_000
@@ -142,29 +147,35 @@ def population_values(metrics: tuple[str, ...]) -> dict[str, float]:
 
 
 def outcome_rows(size: int, reps: int, metrics: Sequence[str], sliced: bool) -> list[Row]:
-    """Degraded rates per metric (overall, or per slice result) and per evaluation."""
+    """Degraded rates per metric (overall, or per slice result; each result at 95%) and per
+    evaluation ("any result") under both corrections, decided on the same windows."""
     from monitor.outcomes import evaluate_outcomes
+    from monitor.outcomes._family import decide
 
     base = population_values(tuple(metrics))
     model, task = model_of(metrics)
     rng = np.random.default_rng(seed_of("outcomes", size, sliced, task))
     per = dict.fromkeys(metrics, 0)
     trials = dict.fromkeys(metrics, 0)
-    anywhere = 0
+    anywhere = dict.fromkeys(CORRECTIONS, 0)
     for _ in range(reps):
         y, s = model(rng, size)
         slices = {"g": rng.integers(0, SLICES, size).astype(str)} if sliced else None
-        results = evaluate_outcomes(y, s, task, slices, metrics, baseline=base)
+        results = evaluate_outcomes(y, s, task, slices, metrics, baseline=base,
+                                    correction="per_result")  # fmt: skip
         judged = [r for r in results if (r.slice is not None) == sliced]
         for r in judged:
             if r.status != "insufficient_data":
                 trials[r.metric] += 1
                 per[r.metric] += r.status == "degraded"
-        anywhere += any(r.status == "degraded" for r in results)
+        for c in CORRECTIONS:
+            anywhere[c] += any(r.status == "degraded" for r in decide(results, c))
     where = f"{SLICES} slices of " if sliced else ""
     case = f"{task}, {where}{size:,} rows"
     out = [Row(f"outcome degraded: {m}", case, per[m], trials[m], 0.025) for m in metrics]
-    out.append(Row("outcome degraded: any result", case, anywhere, reps, None))
+    out.append(Row("outcome degraded: any result, per_result", case, anywhere["per_result"],
+                   reps, None))  # fmt: skip
+    out.append(Row("outcome degraded: any result, family", case, anywhere["family"], reps, 0.025))
     return out
 
 
@@ -178,23 +189,29 @@ SHIFT_TEXT = {
 
 def outcome_power_rows(size: int, reps: int, metrics: Sequence[str]) -> list[Row]:
     """The share of whole windows of a degraded model (`OUTCOME_SHIFTS`) whose result is
-    `degraded` against the healthy model's population values: the power (none promised)."""
+    `degraded` against the healthy model's population values, under each correction (the
+    window's metrics one family): the power (none promised)."""
     from monitor.outcomes import evaluate_outcomes
+    from monitor.outcomes._family import decide
 
     base = population_values(tuple(metrics))
     model, task = model_of(metrics)
     shift = OUTCOME_SHIFTS[task]
     rng = np.random.default_rng(seed_of("outcome power", size, task))
-    found = dict.fromkeys(metrics, 0)
+    found = {(c, m): 0 for c in CORRECTIONS for m in metrics}
     trials = dict.fromkeys(metrics, 0)
     for _ in range(reps):
         y, s = model(rng, size, shift)
-        for r in evaluate_outcomes(y, s, task, None, metrics, baseline=base):
-            if r.slice is None and r.status != "insufficient_data":
-                trials[r.metric] += 1
-                found[r.metric] += r.status == "degraded"
+        results = evaluate_outcomes(y, s, task, None, metrics, baseline=base,
+                                    correction="per_result")  # fmt: skip
+        for r in results:
+            trials[r.metric] += r.status != "insufficient_data"
+        for c in CORRECTIONS:
+            for r in decide(results, c):
+                found[c, r.metric] += r.status == "degraded"
     case = f"{task}, {size:,} rows, {SHIFT_TEXT[task]}"
-    return [Row(f"outcome degraded (power): {m}", case, found[m], trials[m], None) for m in metrics]
+    return [Row(f"outcome degraded (power, {c}): {m}", case, found[c, m], trials[m], None, True)
+            for c in CORRECTIONS for m in metrics]  # fmt: skip
 
 
 BAND_METRICS = ("accuracy", "precision", "recall", "f1", "specificity", "roc_auc")

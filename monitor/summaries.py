@@ -340,6 +340,7 @@ def results_of(
         baseline=oc.baseline or None,
         tolerance=oc.tolerance,
         min_support=oc.min_support,
+        correction=oc.correction,
     )
 
 

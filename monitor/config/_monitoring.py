@@ -113,6 +113,15 @@ class OutcomeConfig(StrictModel):
         allow_inf_nan=False,
         description="`degraded` when the whole 95% interval lies beyond baseline ∓ tolerance.",
     )
+    # One evaluation (a version's window: every metric of every slice) is one family of tests.
+    correction: Literal["family", "per_result"] = Field(
+        default="family",
+        description=(
+            "`family`: any result of one evaluation (every metric × slice with a baseline) is "
+            "falsely `degraded` at most 2.5% of the time (Holm: stricter levels per interval); "
+            "`per_result`: each result's 95% interval alone (2.5% per result)."
+        ),
+    )
     threshold: float = Field(
         default=0.5,
         allow_inf_nan=False,

@@ -26,7 +26,10 @@ class Metric:
     positives (precision) or actual positives (recall). Proportions get Wilson intervals
     (``successes`` gives the numerator); ``estimate``, where given, computes the value and its
     interval together from (labels, scores, seed) (ECE: bias-corrected, `_ece`); the rest a
-    percentile bootstrap of ``fn``. ``also``: other
+    percentile bootstrap of ``fn``. ``interval_centre``: the point the interval is built about,
+    from which a stricter level moves its ends (`_family`): the value, or the interval's
+    midpoint (ECE's interval is centred on its plug-in, not on the bias-corrected value).
+    ``also``: other
     tasks the metric's name is valid for (multiclass accuracy), computed by that task's own
     function (``for_task``).
     """
@@ -39,6 +42,7 @@ class Metric:
     proportion: bool = False
     also: tuple[Task, ...] = ()
     estimate: Callable[[Array, Array, int], tuple[float, float, float]] | None = None
+    interval_centre: Literal["value", "midpoint"] = "value"
 
     def accepts(self, task: Task) -> bool:
         """Whether the metric is defined for `task`."""
@@ -59,7 +63,14 @@ for _metric in (
     Metric("f1", m.f1, "classification", True),
     Metric("roc_auc", m.roc_auc, "classification", True),
     Metric("log_loss", m.log_loss, "classification", False),
-    Metric("ece", m.ece, "classification", False, estimate=ece_with_interval),
+    Metric(
+        "ece",
+        m.ece,
+        "classification",
+        False,
+        estimate=ece_with_interval,
+        interval_centre="midpoint",
+    ),
     Metric("mae", m.mae, "regression", False),
     Metric("rmse", m.rmse, "regression", False),
     Metric("mape", m.mape, "regression", False),
@@ -88,7 +99,13 @@ def get_metric(name: str) -> Metric:
 
 @dataclass(frozen=True)
 class OutcomeResult:
-    """One metric of one slice (None = all rows) in one window, compared with its baseline."""
+    """One metric of one slice (None = all rows) in one window, compared with its baseline.
+
+    ``ci_low``/``ci_high``: the 95% interval. ``level``: the one-sided level the `degraded`
+    decision tested the interval at (0.025 per result; stricter across a family of results,
+    `monitor.outcomes._family`); None where there is no verdict (no baseline, or
+    ``insufficient_data``).
+    """
 
     metric: str
     slice: dict[str, str] | None
@@ -99,6 +116,7 @@ class OutcomeResult:
     tolerance: float | None
     n: int
     status: OutcomeStatus
+    level: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON document of the result: every field, by name."""

@@ -23,7 +23,8 @@ import numpy as np
 from monitor.errors import InputError
 from monitor.outcomes._base import DEFAULT_METRICS, Metric, OutcomeResult, Task, get_metric
 from monitor.outcomes._ece import bin_bias, ece_estimate, noise_bound, null_noise
-from monitor.outcomes._evaluate import MIN_SUPPORT, status_of
+from monitor.outcomes._evaluate import MIN_SUPPORT
+from monitor.outcomes._family import FAMILY_ALPHA, Correction, decide, status_of
 from monitor.outcomes._intervals import BOOTSTRAP_DRAWS, Z95, wilson
 from monitor.outcomes._multiclass import MulticlassSummary, confusion_metrics
 from monitor.outcomes._score_bins import BINS, ECE_BINS
@@ -62,8 +63,10 @@ def evaluate_summaries(
     baseline: Mapping[str, float] | None = None,
     tolerance: Mapping[str, float] | float = 0.0,
     min_support: int = MIN_SUPPORT,
+    correction: Correction = "family",
 ) -> list[OutcomeResult]:
-    """Each metric of each (slice, summary), in the given order, like `evaluate_outcomes`."""
+    """Each metric of each (slice, summary), in the given order, like `evaluate_outcomes`
+    (``correction`` as there: the summaries are one evaluation)."""
     chosen = [get_metric(n) for n in metrics or DEFAULT_METRICS[task]]
     for metric in chosen:
         if not metric.accepts(task):
@@ -78,7 +81,7 @@ def evaluate_summaries(
             tol = tolerance if isinstance(tolerance, float | int) else tolerance.get(metric.name)
             out.append(_one(metric, supports[metric.support], values, slice_, (base, tol),
                             min_support))  # fmt: skip
-    return out
+    return decide(out, correction)
 
 
 def _one(
@@ -101,7 +104,8 @@ def _one(
     if metric.proportion:
         lo, hi = wilson(value * n, n)
     status = status_of(metric, value, lo, hi, base, tol or 0.0)
-    return OutcomeResult(metric.name, slice_, value, lo, hi, base, tol, n, status)
+    level = None if base is None else FAMILY_ALPHA
+    return OutcomeResult(metric.name, slice_, value, lo, hi, base, tol, n, status, level)
 
 
 def _supports(summary: OutcomeSummary) -> dict[str, int]:

@@ -54,6 +54,9 @@ class _OutcomeFields:
     tolerance: Mapped[float | None] = mapped_column(Float)
     n: Mapped[int] = mapped_column(Integer)
     status: Mapped[str] = mapped_column(String(20))
+    # The one-sided level `degraded` was decided at (monitor.outcomes: 0.025 per result, Holm's
+    # stricter level across the evaluation); null without a verdict and on rows before 0037.
+    level: Mapped[float | None] = mapped_column(Float)
 
 
 class DriftResultRow(_DriftFields, _WindowResult, Base):

@@ -99,6 +99,12 @@ class MetricRow(WindowRow):
     baseline_value: float | None
     tolerance: float | None
     n: int
+    level: float | None = Field(
+        default=None,
+        description="Realized rows: the one-sided level `degraded` tested the interval at "
+        "(0.025 per result; stricter across the evaluation's results under "
+        "`outcomes.correction: family`); null without a verdict.",
+    )
     kind: Literal["realized", "estimated"] = Field(
         default="realized", description="realized: from joined labels; estimated: without them"
     )

@@ -3,8 +3,10 @@ bench/calibration_decisions.py's `outcomes` rows.
 
 Labelled windows of a calibrated classifier (and of a regressor), baseline = each metric's
 population value, tolerance 0: a result is `degraded` when its whole 95% interval lies beyond
-the baseline, so at most 2.5% of results per metric, whole windows and slices alike. A test
-fails when a rate's one-sided 99.9% Clopper-Pearson bound lies above 0.025
+the baseline, so at most 2.5% of results per metric, whole windows and slices alike (each
+result at 95%: `correction: per_result`), and at most 2.5% of evaluations with any `degraded`
+result under `correction: family` (the rows' "any result, family"; `test_family.py` has the
+fast one). A test fails when a rate's one-sided 99.9% Clopper-Pearson bound lies above 0.025
 (`bench.calibration.exceeds`).
 """
 
