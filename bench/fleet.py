@@ -27,7 +27,8 @@ The default is small (a smoke run); the target case is `--models 1000 --features
 
     PYTHONPATH=. python bench/fleet.py [--models 20] [--features 5] [--slices 3] [--rate 300]
         [--window 1m] [--duration 150] [--replicas 1] [--clients 2] [--interval SECONDS]
-        [--drain-delay SECONDS] [--tick-offset SECONDS]
+        [--drain-delay SECONDS] [--tick-offset SECONDS] [--events-per-request K]
+        [--units-at-once N]
 """
 
 from __future__ import annotations
@@ -91,6 +92,7 @@ def baselines(engine: Engine, models: list[str], features: int, slices: int) -> 
 def config_doc(
     url: str, models: list[str], window: timedelta, interval_s: float,
     drain_delay_s: float = 0.0, rate: float = 0.0, tick_offset_s: float | None = None,
+    units_at_once: int | None = None,
 ) -> object:  # fmt: skip
     tokens = [{"name": "bench", "scopes": ["ingest", "read"], "token": TOKEN}]
     collect: dict[str, object] = {
@@ -105,7 +107,8 @@ def config_doc(
         "api": {"tokens": tokens, "max_body_bytes": 10 << 20},
         "collect": collect,
         "scheduler": {"evaluate_interval_s": interval_s}
-        | ({} if tick_offset_s is None else {"tick_offset_s": tick_offset_s}),
+        | ({} if tick_offset_s is None else {"tick_offset_s": tick_offset_s})
+        | ({} if units_at_once is None else {"units_at_once": units_at_once}),
     }
 
 
@@ -158,10 +161,13 @@ def _wait_ready(base: str) -> None:
 
 def traffic(
     bases: list[str], models: list[str], features: int, slices: int, rate: float,
-    duration: float, clients: int,
+    duration: float, clients: int, per_request: int = 1,
 ) -> tuple[int, list[float]]:  # fmt: skip
     """Post `rate` events/s for `duration` s, round-robin over models and replicas; events sent,
-    and each request's delay: its first event's timestamp to its send (the clients' queue)."""
+    and each request's delay: its first event's timestamp to its send (the clients' queue).
+    `per_request` > 1: requests of that many events of consecutive models (a gateway that
+    batches); 1: each model's share of a quarter second in its own request (one event each at
+    a fleet's thin traffic)."""
     work: queue.Queue[tuple[str, bytes, float] | None] = queue.Queue(maxsize=1000)
     delays: list[float] = []
     rng = random.Random(3)
@@ -192,9 +198,13 @@ def traffic(
     while (elapsed := time.monotonic() - started) < duration:
         due = int(rate * elapsed) - sent
         while due > 0:  # one request per model's share of the tick's events
-            model, n = next(cycle), min(due, max(1, min(BATCH, due // len(models) + 1)))
             created = time.time()
-            body = orjson.dumps([event(model, sent + k) for k in range(n)])
+            if per_request > 1:
+                n = min(due, per_request)
+                body = orjson.dumps([event(next(cycle), sent + k) for k in range(n)])
+            else:
+                model, n = next(cycle), min(due, max(1, min(BATCH, due // len(models) + 1)))
+                body = orjson.dumps([event(model, sent + k) for k in range(n)])
             work.put((next(replica), body, created))
             sent, due = sent + n, due - n
         time.sleep(tick)
@@ -305,14 +315,15 @@ def run(args: argparse.Namespace, directory: Path) -> None:
     baselines(engine, models, args.features, args.slices)
     config = directory / "fleet.yaml"
     interval = args.interval or min(10.0, max(1.0, window.total_seconds() / 6))
-    doc = config_doc(url, models, window, interval, args.drain_delay, args.rate, args.tick_offset)
+    doc = config_doc(url, models, window, interval, args.drain_delay, args.rate, args.tick_offset,
+                     args.units_at_once)  # fmt: skip
     config.write_text(yaml.safe_dump(doc))
     with servers(config, args.replicas) as procs:
         pids = [pid for _, pid in procs]
         size0, cpu0 = db_size(engine), process_cpu(pids)
         t0 = datetime.now(UTC)
         sent, delays = traffic([b for b, _ in procs], models, args.features, args.slices, args.rate,
-                       args.duration, args.clients)  # fmt: skip
+                       args.duration, args.clients, args.events_per_request)  # fmt: skip
         t1 = datetime.now(UTC)
         traffic_s = (t1 - t0).total_seconds()
         ingested = counted(engine)
@@ -360,6 +371,10 @@ def main() -> None:
     parser.add_argument("--replicas", type=int, default=1)
     parser.add_argument("--clients", type=int, default=2)
     parser.add_argument(
+        "--events-per-request", type=int, default=1,
+        help="events of consecutive models per request (default 1: each model's own requests)",
+    )  # fmt: skip
+    parser.add_argument(
         "--interval", type=float, default=0.0,
         help="scheduler.evaluate_interval_s (default: a sixth of the window, at most 10 s)",
     )  # fmt: skip
@@ -372,6 +387,10 @@ def main() -> None:
         "--tick-offset", type=float, default=None,
         help="scheduler.tick_offset_s (default: the config's, 2 s): how long after a window's "
         "end its evaluation (and the drain's batch after it) waits for its last events",
+    )  # fmt: skip
+    parser.add_argument(
+        "--units-at-once", type=int, default=None,
+        help="scheduler.units_at_once (default: the config's, 2)",
     )  # fmt: skip
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:

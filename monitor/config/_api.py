@@ -231,6 +231,17 @@ class SchedulerConfig(StrictModel):
             "on PostgreSQL, a dead replica's evaluation unit within two thirds of it."
         ),
     )
+    # On PostgreSQL, how many evaluation units one replica's worker runs at once.
+    units_at_once: int = Field(
+        default=2,
+        ge=1,
+        le=32,
+        description=(
+            "On PostgreSQL, evaluation units (one model's changed windows each) a replica runs "
+            "at once, each on its own thread and database connection: a unit waits on the "
+            "database for about half its time."
+        ),
+    )
     # A failing item of a job (a window, a model) is retried after retry_initial_s, doubling
     # per failure up to retry_max_s; after `failing_after` failures in a row /readyz reports it.
     retry_initial_s: float = Field(

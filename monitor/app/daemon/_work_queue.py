@@ -4,7 +4,8 @@ The replica that wins an `evaluate` tick's (job, window) claim is its producer: 
 unit per model with work due (`_due`: pending change markers, failed items due for retry; an
 idle model gets none) and waits, up to the lease, for them to finish, so that the tick's
 alert rules see their results. Every replica runs a worker (a supervised component) that takes
-units one at a time. procrastinate (`SELECT ... FOR UPDATE SKIP LOCKED` on its own tables) gives:
+units, `scheduler.units_at_once` at a time. procrastinate (`SELECT ... FOR UPDATE SKIP LOCKED`
+on its own tables) gives:
 
 - a `lock` per model: no two units of a model run at once, on any replica;
 - a `queueing_lock` per model: at most one unit of a model waits, however many ticks defer;
@@ -52,8 +53,6 @@ POLL_S = 0.2
 CONNECT_TIMEOUT_S = 10
 # A unit still running when its worker stops has this long to finish; else it is put back.
 SHUTDOWN_GRACE_S = 2.0
-# Units one worker runs at once (each on its own thread).
-UNITS_AT_ONCE = 2
 # What the queue's connections say they are (`application_name`, "modelwatch <role>").
 PRODUCER = "evaluation producer"
 WORKER = "evaluation worker"
@@ -118,8 +117,10 @@ class WorkQueue:
         lease_s: float,
         holder: str,
         metrics: ModelwatchMetrics | None = None,
+        units_at_once: int = 2,
     ) -> None:
         self._conninfo = conninfo(engine)
+        self._units_at_once = units_at_once  # `scheduler.units_at_once`
         self._models = list(models)
         self._unit = unit
         self.timings = Timings.of(lease_s)
@@ -136,7 +137,7 @@ class WorkQueue:
         return {
             "conninfo": self._conninfo,
             "min_size": 1,
-            "max_size": 1 + UNITS_AT_ONCE,
+            "max_size": 1 + self._units_at_once,
             "timeout": CONNECT_TIMEOUT_S,
             "kwargs": {
                 "connect_timeout": CONNECT_TIMEOUT_S,
@@ -246,8 +247,8 @@ class WorkQueue:
                 queues=[QUEUE],
                 name=self._holder,
                 # A unit waits on the database for about half its time: two at once ran ~25%
-                # more units per second (docs/how-to/scale-out.md, "The evaluation worker").
-                concurrency=UNITS_AT_ONCE,
+                # more units per second (docs/how-to/scale-out.md, "Sizing a fleet").
+                concurrency=self._units_at_once,
                 install_signal_handlers=False,  # the daemon owns SIGTERM
                 delete_jobs="always",  # the queue holds only what is pending
                 shutdown_graceful_timeout=SHUTDOWN_GRACE_S,

@@ -404,9 +404,11 @@ def shared_evaluation(
     """Evaluation shared by every replica on one PostgreSQL (`_work_queue`): `monitoring`'s
     ticks defer units, and the returned component (this replica's worker) takes them."""
     names = [m.name for m in config.models]
+    sched = config.scheduler
     queue = WorkQueue(
-        engine, names, monitoring.unit, config.scheduler.lease_s, holder, monitoring.metrics
-    )
+        engine, names, monitoring.unit, sched.lease_s, holder, monitoring.metrics,
+        sched.units_at_once,
+    )  # fmt: skip
     monitoring.share(queue)
     return Worker(queue, health.supervise("evaluation", queue.work))
 

@@ -99,3 +99,27 @@ def test_a_unit_whose_status_cannot_be_written_is_evaluated_again(
         worker.stop(5)
         queue.close()
         engine.dispose()
+
+
+def test_a_replica_runs_units_at_once_of_different_models(postgres: PostgresServer) -> None:
+    """`scheduler.units_at_once` units run together: two units that each wait for the other
+    finish only if both run at once."""
+    engine = make_engine(postgres.create_database())
+    upgrade(engine)
+    both = threading.Barrier(2, timeout=10)
+    met: list[str] = []
+
+    def unit(model: str) -> None:
+        both.wait()  # raises BrokenBarrierError after 10 s alone
+        met.append(model)
+
+    queue = WorkQueue(engine, ["a", "b"], unit, lease_s=60, holder="test", units_at_once=2)
+    worker = Worker(queue, SupervisedComponent("evaluation", queue.work))
+    try:
+        worker.start()
+        assert queue.evaluate(["a", "b"]) == 2
+        assert sorted(met) == ["a", "b"]
+    finally:
+        worker.stop(5)
+        queue.close()
+        engine.dispose()
