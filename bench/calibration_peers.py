@@ -114,10 +114,16 @@ KINDS: dict[str, Kind] = {
              "binomial(9, 0.4 + 0.5/sqrt(n))"),
         Kind("binary", "numeric", lambda r, n, d: (r.random(n) < 0.3 + d).astype(float), 1.4,
              "ones 30% + 1.4/sqrt(n)"),
+        Kind("cat2u", "categorical", _categorical(2, False), 4.0,
+             "every other value x (1 + 4/sqrt(n))"),
         Kind("cat10u", "categorical", _categorical(10, False), 6.0,
              "every other value x (1 + 6/sqrt(n))"),
+        Kind("cat100u", "categorical", _categorical(100, False), 10.0,
+             "every other value x (1 + 10/sqrt(n))"),
         Kind("cat1000z", "categorical", _categorical(1000, True), 20.0,
              "every other value x (1 + 20/sqrt(n))"),
+        Kind("cat10000u", "categorical", _categorical(10_000, False), 30.0,
+             "every other value x (1 + 30/sqrt(n))"),
     ]
 }  # fmt: skip
 SHIFTS = {name: k.shift for name, k in KINDS.items()}
