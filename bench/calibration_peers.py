@@ -465,6 +465,64 @@ def compact(cells: Sequence[Cell], far: float, kind: str) -> tuple[list[str], li
     return header, out
 
 
+def _pooled_interval(
+    ours: Arm, theirs: Arm, far: float, rng: np.random.Generator, draws: int = 400
+) -> tuple[float, float]:
+    """A paired bootstrap 95% interval (over windows) of modelwatch's matched-FAR power minus
+    a peer's on the same windows."""
+    o0, o1, p0, p1 = (np.asarray(x, dtype=float) for x in (ours.null, ours.shift, theirs.null,
+                                                            theirs.shift))  # fmt: skip
+    diffs = []
+    for _ in range(draws):
+        i0, i1 = rng.integers(0, o0.size, o0.size), rng.integers(0, o1.size, o1.size)
+        diffs.append(matched_power(o0[i0], o1[i1], far) - matched_power(p0[i0], p1[i1], far))
+    lo, hi = np.quantile(diffs, [0.025, 0.975])
+    return float(lo), float(hi)
+
+
+def gaps(cells: Sequence[Cell], far: float) -> tuple[list[str], list[list[str]]]:
+    """The README's table: per column kind (rows) and window size (columns), modelwatch's
+    smallest difference to the best peer at matched FAR over the shared methods, with its
+    paired 95% interval and the method, and its largest; last, each tool's worst false-alarm
+    rate at its default decision over the kind's cells."""
+    sizes = sorted({c.size for c in cells})
+    kinds = [k for k in KINDS if any(c.kind == k for c in cells)]
+    header = ["column", *(f"{n:,} rows" for n in sizes), "worst FAR at default"]
+    out = []
+    for kind in kinds:
+        row = [kind]
+        for size in sizes:
+            cell = next((c for c in cells if c.kind == kind and c.size == size), None)
+            row.append("" if cell is None else _gap_cell(cell, far))
+        worst = [max((a.null_alarms / len(a.null) for c in cells if c.kind == kind
+                      for (_, t), a in c.arms.items() if t == tool), default=float("nan"))
+                 for tool in TOOLS]  # fmt: skip
+        row.append(" / ".join(f"{w:.2f}" for w in worst))
+        out.append(row)
+    return header, out
+
+
+def _gap_cell(cell: Cell, far: float) -> str:
+    found = []  # (modelwatch - best peer, method, best peer's arm)
+    for m in sorted({m for m, _ in cell.arms}):
+        ours = cell.arms.get((m, "modelwatch"))
+        peers = [a for (mm, t), a in cell.arms.items() if mm == m and t != "modelwatch"]
+        if ours and peers:
+            best = max(peers, key=lambda a: matched_power(a.null, a.shift, far))
+            gap = matched_power(ours.null, ours.shift, far) - matched_power(
+                best.null, best.shift, far
+            )
+            found.append((gap, m, ours, best))
+    if not found:
+        return "—"
+    gap, m, ours, best = min(found, key=lambda f: f[0])
+    lo, hi = _pooled_interval(
+        ours, best, far, np.random.default_rng(seed_of("gaps", cell.kind, cell.size, m))
+    )
+    top = max(found, key=lambda f: f[0])
+    return f"{gap:+.2f} [{lo:+.2f}, {hi:+.2f}] {m}; max {top[0]:+.2f} {top[1]}"
+
+
 def markdown(header: Sequence[str], table: Sequence[Sequence[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in table])
@@ -533,6 +591,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print()
     print(show(["column", "window", "modelwatch - best peer, power at matched FAR"],
                summary(cells, args.far)))  # fmt: skip
+    print()
+    print(show(*gaps(cells, args.far)))
     if args.intervals:
         print()
         print(show(INTERVALS_HEADER, intervals(cells, args.far, args.per_ref)))
