@@ -1,7 +1,7 @@
 """Power against peers at an equal false-alarm rate: modelwatch, Evidently and NannyML drift
 detectors on the same simulated columns.
 
-`PYTHONPATH=. python bench/calibration_peers.py [--quick] [--sizes 100,1000,10000]
+`PYTHONPATH=. python bench/calibration_peers.py [--quick] [--sizes 30,100,1000,10000]
 [--kinds continuous,cat10u] [--methods psi,hellinger] [--refs 10] [--per-ref 10] [--far 0.05]
 [--tools Evidently,NannyML] [--intervals] [--markdown]`
 
@@ -29,15 +29,18 @@ Per (kind, size, method, tool) the table gives:
 Shifts are local: their size shrinks as ``1/sqrt(n)`` so that power sits between 0 and 1 at
 every window size (a fixed shift is detected by everyone at 100k rows): continuous N(0, 1),
 mean + 3/sqrt(n) sd; discrete binomial(9, 0.4), p + 0.5/sqrt(n); binary 30% ones,
-+ 1.4/sqrt(n); categorical (10 uniform values, ``cat10u``; 1,000 Zipf values, ``cat1000z``):
-every other value by rank x (1 + c/sqrt(n)), c = 6 and 20. The reference holds
++ 1.4/sqrt(n); categorical (2, 10, 100 and 10,000 uniform values, ``cat2u``, ``cat10u``,
+``cat100u``, ``cat10000u``; 1,000 Zipf values, ``cat1000z``): every other value by rank
+x (1 + c/sqrt(n)), c = 4, 6, 10, 30 and 20. The reference holds
 ``max(10 n, 10,000)`` rows, at most 200,000 (``--sizes 100000`` works, but NannyML's default
 threshold then comes from two reference chunks, and a cell costs ~10 minutes). No nulls:
 missing values are another method's job. References per cell default to 10 up to 1,000-row
 windows, 5 at 10,000 (`default_refs`), ``--per-ref`` 10: 100 null and 100 shifted windows per
-cell up to 1,000 rows, 50 and 50 at 10,000; ~15 minutes on 2 shared cores. Printed: the long
-table (`rows`), one compact table per profile kind (`compact`: what bench/README.md shows)
-and modelwatch's gap to the best peer per method (`summary`); with ``--intervals`` also each
+cell up to 1,000 rows, 50 and 50 at 10,000; sizes 30 ... 10,000 rows, ~15 minutes on 2
+shared cores. Printed: the long table (`rows`), one compact table per profile kind
+(`compact`: what docs/concepts/calibration.md shows), modelwatch's gap to the best peer per
+method (`summary`), and per kind and size its smallest gap with a paired 95% interval
+(`gaps`: what bench/README.md shows); with ``--intervals`` also each
 difference to each peer with a paired bootstrap 95% interval, pooled over the cell's windows
 and per reference (`intervals`: what resolves a gap the 100-window cells leave in doubt, with
 ``--refs 100 --per-ref 40``).
@@ -537,7 +540,7 @@ def plain(header: Sequence[str], table: Sequence[Sequence[str]]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="sizes 100,1000; 5 x 10 windows")
-    parser.add_argument("--sizes", help="window sizes (default 100,1000,10000)")
+    parser.add_argument("--sizes", help="window sizes (default 30,100,1000,10000)")
     parser.add_argument("--kinds", help=f"column kinds (default all: {','.join(KINDS)})")
     parser.add_argument("--refs", type=int, help="references per cell (default by size)")
     parser.add_argument("--per-ref", type=int, default=10, help="null and shifted windows each")
@@ -552,7 +555,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     sizes = [int(s) for s in (args.sizes or ("100,1000" if args.quick else
-                                              "100,1000,10000")).split(",")]  # fmt: skip
+                                              "30,100,1000,10000")).split(",")]  # fmt: skip
     kinds = args.kinds.split(",") if args.kinds else list(KINDS)
     bad = [k for k in kinds if k not in KINDS]
     if bad:
