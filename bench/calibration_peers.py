@@ -1,7 +1,7 @@
 """Power against peers at an equal false-alarm rate: modelwatch, Evidently and NannyML drift
 detectors on the same simulated columns.
 
-`PYTHONPATH=. python bench/calibration_peers.py [--quick] [--sizes 100,1000,10000]
+`PYTHONPATH=. python bench/calibration_peers.py [--quick] [--sizes 30,100,1000,10000]
 [--kinds continuous,cat10u] [--methods psi,hellinger] [--refs 10] [--per-ref 10] [--far 0.05]
 [--tools Evidently,NannyML] [--intervals] [--markdown]`
 
@@ -29,15 +29,18 @@ Per (kind, size, method, tool) the table gives:
 Shifts are local: their size shrinks as ``1/sqrt(n)`` so that power sits between 0 and 1 at
 every window size (a fixed shift is detected by everyone at 100k rows): continuous N(0, 1),
 mean + 3/sqrt(n) sd; discrete binomial(9, 0.4), p + 0.5/sqrt(n); binary 30% ones,
-+ 1.4/sqrt(n); categorical (10 uniform values, ``cat10u``; 1,000 Zipf values, ``cat1000z``):
-every other value by rank x (1 + c/sqrt(n)), c = 6 and 20. The reference holds
++ 1.4/sqrt(n); categorical (2, 10, 100 and 10,000 uniform values, ``cat2u``, ``cat10u``,
+``cat100u``, ``cat10000u``; 1,000 Zipf values, ``cat1000z``): every other value by rank
+x (1 + c/sqrt(n)), c = 4, 6, 10, 30 and 20. The reference holds
 ``max(10 n, 10,000)`` rows, at most 200,000 (``--sizes 100000`` works, but NannyML's default
 threshold then comes from two reference chunks, and a cell costs ~10 minutes). No nulls:
 missing values are another method's job. References per cell default to 10 up to 1,000-row
 windows, 5 at 10,000 (`default_refs`), ``--per-ref`` 10: 100 null and 100 shifted windows per
-cell up to 1,000 rows, 50 and 50 at 10,000; ~15 minutes on 2 shared cores. Printed: the long
-table (`rows`), one compact table per profile kind (`compact`: what bench/README.md shows)
-and modelwatch's gap to the best peer per method (`summary`); with ``--intervals`` also each
+cell up to 1,000 rows, 50 and 50 at 10,000; sizes 30 ... 10,000 rows, ~15 minutes on 2
+shared cores. Printed: the long table (`rows`), one compact table per profile kind
+(`compact`: what docs/concepts/calibration.md shows), modelwatch's gap to the best peer per
+method (`summary`), and per kind and size its smallest gap with a paired 95% interval
+(`gaps`: what bench/README.md shows); with ``--intervals`` also each
 difference to each peer with a paired bootstrap 95% interval, pooled over the cell's windows
 and per reference (`intervals`: what resolves a gap the 100-window cells leave in doubt, with
 ``--refs 100 --per-ref 40``).
@@ -114,10 +117,16 @@ KINDS: dict[str, Kind] = {
              "binomial(9, 0.4 + 0.5/sqrt(n))"),
         Kind("binary", "numeric", lambda r, n, d: (r.random(n) < 0.3 + d).astype(float), 1.4,
              "ones 30% + 1.4/sqrt(n)"),
+        Kind("cat2u", "categorical", _categorical(2, False), 4.0,
+             "every other value x (1 + 4/sqrt(n))"),
         Kind("cat10u", "categorical", _categorical(10, False), 6.0,
              "every other value x (1 + 6/sqrt(n))"),
+        Kind("cat100u", "categorical", _categorical(100, False), 10.0,
+             "every other value x (1 + 10/sqrt(n))"),
         Kind("cat1000z", "categorical", _categorical(1000, True), 20.0,
              "every other value x (1 + 20/sqrt(n))"),
+        Kind("cat10000u", "categorical", _categorical(10_000, False), 30.0,
+             "every other value x (1 + 30/sqrt(n))"),
     ]
 }  # fmt: skip
 SHIFTS = {name: k.shift for name, k in KINDS.items()}
@@ -459,6 +468,64 @@ def compact(cells: Sequence[Cell], far: float, kind: str) -> tuple[list[str], li
     return header, out
 
 
+def _pooled_interval(
+    ours: Arm, theirs: Arm, far: float, rng: np.random.Generator, draws: int = 400
+) -> tuple[float, float]:
+    """A paired bootstrap 95% interval (over windows) of modelwatch's matched-FAR power minus
+    a peer's on the same windows."""
+    o0, o1, p0, p1 = (np.asarray(x, dtype=float) for x in (ours.null, ours.shift, theirs.null,
+                                                            theirs.shift))  # fmt: skip
+    diffs = []
+    for _ in range(draws):
+        i0, i1 = rng.integers(0, o0.size, o0.size), rng.integers(0, o1.size, o1.size)
+        diffs.append(matched_power(o0[i0], o1[i1], far) - matched_power(p0[i0], p1[i1], far))
+    lo, hi = np.quantile(diffs, [0.025, 0.975])
+    return float(lo), float(hi)
+
+
+def gaps(cells: Sequence[Cell], far: float) -> tuple[list[str], list[list[str]]]:
+    """The README's table: per column kind (rows) and window size (columns), modelwatch's
+    smallest difference to the best peer at matched FAR over the shared methods, with its
+    paired 95% interval and the method, and its largest; last, each tool's worst false-alarm
+    rate at its default decision over the kind's cells."""
+    sizes = sorted({c.size for c in cells})
+    kinds = [k for k in KINDS if any(c.kind == k for c in cells)]
+    header = ["column", *(f"{n:,} rows" for n in sizes), "worst FAR at default"]
+    out = []
+    for kind in kinds:
+        row = [kind]
+        for size in sizes:
+            cell = next((c for c in cells if c.kind == kind and c.size == size), None)
+            row.append("" if cell is None else _gap_cell(cell, far))
+        worst = [max((a.null_alarms / len(a.null) for c in cells if c.kind == kind
+                      for (_, t), a in c.arms.items() if t == tool), default=float("nan"))
+                 for tool in TOOLS]  # fmt: skip
+        row.append(" / ".join(f"{w:.2f}" for w in worst))
+        out.append(row)
+    return header, out
+
+
+def _gap_cell(cell: Cell, far: float) -> str:
+    found = []  # (modelwatch - best peer, method, best peer's arm)
+    for m in sorted({m for m, _ in cell.arms}):
+        ours = cell.arms.get((m, "modelwatch"))
+        peers = [a for (mm, t), a in cell.arms.items() if mm == m and t != "modelwatch"]
+        if ours and peers:
+            best = max(peers, key=lambda a: matched_power(a.null, a.shift, far))
+            gap = matched_power(ours.null, ours.shift, far) - matched_power(
+                best.null, best.shift, far
+            )
+            found.append((gap, m, ours, best))
+    if not found:
+        return "—"
+    gap, m, ours, best = min(found, key=lambda f: f[0])
+    lo, hi = _pooled_interval(
+        ours, best, far, np.random.default_rng(seed_of("gaps", cell.kind, cell.size, m))
+    )
+    top = max(found, key=lambda f: f[0])
+    return f"{gap:+.2f} [{lo:+.2f}, {hi:+.2f}] {m}; max {top[0]:+.2f} {top[1]}"
+
+
 def markdown(header: Sequence[str], table: Sequence[Sequence[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in table])
@@ -473,7 +540,7 @@ def plain(header: Sequence[str], table: Sequence[Sequence[str]]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="sizes 100,1000; 5 x 10 windows")
-    parser.add_argument("--sizes", help="window sizes (default 100,1000,10000)")
+    parser.add_argument("--sizes", help="window sizes (default 30,100,1000,10000)")
     parser.add_argument("--kinds", help=f"column kinds (default all: {','.join(KINDS)})")
     parser.add_argument("--refs", type=int, help="references per cell (default by size)")
     parser.add_argument("--per-ref", type=int, default=10, help="null and shifted windows each")
@@ -488,7 +555,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     sizes = [int(s) for s in (args.sizes or ("100,1000" if args.quick else
-                                              "100,1000,10000")).split(",")]  # fmt: skip
+                                              "30,100,1000,10000")).split(",")]  # fmt: skip
     kinds = args.kinds.split(",") if args.kinds else list(KINDS)
     bad = [k for k in kinds if k not in KINDS]
     if bad:
@@ -527,6 +594,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print()
     print(show(["column", "window", "modelwatch - best peer, power at matched FAR"],
                summary(cells, args.far)))  # fmt: skip
+    print()
+    print(show(*gaps(cells, args.far)))
     if args.intervals:
         print()
         print(show(INTERVALS_HEADER, intervals(cells, args.far, args.per_ref)))

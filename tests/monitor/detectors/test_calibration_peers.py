@@ -13,7 +13,16 @@ import numpy as np
 import pytest
 from scipy.stats import ks_2samp
 
-from bench.calibration_peers import MODELWATCH, Scores, Tool, matched_power, run_cell
+from bench.calibration_peers import (
+    MODELWATCH,
+    Arm,
+    Cell,
+    Scores,
+    Tool,
+    gaps,
+    matched_power,
+    run_cell,
+)
 
 
 def test_matched_power_randomises_ties_to_the_exact_rate() -> None:
@@ -75,3 +84,22 @@ def test_our_discrete_hellinger_has_evidentlys_power_at_the_same_false_alarm_rat
     ours, theirs = (matched_power(a.null, a.shift, 0.05) for a in cell.arms.values())
     assert 0.3 < theirs < 0.9
     assert ours >= theirs - 0.03
+
+
+def test_gaps_report_the_smallest_difference_to_the_best_peer_with_its_interval() -> None:
+    null = [float(i) for i in range(100)]  # a 5% threshold at 95: above it, drift
+    strong, weak = [200.0] * 80 + [0.0] * 20, [200.0] * 50 + [0.0] * 50
+    arms = {
+        ("chi2", "modelwatch"): Arm(null, strong, 1, 80),
+        ("chi2", "NannyML"): Arm(null, weak, 10, 50),
+        ("l_infinity", "modelwatch"): Arm(null, weak, 0, 50),
+        ("l_infinity", "NannyML"): Arm(null, strong, 10, 80),
+    }
+    header, table = gaps([Cell("cat10u", 100, arms)], 0.05)
+    assert header == ["column", "100 rows", "worst FAR at default"]
+    [(column, cell, far)] = table
+    assert column == "cat10u"
+    assert cell.startswith("-0.30 [") and cell.endswith("] l_infinity; max +0.30 chi2")
+    lo, hi = (float(x) for x in cell.split("[")[1].split("]")[0].split(", "))
+    assert lo <= -0.30 <= hi < 0  # the same windows: a gap this size is resolved
+    assert far == "0.01 / nan / 0.10"  # Evidently ran no method here

@@ -112,15 +112,20 @@ def test_a_value_any_split_would_choose_is_tested_on_its_whole_count() -> None:
         selection_counts=(400, 100, 30, 12, 10, 48, 0),
         reference_counts=(1600, 400, 120, 40, 60, 780, 0),
     )
-    held = 1 - 600 / 3000  # the reference's held-out share
+    # Whole counts at the held-out scale of the rows not settled: d, e and other, 810 of 880.
+    held = 1 - 70 / 880
     shares = held_out_shares(spec)
-    np.testing.assert_allclose(shares[:3], held)  # whole counts, at the held-out scale
+    np.testing.assert_allclose(shares[:3], held)
     np.testing.assert_allclose(shares[3:6], [28 / 40, 50 / 60, 732 / 780])  # their own
     assert shares[6] == 1.0  # unseen: empty in the reference
     profile = spec.profile(np.repeat(np.array(list("abcdef"), dtype=object),
                                      [1600, 400, 120, 40, 60, 780]))  # fmt: skip
     pair = _holdout.tested(get_detector("l_infinity"), Pair(profile, profile))
-    assert pair.reference.counts[:5].tolist() == [1280, 320, 96, 28, 50]
+    counts = pair.reference.counts
+    assert counts[:5].tolist() == [1473, 368, 110, 28, 50]
+    # The settled values keep their whole reference's share of the tested rows (2,120 of
+    # 3,000), whatever the split did to their held-out counts.
+    assert counts[:3].sum() / counts.sum() == pytest.approx(2120 / 3000, abs=5e-4)
 
 
 def test_no_value_of_a_uniform_column_is_settled() -> None:
