@@ -174,7 +174,7 @@ class Monitoring:
             OPEN_WINDOW_S_PER_MODEL, OPEN_WINDOW_INTERVAL_CAP_S,
         )  # fmt: skip
         # A window's last events reach the intake up to the tick offset after its end.
-        settle_s = sched.offset_s(sched.evaluate_interval_s)
+        settle_s = self.settle_s = sched.offset_s(sched.evaluate_interval_s)
         max_lag_s = config.collect.http_max_lag.total_seconds()
         self.settled = functools.partial(intake_settled, engine, settle_s, max_lag_s)
         self.windows = WindowEvaluator(
@@ -245,7 +245,8 @@ class Monitoring:
 
     def _following(self, follow: IntakeFollow) -> Callable[[], list[str] | None]:
         """The queue's `more`: nothing while the intake is behind, then (once) the models due
-        now, then None; None at once past the bound or when the database is away."""
+        now, then None; past the bound too, the models due then (an ended window the intake
+        has not settled stays held, `intake_settled`); None at once when the database is away."""
         asked = False
 
         def more() -> list[str] | None:
@@ -257,7 +258,7 @@ class Monitoring:
                 if passed is False:
                     return []
                 asked = True
-                due = self.due(utcnow()) if passed else []
+                due = self.due(utcnow())
             except Exception as exc:  # the database away: the next tick tries again
                 log.warning("following the intake drain: %s", redact(exc))
                 asked = True
@@ -317,11 +318,15 @@ class Monitoring:
         ended = window_of(now, self.windows.window_s)
         if (now - ended).total_seconds() > interval:
             return None
-        # Up to the tick's start, not the window's end: events of the ended window sent just
-        # before it can be received just after (clients batch and queue).
+        # Up to the tick's time on its grid (the window's end plus the tick offset), not the
+        # window's end: events of the ended window sent just before it can be received just
+        # after (clients batch and queue). Not the tick's start either: a tick that runs late
+        # (the one before it overran) waited for requests the drain's batch after the window's
+        # end never read, gave up at the bound and left the window to the next tick.
+        boundary = min(now, ended + timedelta(seconds=self.settle_s))
         if self.queue is None:
-            return IntakeFollow(self.engine, now, min(interval / 2, INTAKE_WAIT_MAX_S))
-        return IntakeFollow(self.engine, now, min(interval * 0.75, INTAKE_FOLLOW_MAX_S))
+            return IntakeFollow(self.engine, boundary, min(interval / 2, INTAKE_WAIT_MAX_S))
+        return IntakeFollow(self.engine, boundary, min(interval * 0.75, INTAKE_FOLLOW_MAX_S))
 
     def _await_intake(self, follow: IntakeFollow) -> None:
         try:

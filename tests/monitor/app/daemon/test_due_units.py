@@ -37,6 +37,7 @@ from monitor.storage import (
     transaction,
     utcnow,
 )
+from monitor.summaries import window_of
 from tests.monitor.app.daemon.isolation_data import START, WINDOW, baseline, events, ingest
 from tests.services.postgres import PostgresServer
 
@@ -282,5 +283,26 @@ def test_the_tick_holds_a_window_whose_last_request_is_still_in_the_intake(db: E
     with transaction(db) as s:  # the drain's batch took it
         s.execute(update(IntakeEntry).values(consumed_at=utcnow()))
     assert monitoring.due(utcnow()) == ["a"]
+    with transaction(db) as s:
+        s.execute(delete(IntakeEntry))
+
+
+def test_a_late_tick_follows_the_intake_up_to_its_time_on_the_grid_not_its_start(
+    db: Engine,
+) -> None:
+    """A tick that starts late (the one before it overran) must not wait for the requests the
+    drain's batch after the window's end could not read: it would give up at the bound and
+    leave the window to the next tick (bench/fleet.py: a minute more of lag every other window)."""
+    monitoring = Monitoring(db, _config(str(db.url)))  # tick offset 2 s
+    ended = window_of(utcnow(), monitoring.windows.window_s)
+    late = ended + timedelta(seconds=7)
+    follow = monitoring._intake_follow(late)
+    assert follow is not None and follow.boundary == ended + timedelta(seconds=2)
+    _pending_request(db, ended + timedelta(seconds=2))  # after the grid time: the next batch's
+    assert follow.passed() is True
+    _pending_request(db, ended + timedelta(seconds=1))  # before it: the window's last events
+    assert follow.passed() is False
+    on_time = monitoring._intake_follow(ended + timedelta(seconds=1))
+    assert on_time is not None and on_time.boundary == ended + timedelta(seconds=1)
     with transaction(db) as s:
         s.execute(delete(IntakeEntry))
