@@ -43,11 +43,13 @@ _FORMATTER = _LenientFormatter()
 def render_annotations(
     templates: Mapping[str, str], labels: Mapping[str, str], signal: Signal
 ) -> dict[str, str]:
-    """Fill `{label}`, `{value}`, `{threshold}` placeholders of each annotation template.
+    """Fill `{label}`, `{value}`, `{threshold}` placeholders (and the signal's `details`) of
+    each annotation template.
 
     `{slice}` reads "overall" for a signal about all rows (its empty slice label is dropped)."""
     context: dict[str, Any] = {
         "slice": "overall",
+        **signal.details,
         **labels,
         "value": signal.value,
         "threshold": signal.threshold,

@@ -2,7 +2,8 @@
 
 A rule without `annotations` still sends a `summary` and a `description` that say what moved,
 where and by how much; a rule's own annotations override these key by key. Placeholders are
-those of `alerts._rules.render_annotations` (labels, `{value}`, `{threshold}`, `{slice}`).
+those of `alerts._rules.render_annotations` (labels, `{value}`, `{threshold}`, `{slice}`, and the
+signal's `details`: an outcome's `{decided}` says at what level its verdict was decided).
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ _DEFAULTS: dict[str, tuple[str, str]] = {
         "{value} columns of model {model} version {version} drifted in the latest window.",
     ),
     "outcome": (
-        "{metric} of {model} {version} degraded (slice {slice})",
+        "{metric} of {model} {version} degraded (slice {slice}{decided})",
         "{metric} is {value} against a baseline of {threshold} for model {model} version "
-        "{version}, slice {slice}.",
+        "{version}, slice {slice}{decided}.",
     ),
     "guard": (
         "Gate {verdict} for {model} {version}: {criterion} (slice {slice})",
@@ -106,6 +107,18 @@ if set(_DEFAULTS) != set(SIGNAL_KINDS):  # pragma: no cover - caught by the impo
 DEFAULT_ANNOTATIONS: Mapping[str, Mapping[str, str]] = MappingProxyType(
     {kind: {"summary": s, "description": d} for kind, (s, d) in _DEFAULTS.items()}
 )
+
+
+def decision_details(level: float | None, family: int) -> dict[str, str]:
+    """An outcome signal's `details`: `{level}` its verdict was decided at (one-sided, two
+    significant digits), `{family}` how many results were decided together (Holm's
+    correction; 1: per result) and `{decided}`, both as the clause the default annotations
+    end with; none without a level (no verdict, or a row stored before levels were)."""
+    if level is None:
+        return {}
+    shown = f"{level:.2g}"
+    of = f" of a family of {family} results, Holm" if family > 1 else ""
+    return {"level": shown, "family": str(family), "decided": f"; decided at level {shown}{of}"}
 
 
 def annotation_templates(kind: str, own: Mapping[str, str]) -> dict[str, str]:

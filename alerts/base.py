@@ -50,6 +50,7 @@ class KindDoc:
     labels: tuple[str, ...]
     value: str
     fires: str
+    details: tuple[str, ...] = ()  # the kind's `Signal.details`: annotation placeholders only
 
 
 # Alert labels are a signal's labels plus the rule's `labels`, `alertname`, `severity`, `kind`.
@@ -69,8 +70,13 @@ SIGNAL_KIND_DOCS: Mapping[str, KindDoc] = MappingProxyType(
         "outcome": KindDoc(
             ("model", "version", "metric", "slice"),
             "an outcome metric of joined labels in the newest labelled window; threshold: its"
-            " configured baseline (metrics without a baseline send no signal)",
+            " configured baseline (metrics without a baseline send no signal); annotations also"
+            " read `{level}`, the one-sided level its verdict was decided at, `{family}`, how"
+            " many results Holm's correction decided together (1: per result), and `{decided}`,"
+            ' both as a clause ("; decided at level 0.0063 of a family of 4 results, Holm";'
+            " empty for rows stored without a level)",
             "status `degraded`",
+            ("level", "family", "decided"),
         ),
         "guard": KindDoc(
             ("model", "version", "verdict", "criterion", "slice"),
@@ -196,6 +202,9 @@ class Signal:
     become the alert's labels, so keep their values bounded.
     value/threshold: the number that decided it and its bound (None when there is none).
     firing: the producer's verdict (drift, degraded, fail, over threshold).
+    details: more placeholders for the annotation templates, never labels (so their values
+    need not be bounded): an outcome's `{level}`, `{family}` and `{decided}`
+    (`alerts.annotations.decision_details`).
     """
 
     kind: SignalKind
@@ -204,6 +213,7 @@ class Signal:
     threshold: float | None
     firing: bool
     observed_at: datetime
+    details: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.kind not in SIGNAL_KINDS:
@@ -214,6 +224,7 @@ class Signal:
         if bad:
             raise InputError(f"signal label(s) {', '.join(map(repr, bad))} must map to strings")
         object.__setattr__(self, "labels", MappingProxyType(dict(sorted(self.labels.items()))))
+        object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,8 @@ VIEW_COLUMNS: Mapping[str, tuple[str, ...]] = {
         "status",
         "drifted",
     ),
+    # `level` (0038_outcome_level_views): the one-sided level the `degraded` decision tested the
+    # result at (0.025 per result, stricter across a family of results); null without a verdict.
     "mw_outcomes": (
         "time",
         "window_start",
@@ -45,6 +47,7 @@ VIEW_COLUMNS: Mapping[str, tuple[str, ...]] = {
         "n",
         "status",
         "degraded",
+        "level",
     ),
     # Day and week results, merged comparisons stored by the evaluate job (0017_scale): the
     # columns of mw_drift / mw_outcomes for a period, with `granularity` '1d' or '7d'; `time`
@@ -82,6 +85,7 @@ VIEW_COLUMNS: Mapping[str, tuple[str, ...]] = {
         "n",
         "status",
         "degraded",
+        "level",
     ),
     "mw_gate_runs": (
         "time",

@@ -59,7 +59,7 @@ FROM mw_outcomes
 WHERE {MODEL_VERSION} AND degraded = 1 AND time = {LATEST}"""
 
 LATEST_TABLE = f"""SELECT slice, metric, value, ci_low, ci_high, baseline_value, tolerance, n,
-  status
+  status, level
 FROM mw_outcomes
 WHERE {MODEL_VERSION} AND time = {LATEST}
 ORDER BY degraded DESC, slice, metric"""
@@ -140,7 +140,10 @@ def build(datasource: dm.DataSourceRef) -> dm.Dashboard:
     )
     latest = table_panel(
         "Latest window",
-        "Every slice and metric in the latest window.",
+        "Every slice and metric in the latest window. `level`: the one-sided significance level "
+        "its status was decided at (0.025 per result; stricter, 0.025 / m up to 0.025, where "
+        "Holm's correction decides the window's m results together, `outcomes.correction: "
+        "family`); empty without a verdict. ci_low/ci_high stay the 95% interval.",
         LATEST_TABLE,
         datasource,
         18,

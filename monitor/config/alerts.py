@@ -157,8 +157,9 @@ class RuleConfig(StrictModel):
     annotations: dict[str, str] = Field(
         default_factory=dict,
         description=(
-            "Templates over labels, `{value}`, `{threshold}`, `{observed_at}`; "
-            "override the kind's default summary and description key by key."
+            "Templates over labels, `{value}`, `{threshold}`, `{observed_at}` and the kind's "
+            "details (`outcome`: `{level}`, `{family}`, `{decided}`); override the kind's "
+            "default summary and description key by key."
         ),
     )
     action: Literal["notify", "rollback"] = Field(

@@ -11,11 +11,13 @@ from monitor.outcomes._base import (
     get_metric,
 )
 from monitor.outcomes._evaluate import MIN_SUPPORT, evaluate_outcomes
+from monitor.outcomes._family import FAMILY_ALPHA
 from monitor.outcomes._intervals import bootstrap, difference, rescale, wilson
 from monitor.outcomes._multiclass import MulticlassSummary, class_of, confusion_metrics
 
 __all__ = [
     "DEFAULT_METRICS",
+    "FAMILY_ALPHA",
     "METRICS",
     "MIN_SUPPORT",
     "Metric",

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from alerts._rules import evaluate_rules
-from alerts.annotations import DEFAULT_ANNOTATIONS, generator_url
+from alerts.annotations import DEFAULT_ANNOTATIONS, decision_details, generator_url
 from alerts.base import SIGNAL_KINDS, Signal
 from monitor.config.alerts import RuleConfig
 
@@ -57,3 +57,20 @@ def test_rule_annotations_override_key_by_key() -> None:
 def test_generator_url_points_at_the_alert_detail() -> None:
     assert generator_url("http://mw:8080/", "ab12") == "http://mw:8080/v1/alerts/ab12"
     assert generator_url("http://mw", "a/b") == "http://mw/v1/alerts/a%2Fb"
+
+
+def test_outcome_default_says_at_what_level_it_was_decided() -> None:
+    rule = RuleConfig.model_validate({"name": "r", "kind": "outcome"})
+
+    def summary(details: dict[str, str]) -> str:
+        signal = Signal("outcome", LABELS, 0.81, 0.9, True, NOW, details)
+        [cand] = evaluate_rules([rule], [signal]).values()
+        return cand.annotations["summary"]
+
+    head = "accuracy of fraud 3 degraded (slice region=eu"
+    holm = decision_details(0.025 / 4, 4)
+    clause = "; decided at level 0.0063 of a family of 4 results, Holm"
+    assert holm == {"level": "0.0063", "family": "4", "decided": clause}
+    assert summary(holm) == f"{head}{clause})"
+    assert summary(decision_details(0.025, 1)) == f"{head}; decided at level 0.025)"
+    assert summary(decision_details(None, 4)) == f"{head})"  # a row stored before levels

@@ -68,12 +68,16 @@ def _drift(hour: int, column: str, region: str | None) -> DriftResult:
     )  # fmt: skip
 
 
+# The one-sided level each slice's decision is stored with (as Holm gives a family of three).
+LEVELS = {None: 0.025 / 3, "eu": 0.025 / 2, "us": 0.025}
+
+
 def _outcome(hour: int, region: str | None) -> OutcomeResult:
     value = 0.9 - 0.01 * hour
     return OutcomeResult(
         metric="accuracy", slice=None if region is None else {"region": region}, value=value,
         ci_low=value - 0.02, ci_high=value + 0.02, baseline_value=0.9, tolerance=0.03, n=800,
-        status="degraded" if value < 0.87 else "ok",
+        status="degraded" if value < 0.87 else "ok", level=LEVELS[region],
     )  # fmt: skip
 
 

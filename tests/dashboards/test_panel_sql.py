@@ -127,6 +127,14 @@ def test_panels_show_the_seeded_facts(seeded: tuple[Engine, GrafanaContext]) -> 
     # The confidence band brackets the value; the baseline is the stored one.
     _, band = run(seeded, panel_sql("modelwatch-outcomes", "$metric in $slice vs baseline"))
     assert all(lo < v < hi and base == pytest.approx(0.9) for _, v, lo, hi, base in band)
+    # The latest window's table: each verdict with the level it was decided at (degraded first).
+    columns, table = run(seeded, panel_sql("modelwatch-outcomes", "Latest window"))
+    assert columns[-2:] == ["status", "level"]
+    assert [(r[0], r[-2], r[-1]) for r in table] == [
+        ("all", "degraded", pytest.approx(0.025 / 3)),
+        ("region=eu", "degraded", pytest.approx(0.025 / 2)),
+        ("region=us", "degraded", pytest.approx(0.025)),
+    ]
     # Gate runs: overall flip rate (not the per-slice criterion), smallest-batch p95 latency.
     _, runs = run(seeded, panel_sql("modelwatch-guards", "Gate runs"))
     assert sorted((r[3], r[4], r[5], r[6], r[7]) for r in runs) == [

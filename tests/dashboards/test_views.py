@@ -66,6 +66,13 @@ def test_views_read_the_same_facts_on_both_backends(engine: Engine, tmp_path: Pa
         assert rows("SELECT sum(failed) FROM mw_notifications")[0][0] == 1
         assert rows("SELECT count(*) FROM mw_drift WHERE drifted = 1")[0][0] == 3
         assert rows("SELECT count(*) FROM mw_outcomes WHERE degraded = 1")[0][0] == 6
+        # Migration 0038: the level each outcome decision tested at, per window and period.
+        for view in ("mw_outcomes", "mw_outcome_periods"):
+            assert rows(f"SELECT DISTINCT slice, level FROM {view} ORDER BY slice") == [
+                ("all", pytest.approx(0.025 / 3, rel=1e-12)),
+                ("region=eu", pytest.approx(0.025 / 2, rel=1e-12)),
+                ("region=us", pytest.approx(0.025, rel=1e-12)),
+            ], view
         # Migration 0028: percentiles per stage, as LatencySketch.quantile computes them.
         per_stage = rows(
             "SELECT stage, count(*), min(n), min(p95), max(p95), max(p50) FROM mw_latency "

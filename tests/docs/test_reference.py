@@ -82,7 +82,8 @@ def test_every_signal_kind_is_documented() -> None:
 
 @pytest.mark.parametrize("kind", SIGNAL_KINDS)
 def test_default_annotations_use_only_documented_labels(kind: str) -> None:
-    allowed = set(SIGNAL_KIND_DOCS[kind].labels) | TEMPLATE_EXTRAS
+    allowed = set(SIGNAL_KIND_DOCS[kind].labels) | set(SIGNAL_KIND_DOCS[kind].details)
+    allowed |= TEMPLATE_EXTRAS
     for template in DEFAULT_ANNOTATIONS[kind].values():
         used = {name for _, name, _, _ in string.Formatter().parse(template) if name}
         assert used <= allowed, f"{kind}: {sorted(used - allowed)} are not documented labels"

@@ -114,6 +114,7 @@ PINNED: dict[str, set[str]] = {
     },
     "monitor.outcomes": {
         "DEFAULT_METRICS",
+        "FAMILY_ALPHA",
         "METRICS",
         "MIN_SUPPORT",
         "Metric",

@@ -14,9 +14,11 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.engine import Engine
 
 from alerts import Signal
+from alerts.annotations import decision_details
 from monitor.config import ModelConfig
 from monitor.estimation import MULTIVARIATE_METRIC
 from monitor.fairness import COMPARISONS, NO_LABELS, PARITY
+from monitor.outcomes import FAMILY_ALPHA
 from monitor.profiles import key_of, parse_slice_key, slice_label
 from monitor.profiles.serving import ServingSummary
 from monitor.slo.evaluate import ServingWindow, evaluate_windows, version_prices
@@ -134,10 +136,13 @@ def drift_signals(engine: Engine, models: Iterable[str], now: datetime) -> list[
 
 
 def outcome_signals(engine: Engine, models: Iterable[str], now: datetime) -> list[Signal]:
-    """An `outcome` signal per metric and slice of the latest labelled window."""
+    """An `outcome` signal per metric and slice of the latest labelled window, with the level
+    its verdict was decided at for the annotations (`decision_details`)."""
     out: list[Signal] = []
     for model in models:
-        for r in latest_rows(engine, OutcomeResultRow, model):
+        rows = latest_rows(engine, OutcomeResultRow, model)
+        families = _families(rows)
+        for r in rows:
             if r.status == "insufficient_data" or r.baseline_value is None:
                 continue
             labels = {
@@ -146,10 +151,20 @@ def outcome_signals(engine: Engine, models: Iterable[str], now: datetime) -> lis
                 "metric": r.metric,
                 "slice": slice_label(r.slice_key),
             }
-            out.append(
-                Signal("outcome", labels, r.value, r.baseline_value, r.status == "degraded", now)
-            )
+            firing = r.status == "degraded"
+            details = decision_details(r.level, families.get(r.version, 1))
+            out.append(Signal("outcome", labels, r.value, r.baseline_value, firing, now, details))
     return out
+
+
+def _families(rows: Iterable[OutcomeResultRow]) -> dict[str, int]:
+    """Per version, how many results of its newest window Holm decided together: those with a
+    level, when any is stricter than one result's own (else each was decided alone: 1)."""
+    levels: dict[str, list[float]] = {}
+    for r in rows:
+        if r.level is not None:
+            levels.setdefault(r.version, []).append(r.level)
+    return {v: len(ls) if min(ls) < FAMILY_ALPHA else 1 for v, ls in levels.items()}
 
 
 def fairness_signals(engine: Engine, models: Iterable[str], now: datetime) -> list[Signal]:
