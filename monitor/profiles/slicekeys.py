@@ -19,6 +19,7 @@ The display form (Prometheus labels, alert labels, Grafana) is ``col=text`` join
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 from collections.abc import Mapping
@@ -105,8 +106,12 @@ def parse_slice_key(key: str) -> dict[str, str] | None:
     return {str(c): NULL_VALUE if (t := value_text(v)) is None else t for c, v in data.items()}
 
 
+@functools.lru_cache(maxsize=4096)
 def slice_label(key: str) -> str:
-    """The display form of a slice key: '' for overall, else ``col=text`` joined by ','."""
+    """The display form of a slice key: '' for overall, else ``col=text`` joined by ','.
+
+    Cached: a tick labels every stored result of a fleet (~126,000 of 1,000 models) with the
+    few keys its configured slices have."""
     parsed = parse_slice_key(key)
     if parsed is None:
         return ""

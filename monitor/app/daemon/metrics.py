@@ -32,7 +32,7 @@ from sqlalchemy.orm import Session
 
 from collectors import read_backlog
 from dashboards.metrics import ModelwatchMetrics
-from monitor.app.daemon.signals import latest_fairness_rows, latest_rows
+from monitor.app.daemon.signals import LatestRows, RowsOf, latest_fairness_rows, latest_rows
 from monitor.common.measures import MEASURES
 from monitor.config.serving import SloConfig
 from monitor.failures import Isolation, redact
@@ -92,16 +92,24 @@ class MetricsPublisher:
         # This refresh's gate runs and version settings of every model (`_prefetch`).
         self._runs: dict[str, list[GateRun]] | None = None
         self._settings_of: dict[str, list[tuple[str, Any]]] | None = None
+        # This refresh's newest result rows (`publish`'s `rows_of`).
+        self._rows_of: RowsOf = functools.partial(latest_rows, engine)
 
     def _advance(self, key: tuple[str, ...], total: float) -> float:
         delta = total - self._seen.get(key, 0.0)
         self._seen[key] = total
         return max(delta, 0.0)
 
-    def publish(self, models: Sequence[str], fresh: Collection[str] | None = None) -> None:
+    def publish(
+        self,
+        models: Sequence[str],
+        fresh: Collection[str] | None = None,
+        rows_of: RowsOf | None = None,
+    ) -> None:
         """Refresh every metric from the database; of a model not in `fresh` (None: every
         model; `monitor.app.daemon._refresh`), the families of its window results keep their
-        series as they are instead of being read again."""
+        series as they are instead of being read again. `rows_of`: the newest result rows
+        the tick read for its signals (`LatestRows`); None: read here, fleet-wide."""
         with session_factory(self.engine)() as s:
             ingest = s.execute(select(IngestCounter.source, IngestCounter.events)).all()
             # Dead letters newer than the last publish only (a range of the primary key): the
@@ -135,6 +143,7 @@ class MetricsPublisher:
         self.metrics.set_intake_backlog(backlog.requests, backlog.events, backlog.lag_s)
         self._failures(failures)
         self._prefetch(models)
+        self._rows_of = rows_of or LatestRows(self.engine, models if fresh is None else fresh)
         for model in models:
             stale = fresh is not None and model not in fresh
             for family, read in self._families(model):
@@ -205,7 +214,7 @@ class MetricsPublisher:
 
     def _drift(self, model: str) -> None:
         drifted: dict[tuple[str, str], int] = {}
-        for r in _current(latest_rows(self.engine, DriftResultRow, model)):
+        for r in _current(self._rows_of(DriftResultRow, model)):
             key = (r.version, r.slice_key)
             drifted[key] = drifted.get(key, 0) + (r.status == "drift")
             if r.value is not None:
@@ -300,13 +309,13 @@ class MetricsPublisher:
             self.metrics.set_version_info(model, version, settings or {})
 
     def _outcomes(self, model: str) -> None:
-        for r in _current(latest_rows(self.engine, OutcomeResultRow, model)):
+        for r in _current(self._rows_of(OutcomeResultRow, model)):
             if r.value is not None:
                 key = r.slice_key or None
                 self.metrics.set_outcome(model, r.version, r.metric, key, r.value, r.baseline_value)
 
     def _estimated(self, model: str) -> None:
-        for r in _current(latest_rows(self.engine, EstimatedResultRow, model)):
+        for r in _current(self._rows_of(EstimatedResultRow, model)):
             self.metrics.set_estimated(model, r.version, r.slice_key or None, r)
 
     def _fairness(self, model: str) -> None:

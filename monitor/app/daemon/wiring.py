@@ -41,6 +41,8 @@ from monitor.app.daemon._watermark import IntakeFollow, await_intake
 from monitor.app.daemon._work_queue import Worker, WorkQueue
 from monitor.app.daemon.metrics import MetricsPublisher
 from monitor.app.daemon.signals import (
+    LatestRows,
+    RowsOf,
     drift_signals,
     estimate_signals,
     fairness_signals,
@@ -298,14 +300,17 @@ class Monitoring:
         evaluated = self._evaluate(now, follow)
         self.isolation.begin(now)
         fresh = self.refresh.models(now, self._due)
+        rows_of = LatestRows(self.engine, self.names if fresh is None else sorted(fresh))
         signals = [
-            s for name, produce in self.producers(fresh) for s in self._signals(name, produce, now)
+            s
+            for name, produce in self.producers(fresh, rows_of)
+            for s in self._signals(name, produce, now)
         ]
         self.isolation.attempt(
             "rules", functools.partial(self.alerts.evaluate, signals, now, kinds=SIGNAL_KINDS)
         )
         if self.publisher is not None and self.metrics is not None:
-            publish = functools.partial(self.publisher.publish, self.names, fresh)
+            publish = functools.partial(self.publisher.publish, self.names, fresh, rows_of)
             self.isolation.attempt("metrics", publish)
         return evaluated
 
@@ -334,11 +339,14 @@ class Monitoring:
         except Exception as exc:  # the database away: the evaluation meets it and records it
             log.warning("waiting for the intake drain: %s", redact(exc))
 
-    def producers(self, fresh: set[str] | None = None) -> list[tuple[str, SignalsOf]]:
+    def producers(
+        self, fresh: set[str] | None = None, rows_of: RowsOf | None = None
+    ) -> list[tuple[str, SignalsOf]]:
         """(item name, producer) of every signal, per model where a producer is per model.
 
         Of a model not in `fresh` (`ResultRefresh`; None: every model), the signals of its
-        window results are its last ones, not read again."""
+        window results are its last ones, not read again. `rows_of`: the tick's fleet-wide
+        read of the newest results (`LatestRows`); None: each model reads its own."""
         e, names = self.engine, self.names
         out: list[tuple[str, SignalsOf]] = []
         for model in names:
@@ -347,7 +355,9 @@ class Monitoring:
                 ("outcome", outcome_signals),
                 ("estimate", estimate_signals),
             ):
-                out.append(self._producer(f"signals {kind} {model}", produce, model, fresh))
+                out.append(
+                    self._producer(f"signals {kind} {model}", produce, model, fresh, rows_of)
+                )
         # The newest gate run of every model version, in one query (runs change without any
         # evaluation: read every tick).
         out.append(("signals guard", functools.partial(guard_signals, e, names)))
@@ -384,16 +394,19 @@ class Monitoring:
     def _producer(
         self,
         name: str,
-        produce: Callable[[Engine, list[str], datetime], list[Signal]],
+        produce: Callable[..., list[Signal]],
         model: str,
         fresh: set[str] | None,
+        rows_of: RowsOf | None = None,
     ) -> tuple[str, SignalsOf]:
         """The producer of one model's signals from its window results: its last signals
         when its results are not read again this tick (and there are last ones)."""
         last = self._last.get(name)
         if fresh is not None and model not in fresh and last is not None:
             return name, lambda _now: last
-        return name, functools.partial(produce, self.engine, [model])
+        if rows_of is None:
+            return name, functools.partial(produce, self.engine, [model])
+        return name, functools.partial(produce, self.engine, [model], rows_of=rows_of)
 
     def _signals(self, name: str, produce: SignalsOf, now: datetime) -> list[Signal]:
         got = self.isolation.attempt(name, functools.partial(produce, now))

@@ -25,7 +25,7 @@ from sqlalchemy.engine import Engine
 from collectors import Ingestor, RawRecord
 from dashboards.metrics import ModelwatchMetrics
 from migrations import upgrade
-from monitor.app.daemon.signals import latest_rows
+from monitor.app.daemon.signals import latest_rows, latest_rows_of
 from monitor.app.daemon.wiring import Monitoring
 from monitor.baselines.store import save_baseline
 from monitor.config import parse_config
@@ -220,6 +220,23 @@ def test_latest_rows_are_the_newest_window_of_each_version(history: Engine) -> N
     newest = datetime.fromtimestamp(T0 - 86400 - 3600, UTC)
     assert {(r.version, r.window_start) for r in rows} == {("1", newest)}
     assert len(rows) == 15
+    # A second version of m1 whose newest window is older: its own newest rows come too.
+    with history.begin() as conn:
+        conn.execute(text(SEED.split(";")[2].replace("'1', to_timestamp", "'2', to_timestamp")
+                          .replace("unnest(ARRAY['m0', 'm1', 'm2'])", "unnest(ARRAY['m1'])")),
+                     {"t0": T0 - 400 * 3600, "n": 3})  # fmt: skip
+    # The tick's fleet-wide read (one statement for all models) gives each model's rows.
+    models = ["m0", "m1", "m2", "absent"]
+    fleet: dict[str, list[Any]] = {}
+    read = _captured(history, lambda: fleet.update(latest_rows_of(history, DriftResultRow, models)))
+    assert len(read) == 1 and _scans(history, read) == []
+    for model in models:
+        one = {(r.version, r.window_start, r.slice_key, r.column) for r in fleet[model]}
+        per = latest_rows(history, DriftResultRow, model)
+        assert one == {(r.version, r.window_start, r.slice_key, r.column) for r in per}
+    versions = {(r.version, r.window_start) for r in fleet["m1"]}
+    assert versions == {("1", newest), ("2", datetime.fromtimestamp(T0 - 398 * 3600, UTC))}
+    assert fleet["absent"] == [] and len(fleet["m0"]) == 15 and len(fleet["m1"]) == 30
 
 
 def test_a_scan_of_history_is_caught(history: Engine) -> None:
