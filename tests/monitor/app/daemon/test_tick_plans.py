@@ -25,7 +25,8 @@ from sqlalchemy.engine import Engine
 from collectors import Ingestor, RawRecord
 from dashboards.metrics import ModelwatchMetrics
 from migrations import upgrade
-from monitor.app.daemon.signals import latest_rows, latest_rows_of
+from monitor.app.daemon import signals
+from monitor.app.daemon.signals import LatestRows, latest_rows, latest_rows_of
 from monitor.app.daemon.wiring import Monitoring
 from monitor.baselines.store import save_baseline
 from monitor.config import parse_config
@@ -215,7 +216,9 @@ def test_idle_and_new_window_ticks_use_indexes(history: Engine) -> None:
     assert _scans(history, tick) == []
 
 
-def test_latest_rows_are_the_newest_window_of_each_version(history: Engine) -> None:
+def test_latest_rows_are_the_newest_window_of_each_version(
+    history: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
     rows = latest_rows(history, DriftResultRow, "m1")
     newest = datetime.fromtimestamp(T0 - 86400 - 3600, UTC)
     assert {(r.version, r.window_start) for r in rows} == {("1", newest)}
@@ -237,6 +240,22 @@ def test_latest_rows_are_the_newest_window_of_each_version(history: Engine) -> N
     versions = {(r.version, r.window_start) for r in fleet["m1"]}
     assert versions == {("1", newest), ("2", datetime.fromtimestamp(T0 - 398 * 3600, UTC))}
     assert fleet["absent"] == [] and len(fleet["m0"]) == 15 and len(fleet["m1"]) == 30
+    # A tick's reader: chunks of models as they are asked for, one statement per chunk, the
+    # same rows; a failing fleet-wide read falls back to each model's own read.
+    monkeypatch.setattr(signals, "LATEST_CHUNK", 2)
+    rows_of = LatestRows(history, models)
+    got: dict[str, list[Any]] = {}
+    read = _captured(history, lambda: got.update({m: rows_of(DriftResultRow, m) for m in models}))
+    assert len(read) == 2 and {m: len(r) for m, r in got.items()} == {
+        m: len(r) for m, r in fleet.items()
+    }
+
+    def broken(*_args: Any) -> Any:
+        raise RuntimeError("database away")
+
+    monkeypatch.setattr(signals, "latest_rows_of", broken)
+    rows_of = LatestRows(history, models)
+    assert [len(rows_of(DriftResultRow, m)) for m in models] == [15, 30, 15, 0]
 
 
 def test_a_scan_of_history_is_caught(history: Engine) -> None:
