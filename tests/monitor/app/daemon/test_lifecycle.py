@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 from sqlalchemy import func, select
+from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from monitor.app.daemon._service import Service
@@ -68,6 +69,19 @@ def _aggregated(url: str) -> tuple[int, int, int]:
             return (counter.events if counter else 0), int(windows), int(pending or 0)
     finally:
         engine.dispose()
+
+
+def _new_drain(server: ServerProcess, old: int) -> int | None:
+    """The drain's worker process once it is another than `old`."""
+    pid = _drain_pid(server)
+    return None if pid == old else pid
+
+
+def _counted(engine: Engine) -> int:
+    """Events counted by the HTTP source so far."""
+    with Session(engine) as s:
+        counter = s.get(IngestCounter, "http")
+        return counter.events if counter else 0
 
 
 def _post(server: ServerProcess, first: int, requests: int, per_request: int) -> None:
@@ -147,6 +161,8 @@ def test_a_drain_killed_mid_batch_loses_and_doubles_nothing(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     url = migrated_url(backend, tmp_path, request)
+    engine = make_engine(url)  # one for the tight poll below (a new one per poll is too slow)
+    request.addfinalizer(engine.dispose)
     # Small batches: the backlog below takes the drain many transactions.
     server = _start(tmp_path, url, "  batch_size: 100\n")
     requests, per_request = 60, 50
@@ -158,10 +174,13 @@ def test_a_drain_killed_mid_batch_loses_and_doubles_nothing(
         _post(server, 0, requests, per_request)
         assert _aggregated(url) == (0, 0, requests)
         os.kill(frozen, signal.SIGKILL)
-        # Kill the next worker as soon as it has committed a batch, with more still pending.
-        wait_until(lambda: _aggregated(url)[0] > 0, "the new worker aggregating", 60, 0.01)
-        _kill_drain(server)
+        # Stop the next worker as soon as it has committed a batch, with more still pending, and
+        # kill it there (stopped first: under load a poll could come after it drained it all).
+        worker = wait_until(lambda: _new_drain(server, frozen), "the next drain worker", 30, 0.01)
+        wait_until(lambda: _counted(engine) > 0, "the new worker aggregating", 60, 0.005)
+        os.kill(worker, signal.SIGSTOP)
         assert _aggregated(url)[2] > 0, "the kill did not land mid-backlog"
+        os.kill(worker, signal.SIGKILL)
         wait_until(lambda: _aggregated(url)[2] == 0, "the backlog aggregated", 120)
         assert _aggregated(url) == (total, total, 0)
         assert _restarts(server) >= 2
