@@ -81,7 +81,7 @@ def profile_dataframe(
     columns: Sequence[str],
     slice_by: Sequence[str] = (),
     bins: int = 64,
-    top_k: int = 50,
+    top_k: int | None = None,
     categorical: Sequence[str] = (),
 ) -> StreamedProfile:
     """Specs from a sketch pass, then profiles, of a Spark DataFrame (as a baseline needs)."""

@@ -54,7 +54,7 @@ def profile_source(
     specs: Mapping[str, ColumnSpec] | None = None,
     categorical: Sequence[str] = (),
     bins: int = 64,
-    top_k: int = 50,
+    top_k: int | None = None,
     chunks: int = 0,
     batch_rows: int = DEFAULT_BATCH_ROWS,
 ) -> StreamedProfile:

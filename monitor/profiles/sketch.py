@@ -136,7 +136,7 @@ class SpecSketch:
             self.counts[name].merge(counts)
         return self
 
-    def specs(self, bins: int = DEFAULT_BINS, top_k: int = DEFAULT_TOP_K) -> dict[str, ColumnSpec]:
+    def specs(self, bins: int = DEFAULT_BINS, top_k: int | None = None) -> dict[str, ColumnSpec]:
         """Column specs built by the ordinary spec builder from this summary (the columns'
         quantiles on a few threads)."""
 

@@ -25,7 +25,12 @@ def baseline() -> None:
 @click.option("--slice-by", "slice_by", multiple=True, metavar="COL", help="Slice column.")
 @click.option("--columns", default=None, metavar="C,...", help="Columns to profile (default all).")
 @click.option("--bins", default=64, show_default=True, help="Quantile bins per numeric column.")
-@click.option("--top-k", default=50, show_default=True, help="Categories kept per column.")
+@click.option(
+    "--top-k",
+    type=int,
+    default=None,
+    help="Categories kept per column [default: every value up to 256, else the top 50].",
+)
 @click.option(
     "--categorical",
     multiple=True,

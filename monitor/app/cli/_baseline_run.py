@@ -46,7 +46,7 @@ def create_baseline(
     slice_by: tuple[str, ...],
     columns: str | None,
     bins: int,
-    top_k: int,
+    top_k: int | None,
     categorical: tuple[str, ...],
     chunks: int,
     replace: bool,
@@ -255,7 +255,7 @@ def _profile_data(
     data: str,
     choose: Choose,
     slice_by: tuple[str, ...],
-    sizes: tuple[int, int, int],
+    sizes: tuple[int, int | None, int],
     categorical: tuple[str, ...],
 ) -> tuple[StreamedProfile, str, str | None]:
     """Profile DATA in record batches; returns the profiles, the source label and its digest.
@@ -283,7 +283,7 @@ def _profile_spark(
     choose: Choose,
     slice_by: tuple[str, ...],
     bins: int,
-    top_k: int,
+    top_k: int | None,
     categorical: tuple[str, ...] = (),
 ) -> tuple[StreamedProfile, str, str | None]:
     """Profile a Spark table or path; Spark sources have no content digest."""

@@ -65,7 +65,10 @@ from monitor.app.cli._options import baseline_options, output_options, role_opti
     help="Quantile bins per numeric column.",
 )
 @click.option(
-    "--top-k", default=50, show_default=True, type=click.IntRange(1), help="Categories kept."
+    "--top-k",
+    default=None,
+    type=click.IntRange(1),
+    help="Categories kept per column [default: every value up to 256, else the top 50].",
 )
 @output_options("json", "html")
 @click.option(

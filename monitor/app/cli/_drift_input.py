@@ -38,7 +38,7 @@ class Profiling:
     contiguous chunks for reference-derived thresholds (None: no variability)."""
 
     bins: int = 64
-    top_k: int = 50
+    top_k: int | None = None  # None: every value up to EXACT_CATEGORIES, else DEFAULT_TOP_K
     categorical: tuple[str, ...] = ()
     chunks: int | None = None
 

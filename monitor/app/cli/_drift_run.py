@@ -30,7 +30,7 @@ def run_drift(
     floor_fraction: float,
     reference_chunks: int,
     bins: int,
-    top_k: int,
+    top_k: int | None,
     categorical: tuple[str, ...],
     json_path: Path | None,
     html_path: Path | None,

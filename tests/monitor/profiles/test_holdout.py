@@ -18,7 +18,14 @@ from monitor.profiles import (
     spec_from_reference,
     specs_for,
 )
-from monitor.profiles.spec import SELECTION_SHARE, _selection_seed, categorical_spec_from_counts
+from monitor.profiles.spec import (
+    DEFAULT_TOP_K,
+    EXACT_CATEGORIES,
+    SELECTION_SHARE,
+    _selection_seed,
+    categorical_spec_from_counts,
+    kept_categories,
+)
 
 LABELS = np.array([f"c{i}" for i in range(1000)], dtype=object)
 
@@ -68,6 +75,29 @@ def test_a_spec_stored_before_the_split_still_loads_and_compares_on_the_whole_re
 def test_columns_with_at_most_k_values_are_not_split() -> None:
     spec = spec_from_reference("c", np.array(["a", "b", "c"] * 100, dtype=object))
     assert spec.selection_counts == () and "selection_counts" not in spec.to_dict()
+
+
+def test_every_value_gets_a_bucket_up_to_256_values_by_default() -> None:
+    # Exact counts like the peers' tables up to EXACT_CATEGORIES; the top 50, split, beyond;
+    # an explicit top_k is kept (--top-k 50 is the rule before the cap).
+    def counts(k: int) -> dict[str, int]:
+        return {f"v{i:03d}": 10 + i % 7 for i in range(k)}
+
+    assert kept_categories(EXACT_CATEGORIES, None) == EXACT_CATEGORIES
+    assert kept_categories(EXACT_CATEGORIES + 1, None) == DEFAULT_TOP_K
+    assert kept_categories(100, 50) == 50
+    exact = categorical_spec_from_counts("c", counts(EXACT_CATEGORIES), None)
+    assert len(exact.categories) == EXACT_CATEGORIES and exact.selection_counts == ()
+    assert not exact.tail
+    wide = categorical_spec_from_counts("c", counts(EXACT_CATEGORIES + 1), None)
+    assert len(wide.categories) == DEFAULT_TOP_K and len(wide.tail) == EXACT_CATEGORIES - 49
+    assert wide.selection_counts != ()
+    values = np.repeat(np.array(list(counts(100)), dtype=object), 3)
+    assert len(spec_from_reference("c", values).categories) == 100
+    top = spec_from_reference("c", values, top_k=50)  # the old default, as stored before
+    assert (
+        len(top.categories) == 50 and spec_from_dict(top.to_dict()).fingerprint == top.fingerprint
+    )
 
 
 @pytest.mark.slow  # ~1 s
