@@ -143,7 +143,8 @@ class MetricsPublisher:
         self.metrics.set_intake_backlog(backlog.requests, backlog.events, backlog.lag_s)
         self._failures(failures)
         self._prefetch(models)
-        self._rows_of = rows_of or LatestRows(self.engine, models if fresh is None else fresh)
+        wanted = [m for m in models if fresh is None or m in fresh]  # in the order asked below
+        self._rows_of = rows_of or LatestRows(self.engine, wanted)
         for model in models:
             stale = fresh is not None and model not in fresh
             for family, read in self._families(model):

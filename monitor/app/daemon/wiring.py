@@ -300,7 +300,8 @@ class Monitoring:
         evaluated = self._evaluate(now, follow)
         self.isolation.begin(now)
         fresh = self.refresh.models(now, self._due)
-        rows_of = LatestRows(self.engine, self.names if fresh is None else sorted(fresh))
+        read = [m for m in self.names if fresh is None or m in fresh]  # in the order asked
+        rows_of = LatestRows(self.engine, read)
         signals = [
             s
             for name, produce in self.producers(fresh, rows_of)
