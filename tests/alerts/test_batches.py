@@ -93,6 +93,8 @@ def test_mixed_batch_records_each_result_once(
     assert all(r.valid for r in good.requests + flaky.requests)
 
 
+# Real waits of a slow receiver (~2 s): the full lane's.
+@pytest.mark.slow
 @pytest.mark.parametrize("concurrency", [1, 3])
 def test_requests_in_flight_are_bounded_by_concurrency(
     sqlite_engine: Engine,

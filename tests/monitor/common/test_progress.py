@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from tests.conftest import REPO, run_cli
 
@@ -42,6 +43,8 @@ def _on_terminal(args: list[str]) -> str:
     return b"".join(chunks).decode(errors="replace")
 
 
+# A child process on a pseudo-terminal (~2 s): the full lane's.
+@pytest.mark.slow
 def test_progress_on_a_terminal(tmp_path: Path) -> None:
     drawn = _on_terminal(_data(tmp_path))
     # the first step is drawn at once, with a bar of the rows read out of the total

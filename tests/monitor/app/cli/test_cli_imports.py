@@ -158,6 +158,8 @@ def test_serve_names_the_missing_token_variable_in_one_line(config_file: Path) -
     )
 
 
+# Spawns a fresh interpreter per command (~5 s): the full lane's.
+@pytest.mark.slow
 def test_dry_commands_load_only_what_they_need(config_file: Path, tmp_path: Path) -> None:
     never = {"onnxruntime", "evidently", "sklearn", "fastapi"}
     code, modules, err = _dry("config", "check", str(config_file), cwd=tmp_path)
