@@ -94,9 +94,9 @@ class LatestRows:
     chunks of `LATEST_CHUNK` models (`latest_rows_of`: one statement each) as the models are
     asked for in the order of `models` (give them in the order they will be asked for: a
     model of another chunk than the one held reads its chunk again), one chunk per table held
-    at a time (126,000 rows of 1,000 models at
-    once added ~150 MiB to a replica's peak); a model outside `models`, or a table whose read
-    failed, is read per model (so a failure is that model's, recorded as its item, as before)."""
+    at a time (126,000 rows of 1,000 models at once added ~150 MiB to a replica's peak); a
+    model outside `models`, or a table whose read failed, is read per model (so a failure is
+    that model's, recorded as its item, as before)."""
 
     def __init__(self, engine: Engine, models: Iterable[str]) -> None:
         self.engine = engine
