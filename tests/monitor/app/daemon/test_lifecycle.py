@@ -72,8 +72,12 @@ def _aggregated(url: str) -> tuple[int, int, int]:
 
 
 def _new_drain(server: ServerProcess, old: int) -> int | None:
-    """The drain's worker process once it is another than `old`."""
-    pid = _drain_pid(server)
+    """The drain's worker process once it is another than `old` (None meanwhile, and when a
+    thread of serve ended while its children were listed: the poll looks again)."""
+    try:
+        pid = _drain_pid(server)
+    except OSError:
+        return None
     return None if pid == old else pid
 
 
