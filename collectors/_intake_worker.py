@@ -27,7 +27,6 @@ import contextlib
 import gc
 import multiprocessing
 import os
-import signal
 import threading
 import time
 from collections.abc import Callable
@@ -39,6 +38,7 @@ from collectors._ingest import Ingestor
 from collectors._intake_drain import Drain
 from collectors._profiling import default_backend
 from monitor.common.childlog import ChildLog, LogRelay, RelayHandler
+from monitor.common.children import become_worker
 from monitor.config import Config
 from monitor.storage import make_engine
 
@@ -64,16 +64,11 @@ FLUSH_S = 2.0
 # How often the worker looks at its stop flag, and the parent at the worker.
 POLL_S = 0.2
 WATCH_S = 0.2
+PROCESS_NAME = "mw-drain"
 
 
 class DrainDied(RuntimeError):
     """The drain's worker process exited without being asked to (killed, crashed)."""
-
-
-def _exit_with_parent(parent: int) -> None:
-    while os.getppid() == parent:
-        time.sleep(0.2)
-    os._exit(1)
 
 
 def _main(log: ChildLog, *args: Any) -> None:
@@ -94,9 +89,7 @@ def _drain_until_stopped(
     parent: int,
     wakes: Any,
 ) -> None:
-    for sig in (signal.SIGTERM, signal.SIGINT):  # the parent stops us (module docstring)
-        signal.signal(sig, signal.SIG_IGN)
-    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
+    become_worker(parent, PROCESS_NAME)  # the parent stops us (module docstring)
     default_backend().warm_up()
     _tune_gc()
     if DRAIN_NICE:

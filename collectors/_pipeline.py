@@ -20,12 +20,8 @@ its log records go through this process's logging (`monitor.common.childlog`).
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import multiprocessing
 import os
-import threading
-import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -37,6 +33,7 @@ from sqlalchemy.engine import Engine
 from collectors._base import Batch, RawRecord
 from collectors._ingest import Ingestor
 from monitor.common.childlog import ChildLog, LogRelay
+from monitor.common.children import name_process, watch_parent
 from monitor.config import Config, SourceConfig
 from monitor.storage import make_engine
 
@@ -46,21 +43,7 @@ IngestorFactory = Callable[[Engine, Config, SourceConfig], Ingestor]
 
 _INGESTOR: Any = None
 # What the worker process is called (Linux's 15-byte process name).
-WORKER_NAME = b"mw-ingest"
-PR_SET_NAME = 15
-
-
-def _exit_with_parent(parent: int) -> None:
-    """A worker whose collector died (kill -9) must not linger: poll the parent, then exit."""
-    while os.getppid() == parent:
-        time.sleep(0.2)
-    os._exit(1)
-
-
-def _name_process(name: bytes) -> None:
-    """Name this process in `ps`/`top` (Linux's prctl; elsewhere nothing)."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None).prctl(PR_SET_NAME, name, 0, 0, 0)
+WORKER_NAME = "mw-ingest"
 
 
 def _start_worker(
@@ -73,8 +56,8 @@ def _start_worker(
 ) -> None:
     global _INGESTOR
     log.install()
-    _name_process(WORKER_NAME)
-    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
+    name_process(WORKER_NAME)
+    watch_parent(parent)
     source = next(s for s in config.sources if s.name == source_name)
     _INGESTOR = factory(make_engine(database_url), config, source)
     _INGESTOR.warm_up()

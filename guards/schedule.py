@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -31,6 +30,7 @@ from guards.gate import run_gate
 from guards.golden import sha256_file
 from guards.results import GuardVerdict
 from monitor.common.childlog import ChildLog, LogRelay
+from monitor.common.children import watch_parent
 from monitor.common.lowpriority import pack, run_niced
 from monitor.config import GuardsConfig
 from monitor.config.guards import GoldenSetConfig
@@ -224,18 +224,11 @@ def _answer(spec: ReplaySpec, receive: Any, process: Any) -> GuardVerdict:
     raise value
 
 
-def _orphaned(parent: int) -> None:
-    """Exit once the daemon is gone (kill -9): nobody would read the verdict or keep the budget."""
-    while os.getppid() == parent:
-        time.sleep(POLL_S)
-    os._exit(1)
-
-
 def _worker(spec: ReplaySpec, parent: int, send: Any, log: ChildLog) -> None:
     """The replay process (niced by `run_niced` before this module was imported); its records
     go through the daemon's logging."""
     with log.relayed():
-        threading.Thread(target=_orphaned, args=(parent,), daemon=True).start()
+        watch_parent(parent)  # the daemon gone: nobody would read the verdict
         try:
             verdict = _run(spec)
         except ModelwatchError as exc:

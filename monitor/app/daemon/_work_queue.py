@@ -98,6 +98,13 @@ def _sync(app: App) -> Any:
     return app.connector.get_sync_connector()
 
 
+def _quiet_procrastinate() -> None:
+    """procrastinate logs each unit deferred, started and finished at INFO: 1,000 models would
+    flood the log every tick (kept at DEBUG)."""
+    if not log.isEnabledFor(logging.DEBUG):
+        logging.getLogger("procrastinate").setLevel(logging.WARNING)
+
+
 def _key(model: str) -> str:
     return f"evaluate:{model}"
 
@@ -150,6 +157,7 @@ class WorkQueue:
         replaced by the pool on the next use."""
         with self._producer_lock:
             if self._producer is None:
+                _quiet_procrastinate()
                 app = App(connector=SyncPsycopgConnector(**self._pool_args(PRODUCER)))
                 app.open()
                 self._producer = app
@@ -236,8 +244,7 @@ class WorkQueue:
         asyncio.run(self._work(stop))
 
     async def _work(self, stop: threading.Event) -> None:
-        if not log.isEnabledFor(logging.DEBUG):  # its lines per unit would flood the log
-            logging.getLogger("procrastinate").setLevel(logging.WARNING)
+        _quiet_procrastinate()
         app = App(connector=PsycopgConnector(**self._pool_args(WORKER)))
         app.task(name=TASK, queue=QUEUE)(self._run_unit)
         t = self.timings
@@ -376,16 +383,26 @@ class Worker(Component):
     """This replica's worker of the queue, supervised (`queue.work` under `supervised`);
     stopping it also ends a tick's wait for units, which no worker here would run any more."""
 
-    def __init__(self, queue: WorkQueue, supervised: Component) -> None:
+    def __init__(
+        self,
+        queue: WorkQueue,
+        supervised: Component,
+        grace: Callable[[float], None] | None = None,
+    ) -> None:
+        """`grace(timeout)` is told the time a stop has, before stopping (a worker process's
+        own stop is given part of it)."""
         self.name = supervised.name
         self._queue = queue
         self._supervised = supervised
+        self._grace = grace
 
     def start(self) -> None:
         self._supervised.start()
 
     def stop(self, timeout: float) -> None:
         self._queue.stop_waiting()
+        if self._grace is not None:
+            self._grace(timeout)
         self._supervised.stop(timeout)
 
     def running(self) -> bool:

@@ -37,6 +37,7 @@ from monitor.app.daemon._service import replica_id as replica_id  # the demo nam
 from monitor.app.daemon._shadow_signals import ShadowSignals
 from monitor.app.daemon._skew_job import SkewWatch, skew_signals
 from monitor.app.daemon._supervisor import Component, SupervisedComponent
+from monitor.app.daemon._unit_process import UnitProcess
 from monitor.app.daemon._watermark import IntakeFollow, await_intake
 from monitor.app.daemon._work_queue import Worker, WorkQueue
 from monitor.app.daemon.metrics import MetricsPublisher
@@ -421,7 +422,8 @@ def shared_evaluation(
     engine: Engine, config: Config, monitoring: Monitoring, holder: str, health: ComponentHealth
 ) -> Component:
     """Evaluation shared by every replica on one PostgreSQL (`_work_queue`): `monitoring`'s
-    ticks defer units, and the returned component (this replica's worker) takes them."""
+    ticks defer units, and the returned component (this replica's worker, in a process of its
+    own: `_unit_process`) takes them."""
     names = [m.name for m in config.models]
     sched = config.scheduler
     queue = WorkQueue(
@@ -429,7 +431,9 @@ def shared_evaluation(
         sched.units_at_once,
     )  # fmt: skip
     monitoring.share(queue)
-    return Worker(queue, health.supervise("evaluation", queue.work))
+    url = engine.url.render_as_string(hide_password=False)
+    units = UnitProcess(url, config, holder, monitoring.metrics)
+    return Worker(queue, health.supervise("evaluation", units.run), units.set_grace)
 
 
 def build_service(

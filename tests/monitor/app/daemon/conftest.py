@@ -95,6 +95,22 @@ class ServerProcess:
 
         wait_until(healthy, "/healthz", timeout, 0.2, retry_on=(httpx.TransportError,))
 
+    def child(self, name: str) -> int | None:
+        """The pid of serve's child process called `name` (`/proc/<pid>/comm`, as our workers
+        name themselves: `monitor.common.children.name_process`); None while there is none."""
+        for task in Path(f"/proc/{self.proc.pid}/task").iterdir():
+            try:
+                pids = (task / "children").read_text().split()
+            except OSError:  # a thread of serve ended while its children were listed
+                continue
+            for pid in pids:
+                try:
+                    if Path(f"/proc/{pid}/comm").read_text().strip() == name:
+                        return int(pid)
+                except OSError:  # exited meanwhile
+                    continue
+        return None
+
     def terminate(self, timeout: float = 15, group: bool = False) -> int:
         """SIGTERM to serve (`group`: to its whole process group, as systemd's default
         `KillMode=control-group` and container runtimes send it); its exit status, or the

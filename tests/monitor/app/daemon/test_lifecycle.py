@@ -9,7 +9,6 @@ import os
 import re
 import signal
 import threading
-from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -18,6 +17,7 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
+from collectors._intake_worker import PROCESS_NAME as DRAIN_PROCESS
 from monitor.app.daemon._service import Service
 from monitor.app.daemon._supervisor import Component
 from monitor.config import parse_config
@@ -31,25 +31,10 @@ RESTARTS = re.compile(
 )
 
 
-def _children(pid: int) -> list[int]:
-    tasks = Path(f"/proc/{pid}/task")
-    return [int(c) for t in tasks.iterdir() for c in (t / "children").read_text().split()]
-
-
-def child(server: ServerProcess, proc_file: str, matches: Callable[[bytes], bool]) -> int | None:
-    """A child process of serve whose `/proc/<pid>/<proc_file>` `matches`."""
-    for pid in _children(server.proc.pid):
-        try:
-            if matches(Path(f"/proc/{pid}/{proc_file}").read_bytes()):
-                return pid
-        except FileNotFoundError:  # exited meanwhile
-            continue
-    return None
-
-
 def _drain_pid(server: ServerProcess) -> int | None:
-    """The worker process serve spawned for the drain (not multiprocessing's resource tracker)."""
-    return child(server, "cmdline", lambda cmdline: b"spawn_main" in cmdline)
+    """The worker process serve spawned for the drain (by its name: not multiprocessing's
+    resource tracker, nor the evaluation units' worker on PostgreSQL)."""
+    return server.child(DRAIN_PROCESS)
 
 
 def _restarts(server: ServerProcess) -> float:

@@ -23,7 +23,7 @@ from monitor.storage import make_engine
 from tests.collectors import conftest as collectors
 from tests.collectors.conftest import aggregated, counters, event, kafka_source
 from tests.monitor.app.daemon.conftest import ServerProcess, migrated_url, write_config
-from tests.monitor.app.daemon.test_lifecycle import RESTART_S, child
+from tests.monitor.app.daemon.test_lifecycle import RESTART_S
 from tests.services.kafka import KafkaBroker
 from tests.waiting import wait_until
 
@@ -40,7 +40,7 @@ RESTARTS = re.compile(
 
 def _worker(server: ServerProcess) -> int | None:
     """The source's ingest worker (named by the pipeline), not the intake drain's."""
-    return child(server, "comm", lambda comm: comm.strip() == WORKER_NAME)
+    return server.child(WORKER_NAME)
 
 
 def _restarts(server: ServerProcess) -> float:

@@ -1,10 +1,13 @@
 """Two `serve` processes on one PostgreSQL share each tick's evaluation, one unit per model:
 both take units, no window is evaluated twice, when one is killed mid-unit the other takes its
-unit over within the lease, and after a PostgreSQL restart evaluation goes on, nothing lost."""
+unit over within the lease, after a PostgreSQL restart evaluation goes on, nothing lost, and a
+replica whose units' worker process is killed mid-unit starts another that takes them over."""
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 from pathlib import Path
 
 import httpx
@@ -12,6 +15,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from migrations import upgrade
+from monitor.app.daemon._unit_process import PROCESS_NAME as UNITS_PROCESS
 from monitor.config import ModelConfig
 from monitor.storage import make_engine, pending_changes
 from tests.monitor.app.daemon.conftest import ServerProcess
@@ -60,6 +64,19 @@ class ResultsHeld:
 def _blocked(engine: Engine, n: int) -> bool:
     with engine.connect() as conn:
         return int(conn.execute(text(BLOCKED_UNITS)).scalar_one()) >= n
+
+
+def _alive(pid: int) -> bool:
+    """Whether process `pid` runs (a zombie its parent has not reaped does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _workers(engine: Engine) -> int:
+    with engine.connect() as conn:
+        return int(conn.execute(text("SELECT count(*) FROM procrastinate_workers")).scalar_one())
 
 
 def _counts(url: str, family: str) -> dict[str, float]:
@@ -120,6 +137,8 @@ def test_replicas_share_units_take_over_a_killed_ones_and_survive_a_restart(
         ingest(engine, configs, first)
         a.wait_ready()
         b.wait_ready()
+        # each replica's worker (a process of its own, started with serve) is taking units
+        wait_until(lambda: _workers(engine) == 2, "both replicas' workers", 30, 0.2)
         # each replica's worker is mid-unit: the tick's work is split between them
         wait_until(lambda: _blocked(engine, 2), "both replicas mid-unit", 30, 0.1)
         held.release()
@@ -138,8 +157,13 @@ def test_replicas_share_units_take_over_a_killed_ones_and_survive_a_restart(
         held = ResultsHeld(engine)
         ingest(engine, configs, [e for m in MODELS for e in _windows(m, 2, 2)], len(first))
         wait_until(lambda: _blocked(engine, 2), "both replicas mid-unit again", 30, 0.1)
+        doomed = a.child(UNITS_PROCESS)
         a.proc.kill()  # a replica dies mid-unit, without a goodbye
         a.proc.wait(10)
+        # and so does its units' worker process (before the held writes go on: what it ran
+        # must not commit after its replica died)
+        assert doomed is not None
+        wait_until(lambda: not _alive(doomed), "the killed replica's worker gone", 2, 0.01)
         held.release()
         # its unit waits for the lease's takeover; the survivor evaluates every new window once
         wait_until(lambda: _settled(engine), "the killed replica's unit taken over", LEASE_S + 10)
@@ -153,8 +177,23 @@ def test_replicas_share_units_take_over_a_killed_ones_and_survive_a_restart(
         offset = len(first) + len(MODELS) * len(_windows(MODELS[0], 2, 2))
         ingest(engine, configs, [e for m in MODELS for e in _windows(m, 3, 3)], offset)
         wait_until(lambda: _settled(engine), "evaluation after the restart", 30, 0.2)
-        _each_once_more(b, after)
+        after = _each_once_more(b, after)
         wait_until(lambda: _ready(b.url), "/readyz 200 after the restart", 30, 0.3)
+
+        # b's units run in a process of its own: killed mid-unit, it is started again, its
+        # units are taken over and each new window is evaluated once
+        units = wait_until(lambda: b.child(UNITS_PROCESS), "b's evaluation worker", 10)
+        held = ResultsHeld(engine)
+        offset += len(MODELS) * len(_windows(MODELS[0], 3, 3))
+        ingest(engine, configs, [e for m in MODELS for e in _windows(m, 4, 4)], offset)
+        wait_until(lambda: _blocked(engine, 1), "b's worker mid-unit", 30, 0.1)
+        os.kill(units, signal.SIGKILL)
+        held.release()
+        wait_until(lambda: _settled(engine), "the killed worker's units taken over", 30, 0.2)
+        _each_once_more(b, after)
+        restarts = 'modelwatch_component_restarts_total{component="evaluation"}'
+        assert _scalar(b.url, re.escape(restarts)) >= 1
+        assert b.child(UNITS_PROCESS) not in (None, units)
     finally:
         held.release()
         a.terminate()
