@@ -33,19 +33,17 @@ import multiprocessing
 import os
 import queue
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from prometheus_client import CollectorRegistry
 
 from dashboards.metrics import ModelwatchMetrics
+from monitor.app.daemon._evaluation import Units
+from monitor.app.daemon._work_queue import WorkQueue
 from monitor.common.childlog import ChildLog, LogRelay
 from monitor.common.children import become_worker
 from monitor.config import Config
 from monitor.storage import make_engine
-
-if TYPE_CHECKING:
-    from monitor.app.daemon._work_queue import WorkQueue
-    from monitor.app.daemon.wiring import Monitoring
 
 log = logging.getLogger(__name__)
 
@@ -133,34 +131,22 @@ def apply_updates(reader: Any, metrics: ModelwatchMetrics | None) -> None:
 
 
 def _main(log_: ChildLog, *args: Any) -> None:
-    # Imported before logging is relayed, as serve imports them before configuring its logging
-    # (alembic logs its plugins' setup at INFO when imported). Here: the wiring imports this.
-    from monitor.app.daemon._work_queue import WorkQueue
-    from monitor.app.daemon.wiring import Monitoring
-
     with log_.relayed():
-        _work_until_stopped(WorkQueue, Monitoring, *args)
+        _work_until_stopped(*args)
 
 
 def _work_until_stopped(
-    queue_type: type[WorkQueue],
-    monitoring_type: type[Monitoring],
-    url: str,
-    config: Config,
-    holder: str,
-    stop: Any,
-    parent: int,
-    writer: Any,
+    url: str, config: Config, holder: str, stop: Any, parent: int, writer: Any
 ) -> None:
     become_worker(parent, PROCESS_NAME)  # the parent stops us (module docstring)
     engine = make_engine(url)
     metrics = RelayedMetrics(config, writer)
-    monitoring = monitoring_type(engine, config, metrics)
     sched = config.scheduler
     names = [m.name for m in config.models]
-    units = queue_type(
-        engine, names, monitoring.unit, sched.lease_s, holder, metrics, sched.units_at_once
-    )
+    units = WorkQueue(
+        engine, names, Units(engine, config, metrics), sched.lease_s, holder, metrics,
+        sched.units_at_once,
+    )  # fmt: skip
     asked = threading.Event()
 
     def watch_flag() -> None:

@@ -20,6 +20,13 @@ from guards.registry import rollback
 from monitor.app.daemon._canary_job import CanaryWatch as CanaryWatch  # the demo runs it
 from monitor.app.daemon._canary_job import canary_signals
 from monitor.app.daemon._due import due_models
+from monitor.app.daemon._evaluation import (
+    Units,
+    isolation,
+    observed,
+    settled_intake,
+    window_evaluator,
+)
 from monitor.app.daemon._guard_job import GuardReplays
 from monitor.app.daemon._guard_job import signal_producers as guard_replay_producers
 from monitor.app.daemon._health_signals import (
@@ -52,14 +59,9 @@ from monitor.app.daemon.signals import (
     slo_signals,
 )
 from monitor.config import Config
-from monitor.evaluation.period_jobs import (
-    OPEN_WINDOW_INTERVAL_CAP_S,
-    OPEN_WINDOW_S_PER_MODEL,
-    period_interval,
-)
-from monitor.evaluation.windows import EVALUATE_JOB, WindowEvaluation, WindowEvaluator
+from monitor.evaluation.windows import EVALUATE_JOB, WindowEvaluation
 from monitor.failures import Backoff, Isolation, clear_failure, record_failure, redact
-from monitor.storage import intake_settled, utcnow
+from monitor.storage import utcnow
 from monitor.summaries import window_of
 
 log = logging.getLogger(__name__)
@@ -168,22 +170,12 @@ class Monitoring:
         self.config = config
         self.metrics = metrics
         window_s = config.collect.window.total_seconds()
-        sched = config.scheduler  # open periods' interval; baselines decoded across ticks
-        periods_s = period_interval(
-            sched.period_interval_s, len(config.models), sched.evaluate_interval_s
-        )
-        open_s = period_interval(
-            sched.open_window_interval_s, len(config.models), sched.evaluate_interval_s,
-            OPEN_WINDOW_S_PER_MODEL, OPEN_WINDOW_INTERVAL_CAP_S,
-        )  # fmt: skip
+        sched = config.scheduler
         # A window's last events reach the intake up to the tick offset after its end.
-        settle_s = self.settle_s = sched.offset_s(sched.evaluate_interval_s)
-        max_lag_s = config.collect.http_max_lag.total_seconds()
-        self.settled = functools.partial(intake_settled, engine, settle_s, max_lag_s)
-        self.windows = WindowEvaluator(
-            engine, config.models, window_s, self._isolation(EVALUATE_JOB), periods_s,
-            sched.reference_cache, open_window_interval_s=open_s, settled=self.settled,
-        )  # fmt: skip
+        self.settle_s = sched.offset_s(sched.evaluate_interval_s)
+        self.settled = settled_intake(engine, config)
+        self.windows = window_evaluator(engine, config, metrics)
+        self.unit = Units(engine, config, metrics, self.windows)
         self.isolation = self._isolation(ALERTS_JOB)
         self.alerts = Evaluator(engine, config.alerts)
         slo = {m.name: m.slo for m in config.models if m.slo is not None}
@@ -211,18 +203,6 @@ class Monitoring:
         produced it."""
         self.queue = queue
 
-    def unit(self, model: str) -> list[WindowEvaluation]:
-        """Evaluate one model's changed windows (a unit of the shared queue)."""
-        cfg = next(m for m in self.config.models if m.name == model)
-        windows = self.windows.sibling([cfg], self._isolation(EVALUATE_JOB))
-        return self._observed(windows.run(utcnow()))
-
-    def _observed(self, evaluated: list[WindowEvaluation]) -> list[WindowEvaluation]:
-        if self.metrics is not None:
-            for done in evaluated:
-                self.metrics.observe_window_evaluation(done.window.model, done.seconds)
-        return evaluated
-
     def _evaluate(
         self, now: datetime, follow: IntakeFollow | None = None
     ) -> list[WindowEvaluation]:
@@ -237,7 +217,7 @@ class Monitoring:
                 return []
             # The tick's evaluator over those models: its settings, clock and decoded baselines.
             windows = self.windows.sibling(cfgs, self.windows.isolation)
-            return self._observed(windows.run(now))
+            return observed(self.metrics, windows.run(now))
         # A queue that fails (the database is away) is recorded and tried again next tick.
         shared = self._isolation(EVALUATE_JOB, Backoff(0.0, 0.0))
         shared.begin(now)
@@ -283,10 +263,7 @@ class Monitoring:
         return due_models(self.engine, self.names, EVALUATE_JOB, now, period_s, open_s, settled)
 
     def _isolation(self, job: str, backoff: Backoff | None = None) -> Isolation:
-        cfg = self.config.scheduler
-        backoff = backoff or Backoff(cfg.retry_initial_s, cfg.retry_max_s)
-        failed = self.metrics.record_job_failure if self.metrics is not None else None
-        return Isolation(self.engine, job, backoff, failed)
+        return isolation(self.engine, self.config, job, self.metrics, backoff)
 
     def __call__(
         self, _window: datetime | None = None, now: datetime | None = None
