@@ -49,6 +49,12 @@ QUEUE = "evaluate"
 TASK = "modelwatch.evaluate_model"
 # How often the producer looks whether its units are done.
 POLL_S = 0.2
+# How often an idle worker looks for units it was not told of. procrastinate wakes a worker when
+# a unit is deferred, but clears that wake-up after each fetch: a unit deferred while the worker
+# was fetching (another unit) waits for the next look. At the heartbeat (`lease_s / 6`, 50 s by
+# default) such a unit sat idle for up to 50 s beside a free worker; a look costs one indexed
+# query.
+FETCH_POLL_S = 1.0
 # Seconds to open a connection, and to wait for one from a pool (psycopg_pool).
 CONNECT_TIMEOUT_S = 10
 # A unit still running when its worker stops has this long to finish; else it is put back.
@@ -261,7 +267,7 @@ class WorkQueue:
                 shutdown_graceful_timeout=SHUTDOWN_GRACE_S,
                 update_heartbeat_interval=t.heartbeat_s,
                 stalled_worker_timeout=t.stalled_s,
-                fetch_job_polling_interval=t.heartbeat_s,
+                fetch_job_polling_interval=min(t.heartbeat_s, FETCH_POLL_S),
                 abort_job_polling_interval=t.heartbeat_s,
             )
             worker = asyncio.create_task(unit_worker.run())  # type: ignore[no-untyped-call]
