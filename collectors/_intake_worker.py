@@ -24,7 +24,6 @@ a waiter that a signal already killed, and `serve` would never exit.
 from __future__ import annotations
 
 import contextlib
-import gc
 import multiprocessing
 import os
 import threading
@@ -38,7 +37,7 @@ from collectors._ingest import Ingestor
 from collectors._intake_drain import Drain
 from collectors._profiling import default_backend
 from monitor.common.childlog import ChildLog, LogRelay, RelayHandler
-from monitor.common.children import become_worker
+from monitor.common.children import become_worker, tune_gc
 from monitor.config import Config
 from monitor.storage import make_engine
 
@@ -91,7 +90,7 @@ def _drain_until_stopped(
 ) -> None:
     become_worker(parent, PROCESS_NAME)  # the parent stops us (module docstring)
     default_backend().warm_up()
-    _tune_gc()
+    tune_gc(GC_THRESHOLD)
     if DRAIN_NICE:
         with contextlib.suppress(OSError):
             os.nice(DRAIN_NICE)  # the drain's thread, started below, inherits it
@@ -134,14 +133,6 @@ def _wake_on(wakes: Any, drain: Drain) -> None:
         except OSError:
             return
         drain.wake()
-
-
-def _tune_gc() -> None:
-    """Collect less often, and never walk what start-up imported (modules, config): it lives
-    as long as the worker (`GC_THRESHOLD`)."""
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
 
 
 class DrainProcess:

@@ -250,6 +250,19 @@ def baseline_spec_payloads(
         return {column: payload for column, payload in session.execute(stmt)}
 
 
+def baseline_keys(engine: Engine) -> list[tuple[str, str, str]]:
+    """(model, version, name) of every stored baseline, newest first (one query, no profiles
+    loaded)."""
+    stmt = (
+        select(Model.name, ModelVersion.version, Baseline.name)
+        .join(ModelVersion, Baseline.model_version_id == ModelVersion.id)
+        .join(Model, ModelVersion.model_id == Model.id)
+        .order_by(Baseline.id.desc())
+    )
+    with transaction(engine) as session:
+        return [(m, v, n) for m, v, n in session.execute(stmt).all()]
+
+
 def list_baselines(engine: Engine, model: str | None = None) -> list[BaselineInfo]:
     """Stored baselines, newest first, optionally of one model."""
     stmt = (

@@ -18,7 +18,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from monitor.attributions import AttributionReference
-from monitor.baselines.store import ChosenBaseline, StoredBaseline, chosen_baseline
+from monitor.baselines.store import ChosenBaseline, StoredBaseline, baseline_keys, chosen_baseline
 from monitor.common.collection import collector_paused
 from monitor.config import ModelConfig
 from monitor.detectors import DriftResult
@@ -335,6 +335,22 @@ class WindowEvaluator:
             store_drift_results(s, cfg.name, window.version, (window.start, window.end), results)
             consume_changes(s, "drift", [_change(window)])  # with its results
         return WindowEvaluation(window, drift=results, seconds=time.perf_counter() - started)
+
+    def warm(self) -> int:
+        """Decode now the baselines the configured models' windows will be compared with (each
+        model version's own, newest first, up to the cache's size), so that the first windows
+        after a start do not decode them all at once; how many were decoded."""
+        wanted = {(m.name, m.drift.baseline): m for m in self.models}
+        loaded = 0
+        for model, version, name in baseline_keys(self.engine):
+            cfg = wanted.get((model, name))
+            if cfg is None:
+                continue
+            if loaded >= self.references.cache.maxsize:
+                break
+            self._reference(cfg, version, None)
+            loaded += 1
+        return loaded
 
     def _reference(
         self, cfg: ModelConfig, version: str, rows: dict[str, ChosenBaseline | None] | None

@@ -57,3 +57,23 @@ def test_a_baseline_is_decoded_once_and_a_replaced_one_used_at_the_next_tick(
     _changed(engine)
     WindowEvaluator(engine, [MODEL], 3600).run()  # no cache: the same comparison
     assert _stable_value(engine) == replaced
+
+
+def test_warming_decodes_each_configured_models_baselines_before_its_first_window(
+    engine: Engine,
+) -> None:
+    frame = reference_frame(2, 500)
+    specs = specs_for(list(frame.columns), frame)
+    profiles = profile_frame(frame, specs)
+    for model, version in (("m", "1"), ("m", "2"), ("other", "1")):  # `other`: not configured
+        save_baseline(engine, model, version, profiles)
+    save_baseline(engine, "m", "1", profiles, name="weekly")  # not the one `m` compares with
+    evaluator = WindowEvaluator(engine, [MODEL], 3600, reference_cache=1)
+    assert evaluator.warm() == 1  # newest first, up to the cache's size
+    assert evaluator.references.loads == 1
+    warmed = WindowEvaluator(engine, [MODEL], 3600)
+    assert warmed.warm() == 2 and warmed.references.loads == 2
+    _store_window(engine, "m", profile_frame(current_frame(11), specs))
+    warmed.run()  # version 1's window: its baseline decoded already
+    assert warmed.references.loads == 2
+    assert _stable_value(engine) > 0
