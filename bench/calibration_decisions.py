@@ -146,15 +146,18 @@ def population_values(metrics: tuple[str, ...]) -> dict[str, float]:
     return {m: float(get_metric(m).fn(y, s, 0.5)) for m in metrics}
 
 
-def outcome_rows(size: int, reps: int, metrics: Sequence[str], sliced: bool) -> list[Row]:
+def outcome_rows(
+    size: int, reps: int, metrics: Sequence[str], sliced: bool, label: str = "outcomes"
+) -> list[Row]:
     """Degraded rates per metric (overall, or per slice result; each result at 95%) and per
-    evaluation ("any result") under both corrections, decided on the same windows."""
+    evaluation ("any result") under both corrections, decided on the same windows (`label`
+    seeds them: another label, other windows)."""
     from monitor.outcomes import evaluate_outcomes
     from monitor.outcomes._family import decide
 
     base = population_values(tuple(metrics))
     model, task = model_of(metrics)
-    rng = np.random.default_rng(seed_of("outcomes", size, sliced, task))
+    rng = np.random.default_rng(seed_of(label, size, sliced, task))
     per = dict.fromkeys(metrics, 0)
     trials = dict.fromkeys(metrics, 0)
     anywhere = dict.fromkeys(CORRECTIONS, 0)
