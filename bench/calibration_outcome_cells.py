@@ -1,14 +1,15 @@
 """Chosen outcome false-alarm cells of `bench/calibration_decisions.py`, on many more windows.
 
 `PYTHONPATH=. python bench/calibration_outcome_cells.py [--cells slices10k,slices1k,whole1k]
-[--reps 2000] [--chunks 8] [--jobs 2] [--label cells] [--power] [--power-reps 400]`
+[--reps 2000] [--chunks 8] [--jobs 2] [--label cells] [--power classification,regression]
+[--power-reps 400]`
 
 Each cell is `outcome_rows(size, reps, metrics, sliced, label)` (each result at 95%, nominal
 0.025 per result), split into `--chunks` seeds (`label`-1, `label`-2, …; other windows than the
 table's, which were chosen for looking high) run on `--jobs` processes and summed; `--power`
-adds `outcome_power_rows(size, power_reps, CLASSIFICATION)` at 100 and 1,000 rows (the
-table's windows, first `--power-reps` of them). Rates with their Wilson 95% interval;
-`trials` counts results.
+adds `outcome_power_rows(size, power_reps, metrics)` at 100 and 1,000 rows of those tasks (the
+table's windows, first `--power-reps` of them); `--cells ""` runs none. Rates with their Wilson 95%
+interval; `trials` counts results.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from concurrent.futures import ProcessPoolExecutor
 from bench.calibration_decisions import (
     CLASSIFICATION,
     POWER_SIZES,
+    REGRESSION,
     Row,
     markdown,
     outcome_power_rows,
@@ -63,17 +65,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--chunks", type=int, default=8)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--label", default="cells")
-    parser.add_argument("--power", action="store_true")
+    parser.add_argument("--power", default="", help="tasks: classification,regression")
     parser.add_argument("--power-reps", type=int, default=400)
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    cells = args.cells.split(",")
+    cells = [c for c in args.cells.split(",") if c]
+    tasks = {"classification": CLASSIFICATION, "regression": REGRESSION}
+    powered = [tasks[t] for t in args.power.split(",") if t]
     per = -(-args.reps // args.chunks)
     with ProcessPoolExecutor(args.jobs) as pool:
         futures = {c: [pool.submit(chunk, c, per, f"{args.label}-{k}")
                        for k in range(args.chunks)] for c in cells}  # fmt: skip
-        power = [pool.submit(outcome_power_rows, size, args.power_reps, CLASSIFICATION)
-                 for size in POWER_SIZES] if args.power else []  # fmt: skip
+        power = [pool.submit(outcome_power_rows, size, args.power_reps, metrics)
+                 for metrics in powered for size in POWER_SIZES]  # fmt: skip
         rows = [r for c in cells for r in summed([f.result() for f in futures[c]])]
         rows += [r for f in power for r in f.result()]
     print(markdown(rows))
