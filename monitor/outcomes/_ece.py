@@ -32,12 +32,10 @@ same null noise (their bootstraps differ as for every metric).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numpy.typing import NDArray
 
-from monitor.outcomes._intervals import BOOTSTRAP_DRAWS, bootstrap_draws
+from monitor.outcomes._intervals import BOOTSTRAP_DRAWS, bootstrap_draws, percentile_ends
 from monitor.outcomes._score_bins import ECE_BINS
 
 Array = NDArray[np.float64]
@@ -96,10 +94,8 @@ def plugin_ece(y: Array, score: Array) -> float:
 
 def noise_bound(draws: Array) -> Array:
     """The ``ceil(0.975 (m + 1))``-th smallest of the m draws along the first axis (the
-    largest where m < 39)."""
-    m = draws.shape[0]
-    k = min(math.ceil(0.975 * (m + 1)), m)
-    return np.asarray(np.partition(draws, k - 1, axis=0)[k - 1])
+    largest where m < 79): the upper end of their percentile interval (`tail_rank`)."""
+    return np.asarray(percentile_ends(draws)[1])
 
 
 def null_noise(count: Array, conf: Array, gap: Array) -> Array:

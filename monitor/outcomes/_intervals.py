@@ -1,5 +1,9 @@
 """Confidence intervals: Wilson for proportions, percentile bootstrap for everything else, and
-the interval of a difference of two estimates from their own intervals (MOVER)."""
+the interval of a difference of two estimates from their own intervals (MOVER).
+
+A percentile bootstrap's ends are order statistics of its draws, not interpolated percentiles
+(`tail_rank`): its one-sided miss rate is then at most its nominal tail, where the interpolated
+97.5th percentile of 200 draws is exceeded 3% of the time."""
 
 from __future__ import annotations
 
@@ -50,6 +54,31 @@ def rescale(value: float, low: float, high: float, z: float) -> tuple[float, flo
     return value - (value - low) * k, value + (high - value) * k
 
 
+def tail_rank(draws: int, tail: float = 0.025) -> int:
+    """k such that the k-th smallest and the k-th largest of `draws` bootstrap values are the
+    ends of the interval with one-sided `tail`: ``floor(tail (draws + 1))``, at least 1.
+
+    A percentile interval rests on the estimate's error being distributed as the draws' spread
+    about it, i.e. the true value exchangeable with the draws: it then lies above the k-th
+    largest of m draws with probability k / (m + 1), at most `tail` for this k (exactly where
+    ``tail (m + 1)`` is an integer; 5 / 201 for 200 draws, 1 / 51 for 50). numpy's interpolated
+    97.5th percentile of 200 draws sits between the 6th and the 5th largest, exceeded 6 / 201 =
+    3.0% of the time (of 50 draws: 4.4%).
+    """
+    return max(1, math.floor(tail * (draws + 1) + 1e-9))
+
+
+def percentile_ends(
+    draws: NDArray[np.float64], axis: int = 0, tail: float = 0.025
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The percentile interval's (low, high) ends from bootstrap `draws` along `axis`: their
+    `tail_rank`-th smallest and largest."""
+    m = draws.shape[axis]
+    k = tail_rank(m, tail)
+    part = np.partition(draws, (k - 1, m - k), axis=axis)
+    return np.take(part, k - 1, axis=axis), np.take(part, m - k, axis=axis)
+
+
 def bootstrap(
     fn: Callable[[NDArray[np.float64], NDArray[np.float64]], float],
     y: NDArray[np.float64],
@@ -57,10 +86,9 @@ def bootstrap(
     seed: int = 0,
     level: float = 0.95,
 ) -> tuple[float, float]:
-    """Percentile bootstrap interval of fn(y, x); fewer draws for very large inputs."""
-    values = bootstrap_draws(fn, y, x, seed)
-    tail = (1 - level) / 2 * 100
-    lo, hi = np.percentile(values, [tail, 100 - tail])
+    """Percentile bootstrap interval of fn(y, x) (ends `percentile_ends`); fewer draws for very
+    large inputs."""
+    lo, hi = percentile_ends(bootstrap_draws(fn, y, x, seed), tail=(1 - level) / 2)
     return float(lo), float(hi)
 
 

@@ -25,7 +25,7 @@ from monitor.outcomes._base import DEFAULT_METRICS, Metric, OutcomeResult, Task,
 from monitor.outcomes._ece import bin_bias, ece_estimate, noise_bound, null_noise
 from monitor.outcomes._evaluate import MIN_SUPPORT
 from monitor.outcomes._family import FAMILY_ALPHA, Correction, decide, status_of
-from monitor.outcomes._intervals import BOOTSTRAP_DRAWS, Z95, wilson
+from monitor.outcomes._intervals import BOOTSTRAP_DRAWS, Z95, percentile_ends, wilson
 from monitor.outcomes._multiclass import MulticlassSummary, confusion_metrics
 from monitor.outcomes._score_bins import BINS, ECE_BINS
 from monitor.outcomes.summary import (
@@ -156,9 +156,9 @@ def _multiclass(s: MulticlassSummary) -> dict[str, tuple[float, float, float]]:
 def _with_intervals(
     point: dict[str, float], boot: dict[str, np.ndarray]
 ) -> dict[str, tuple[float, float, float]]:
-    """(value, 2.5th, 97.5th percentile of the draws) per metric, in one percentile call."""
+    """(value, percentile interval of the draws: `percentile_ends`) per metric, in one call."""
     names = list(point)
-    lo, hi = np.percentile(np.stack([boot[n] for n in names]), [2.5, 97.5], axis=1)
+    lo, hi = percentile_ends(np.stack([boot[n] for n in names]), axis=1)
     return {n: (point[n], float(a), float(b)) for n, a, b in zip(names, lo, hi, strict=True)}
 
 
@@ -182,7 +182,7 @@ def _classification(
     point = _confusion_metrics(conf) | _cell_metrics(layout, count, loss)
     boot = _confusion_metrics(boot_conf) | _cell_metrics(layout, weights * count, weights * loss)
     names = list(point)
-    lo, hi = np.percentile(np.stack([boot[n] for n in names]), [2.5, 97.5], axis=1)
+    lo, hi = percentile_ends(np.stack([boot[n] for n in names]), axis=1)
     ece = np.stack(_ece(layout, flat, weights))
     out = []
     for j, s in enumerate(summaries):
