@@ -84,4 +84,4 @@ def test_updates_past_the_workers_capacity_are_dropped_never_waited_for() -> Non
         child.record_unit("fraud", "done")
     assert child.dropped > 0
     reader.close()  # the sender's next write fails; it stops
-    child.close(timeout=1)
+    child.close(timeout=0.1)
