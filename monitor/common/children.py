@@ -26,12 +26,6 @@ import time
 POLL_S = 0.2
 _PR_SET_NAME = 15  # prctl(2)
 _PR_SET_PDEATHSIG = 1
-_M_ARENA_MAX = -8  # mallopt(3)
-# A worker's glibc malloc arenas. glibc gives each thread that contends for the heap an arena
-# of its own, up to 8 per core, and keeps what a thread freed in its arena: a worker whose
-# threads take turns (a unit's database thread, procrastinate's loop, the senders) held
-# freed memory in each.
-ARENAS = 2
 
 
 def exit_with_parent(parent: int, poll_s: float = POLL_S) -> None:
@@ -60,10 +54,7 @@ def name_process(name: str) -> None:
 def become_worker(parent: int, name: str) -> None:
     """A worker its parent alone stops (through a flag of its own): ignore SIGTERM and SIGINT,
     which a service manager or a terminal sends to the whole process group at once; die with
-    `parent` (`watch_parent`); call itself `name`; at most `ARENAS` malloc arenas (call it
-    before the worker starts threads of its own)."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None).mallopt(_M_ARENA_MAX, ARENAS)
+    `parent` (`watch_parent`); call itself `name`."""
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, signal.SIG_IGN)
     watch_parent(parent)

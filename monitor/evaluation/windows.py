@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from monitor.attributions import AttributionReference
@@ -339,7 +340,9 @@ class WindowEvaluator:
     def warm(self) -> int:
         """Decode now the baselines the configured models' windows will be compared with (each
         model version's own, newest first, up to the cache's size), so that the first windows
-        after a start do not decode them all at once; how many were decoded."""
+        after a start do not decode them all at once; how many were decoded. A baseline that
+        cannot be decoded is logged and skipped (its windows meet it again, isolated); the
+        database going away ends the warm-up (DBAPIError)."""
         wanted = {(m.name, m.drift.baseline): m for m in self.models}
         loaded = 0
         for model, version, name in baseline_keys(self.engine):
@@ -348,7 +351,13 @@ class WindowEvaluator:
                 continue
             if loaded >= self.references.cache.maxsize:
                 break
-            self._reference(cfg, version, None)
+            try:
+                self._reference(cfg, version, None)
+            except DBAPIError:
+                raise
+            except Exception as exc:  # one bad baseline must not leave the others cold
+                log.warning("baseline of %s version %s not decoded: %s", model, version, exc)
+                continue
             loaded += 1
         return loaded
 

@@ -6,14 +6,20 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.engine import Engine
 
 from monitor.baselines.store import save_baseline
 from monitor.config import ModelConfig
 from monitor.evaluation.windows import WindowEvaluator
 from monitor.profiles import profile_frame, specs_for
-from monitor.storage import DriftResultRow, mark_changed, session_factory, transaction
+from monitor.storage import (
+    BaselineProfile,
+    DriftResultRow,
+    mark_changed,
+    session_factory,
+    transaction,
+)
 from tests.monitor.detectors.test_thresholds import current_frame, reference_frame
 from tests.monitor.evaluation.test_thresholds_wiring import START, _store_window
 
@@ -77,3 +83,18 @@ def test_warming_decodes_each_configured_models_baselines_before_its_first_windo
     warmed.run()  # version 1's window: its baseline decoded already
     assert warmed.references.loads == 2
     assert _stable_value(engine) > 0
+
+
+def test_a_baseline_that_cannot_be_decoded_leaves_the_others_warmed(engine: Engine) -> None:
+    frame = reference_frame(2, 500)
+    profiles = profile_frame(frame, specs_for(list(frame.columns), frame))
+    ids = {version: save_baseline(engine, "m", version, profiles) for version in ("1", "2", "3")}
+    with transaction(engine) as s:  # version 2's stored profiles garbled
+        s.execute(
+            update(BaselineProfile)
+            .where(BaselineProfile.baseline_id == ids["2"])
+            .values(payload=b"not a profile")
+        )
+    evaluator = WindowEvaluator(engine, [MODEL], 3600)
+    assert evaluator.warm() == 2  # versions 3 and 1; 2 logged and skipped
+    assert evaluator.references.loads == 2
