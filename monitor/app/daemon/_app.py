@@ -9,6 +9,7 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
+from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from collectors import HttpIntake
@@ -93,6 +94,13 @@ def _install_error_handlers(app: FastAPI) -> None:
         elif isinstance(exc, InputError):
             status = 422
         return _error(status, str(exc))
+
+    @app.exception_handler(OperationalError)
+    async def database_away(_: Request, exc: OperationalError) -> JSONResponse:
+        # The database went away (a restart, a dropped connection) under any route: the request
+        # may succeed later, as for a StorageError. The driver's text names the server only.
+        log.warning("API request: the database is unavailable: %s", redact(exc.orig or exc))
+        return _error(503, "the database is unavailable; retry later", {"Retry-After": "5"})
 
     @app.exception_handler(Exception)
     async def unexpected(_: Request, exc: Exception) -> JSONResponse:
