@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import signal
 import subprocess
@@ -11,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -204,6 +206,33 @@ def _serve(tmp_path: Path, config: str) -> Iterator[ServerProcess]:
 
 def auth(name: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {TOKENS[name]}"}
+
+
+_keys = itertools.count()
+
+
+def post_drained(
+    base: str, body: Any, endpoint: str = "events", keyed: bool = True, timeout: float = 90
+) -> dict[str, Any]:
+    """Post `body` with the ingest token and return what the drain made of it (`result`).
+
+    `keyed`: with a fresh Idempotency-Key, so that a request the drain did not consume within
+    one `?wait=` (at most 10 s: a just-started drain on a busy machine) is posted again with the
+    same key and waited for again, as a client would; keyless, one wait must do."""
+    headers = auth("MW_T_INGEST")
+    if keyed:
+        headers["Idempotency-Key"] = f"drained-{os.getpid()}-{next(_keys)}"
+
+    def answered() -> httpx.Response | None:
+        resp = httpx.post(
+            f"{base}/v1/{endpoint}", json=body, headers=headers, params={"wait": 10}, timeout=60
+        )
+        return resp if resp.status_code != 202 or not keyed else None
+
+    resp = wait_until(answered, "the drain's result", timeout=timeout)
+    assert resp is not None and resp.status_code == 200, resp and resp.text
+    result: dict[str, Any] = resp.json()["result"]
+    return result
 
 
 @dataclass(frozen=True)

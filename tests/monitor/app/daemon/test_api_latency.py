@@ -19,7 +19,7 @@ import pytest
 
 from monitor.app.daemon._ingest_api import Event
 from monitor.common.measures import MEASURES
-from tests.monitor.app.daemon.conftest import CONFIG, ServerProcess, _serve, auth
+from tests.monitor.app.daemon.conftest import CONFIG, ServerProcess, _serve, auth, post_drained
 from tests.monitor.app.daemon.test_canary import post
 
 # `chat`: a generative model, for test_measures_served.py (which shares this server)
@@ -153,10 +153,7 @@ def test_ttft_and_gpu_beside_latency_slos_and_metrics(served: ServerProcess) -> 
 def test_tokens_on_a_model_not_generative_are_a_dead_letter(served: ServerProcess) -> None:
     bad = {"request_id": "f1", "model": "fraud", "model_version": "1", "timestamp": time.time(),
            "features": {"amount": 1.0}, "prediction": 0.5, "output_tokens": 10}  # fmt: skip
-    resp = httpx.post(f"{served.url}/v1/events", json=[bad], params={"wait": "10"},
-                      headers=auth("MW_T_INGEST"), timeout=60)  # fmt: skip
-    assert resp.status_code == 200, resp.text
-    result = resp.json()["result"]
+    result = post_drained(served.url, [bad])
     assert result["valid"] == 0 and result["dead_letters"] == 1, result
     (dead,) = result["first_dead_letters"]
     assert (dead["reason"], dead["detail"]) == (

@@ -82,16 +82,20 @@ def test_each_kind_of_pending_change_gives_its_model_work(db: Engine, kind: str)
 
 
 def test_an_open_window_day_or_week_gives_work_only_once_it_waited_its_interval(db: Engine) -> None:
-    now = utcnow()
-    day = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    # Marked at `now` (not when the transaction runs: a loaded machine takes seconds), noon of
+    # the day so that `now` + 301 s is still inside it whenever the test runs.
+    now = utcnow().replace(hour=12, minute=0, second=0, microsecond=0)
+    day = now.replace(hour=0)
     with transaction(db) as s:  # pending since now, the day still open
-        mark_changed(s, ["drift_day", "outcome_week"], [("a", "1", day, day + timedelta(days=1))])
+        mark_changed(
+            s, ["drift_day", "outcome_week"], [("a", "1", day, day + timedelta(days=1))], now=now
+        )
     assert due_models(db, MODELS, EVALUATE_JOB, now, 300.0) == []
     assert due_models(db, MODELS, EVALUATE_JOB, now + timedelta(seconds=301), 300.0) == ["a"]
     assert due_models(db, MODELS, EVALUATE_JOB, now, 0.0) == ["a"]  # no interval: at once
     with transaction(db) as s:  # an ended day is due at once; a window unless paced too
-        mark_changed(s, "drift_day", [("b", "1", day - timedelta(days=1), day)])
-        mark_changed(s, "drift", [("a", "2", now, now + WINDOW)])
+        mark_changed(s, "drift_day", [("b", "1", day - timedelta(days=1), day)], now=now)
+        mark_changed(s, "drift", [("a", "2", now, now + WINDOW)], now=now)
     assert due_models(db, MODELS, EVALUATE_JOB, now, 300.0) == ["a", "b"]
     # With open windows paced too, a's open window waits like its day.
     assert due_models(db, MODELS, EVALUATE_JOB, now, 300.0, 300.0) == ["b"]

@@ -23,7 +23,12 @@ from sqlalchemy import distinct, func, select
 from sqlalchemy.engine import Engine
 
 from monitor.storage import WindowProfile, make_engine
-from tests.monitor.app.daemon.conftest import CONFIG, ServerProcess, auth, migrated_url
+from tests.monitor.app.daemon.conftest import (
+    CONFIG,
+    ServerProcess,
+    migrated_url,
+    post_drained,
+)
 from tests.monitor.app.daemon.test_api_ingest import event
 
 pytestmark = pytest.mark.slow
@@ -76,20 +81,6 @@ def served(
         engine.dispose()
 
 
-def post(base: str, body: Any, endpoint: str = "events") -> dict[str, Any]:
-    """Post keyless and wait for the drain's result."""
-    resp = httpx.post(
-        f"{base}/v1/{endpoint}",
-        json=body,
-        headers=auth("MW_T_INGEST"),
-        params={"wait": 10},
-        timeout=60,
-    )
-    assert resp.status_code == 200, resp.text
-    result: dict[str, Any] = resp.json()["result"]
-    return result
-
-
 def rejected(result: dict[str, Any]) -> list[tuple[int, str, str | None]]:
     return [(d["index"], d["reason"], d["field"]) for d in result["first_dead_letters"]]
 
@@ -106,7 +97,7 @@ def test_poisoned_strings_are_dead_letters_and_ingest_goes_on(served: Served) ->
         {**event(7), "features": {"amount": 1.0, "country": "de\x7f"}},
         event(8),
     ]
-    result = post(served.url, poisoned)
+    result = post_drained(served.url, poisoned)
     assert (result["events"], result["valid"], result["dead_letters"]) == (9, 2, 7)
     assert rejected(result) == [
         (1, "control_character", "features"),
@@ -118,7 +109,7 @@ def test_poisoned_strings_are_dead_letters_and_ingest_goes_on(served: Served) ->
         (7, "control_character", "features.country"),
     ]
     # Every later event is processed, and the service stays ready.
-    assert post(served.url, [event(9)])["valid"] == 1
+    assert post_drained(served.url, [event(9)])["valid"] == 1
     assert httpx.get(f"{served.url}/readyz", timeout=10).status_code == 200
     with served.engine.connect() as conn:
         fraud = WindowProfile.model == "fraud"
@@ -129,13 +120,13 @@ def test_poisoned_strings_are_dead_letters_and_ingest_goes_on(served: Served) ->
 
 def test_versions_and_columns_past_their_window_caps_are_dead_letters(served: Served) -> None:
     versions = [{**event(i, model="churn"), "model_version": f"c{i}"} for i in range(6)]
-    result = post(served.url, versions)
+    result = post_drained(served.url, versions)
     assert result["dead_letters"] == 2
     assert rejected(result) == [(i, "too_many_versions", "model_version") for i in (4, 5)]
     # Version c0 has amount, country and prediction; 26 more make 29 columns, x1 the 30th.
     wide = {**event(10, model="churn"), "features": {f"w{i}": float(i) for i in range(26)}}
     wider = {**event(11, model="churn"), "features": {"amount": 1.0, "x1": 1.0, "x2": 2.0}}
-    result = post(served.url, [{**e, "model_version": "c0"} for e in (wide, wider)])
+    result = post_drained(served.url, [{**e, "model_version": "c0"} for e in (wide, wider)])
     assert result["valid"] == 1
     assert rejected(result) == [(1, "too_many_columns", "features")]
     assert "collect.max_columns_per_window" in result["first_dead_letters"][0]["detail"]
@@ -159,17 +150,17 @@ def test_window_caps_hold_across_a_restart(
     before = ServerProcess(path)
     try:
         before.wait_ready()
-        assert post(before.url, [*versions, wide])["valid"] == 4
+        assert post_drained(before.url, [*versions, wide])["valid"] == 4
     finally:
         assert before.terminate() == 0
     after = ServerProcess(path)
     try:
         after.wait_ready()
-        result = post(after.url, [{**event(i), "model_version": f"v{i}"} for i in (4, 5)])
+        result = post_drained(after.url, [{**event(i), "model_version": f"v{i}"} for i in (4, 5)])
         assert rejected(result) == [(1, "too_many_versions", "model_version")]
         columns = [{**event(i), "model_version": "v0", "features": {x: 1.0}}
                    for i, x in ((6, "x1"), (7, "x2"))]  # fmt: skip
-        result = post(after.url, columns)
+        result = post_drained(after.url, columns)
         assert result["valid"] == 1
         assert rejected(result) == [(1, "too_many_columns", "features")]
     finally:
@@ -196,7 +187,7 @@ def test_labels_that_are_not_labels_of_the_task_are_dead_letters(served: Served)
         {"request_id": f"lab{i}", "model": model, "label": label, "timestamp": 1767225600}
         for i, (model, label, _) in enumerate(LABELS)
     ]
-    result = post(served.url, {"labels": body}, endpoint="labels")
+    result = post_drained(served.url, {"labels": body}, endpoint="labels")
     bad = [i for i, (_, _, ok) in enumerate(LABELS) if not ok]
     assert result["dead_letters"] == len(bad)
     assert [(d["index"], d["reason"], d["field"]) for d in result["first_dead_letters"]] == [
@@ -208,7 +199,7 @@ def test_labels_that_are_not_labels_of_the_task_are_dead_letters(served: Served)
 def test_each_waited_request_is_answered_with_its_own_dead_letters(served: Served) -> None:
     def request(bad: int) -> dict[str, Any]:
         body = [{**event(100 + i), "timestamp": "yesterday"} for i in range(bad)]
-        return post(served.url, body + [event(200 + bad)])
+        return post_drained(served.url, body + [event(200 + bad)], keyed=False)
 
     # Keyless, one after the other: the second must not be given the first one's row id.
     assert request(2)["dead_letters"] == 2

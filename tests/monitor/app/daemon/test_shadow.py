@@ -5,7 +5,6 @@ request id is a dead letter naming the field."""
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -14,7 +13,13 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.monitor.app.daemon.conftest import CONFIG, ServerProcess, auth, migrated_url
+from tests.monitor.app.daemon.conftest import (
+    CONFIG,
+    ServerProcess,
+    auth,
+    migrated_url,
+    post_drained,
+)
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
@@ -31,7 +36,6 @@ alerts:
     - {name: ShadowFlips, kind: shadow, matchers: ['criterion="flip_rate"']}
 """
 NOW = datetime.now(UTC).timestamp() - 30
-_keys = itertools.count()
 
 
 @dataclass
@@ -76,23 +80,6 @@ def side(i: int, role: str, score: float, **over: Any) -> dict[str, Any]:
     }
 
 
-def post(base: str, body: Any) -> dict[str, Any]:
-    """Post with a fresh Idempotency-Key and the drain's result; on a busy machine the drain
-    may take longer than one `?wait=`: the retry of the same key waits again."""
-    headers = {**auth("MW_T_INGEST"), "Idempotency-Key": f"shadow-{next(_keys)}"}
-
-    def answered() -> httpx.Response | None:
-        resp = httpx.post(
-            f"{base}/v1/events", json=body, headers=headers, params={"wait": 10}, timeout=30
-        )
-        return resp if resp.status_code != 202 else None
-
-    resp = wait_until(answered, "the drain's result", timeout=90)
-    assert resp.status_code == 200, resp.text
-    result: dict[str, Any] = resp.json()["result"]
-    return result
-
-
 def shadow(base: str) -> dict[str, Any]:
     resp = httpx.get(
         f"{base}/v1/models/fraud/shadow",
@@ -109,9 +96,9 @@ def test_paired_events_are_served_exported_and_alerted(served: Served) -> None:
     # 60 requests; the candidate flips 30 of them (0.9 against 0.1): a 50% flip rate
     primaries = [side(i, "primary", 0.1) for i in range(60)]
     shadows = [side(i, "shadow", 0.9 if i < 30 else 0.15) for i in range(60)]
-    assert post(served.url, primaries)["valid"] == 60
-    assert post(served.url, shadows)["valid"] == 60
-    assert post(served.url, [side(99, "primary", 0.1)])["valid"] == 1  # never paired
+    assert post_drained(served.url, primaries)["valid"] == 60
+    assert post_drained(served.url, shadows)["valid"] == 60
+    assert post_drained(served.url, [side(99, "primary", 0.1)])["valid"] == 1  # never paired
     doc = shadow(served.url)
     rows = {(r["primary_version"], r["shadow_version"], str(r["slice"])): r for r in doc["results"]}
     overall = rows[("stable", "candidate", "None")]
@@ -141,7 +128,7 @@ def test_paired_events_are_served_exported_and_alerted(served: Served) -> None:
 
 
 def test_bad_roles_and_request_ids_are_dead_letters_naming_the_field(served: Served) -> None:
-    result = post(
+    result = post_drained(
         served.url,
         [
             {**side(200, "primary", 0.1), "role": "canary"},
