@@ -45,7 +45,6 @@ api:
   max_body_bytes: 65536
 scheduler:
   evaluate_interval_s: 1
-  retention_interval_s: 1
 collect:
   keep_joined_rows: true  # some tests read the raw joined rows
 """

@@ -33,6 +33,8 @@ def test_jobs_run_once_per_interval_and_survivor_takes_over(
     upgrade(engine)
     engine.dispose()
     cfg = write_config(tmp_path, url)
+    fast = cfg.read_text().replace("scheduler:\n", "scheduler:\n  retention_interval_s: 1\n")
+    cfg.write_text(fast)
     a, b = ServerProcess(cfg), ServerProcess(cfg)
     try:
         a.wait_ready()

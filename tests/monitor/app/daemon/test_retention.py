@@ -164,7 +164,10 @@ def test_a_retry_after_the_dedup_window_counts_again(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'mw.db'}"
     migrated = make_engine(url)
     upgrade(migrated)
-    proc = ServerProcess(write_config(tmp_path, url, "collect:\n  http_dedup_window: 1s\n"))
+    config = write_config(tmp_path, url, "collect:\n  http_dedup_window: 1s\n")
+    fast = config.read_text().replace("scheduler:\n", "scheduler:\n  retention_interval_s: 1\n")
+    config.write_text(fast)
+    proc = ServerProcess(config)
     try:
         proc.wait_ready()
         headers = {**auth("MW_T_INGEST"), "Idempotency-Key": "dedup-1"}
