@@ -126,8 +126,9 @@ def _install_health(app: FastAPI, state: DaemonState) -> None:
     common = errors(auth=protect)
 
     @app.get("/healthz", dependencies=deps, tags=["health"], responses=common)
-    def healthz() -> Liveness:
-        """Liveness: the process answers."""
+    async def healthz() -> Liveness:
+        """Liveness: the process answers, also while every worker thread waits on an
+        unreachable database (answered on the event loop, not by a worker thread)."""
         return Liveness(status="ok", version=__version__)
 
     ready_doc: dict[int | str, dict[str, Any]] = {
