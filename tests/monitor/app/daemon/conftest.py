@@ -133,10 +133,10 @@ class ServerProcess:
 def migrated_url(backend: str, directory: Path, request: pytest.FixtureRequest) -> str:
     """An empty database migrated to head: a file in `directory` (`sqlite`) or a new database
     on the session's cluster (`postgresql`)."""
-    if backend == "sqlite":
-        url = f"sqlite:///{directory / 'mw.db'}"
-    else:
-        url = request.getfixturevalue("postgres").create_database()
+    if backend != "sqlite":  # a copy of the session's migrated template (`pg_head`)
+        head = request.getfixturevalue("pg_head")
+        return str(request.getfixturevalue("postgres").create_database(template=head))
+    url = f"sqlite:///{directory / 'mw.db'}"
     engine = make_engine(url)
     upgrade(engine)
     engine.dispose()
