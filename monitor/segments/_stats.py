@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import stdtr, stdtrit  # scipy.stats (~0.8 s) only where a slice is worse
 
 Arr = NDArray[np.float64]
 Z95 = 1.959963984540054
@@ -32,7 +31,7 @@ def rate_tests(count: Arr, errors: Arr, n: int, total_errors: float) -> tuple[Ar
     worse = (rest > 0) & (p1 > p2)
     p = np.ones(count.shape)
     if worse.any():
-        from scipy.stats import hypergeom  # heavy: not loaded by `serve` until a slice is worse
+        from scipy.stats import hypergeom  # heavy (~0.8 s): only where a slice is worse
 
         p[worse] = hypergeom.sf(errors[worse] - 1, n, total_errors, count[worse])
     return np.clip(np.nan_to_num(p, nan=1.0), 0.0, 1.0), p1 - p2, half
@@ -42,6 +41,8 @@ def mean_tests(
     count: Arr, errsum: Arr, sqsum: Arr, n: int, total: float, total_sq: float
 ) -> tuple[Arr, Arr, Arr]:
     """p-value (slice's mean loss > complement's), effect (mean difference), 95% half-width."""
+    from scipy.special import stdtr, stdtrit  # heavy: `serve` loads it when it looks for segments
+
     n2 = n - count
     with np.errstate(divide="ignore", invalid="ignore"):
         m1 = errsum / count
