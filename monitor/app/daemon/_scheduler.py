@@ -78,6 +78,9 @@ class Scheduler:
         # Jobs in progress, so that shutdown can wait for them with a bound.
         self._active: dict[str, int] = {}
         self._idle = threading.Condition()
+        # Jobs with a scheduled run in progress: the run at start and the interval's are two
+        # APScheduler jobs, which it would run at once (`tick`).
+        self._ticking: set[str] = set()
         self._scheduler = self._apscheduler()
         self._closed = False
         self._runs = 0
@@ -132,17 +135,29 @@ class Scheduler:
         for the window it is then in: APScheduler skips a time that comes while its job still
         runs (one instance per job), so an evaluation tick of 61 s on a 60 s interval left
         every other window to the tick after (bench/fleet.py: half the windows a minute late).
-        Back to back while it overruns, never two at once.
+        Back to back while it overruns, never two at once: a scheduled run that comes while
+        another of the same job runs in this process (the run at start still going when the
+        interval's first comes) returns False at once, and the running one goes on to the
+        window it missed. Two at once evaluated the same windows twice and counted a failing
+        item's failure twice.
         """
         if now is not None:
             return self._tick(name, now)
-        spec = self._jobs[name]
-        began = utcnow()
-        ran = self._tick(name, None)
-        while not self._closed and utcnow() >= self.next_time(spec, began):
+        with self._idle:
+            if name in self._ticking:
+                return False
+            self._ticking.add(name)
+        try:
+            spec = self._jobs[name]
             began = utcnow()
-            ran = self._tick(name, None) or ran
-        return ran
+            ran = self._tick(name, None)
+            while not self._closed and utcnow() >= self.next_time(spec, began):
+                began = utcnow()
+                ran = self._tick(name, None) or ran
+            return ran
+        finally:
+            with self._idle:
+                self._ticking.discard(name)
 
     def next_time(self, spec: JobSpec, after: datetime) -> datetime:
         """The first time on `spec`'s grid (shifted by the tick offset) after `after`."""

@@ -210,27 +210,34 @@ def auth(name: str) -> dict[str, str]:
 _keys = itertools.count()
 
 
-def post_drained(
-    base: str, body: Any, endpoint: str = "events", keyed: bool = True, timeout: float = 90
-) -> dict[str, Any]:
-    """Post `body` with the ingest token and return what the drain made of it (`result`).
+def post_until_drained(
+    base: str, body: Any, endpoint: str = "events", key: str | None = None, timeout: float = 90
+) -> httpx.Response:
+    """POST `body` with the ingest token and `?wait=10` until the drain has consumed it (200).
 
-    `keyed`: with a fresh Idempotency-Key, so that a request the drain did not consume within
-    one `?wait=` (at most 10 s: a just-started drain on a busy machine) is posted again with the
-    same key and waited for again, as a client would; keyless, one wait must do."""
-    headers = auth("MW_T_INGEST")
-    if keyed:
-        headers["Idempotency-Key"] = f"drained-{os.getpid()}-{next(_keys)}"
+    With an Idempotency-Key (`key`), a request the drain did not consume within one wait (10 s
+    at most: a just-started drain on a busy machine) is posted again with the same key and
+    waited for again, as a client would; keyless (`key` None), one wait must do."""
+    headers = auth("MW_T_INGEST") | ({"Idempotency-Key": key} if key is not None else {})
 
     def answered() -> httpx.Response | None:
         resp = httpx.post(
             f"{base}/v1/{endpoint}", json=body, headers=headers, params={"wait": 10}, timeout=60
         )
-        return resp if resp.status_code != 202 or not keyed else None
+        return resp if resp.status_code != 202 or key is None else None
 
     resp = wait_until(answered, "the drain's result", timeout=timeout)
     assert resp is not None and resp.status_code == 200, resp and resp.text
-    result: dict[str, Any] = resp.json()["result"]
+    return resp
+
+
+def post_drained(
+    base: str, body: Any, endpoint: str = "events", keyed: bool = True
+) -> dict[str, Any]:
+    """What the drain made of `body` (`post_until_drained`'s `result`), posted with a fresh
+    Idempotency-Key (`keyed`) or without one."""
+    key = f"drained-{os.getpid()}-{next(_keys)}" if keyed else None
+    result: dict[str, Any] = post_until_drained(base, body, endpoint, key).json()["result"]
     return result
 
 

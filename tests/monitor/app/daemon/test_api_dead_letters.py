@@ -12,7 +12,13 @@ import pytest
 
 from migrations import upgrade
 from monitor.storage import make_engine
-from tests.monitor.app.daemon.conftest import ServerProcess, auth, migrated_url, write_config
+from tests.monitor.app.daemon.conftest import (
+    ServerProcess,
+    auth,
+    migrated_url,
+    post_until_drained,
+    write_config,
+)
 from tests.monitor.app.daemon.test_api_ingest import event
 
 pytestmark = pytest.mark.slow
@@ -121,11 +127,7 @@ def test_labels_have_their_own_dead_letters_url(served: str) -> None:
     labels = [
         {"request_id": "r1", "model": "nope", "label": 1, "timestamp": "2026-01-01T00:00:00Z"}
     ]
-    resp = httpx.post(
-        f"{served}/v1/labels", json=labels, params={"wait": 10},
-        headers={**auth("MW_T_INGEST"), "Idempotency-Key": "dl-labels-1"}, timeout=60,
-    )  # fmt: skip
-    assert resp.status_code == 200, resp.text
+    resp = post_until_drained(served, labels, "labels", key="dl-labels-1")
     url = resp.json()["dead_letters_url"]
     assert url == "/v1/dead-letters?idempotency_key=dl-labels-1&endpoint=labels"
     listed = get(served, url).json()["dead_letters"]

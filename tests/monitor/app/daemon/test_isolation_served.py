@@ -105,9 +105,10 @@ def test_one_poisoned_model_never_stops_the_other(
 
     status = run_cli("status", "--config", str(path))
     assert status.returncode == 0, status.stderr
-    assert (
-        f"FAILING evaluate: drift fraud/1 {(START + WINDOW).isoformat()}: 1 times" in status.stdout
-    )
+    # Once: the run at start and the interval's first never evaluate beside each other (they
+    # did on a loaded machine, and counted the failure twice).
+    line = f"FAILING evaluate: drift fraud/1 {(START + WINDOW).isoformat()}: 1 times since"
+    assert line in status.stdout, status.stdout
     assert "job evaluate: last success" in status.stdout
     doc = json.loads(run_cli("status", "--config", str(path), "--json").stdout)
     [failure] = [f for f in doc["failures"] if f["job"] == "evaluate"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -164,3 +165,29 @@ def test_a_run_past_its_next_time_runs_again_at_once_not_an_interval_later(
     assert sched.tick("often")
     assert len(runs) == 2  # the skipped time's run, at once after the first
     assert runs[1] - runs[0] < 1.5 and time.monotonic() - began < 2.0
+
+
+def test_a_scheduled_run_never_overlaps_another_of_the_same_job(sqlite_engine: Engine) -> None:
+    """The run at start and the interval's first are two APScheduler jobs: the second, coming
+    in the next window while the first still runs (a slow start on a loaded machine), must not
+    run the job beside it; the first goes on to the window it missed, once it is done."""
+    started, release = threading.Event(), threading.Event()
+    runs: list[datetime] = []
+
+    def slow(window: datetime) -> None:
+        runs.append(window)
+        if len(runs) == 1:
+            started.set()
+            release.wait(30)
+
+    sched = Scheduler(sqlite_engine, holder="a", lease_s=60)
+    sched.add(JobSpec("evaluate", slow, interval_s=1.0))
+    first = threading.Thread(target=sched.tick, args=("evaluate",))
+    first.start()
+    assert started.wait(30)
+    time.sleep(1.1)  # the next window has begun: its claim would succeed
+    assert sched.tick("evaluate") is False  # at once: it neither runs nor waits
+    assert len(runs) == 1
+    release.set()
+    first.join(30)
+    assert len(runs) >= 2 and len(set(runs)) == len(runs)  # the missed window, once

@@ -108,7 +108,7 @@ def _each_once_more(server: ServerProcess, before: dict[str, float]) -> dict[str
         counts = _counts(server.url, WINDOWS_DONE)
         return counts if sum(counts.values()) - sum(before.values()) >= len(MODELS) else None
 
-    after = wait_until(counted, "the survivor's counts", 10)
+    after = wait_until(counted, "the survivor's counts", 30)
     assert {m: after[m] - before.get(m, 0) for m in MODELS} == dict.fromkeys(MODELS, 1)
     return after
 
@@ -148,7 +148,7 @@ def test_replicas_share_units_take_over_a_killed_ones_and_survive_a_restart(
             counts = [_counts(s.url, WINDOWS_DONE) for s in (a, b)]
             return counts if sum(sum(c.values()) for c in counts) >= 2 * len(MODELS) else None
 
-        done = wait_until(all_counts, "every window counted", 10)
+        done = wait_until(all_counts, "every window counted", 30)
         assert all(sum(d.values()) >= 2 for d in done), done  # each took a model's 2 windows
         for m in MODELS:  # and no window was evaluated twice
             assert sum(d.get(m, 0) for d in done) == 2, done
