@@ -4,13 +4,37 @@ from __future__ import annotations
 
 import os
 import pwd
+import random
 import socket
 import time
+from pathlib import Path
+
+
+def _ephemeral_start() -> int:
+    """The first port the kernel hands out to outgoing connections (Linux: 32768 by default)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+    """A TCP port on 127.0.0.1 that nothing listens on right now, below the ephemeral range.
+
+    Not a port the kernel picks (`bind(0)`): those come from the range it also gives every
+    outgoing connection, and with the suite's thousands of connections one took a port between
+    this pick and a server's bind (PostgreSQL failed to start: "Address already in use"). A
+    random port below the range collides only with another pick of this function."""
+    top = _ephemeral_start()
+    for _ in range(200):
+        port = random.randrange(10_000, top)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:  # all taken: the kernel's pick
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 

@@ -66,7 +66,15 @@ class PostgresServer:
             "UTF8",
             "--no-sync",
         )
-        self.resume()
+        for attempt in range(3):  # a port taken between the pick and the bind: another one
+            try:
+                self.resume()
+                return
+            except subprocess.CalledProcessError:
+                log = (self.root / "server.log").read_text(errors="replace")
+                if "Address already in use" not in log or attempt == 2:
+                    raise
+                self.port = free_port()
 
     def resume(self) -> None:
         """Start the (initialised) server; also brings it back after `pause`."""

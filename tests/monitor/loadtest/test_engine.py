@@ -49,10 +49,11 @@ def test_above_capacity_only_the_corrected_latency_shows_the_queue(report: Loadt
     assert over.ok == over.sent  # nothing lost: every request waited its turn
     assert over.latency.p99 is not None and over.uncorrected.p99 is not None
     # After 1 s at 200/s against ~100/s, ~100 requests queue: the last waits ~1 s. With 4
-    # connections a request that got one waits for at most 4 service times.
+    # connections a request that got one waits for about 4 service times: the median says so
+    # (the p99 of those is the machine's scheduling, 252 ms once on a loaded one).
     assert over.latency.p99 > 300
     assert over.latency.p99 > 5 * over.uncorrected.p99
-    assert over.uncorrected.p99 < 4 * 4 * SERVICE_S * 1e3
+    assert over.uncorrected.p50 is not None and over.uncorrected.p50 < 4 * 4 * SERVICE_S * 1e3
 
 
 def test_the_knee_is_near_one_over_the_service_time(report: LoadtestReport) -> None:
