@@ -20,6 +20,7 @@ import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from click.testing import CliRunner
 from sqlalchemy import inspect
@@ -33,6 +34,15 @@ from tests.services.alertmanager import AlertmanagerServer
 from tests.services.kafka import KafkaBroker
 from tests.services.postgres import PostgresServer
 from tests.services.prometheus import PrometheusServer
+
+# A test's own requests (`httpx.get(url)`, ...) to a `serve` or a service wait up to 30 s, not
+# httpx's 5: on a loaded machine (CI, four workers on two cores) a just-started `serve` once took
+# longer to answer a DELETE, and the test failed on its client, not on what it checks. A test
+# that means a deadline passes its own `timeout`; clients the product makes are untouched.
+for _call in (httpx.request, httpx.stream, httpx.get, httpx.options, httpx.head, httpx.post,
+              httpx.put, httpx.patch, httpx.delete):  # fmt: skip
+    if _call.__kwdefaults__ is not None and "timeout" in _call.__kwdefaults__:
+        _call.__kwdefaults__["timeout"] = httpx.Timeout(30.0)
 
 REPO = Path(__file__).resolve().parent.parent
 load_profile()

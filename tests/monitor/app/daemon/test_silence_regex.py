@@ -71,7 +71,10 @@ def test_pathological_silence_regex_never_hangs_ticks_or_restarts(
     try:
         server.wait_ready()
         evil = httpx.post(
-            url_of(server.url), json={**body, "matchers": ['alertname=~"(.*){20}X"']}, headers=admin
+            url_of(server.url),
+            json={**body, "matchers": ['alertname=~"(.*){20}X"']},
+            headers=admin,
+            timeout=30,
         )
         assert evil.status_code == 201, evil.text
         created_at = utcnow()
@@ -80,6 +83,7 @@ def test_pathological_silence_regex_never_hangs_ticks_or_restarts(
             url_of(server.url),
             json={**body, "matchers": ["alertname=~Feature.*Column"]},
             headers=admin,
+            timeout=30,
         )
         assert good.status_code == 201, good.text
         _wait_muted(server, f"silence:{good.json()['id']}")
@@ -93,10 +97,13 @@ def test_pathological_silence_regex_never_hangs_ticks_or_restarts(
         restarted = ServerProcess(config)
         try:
             restarted.wait_ready()
-            expire = httpx.delete(f"{url_of(restarted.url)}/{good.json()['id']}", headers=admin)
+            # 30 s, not httpx's 5: a just-restarted `serve` on a loaded machine took longer once
+            expire = httpx.delete(
+                f"{url_of(restarted.url)}/{good.json()['id']}", headers=admin, timeout=30
+            )
             assert expire.status_code == 200
             _wait_muted(restarted, None)  # a tick ran with the stored evil silence and finished
-            stored = httpx.get(url_of(restarted.url), headers=auth("MW_T_READ")).json()
+            stored = httpx.get(url_of(restarted.url), headers=auth("MW_T_READ"), timeout=30).json()
             assert [s["id"] for s in stored["silences"]] == [evil.json()["id"]]
         finally:
             assert restarted.terminate() == 0
